@@ -1,0 +1,27 @@
+//! redjit-codegen: kernel specs -> CUDA C++ source. Pure Rust, no CUDA.
+//!
+//! ```
+//! use redjit_codegen::{KernelSpec, ReduceCopySpec};
+//!
+//! let spec: ReduceCopySpec = "reduce_copy_u4_f32_bf16_TA_T_sum_rn".parse().unwrap();
+//! spec.validate().unwrap();
+//! let src = spec.render().unwrap();
+//! assert_eq!(src.name, "reduce_copy_u4_f32_bf16_TA_T_sum_rn");
+//! assert!(src.code.contains("extern \"C\" __global__"));
+//! assert!(!src.code.contains("#include"));
+//! ```
+//!
+//! The data path is spec -> [`KernelSpec::validate`] -> [`KernelSpec::render`] ->
+//! [`KernelSource`]; the runtime compiles the source, the macro and the CLI build
+//! the same specs.
+
+pub mod error;
+pub mod registry;
+mod render;
+pub mod spec;
+
+pub use error::SpecError;
+pub use registry::{Arch, DType, Family, Op, Role, Rounding};
+pub use render::KernelSource;
+pub use spec::KernelSpec;
+pub use spec::reduce_copy::ReduceCopySpec;

@@ -1,0 +1,253 @@
+//! The one registry of dtypes, ops, roundings, buffer roles and kernel families.
+//!
+//! Every fact about an entry lives in its row below; kernel names, validation, the
+//! templates' context, the CLI's flags and the test matrix are derived from these
+//! tables, never kept in sync by hand. Adding a dtype or an op is one row here (plus
+//! its device code in the prelude, which the row names).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::error::SpecError;
+
+/// Defines a registry enum from a table: the variants, `ALL`, `slug()`, `Display`,
+/// `FromStr` (by slug, with the allowed slugs in the error) and `info()`.
+macro_rules! registry_enum {
+    (
+        $(#[$meta:meta])*
+        $name:ident: $info:ident, what = $what:literal {
+            $( $(#[$vmeta:meta])* $variant:ident => $row:expr ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant ),+
+        }
+
+        impl $name {
+            /// Every entry of the registry, in table order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The entry's row in the registry.
+            pub const fn info(self) -> &'static $info {
+                match self {
+                    $( $name::$variant => { const ROW: $info = $row; &ROW } ),+
+                }
+            }
+
+            /// The short lowercase name used in kernel names and flags.
+            pub const fn slug(self) -> &'static str {
+                self.info().slug
+            }
+
+            /// The slugs of every entry, for error messages.
+            pub fn allowed() -> String {
+                Self::ALL.iter().map(|e| e.slug()).collect::<Vec<_>>().join(", ")
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.slug())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = SpecError;
+            fn from_str(s: &str) -> Result<Self, SpecError> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|e| e.slug().eq_ignore_ascii_case(s))
+                    .ok_or_else(|| SpecError::Parse {
+                        what: $what,
+                        input: s.to_string(),
+                        rule: format!("expected one of: {}", Self::allowed()),
+                    })
+            }
+        }
+    };
+}
+
+/// A compute capability, `sm_XY` as the number `10 * X + Y`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Arch(pub u32);
+
+impl Arch {
+    pub const SM80: Arch = Arch(80);
+    pub const SM90: Arch = Arch(90);
+
+    pub fn from_compute_capability(major: i32, minor: i32) -> Arch {
+        Arch((major.max(0) as u32) * 10 + minor.max(0) as u32)
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sm_{}", self.0)
+    }
+}
+
+impl FromStr for Arch {
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        let digits = s
+            .strip_prefix("sm_")
+            .or_else(|| s.strip_prefix("compute_"))
+            .unwrap_or(s);
+        match digits.parse::<u32>() {
+            Ok(n) if (50..=200).contains(&n) => Ok(Arch(n)),
+            _ => Err(SpecError::Parse {
+                what: "arch",
+                input: s.to_string(),
+                rule:
+                    "expected sm_XY with a compute capability between sm_50 and sm_200, e.g. sm_90"
+                        .into(),
+            }),
+        }
+    }
+}
+
+/// Facts about one element type.
+#[derive(Debug)]
+pub struct DTypeInfo {
+    pub slug: &'static str,
+    pub bytes: u32,
+    /// The storage type's name in the generated CUDA.
+    pub c_type: &'static str,
+    /// May be the accumulation type of a reduction.
+    pub accum: bool,
+    /// May be the (narrower) transport type of a reduce+copy.
+    pub transport: bool,
+    /// Oldest GPU whose PTX has the conversions this dtype uses.
+    pub min_arch: Arch,
+    /// Prelude file with this dtype's loads, stores and conversions; every such
+    /// file defines the same functions (`rj_ld1_<slug>`, `rj_ld4_<slug>`,
+    /// `rj_st1_<slug>`, `rj_st4_<slug>`).
+    pub prelude: &'static str,
+}
+
+registry_enum! {
+    /// An element type.
+    DType: DTypeInfo, what = "dtype" {
+        F32 => DTypeInfo { slug: "f32", bytes: 4, c_type: "float", accum: true, transport: false, min_arch: Arch(50), prelude: "prelude/dtype_f32.cuh" },
+        // cvt.rn.bf16x2.f32 is sm_80+.
+        BF16 => DTypeInfo { slug: "bf16", bytes: 2, c_type: "rj_bf16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_bf16.cuh" },
+        // cvt.rn.f16x2.f32 is sm_80+.
+        F16 => DTypeInfo { slug: "f16", bytes: 2, c_type: "rj_f16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_f16.cuh" },
+    }
+}
+
+/// Facts about one reduction operator.
+#[derive(Debug)]
+pub struct OpInfo {
+    pub slug: &'static str,
+    /// The device functor in `prelude/ops.cuh` (`static float apply(float, float)`).
+    pub functor: &'static str,
+}
+
+registry_enum! {
+    /// A reduction operator.
+    Op: OpInfo, what = "op" {
+        Sum => OpInfo { slug: "sum", functor: "rj_op_sum" },
+    }
+}
+
+/// Facts about one rounding mode of a narrowing store.
+#[derive(Debug)]
+pub struct RoundingInfo {
+    pub slug: &'static str,
+}
+
+registry_enum! {
+    /// How a value is rounded when it is stored to a narrower type.
+    Rounding: RoundingInfo, what = "rounding" {
+        /// Round to nearest, ties to even (PTX `cvt.rn`).
+        Nearest => RoundingInfo { slug: "rn" },
+    }
+}
+
+/// Facts about one buffer role of a reduce+copy.
+#[derive(Debug)]
+pub struct RoleInfo {
+    pub slug: &'static str,
+    /// The letter in kernel names (`TA_T`: transport, accum -> transport).
+    pub letter: char,
+}
+
+registry_enum! {
+    /// Whether a buffer holds the accumulation type or the transport type.
+    Role: RoleInfo, what = "buffer role" {
+        Accum => RoleInfo { slug: "accum", letter: 'A' },
+        Transport => RoleInfo { slug: "transport", letter: 'T' },
+    }
+}
+
+impl Role {
+    pub fn from_letter(c: char) -> Option<Role> {
+        Role::ALL
+            .iter()
+            .copied()
+            .find(|r| r.info().letter == c.to_ascii_uppercase())
+    }
+}
+
+/// Facts about one kernel family.
+#[derive(Debug)]
+pub struct FamilyInfo {
+    pub slug: &'static str,
+    /// The family's template, one family per file.
+    pub template: &'static str,
+    /// Shared device code the family's kernels start with, in order.
+    pub preludes: &'static [&'static str],
+}
+
+registry_enum! {
+    /// A kernel family.
+    Family: FamilyInfo, what = "kernel family" {
+        ReduceCopy => FamilyInfo {
+            slug: "reduce_copy",
+            template: "reduce_copy.cu",
+            preludes: &["prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh"],
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_round_trip_and_are_unique() {
+        for d in DType::ALL {
+            assert_eq!(d.slug().parse::<DType>().unwrap(), *d);
+        }
+        for o in Op::ALL {
+            assert_eq!(o.slug().parse::<Op>().unwrap(), *o);
+        }
+        let mut slugs: Vec<_> = DType::ALL.iter().map(|d| d.slug()).collect();
+        slugs.sort();
+        slugs.dedup();
+        assert_eq!(slugs.len(), DType::ALL.len());
+    }
+
+    #[test]
+    fn unknown_slug_lists_the_allowed_ones() {
+        let err = "f64".parse::<DType>().unwrap_err().to_string();
+        assert!(
+            err.contains("\"f64\"") && err.contains("f32, bf16, f16"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn arch_parses() {
+        assert_eq!("sm_90".parse::<Arch>().unwrap(), Arch(90));
+        assert_eq!("90".parse::<Arch>().unwrap(), Arch(90));
+        assert!("sm_9".parse::<Arch>().is_err());
+        assert_eq!(Arch::from_compute_capability(9, 0).to_string(), "sm_90");
+    }
+}

@@ -1,0 +1,59 @@
+//! Kernel specs: plain Rust values that describe one kernel configuration.
+
+pub mod reduce_copy;
+
+use crate::error::SpecError;
+use crate::registry::{Arch, Family};
+use crate::render::KernelSource;
+
+/// What every kernel family's spec offers the runtime, the macro and the CLI.
+pub trait KernelSpec {
+    /// The family this spec belongs to.
+    fn family(&self) -> Family;
+
+    /// The single place where a configuration is accepted or rejected.
+    fn validate(&self) -> Result<(), SpecError>;
+
+    /// The deterministic, readable kernel name (also the CUDA symbol).
+    fn name(&self) -> String;
+
+    /// Oldest GPU the generated code runs on.
+    fn min_arch(&self) -> Arch;
+
+    /// Validates, then renders the CUDA source.
+    fn render(&self) -> Result<KernelSource, SpecError>;
+
+    /// Validates, then checks that `arch` can run this kernel; a typed error before
+    /// NVRTC ever sees the source, never a missing symbol at load.
+    fn check_arch(&self, arch: Arch) -> Result<(), SpecError> {
+        self.validate()?;
+        let needs = self.min_arch();
+        if arch < needs {
+            return Err(SpecError::Unsupported {
+                what: self.name(),
+                arch,
+                needs,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A reference to a spec is a spec (so `prepare(&[&spec])` works).
+impl<S: KernelSpec + ?Sized> KernelSpec for &S {
+    fn family(&self) -> Family {
+        (**self).family()
+    }
+    fn validate(&self) -> Result<(), SpecError> {
+        (**self).validate()
+    }
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn min_arch(&self) -> Arch {
+        (**self).min_arch()
+    }
+    fn render(&self) -> Result<KernelSource, SpecError> {
+        (**self).render()
+    }
+}

@@ -1,0 +1,374 @@
+//! `reduce_copy`: 1..N sources reduced in the accumulation type and written to
+//! 1..M destinations, each buffer independently Accum- or Transport-typed
+//! (seed 000, NCCLX `reduceCopyMixed`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::error::SpecError;
+use crate::registry::{Arch, DType, Family, Op, Role, Rounding};
+use crate::render::{self, KernelSource};
+use crate::spec::KernelSpec;
+
+/// Unroll factors the kernel is generated for.
+pub const UNROLLS: &[u32] = &[1, 2, 4, 8];
+/// Most sources one kernel reduces.
+pub const MAX_SRCS: usize = 2;
+/// Most destinations one kernel writes.
+pub const MAX_DSTS: usize = 1;
+/// Bytes of the widest vector access; a pack holds this many bytes of accumulator.
+pub const PACK_BYTES: u32 = 16;
+pub const WARP_SIZE: u32 = 32;
+
+/// One reduce+copy kernel configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ReduceCopySpec {
+    /// Packs each lane keeps in flight per source (1, 2, 4 or 8).
+    pub unroll: u32,
+    /// The type the reduction is computed in.
+    pub accum: DType,
+    /// The narrower type of transport buffers.
+    pub transport: DType,
+    /// Role of each source, in order.
+    pub srcs: Vec<Role>,
+    /// Role of each destination, in order.
+    pub dsts: Vec<Role>,
+    pub op: Op,
+    pub rounding: Rounding,
+}
+
+impl Default for ReduceCopySpec {
+    /// The canonical PAT ReduceScatterQuantize step: bf16 + f32 -> bf16.
+    fn default() -> Self {
+        ReduceCopySpec {
+            unroll: 4,
+            accum: DType::F32,
+            transport: DType::BF16,
+            srcs: vec![Role::Transport, Role::Accum],
+            dsts: vec![Role::Transport],
+            op: Op::Sum,
+            rounding: Rounding::Nearest,
+        }
+    }
+}
+
+impl ReduceCopySpec {
+    /// The element type of a buffer with `role`.
+    pub fn dtype_of(&self, role: Role) -> DType {
+        match role {
+            Role::Accum => self.accum,
+            Role::Transport => self.transport,
+        }
+    }
+
+    /// Accumulator elements per pack (`16 / sizeof(accum)`).
+    pub fn pack_elts(&self) -> u32 {
+        PACK_BYTES / self.accum.info().bytes
+    }
+
+    /// Elements one warp handles per iteration (`unroll * 32 * pack_elts`).
+    pub fn elems_per_hunk(&self) -> u32 {
+        self.unroll * WARP_SIZE * self.pack_elts()
+    }
+
+    /// The seed's type-configuration number for the two-source, one-destination
+    /// forms (`src0 * 4 | src1 * 2 | dst0`, Accum = 1); `None` for other shapes.
+    pub fn seed_config(&self) -> Option<u32> {
+        let bit = |r: Role| u32::from(r == Role::Accum);
+        match (self.srcs.as_slice(), self.dsts.as_slice()) {
+            ([s0, s1], [d0]) => Some(bit(*s0) * 4 | bit(*s1) * 2 | bit(*d0)),
+            _ => None,
+        }
+    }
+
+    /// Every two-source seed configuration (0..8) and every one-source form, for
+    /// one unroll and transport: the test and benchmark matrix.
+    pub fn matrix(unroll: u32, transport: DType) -> Vec<ReduceCopySpec> {
+        let roles = Role::ALL;
+        let mut out = Vec::new();
+        for config in 0..8u32 {
+            let role = |bit: u32| {
+                if config & bit != 0 {
+                    Role::Accum
+                } else {
+                    Role::Transport
+                }
+            };
+            out.push(ReduceCopySpec {
+                unroll,
+                transport,
+                srcs: vec![role(4), role(2)],
+                dsts: vec![role(1)],
+                ..ReduceCopySpec::default()
+            });
+        }
+        for &s in roles {
+            for &d in roles {
+                out.push(ReduceCopySpec {
+                    unroll,
+                    transport,
+                    srcs: vec![s],
+                    dsts: vec![d],
+                    ..ReduceCopySpec::default()
+                });
+            }
+        }
+        out
+    }
+
+    /// The dtype prelude files of the buffers' types, in registry order.
+    fn dtype_preludes(&self) -> Vec<&'static str> {
+        DType::ALL
+            .iter()
+            .filter(|d| {
+                self.srcs
+                    .iter()
+                    .chain(&self.dsts)
+                    .any(|&r| self.dtype_of(r) == **d)
+            })
+            .map(|d| d.info().prelude)
+            .collect()
+    }
+
+    fn context(&self) -> ReduceCopyContext {
+        let buffer = |index: usize, role: Role| {
+            let dtype = self.dtype_of(role);
+            BufferContext {
+                index,
+                role: role.slug(),
+                dtype: dtype.slug(),
+                c_type: dtype.info().c_type,
+                pack_bytes: self.pack_elts() * dtype.info().bytes,
+            }
+        };
+        ReduceCopyContext {
+            name: self.name(),
+            spec: self.to_string(),
+            unroll: self.unroll,
+            pack_elts: self.pack_elts(),
+            elems_per_hunk: self.elems_per_hunk(),
+            accum: self.accum.info().c_type,
+            op_functor: self.op.info().functor,
+            srcs: self
+                .srcs
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| buffer(i, r))
+                .collect(),
+            dsts: self
+                .dsts
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| buffer(i, r))
+                .collect(),
+        }
+    }
+}
+
+/// What the `reduce_copy.cu` template is rendered from.
+#[derive(Serialize)]
+struct ReduceCopyContext {
+    name: String,
+    spec: String,
+    unroll: u32,
+    pack_elts: u32,
+    elems_per_hunk: u32,
+    accum: &'static str,
+    op_functor: &'static str,
+    srcs: Vec<BufferContext>,
+    dsts: Vec<BufferContext>,
+}
+
+#[derive(Serialize)]
+struct BufferContext {
+    index: usize,
+    role: &'static str,
+    dtype: &'static str,
+    c_type: &'static str,
+    pack_bytes: u32,
+}
+
+fn roles_letters(roles: &[Role]) -> String {
+    roles.iter().map(|r| r.info().letter).collect()
+}
+
+impl KernelSpec for ReduceCopySpec {
+    fn family(&self) -> Family {
+        Family::ReduceCopy
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        if !UNROLLS.contains(&self.unroll) {
+            return Err(SpecError::invalid(
+                "unroll",
+                self.unroll,
+                "must be one of 1, 2, 4, 8",
+            ));
+        }
+        if !self.accum.info().accum {
+            let allowed: Vec<_> = DType::ALL
+                .iter()
+                .filter(|d| d.info().accum)
+                .map(|d| d.slug())
+                .collect();
+            return Err(SpecError::invalid(
+                "accum",
+                self.accum,
+                format!(
+                    "the accumulation type must be one of: {}",
+                    allowed.join(", ")
+                ),
+            ));
+        }
+        if !self.transport.info().transport {
+            let allowed: Vec<_> = DType::ALL
+                .iter()
+                .filter(|d| d.info().transport)
+                .map(|d| d.slug())
+                .collect();
+            return Err(SpecError::invalid(
+                "transport",
+                self.transport,
+                format!("the transport type must be one of: {}", allowed.join(", ")),
+            ));
+        }
+        if self.srcs.is_empty() || self.srcs.len() > MAX_SRCS {
+            return Err(SpecError::invalid(
+                "srcs",
+                format!("{} sources", self.srcs.len()),
+                format!("a reduce_copy has 1 to {MAX_SRCS} sources"),
+            ));
+        }
+        if self.dsts.is_empty() || self.dsts.len() > MAX_DSTS {
+            return Err(SpecError::invalid(
+                "dsts",
+                format!("{} destinations", self.dsts.len()),
+                format!("a reduce_copy has 1 to {MAX_DSTS} destinations"),
+            ));
+        }
+        if PACK_BYTES % self.accum.info().bytes != 0 {
+            return Err(SpecError::invalid(
+                "accum",
+                self.accum,
+                "its size must divide 16 bytes",
+            ));
+        }
+        Ok(())
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "{}_u{}_{}_{}_{}_{}_{}_{}",
+            Family::ReduceCopy.slug(),
+            self.unroll,
+            self.accum,
+            self.transport,
+            roles_letters(&self.srcs),
+            roles_letters(&self.dsts),
+            self.op,
+            self.rounding,
+        )
+    }
+
+    fn min_arch(&self) -> Arch {
+        self.srcs
+            .iter()
+            .chain(&self.dsts)
+            .map(|&r| self.dtype_of(r).info().min_arch)
+            .max()
+            .unwrap_or(Arch(50))
+    }
+
+    fn render(&self) -> Result<KernelSource, SpecError> {
+        self.validate()?;
+        render::render(
+            Family::ReduceCopy,
+            self.name(),
+            &self.dtype_preludes(),
+            &self.context(),
+        )
+    }
+}
+
+impl fmt::Display for ReduceCopySpec {
+    /// The kernel name; it parses back with `FromStr`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl FromStr for ReduceCopySpec {
+    type Err = SpecError;
+
+    /// Parses a kernel name as the runtime prints it, e.g.
+    /// `reduce_copy_u4_f32_bf16_TA_T_sum_rn`, and validates it.
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        let parse_err = |rule: &str| SpecError::Parse {
+            what: "reduce_copy kernel name",
+            input: s.to_string(),
+            rule: rule.to_string(),
+        };
+        let format = "expected reduce_copy_u<unroll>_<accum>_<transport>_<src roles>_<dst roles>_<op>_<rounding>, e.g. reduce_copy_u4_f32_bf16_TA_T_sum_rn";
+        let rest = s
+            .strip_prefix(Family::ReduceCopy.slug())
+            .and_then(|r| r.strip_prefix('_'))
+            .ok_or_else(|| parse_err(format))?;
+        let parts: Vec<&str> = rest.split('_').collect();
+        let [unroll, accum, transport, srcs, dsts, op, rounding] = parts.as_slice() else {
+            return Err(parse_err(format));
+        };
+        let unroll = unroll
+            .strip_prefix('u')
+            .and_then(|u| u.parse::<u32>().ok())
+            .ok_or_else(|| parse_err("the unroll part is u<number>, e.g. u4"))?;
+        let roles = |letters: &str| -> Result<Vec<Role>, SpecError> {
+            letters
+                .chars()
+                .map(|c| {
+                    Role::from_letter(c).ok_or_else(|| {
+                        parse_err("buffer roles are letters A (accum) and T (transport)")
+                    })
+                })
+                .collect()
+        };
+        let spec = ReduceCopySpec {
+            unroll,
+            accum: accum.parse()?,
+            transport: transport.parse()?,
+            srcs: roles(srcs)?,
+            dsts: roles(dsts)?,
+            op: op.parse()?,
+            rounding: rounding.parse()?,
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_round_trips() {
+        for unroll in UNROLLS {
+            for &t in [DType::BF16, DType::F16].iter() {
+                for spec in ReduceCopySpec::matrix(*unroll, t) {
+                    let parsed: ReduceCopySpec = spec.name().parse().unwrap();
+                    assert_eq!(parsed, spec);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn seed_configs_are_numbered_as_in_the_seed() {
+        let m = ReduceCopySpec::matrix(4, DType::BF16);
+        let configs: Vec<_> = m.iter().filter_map(|s| s.seed_config()).collect();
+        assert_eq!(configs, (0..8).collect::<Vec<_>>());
+        assert_eq!(m[2].name(), "reduce_copy_u4_f32_bf16_TA_T_sum_rn");
+        assert_eq!(m[3].name(), "reduce_copy_u4_f32_bf16_TA_A_sum_rn");
+    }
+}

@@ -1,0 +1,77 @@
+//! Host element types and the device buffers a launcher accepts.
+
+use cudarc::driver::{
+    CudaSlice, CudaView, CudaViewMut, DeviceRepr, DeviceSlice, LaunchArgs, PushKernelArg,
+};
+use redjit_codegen::DType;
+
+/// A host type with a redjit dtype.
+pub trait DeviceElem: DeviceRepr + Copy + Send + Sync + 'static {
+    const DTYPE: DType;
+}
+
+impl DeviceElem for f32 {
+    const DTYPE: DType = DType::F32;
+}
+impl DeviceElem for half::bf16 {
+    const DTYPE: DType = DType::BF16;
+}
+impl DeviceElem for half::f16 {
+    const DTYPE: DType = DType::F16;
+}
+
+/// A device buffer a kernel reads: `CudaSlice<T>` or `CudaView<T>`.
+pub trait KernelInput {
+    fn dtype(&self) -> DType;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Pushes the device pointer (with cudarc's stream tracking for reads).
+    fn push_input<'a>(&'a self, args: &mut LaunchArgs<'a>);
+}
+
+/// A device buffer a kernel writes: `CudaSlice<T>` or `CudaViewMut<T>`.
+pub trait KernelOutput {
+    fn dtype(&self) -> DType;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Pushes the device pointer (with cudarc's stream tracking for writes).
+    fn push_output<'a>(&'a mut self, args: &mut LaunchArgs<'a>);
+}
+
+macro_rules! impl_input {
+    ($($ty:ty),*) => {$(
+        impl<T: DeviceElem> KernelInput for $ty {
+            fn dtype(&self) -> DType {
+                T::DTYPE
+            }
+            fn len(&self) -> usize {
+                DeviceSlice::len(self)
+            }
+            fn push_input<'a>(&'a self, args: &mut LaunchArgs<'a>) {
+                args.arg(self);
+            }
+        }
+    )*};
+}
+impl_input!(CudaSlice<T>, CudaView<'_, T>);
+
+macro_rules! impl_output {
+    ($($ty:ty),*) => {$(
+        impl<T: DeviceElem> KernelOutput for $ty {
+            fn dtype(&self) -> DType {
+                T::DTYPE
+            }
+            fn len(&self) -> usize {
+                DeviceSlice::len(self)
+            }
+            fn push_output<'a>(&'a mut self, args: &mut LaunchArgs<'a>) {
+                args.arg(self);
+            }
+        }
+    )*};
+}
+impl_output!(CudaSlice<T>, CudaViewMut<'_, T>);

@@ -1,0 +1,35 @@
+//! redjit-runtime: NVRTC JIT with a compile cache, and typed launchers.
+//!
+//! ```no_run
+//! use redjit_runtime::{ReduceCopySpec, Runtime};
+//! use half::bf16;
+//!
+//! # fn main() -> Result<(), redjit_runtime::Error> {
+//! let rt = Runtime::new(0)?;                       // GPU 0, disk cache
+//! let spec: ReduceCopySpec = "reduce_copy_u4_f32_bf16_TA_T_sum_rn".parse()?;
+//! let kernel = rt.reduce_copy(&spec)?;             // NVRTC on first use, cached after
+//! let s = rt.stream();
+//! let a = s.clone_htod(&vec![bf16::from_f32(1.5); 1000]).map_err(|e| redjit_runtime::Error::NoGpu(e.to_string()))?;
+//! let b = s.clone_htod(&vec![2.25f32; 1000]).map_err(|e| redjit_runtime::Error::NoGpu(e.to_string()))?;
+//! let mut out = s.alloc_zeros::<bf16>(1000).map_err(|e| redjit_runtime::Error::NoGpu(e.to_string()))?;
+//! kernel.launch(s, &[&a, &b], &mut [&mut out])?;   // out = bf16(1.5 + 2.25)
+//! # Ok(()) }
+//! ```
+
+pub mod cache;
+mod elem;
+mod error;
+mod hash;
+pub mod jit;
+pub mod nvrtc;
+mod reduce_copy;
+mod runtime;
+
+pub use cache::{CacheKey, CacheStats, CompileCache, Origin};
+pub use elem::{DeviceElem, KernelInput, KernelOutput};
+pub use error::{Error, Result};
+pub use jit::{Compiled, Jit};
+pub use nvrtc::{Artifact, Nvrtc, Output, Target};
+pub use redjit_codegen::{Arch, DType, KernelSource, KernelSpec, ReduceCopySpec, Role, SpecError};
+pub use reduce_copy::{DEFAULT_THREADS, LaunchOptions, ReduceCopyKernel};
+pub use runtime::{DeviceInfo, PrepareReport, Runtime, RuntimeOptions, gpu_available};

@@ -1,0 +1,196 @@
+//! The typed launcher of `reduce_copy` kernels: the one place they are launched.
+
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use redjit_codegen::{KernelSpec, ReduceCopySpec};
+
+use crate::elem::{KernelInput, KernelOutput};
+use crate::error::{DriverContext, Error, Result};
+use crate::runtime::Runtime;
+
+/// Threads per block unless the caller asks otherwise.
+pub const DEFAULT_THREADS: u32 = 512;
+
+/// Per-call launch shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchOptions {
+    /// Threads per block: a multiple of 32, at most 1024.
+    pub threads: u32,
+    /// Upper bound on the grid (`None`: as many blocks as are resident at once).
+    pub max_blocks: Option<u32>,
+}
+
+impl Default for LaunchOptions {
+    fn default() -> Self {
+        LaunchOptions {
+            threads: DEFAULT_THREADS,
+            max_blocks: None,
+        }
+    }
+}
+
+/// A loaded reduce_copy kernel and the spec it was generated from.
+#[derive(Debug, Clone)]
+pub struct ReduceCopyKernel {
+    spec: ReduceCopySpec,
+    name: String,
+    func: CudaFunction,
+    sm_count: u32,
+}
+
+impl Runtime {
+    /// Compiles (through the cache) and loads the kernel for `spec`.
+    pub fn reduce_copy(&self, spec: &ReduceCopySpec) -> Result<ReduceCopyKernel> {
+        Ok(ReduceCopyKernel {
+            spec: spec.clone(),
+            name: spec.name(),
+            func: self.function(spec)?,
+            sm_count: self.device().sm_count,
+        })
+    }
+}
+
+impl ReduceCopyKernel {
+    pub fn spec(&self) -> &ReduceCopySpec {
+        &self.spec
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `dsts[d][i] = op(srcs[0][i], srcs[1][i], ...)` for every i, on `stream`.
+    /// Returns before any launch when the buffers are empty.
+    pub fn launch(
+        &self,
+        stream: &CudaStream,
+        srcs: &[&dyn KernelInput],
+        dsts: &mut [&mut dyn KernelOutput],
+    ) -> Result<()> {
+        self.launch_with(stream, srcs, dsts, LaunchOptions::default())
+    }
+
+    pub fn launch_with(
+        &self,
+        stream: &CudaStream,
+        srcs: &[&dyn KernelInput],
+        dsts: &mut [&mut dyn KernelOutput],
+        opts: LaunchOptions,
+    ) -> Result<()> {
+        let n = self.check(srcs, dsts, opts)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let cfg = self.config(n, opts)?;
+        let n = n as u64;
+        let mut args = stream.launch_builder(&self.func);
+        for s in srcs {
+            s.push_input(&mut args);
+        }
+        for d in dsts.iter_mut() {
+            d.push_output(&mut args);
+        }
+        args.arg(&n);
+        // SAFETY: the kernel was generated from `self.spec`, whose parameters are one
+        // pointer per source, one per destination, then a u64 count, in that order;
+        // `check` proved every buffer has the spec's dtype and at least n elements.
+        unsafe { args.launch(cfg) }.during(|| format!("launching {}", self.name))?;
+        Ok(())
+    }
+
+    /// Validates a call; returns the element count.
+    fn check(
+        &self,
+        srcs: &[&dyn KernelInput],
+        dsts: &[&mut dyn KernelOutput],
+        opts: LaunchOptions,
+    ) -> Result<usize> {
+        let err = |what: &'static str, value: String, rule: String| Error::Launch {
+            kernel: self.name.clone(),
+            what,
+            value,
+            rule,
+        };
+        if opts.threads == 0 || opts.threads % 32 != 0 || opts.threads > 1024 {
+            return Err(err(
+                "threads",
+                opts.threads.to_string(),
+                "must be a multiple of 32 between 32 and 1024".into(),
+            ));
+        }
+        if opts.max_blocks == Some(0) {
+            return Err(err("max_blocks", "0".into(), "must be at least 1".into()));
+        }
+        if srcs.len() != self.spec.srcs.len() {
+            return Err(err(
+                "number of sources",
+                srcs.len().to_string(),
+                format!(
+                    "the kernel reads exactly {} source(s)",
+                    self.spec.srcs.len()
+                ),
+            ));
+        }
+        if dsts.len() != self.spec.dsts.len() {
+            return Err(err(
+                "number of destinations",
+                dsts.len().to_string(),
+                format!(
+                    "the kernel writes exactly {} destination(s)",
+                    self.spec.dsts.len()
+                ),
+            ));
+        }
+        let buffers = srcs
+            .iter()
+            .map(|s| (s.dtype(), s.len()))
+            .zip(&self.spec.srcs)
+            .enumerate()
+            .map(|(i, (b, r))| (format!("src{i}"), b, *r))
+            .chain(
+                dsts.iter()
+                    .map(|d| (d.dtype(), d.len()))
+                    .zip(&self.spec.dsts)
+                    .enumerate()
+                    .map(|(i, (b, r))| (format!("dst{i}"), b, *r)),
+            );
+        let n = srcs[0].len();
+        for (label, (dtype, len), role) in buffers {
+            let want = self.spec.dtype_of(role);
+            if dtype != want {
+                return Err(err(
+                    "dtype",
+                    format!("{label}: {dtype}"),
+                    format!("{label} is {role}, which is {want} in this kernel"),
+                ));
+            }
+            if len != n {
+                return Err(err(
+                    "length",
+                    format!("{label}: {len}"),
+                    format!("every buffer must have the length of src0 ({n})"),
+                ));
+            }
+        }
+        Ok(n)
+    }
+
+    fn config(&self, n: usize, opts: LaunchOptions) -> Result<LaunchConfig> {
+        let warps_per_block = (opts.threads / 32) as usize;
+        let hunks = n / self.spec.elems_per_hunk() as usize;
+        let wanted = hunks.div_ceil(warps_per_block).max(1);
+        let per_sm = self
+            .func
+            .occupancy_max_active_blocks_per_multiprocessor(opts.threads, 0, None)
+            .during(|| format!("occupancy of {} at {} threads", self.name, opts.threads))?
+            .max(1);
+        let resident = (per_sm * self.sm_count) as usize;
+        let cap = opts
+            .max_blocks
+            .map_or(resident, |m| (m as usize).min(resident));
+        Ok(LaunchConfig {
+            grid_dim: (wanted.min(cap).max(1) as u32, 1, 1),
+            block_dim: (opts.threads, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }
+}

@@ -1,0 +1,214 @@
+//! `Runtime`: one GPU, one stream, a `Jit` for its arch, loaded kernels by name.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::Ptx;
+use redjit_codegen::{Arch, KernelSpec};
+
+use crate::cache::{CompileCache, Origin};
+use crate::error::{DriverContext, Error, Result};
+use crate::jit::{Compiled, Jit};
+
+/// Facts about the GPU a runtime drives.
+#[derive(Debug, Clone)]
+pub struct DeviceInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub arch: Arch,
+    pub sm_count: u32,
+    pub l2_bytes: u64,
+    pub total_mem: u64,
+    pub driver_version: i32,
+}
+
+/// How a runtime is set up.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeOptions {
+    pub ordinal: usize,
+    /// `None`: `$REDJIT_CACHE_DIR` or the platform cache directory.
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// Keep compiled kernels in memory only.
+    pub no_disk_cache: bool,
+}
+
+/// What `prepare` did.
+#[derive(Debug, Clone)]
+pub struct PrepareReport {
+    pub kernels: usize,
+    pub compiled: usize,
+    pub from_disk: usize,
+    pub from_memory: usize,
+    /// Compile (parallel) plus module load, wall clock.
+    pub wall: Duration,
+}
+
+pub struct Runtime {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    device: DeviceInfo,
+    jit: Jit,
+    functions: Mutex<HashMap<String, CudaFunction>>,
+    context_time: Duration,
+}
+
+/// Checks that a CUDA driver and a device exist, without cudarc's panic when the
+/// driver library is missing.
+pub fn gpu_available() -> Result<usize> {
+    // SAFETY: only checks whether the driver library can be opened.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(Error::NoGpu(
+            "the CUDA driver library (libcuda.so) is not installed".into(),
+        ));
+    }
+    let n = CudaContext::device_count().during(|| "cuDeviceGetCount".into())?;
+    if n <= 0 {
+        return Err(Error::NoGpu("the CUDA driver reports no devices".into()));
+    }
+    Ok(n as usize)
+}
+
+impl Runtime {
+    /// A runtime on GPU `ordinal` with the default disk cache.
+    pub fn new(ordinal: usize) -> Result<Runtime> {
+        Runtime::with_options(RuntimeOptions {
+            ordinal,
+            ..RuntimeOptions::default()
+        })
+    }
+
+    pub fn with_options(opts: RuntimeOptions) -> Result<Runtime> {
+        let count = gpu_available()?;
+        if opts.ordinal >= count {
+            return Err(Error::NoGpu(format!(
+                "device ordinal {} requested, {count} device(s) present",
+                opts.ordinal
+            )));
+        }
+        let t0 = Instant::now();
+        let ctx = CudaContext::new(opts.ordinal)
+            .during(|| format!("creating a context on device {}", opts.ordinal))?;
+        let stream = ctx.new_stream().during(|| "creating a stream".into())?;
+        let context_time = t0.elapsed();
+        let attr = |a: CUdevice_attribute| ctx.attribute(a).during(|| format!("reading {a:?}"));
+        let (major, minor) = ctx
+            .compute_capability()
+            .during(|| "reading the compute capability".into())?;
+        let device = DeviceInfo {
+            ordinal: opts.ordinal,
+            name: ctx.name().during(|| "reading the device name".into())?,
+            arch: Arch::from_compute_capability(major, minor),
+            sm_count: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1)
+                as u32,
+            l2_bytes: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as u64,
+            total_mem: ctx
+                .total_mem()
+                .during(|| "reading the memory size".into())? as u64,
+            driver_version: driver_version()?,
+        };
+        let cache = match (&opts.cache_dir, opts.no_disk_cache) {
+            (_, true) => CompileCache::in_memory(),
+            (Some(dir), false) => CompileCache::on_disk(dir)?,
+            (None, false) => CompileCache::from_env()?,
+        };
+        let jit = Jit::new(device.arch, cache)?;
+        Ok(Runtime {
+            ctx,
+            stream,
+            device,
+            jit,
+            functions: Mutex::default(),
+            context_time,
+        })
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The runtime's own stream.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    pub fn device(&self) -> &DeviceInfo {
+        &self.device
+    }
+
+    pub fn jit(&self) -> &Jit {
+        &self.jit
+    }
+
+    /// Time spent creating the CUDA context and stream (reported apart from JIT).
+    pub fn context_time(&self) -> Duration {
+        self.context_time
+    }
+
+    /// Compiles (in parallel, through the cache) and loads every spec not loaded yet.
+    pub fn prepare<S: KernelSpec + Sync>(&self, specs: &[S]) -> Result<PrepareReport> {
+        let t0 = Instant::now();
+        let pending: Vec<&S> = {
+            let loaded = self.lock();
+            specs
+                .iter()
+                .filter(|s| !loaded.contains_key(&s.name()))
+                .collect()
+        };
+        let mut report = PrepareReport {
+            kernels: specs.len(),
+            compiled: 0,
+            from_disk: 0,
+            from_memory: 0,
+            wall: Duration::ZERO,
+        };
+        for compiled in self.jit.compile_all(&pending) {
+            let compiled = compiled?;
+            match compiled.origin {
+                Origin::Compiled => report.compiled += 1,
+                Origin::Disk => report.from_disk += 1,
+                Origin::Memory => report.from_memory += 1,
+            }
+            self.load(&compiled)?;
+        }
+        report.wall = t0.elapsed();
+        Ok(report)
+    }
+
+    /// The loaded kernel for `spec`, compiling and loading it on first use.
+    pub fn function<S: KernelSpec + ?Sized>(&self, spec: &S) -> Result<CudaFunction> {
+        if let Some(f) = self.lock().get(&spec.name()) {
+            return Ok(f.clone());
+        }
+        let compiled = self.jit.compile(spec)?;
+        self.load(&compiled)
+    }
+
+    fn load(&self, compiled: &Compiled) -> Result<CudaFunction> {
+        let module: Arc<CudaModule> = self
+            .ctx
+            .load_module(Ptx::from_binary(compiled.artifact.bytes.clone()))
+            .during(|| format!("loading the module of {}", compiled.name))?;
+        let f = module
+            .load_function(&compiled.name)
+            .during(|| format!("finding {} in its module", compiled.name))?;
+        self.lock().insert(compiled.name.clone(), f.clone());
+        Ok(f)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CudaFunction>> {
+        self.functions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The CUDA driver's version, e.g. 13000 for 13.0.
+fn driver_version() -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: out-pointer to a live i32; the driver library was checked present.
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }
+        .result()
+        .during(|| "cuDriverGetVersion".into())?;
+    Ok(v)
+}

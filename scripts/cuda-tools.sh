@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Sourced by scripts/test.sh and scripts/gpu.sh: installs, only when missing, the
+# pinned NVRTC (nvidia-cuda-nvrtc==13.0.88) and ptxas (from nvidia-cuda-nvcc==13.0.88)
+# from PyPI into the project-local, git-ignored .tools/cuda, and exports the paths
+# the build and the tests use. 13.0.88 is pinned because the GPU machines' driver
+# era is CUDA 13.0: newer NVRTC emits PTX that driver rejects, and the PTX
+# snapshots are taken with this version.
+set -euo pipefail
+REDJIT_ROOT="${REDJIT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+REDJIT_TOOLS="$REDJIT_ROOT/.tools/cuda"
+REDJIT_CUDA_LIB="$REDJIT_TOOLS/nvidia/cu13/lib"
+REDJIT_CUDA_BIN="$REDJIT_TOOLS/nvidia/cu13/bin"
+NVRTC_PIN="nvidia-cuda-nvrtc==13.0.88"
+NVCC_PIN="nvidia-cuda-nvcc==13.0.88"
+
+if [ ! -f "$REDJIT_CUDA_LIB/libnvrtc.so.13" ] || [ ! -x "$REDJIT_CUDA_BIN/ptxas" ]; then
+  echo "redjit: installing $NVRTC_PIN and $NVCC_PIN into $REDJIT_TOOLS" >&2
+  mkdir -p "$REDJIT_TOOLS"
+  python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$REDJIT_TOOLS" \
+    --upgrade "$NVRTC_PIN" "$NVCC_PIN" >&2
+fi
+# cudarc dlopens "libnvrtc.so.13" through the loader's search path; ptxas is found on PATH.
+export LD_LIBRARY_PATH="$REDJIT_CUDA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$REDJIT_CUDA_BIN:$PATH"
+export REDJIT_PTXAS="$REDJIT_CUDA_BIN/ptxas"
