@@ -23,6 +23,7 @@ mod hash;
 pub mod jit;
 pub mod nvrtc;
 mod reduce_copy;
+pub mod reference;
 mod runtime;
 
 pub use cache::{CacheKey, CacheStats, CompileCache, Origin};

@@ -89,3 +89,60 @@ impl PtxasUsage {
         (seen.0 && seen.1).then_some(u)
     }
 }
+
+/// SplitMix64: a small, fast generator; tests draw a fresh seed per run and print
+/// it so a failure can be replayed with REDJIT_TEST_SEED.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn fresh(test: &str) -> Rng {
+        let seed = std::env::var("REDJIT_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(0x1234_5678)
+            });
+        eprintln!("{test}: REDJIT_TEST_SEED={seed}");
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A finite f32 with a random sign, mantissa and an exponent spread over
+    /// 2^-30..2^20, so sums cancel, round, overflow f16 and underflow to its
+    /// subnormals; never zero.
+    pub fn value(&mut self) -> f32 {
+        let r = self.next_u64();
+        let sign = if r & 1 == 0 { 1.0 } else { -1.0 };
+        let mant = 1.0 + ((r >> 1) & 0x7f_ffff) as f32 / 8_388_608.0;
+        let exp = ((r >> 24) % 51) as i32 - 30;
+        sign * mant * (exp as f32).exp2()
+    }
+
+    /// n random values, generated in parallel chunks (large test sizes).
+    pub fn values(&mut self, n: usize) -> Vec<f32> {
+        let seeds: Vec<u64> = (0..16).map(|_| self.next_u64()).collect();
+        let chunk = n.div_ceil(16).max(1);
+        let mut out = vec![0f32; n];
+        std::thread::scope(|s| {
+            for (part, seed) in out.chunks_mut(chunk).zip(seeds) {
+                s.spawn(move || {
+                    let mut r = Rng(seed);
+                    for x in part {
+                        *x = r.value();
+                    }
+                });
+            }
+        });
+        out
+    }
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds, here, everything a GPU run needs and stages it in the git-ignored
+# folder stage/ (name it in the device tool's `carry`); scripts/gpu-run.sh then
+# runs it on the GPU machine, which has no Rust.
+#   stage/bin/<test>     the integration-test binaries (GPU tests are #[ignore]d;
+#                        run with --ignored)
+#   stage/bin/redjit     the CLI (bench, info, selftest)
+#   stage/scripts/       torch_ref.py and gpu-run.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/cuda-tools.sh
+rm -rf stage && mkdir -p stage/bin stage/scripts
+cargo build --release -p redjit-cli
+cargo test --release --no-run --message-format=json -p redjit 2>/dev/null |
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["executable"])
+' | while read -r exe; do
+  name=$(basename "$exe" | sed 's/-[0-9a-f]\{16\}$//')
+  cp "$exe" "stage/bin/$name"
+done
+cp target/release/redjit stage/bin/redjit
+# Debug info stays here; the GPU machine needs only code (the carry limit is 64 MiB).
+strip stage/bin/* 2>/dev/null || true
+cp scripts/torch_ref.py scripts/gpu-run.sh stage/scripts/ 2>/dev/null || true
+du -sh stage; ls -la stage/bin
