@@ -30,8 +30,7 @@ fn every_config_compiles_to_ptx_and_cubin() {
                 output,
             },
             CompileCache::in_memory(),
-        )
-        .unwrap();
+        );
         for (spec, r) in specs.iter().zip(jit.compile_all(&specs)) {
             let c = r.unwrap_or_else(|e| panic!("{}: {e}", spec.name()));
             assert!(!c.artifact.bytes.is_empty(), "{}", spec.name());
@@ -64,8 +63,7 @@ fn ptxas_reports_no_stack_and_no_spills() {
             output: Output::Ptx,
         },
         CompileCache::in_memory(),
-    )
-    .unwrap();
+    );
     let dir = std::env::temp_dir().join(format!("redjit-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let specs = grid();

@@ -45,6 +45,29 @@ impl CacheKey {
         CacheKey(h.finish())
     }
 
+    /// The key of a spec's kernel: its name and the codegen fingerprint determine
+    /// the source (the name parses back to the spec; the fingerprint covers the
+    /// templates and the code that renders them), so a warm lookup needs no
+    /// rendering.
+    pub fn for_spec(
+        name: &str,
+        codegen_fingerprint: &str,
+        target: Target,
+        nvrtc_version: &str,
+    ) -> CacheKey {
+        let mut h = Fnv128::default();
+        h.field(b"redjit-spec-v1")
+            .field(name.as_bytes())
+            .field(codegen_fingerprint.as_bytes())
+            .field(nvrtc_version.as_bytes())
+            .field(target.arch.to_string().as_bytes())
+            .field(target.output.extension().as_bytes());
+        for o in target.options() {
+            h.field(o.as_bytes());
+        }
+        CacheKey(h.finish())
+    }
+
     pub fn hex(&self) -> String {
         format!("{:032x}", self.0)
     }

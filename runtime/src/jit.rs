@@ -1,16 +1,19 @@
-//! The JIT: spec -> source (codegen) -> cache hit, or NVRTC -> cache.
+//! The JIT: spec -> cache hit, or render (codegen) -> NVRTC -> cache.
 //!
 //! `Jit` needs no GPU: it compiles for an arch it is given, so the CLI and the CPU
-//! tests use it as the runtime does.
+//! tests use it as the runtime does. NVRTC is loaded only when something must be
+//! compiled; a warm start keys its lookups from the remembered NVRTC identity
+//! (see `identity`) and never renders or loads the compiler.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use redjit_codegen::{Arch, KernelSource, KernelSpec};
+use redjit_codegen::{Arch, CODEGEN_FINGERPRINT, KernelSource, KernelSpec};
 
 use crate::cache::{CacheKey, CompileCache, Origin};
 use crate::error::Result;
-use crate::nvrtc::{Artifact, Nvrtc, Target};
+use crate::identity::NvrtcIdentity;
+use crate::nvrtc::{Artifact, Nvrtc, NvrtcFacts, Target};
 
 /// One compiled kernel and where it came from.
 #[derive(Debug, Clone)]
@@ -22,42 +25,68 @@ pub struct Compiled {
 }
 
 pub struct Jit {
-    nvrtc: Nvrtc,
     /// The GPU the kernels are for; specs are checked against it.
     arch: Arch,
-    target: Target,
+    /// Set for `with_target`; otherwise derived from NVRTC's facts.
+    forced_target: Option<Target>,
     cache: CompileCache,
+    nvrtc: OnceLock<Nvrtc>,
+    facts: Mutex<Option<NvrtcFacts>>,
 }
 
 impl Jit {
     /// Compiles for `arch`: cubin when this NVRTC knows the arch, else PTX.
-    pub fn new(arch: Arch, cache: CompileCache) -> Result<Jit> {
-        let nvrtc = Nvrtc::load()?;
-        let target = nvrtc.target_for(arch)?;
-        Ok(Jit {
-            nvrtc,
+    pub fn new(arch: Arch, cache: CompileCache) -> Jit {
+        Jit {
             arch,
-            target,
+            forced_target: None,
             cache,
-        })
+            nvrtc: OnceLock::new(),
+            facts: Mutex::new(None),
+        }
     }
 
     /// Compiles for an explicit target (e.g. PTX, for `redjit ptx` and snapshots).
-    pub fn with_target(target: Target, cache: CompileCache) -> Result<Jit> {
-        Ok(Jit {
-            nvrtc: Nvrtc::load()?,
-            arch: target.arch,
-            target,
-            cache,
-        })
+    pub fn with_target(target: Target, cache: CompileCache) -> Jit {
+        Jit {
+            forced_target: Some(target),
+            ..Jit::new(target.arch, cache)
+        }
     }
 
-    pub fn nvrtc(&self) -> &Nvrtc {
-        &self.nvrtc
+    /// The NVRTC library, loaded on first use.
+    pub fn nvrtc(&self) -> Result<&Nvrtc> {
+        if let Some(n) = self.nvrtc.get() {
+            return Ok(n);
+        }
+        let loaded = Nvrtc::load()?;
+        if let Some(dir) = self.cache.dir() {
+            if let Some(id) = NvrtcIdentity::of_loaded(&loaded.facts) {
+                id.remember(dir);
+            }
+        }
+        *self.lock_facts() = Some(loaded.facts.clone());
+        Ok(self.nvrtc.get_or_init(|| loaded))
     }
 
-    pub fn target(&self) -> Target {
-        self.target
+    /// NVRTC's version and archs: remembered from an earlier process when still
+    /// valid, else from loading NVRTC.
+    pub fn facts(&self) -> Result<NvrtcFacts> {
+        if let Some(f) = self.lock_facts().as_ref() {
+            return Ok(f.clone());
+        }
+        if let Some(id) = self.cache.dir().and_then(NvrtcIdentity::recall) {
+            *self.lock_facts() = Some(id.facts.clone());
+            return Ok(id.facts);
+        }
+        Ok(self.nvrtc()?.facts.clone())
+    }
+
+    pub fn target(&self) -> Result<Target> {
+        match self.forced_target {
+            Some(t) => Ok(t),
+            None => self.facts()?.target_for(self.arch),
+        }
     }
 
     pub fn arch(&self) -> Arch {
@@ -68,19 +97,56 @@ impl Jit {
         &self.cache
     }
 
-    /// Validates `spec` for this arch, renders and compiles it (through the cache).
+    /// Validates `spec` for this arch and returns its kernel from the cache, or
+    /// renders and compiles it.
     pub fn compile<S: KernelSpec + ?Sized>(&self, spec: &S) -> Result<Compiled> {
         spec.check_arch(self.arch)?;
-        self.compile_source(&spec.render()?)
+        let name = spec.name();
+        // A second round only when the remembered NVRTC identity proved stale: the
+        // first round's compile loaded NVRTC, which refreshed the facts.
+        for _ in 0..2 {
+            let facts = self.facts()?;
+            let target = self.target()?;
+            let key =
+                CacheKey::for_spec(&name, CODEGEN_FINGERPRINT, target, &facts.version_string());
+            let stale = std::cell::Cell::new(false);
+            let result = self.cache.get_or_compile(&name, key, target.output, || {
+                let nvrtc = self.nvrtc()?;
+                if nvrtc.facts != facts {
+                    stale.set(true);
+                    return Err(crate::Error::NvrtcUnavailable(format!(
+                        "the remembered NVRTC {} is not the loaded {}",
+                        facts.version_string(),
+                        nvrtc.version_string()
+                    )));
+                }
+                nvrtc.compile(&spec.render()?, target)
+            });
+            if stale.get() {
+                continue;
+            }
+            let (artifact, origin) = result?;
+            return Ok(Compiled {
+                name,
+                key,
+                artifact,
+                origin,
+            });
+        }
+        Err(crate::Error::NvrtcUnavailable(
+            "NVRTC's identity changed twice during one compile".into(),
+        ))
     }
 
-    /// Compiles already-rendered source (through the cache).
+    /// Compiles already-rendered source, keyed by its text (through the cache).
     pub fn compile_source(&self, source: &KernelSource) -> Result<Compiled> {
-        let key = CacheKey::new(source, self.target, &self.nvrtc.version_string());
+        let nvrtc = self.nvrtc()?;
+        let target = self.target()?;
+        let key = CacheKey::new(source, target, &nvrtc.version_string());
         let (artifact, origin) =
             self.cache
-                .get_or_compile(&source.name, key, self.target.output, || {
-                    self.nvrtc.compile(source, self.target)
+                .get_or_compile(&source.name, key, target.output, || {
+                    nvrtc.compile(source, target)
                 })?;
         Ok(Compiled {
             name: source.name.clone(),
@@ -121,5 +187,9 @@ impl Jit {
             .into_iter()
             .map(|r| r.expect("every index below specs.len() is taken by exactly one worker"))
             .collect()
+    }
+
+    fn lock_facts(&self) -> std::sync::MutexGuard<'_, Option<NvrtcFacts>> {
+        self.facts.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -66,11 +66,51 @@ impl Artifact {
     }
 }
 
+/// What redjit needs to know of an NVRTC to key and target its output: its
+/// version and the archs it can emit cubin for. Remembered between processes
+/// (see `identity`), so a warm start need not load the library.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvrtcFacts {
+    pub version: (i32, i32),
+    pub archs: Vec<u32>,
+}
+
+impl NvrtcFacts {
+    pub fn version_string(&self) -> String {
+        format!("{}.{}", self.version.0, self.version.1)
+    }
+
+    /// Cubin for `arch` when this NVRTC knows it; otherwise PTX for the newest arch
+    /// it knows below `arch` (the driver JIT-compiles that forward).
+    pub fn target_for(&self, arch: Arch) -> Result<Target> {
+        if self.archs.contains(&arch.0) {
+            return Ok(Target {
+                arch,
+                output: Output::Cubin,
+            });
+        }
+        self.archs
+            .iter()
+            .filter(|&&a| a <= arch.0)
+            .max()
+            .map(|&a| Target {
+                arch: Arch(a),
+                output: Output::Ptx,
+            })
+            .ok_or_else(|| {
+                Error::Spec(redjit_codegen::SpecError::Unsupported {
+                    what: format!("NVRTC {}", self.version_string()),
+                    arch,
+                    needs: Arch(self.archs.iter().copied().min().unwrap_or(arch.0)),
+                })
+            })
+    }
+}
+
 /// A loaded NVRTC library.
 #[derive(Debug, Clone)]
 pub struct Nvrtc {
-    pub version: (i32, i32),
-    supported: Vec<i32>,
+    pub facts: NvrtcFacts,
 }
 
 impl Nvrtc {
@@ -104,43 +144,15 @@ impl Nvrtc {
                 Error::NvrtcUnavailable(format!("nvrtcGetSupportedArchs failed: {e:?}"))
             })?;
         Ok(Nvrtc {
-            version: (major, minor),
-            supported,
+            facts: NvrtcFacts {
+                version: (major, minor),
+                archs: supported.iter().map(|&a| a.max(0) as u32).collect(),
+            },
         })
     }
 
     pub fn version_string(&self) -> String {
-        format!("{}.{}", self.version.0, self.version.1)
-    }
-
-    /// The architectures this NVRTC can emit cubin for.
-    pub fn supported_archs(&self) -> impl Iterator<Item = Arch> + '_ {
-        self.supported.iter().map(|&a| Arch(a.max(0) as u32))
-    }
-
-    /// Cubin for `arch` when this NVRTC knows it; otherwise PTX for the newest arch
-    /// it knows below `arch` (the driver JIT-compiles that forward).
-    pub fn target_for(&self, arch: Arch) -> Result<Target> {
-        if self.supported_archs().any(|a| a == arch) {
-            return Ok(Target {
-                arch,
-                output: Output::Cubin,
-            });
-        }
-        self.supported_archs()
-            .filter(|&a| a <= arch)
-            .max()
-            .map(|a| Target {
-                arch: a,
-                output: Output::Ptx,
-            })
-            .ok_or_else(|| {
-                Error::Spec(redjit_codegen::SpecError::Unsupported {
-                    what: format!("NVRTC {}", self.version_string()),
-                    arch,
-                    needs: self.supported_archs().min().unwrap_or(arch),
-                })
-            })
+        self.facts.version_string()
     }
 
     /// Compiles one kernel. The source is header-free, so no include paths.

@@ -114,7 +114,7 @@ impl Runtime {
             (Some(dir), false) => CompileCache::on_disk(dir)?,
             (None, false) => CompileCache::from_env()?,
         };
-        let jit = Jit::new(device.arch, cache)?;
+        let jit = Jit::new(device.arch, cache);
         Ok(Runtime {
             ctx,
             stream,
