@@ -195,14 +195,14 @@ impl CompileCache {
         }
         let artifact = Arc::new(compile()?);
         self.counters.compiled.fetch_add(1, Ordering::Relaxed);
-        if let Some(path) = &path {
-            if let Err(e) = write_entry(path, &artifact) {
-                self.counters.write_failures.fetch_add(1, Ordering::Relaxed);
-                eprintln!(
-                    "redjit: could not write cache entry {}: {e}",
-                    path.display()
-                );
-            }
+        if let Some(path) = &path
+            && let Err(e) = write_entry(path, &artifact)
+        {
+            self.counters.write_failures.fetch_add(1, Ordering::Relaxed);
+            eprintln!(
+                "redjit: could not write cache entry {}: {e}",
+                path.display()
+            );
         }
         self.lock().insert(key, artifact.clone());
         Ok((artifact, Origin::Compiled))

@@ -60,10 +60,10 @@ impl Jit {
             return Ok(n);
         }
         let loaded = Nvrtc::load()?;
-        if let Some(dir) = self.cache.dir() {
-            if let Some(id) = NvrtcIdentity::of_loaded(&loaded.facts) {
-                id.remember(dir);
-            }
+        if let Some(dir) = self.cache.dir()
+            && let Some(id) = NvrtcIdentity::of_loaded(&loaded.facts)
+        {
+            id.remember(dir);
         }
         *self.lock_facts() = Some(loaded.facts.clone());
         Ok(self.nvrtc.get_or_init(|| loaded))

@@ -110,7 +110,7 @@ impl ReduceCopyKernel {
             value,
             rule,
         };
-        if opts.threads == 0 || opts.threads % 32 != 0 || opts.threads > 1024 {
+        if opts.threads == 0 || !opts.threads.is_multiple_of(32) || opts.threads > 1024 {
             return Err(err(
                 "threads",
                 opts.threads.to_string(),

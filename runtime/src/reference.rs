@@ -55,7 +55,7 @@ impl HostBuffer {
     /// filled in parallel chunks.
     pub fn from_fn(dtype: DType, len: usize, f: impl Fn(usize) -> f32 + Sync) -> HostBuffer {
         match dtype {
-            DType::F32 => HostBuffer::F32(par_fill(len, |i| f(i))),
+            DType::F32 => HostBuffer::F32(par_fill(len, &f)),
             DType::BF16 => HostBuffer::BF16(par_fill(len, |i| bf16::from_f32(f(i)))),
             DType::F16 => HostBuffer::F16(par_fill(len, |i| f16::from_f32(f(i)))),
         }

@@ -78,7 +78,7 @@ impl ReduceCopySpec {
     pub fn seed_config(&self) -> Option<u32> {
         let bit = |r: Role| u32::from(r == Role::Accum);
         match (self.srcs.as_slice(), self.dsts.as_slice()) {
-            ([s0, s1], [d0]) => Some(bit(*s0) * 4 | bit(*s1) * 2 | bit(*d0)),
+            ([s0, s1], [d0]) => Some((bit(*s0) << 2) | (bit(*s1) << 1) | bit(*d0)),
             _ => None,
         }
     }
@@ -248,7 +248,7 @@ impl KernelSpec for ReduceCopySpec {
                 format!("a reduce_copy has 1 to {MAX_DSTS} destinations"),
             ));
         }
-        if PACK_BYTES % self.accum.info().bytes != 0 {
+        if !PACK_BYTES.is_multiple_of(self.accum.info().bytes) {
             return Err(SpecError::invalid(
                 "accum",
                 self.accum,
