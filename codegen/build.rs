@@ -1,7 +1,8 @@
 //! Fingerprints what the generated source depends on: the templates and this
 //! crate's Rust code. The runtime keys warm cache lookups on (kernel name,
-//! fingerprint) so it can skip rendering, while any edit to a template or to the
-//! code that fills its context still changes the key.
+//! fingerprint) so it can skip rendering, while any edit to a template, to the
+//! code that fills its context, or to the locked dependency versions (tera)
+//! still changes the key.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -24,7 +25,8 @@ fn main() {
     let manifest = PathBuf::from(
         std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
     );
-    let roots = [manifest.join("../templates"), manifest.join("src")];
+    // Cargo.lock pins tera, whose output the templates go through.
+    let roots = [manifest.join("../templates"), manifest.join("src"), manifest.join("../Cargo.lock")];
     let mut all = Vec::new();
     for r in &roots {
         println!("cargo:rerun-if-changed={}", r.display());

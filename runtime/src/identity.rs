@@ -108,7 +108,9 @@ impl NvrtcIdentity {
             self.stamp.1,
             self.search_path
         );
-        let tmp = dir.join(format!(".tmp-{}-{FILE_NAME}", std::process::id()));
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = dir.join(format!(".tmp-{}-{seq}-{FILE_NAME}", std::process::id()));
         if fs::write(&tmp, text)
             .and_then(|_| fs::rename(&tmp, dir.join(FILE_NAME)))
             .is_err()

@@ -238,14 +238,14 @@ impl KernelSpec for ReduceCopySpec {
             return Err(SpecError::invalid(
                 "srcs",
                 format!("{} sources", self.srcs.len()),
-                format!("a reduce_copy has 1 to {MAX_SRCS} sources"),
+                format!("a reduce_copy has at least 1 and at most {MAX_SRCS} source(s)"),
             ));
         }
         if self.dsts.is_empty() || self.dsts.len() > MAX_DSTS {
             return Err(SpecError::invalid(
                 "dsts",
                 format!("{} destinations", self.dsts.len()),
-                format!("a reduce_copy has 1 to {MAX_DSTS} destinations"),
+                format!("a reduce_copy has at least 1 and at most {MAX_DSTS} destination(s)"),
             ));
         }
         if !PACK_BYTES.is_multiple_of(self.accum.info().bytes) {
@@ -343,6 +343,11 @@ impl FromStr for ReduceCopySpec {
             rounding: rounding.parse()?,
         };
         spec.validate()?;
+        // One spelling per kernel: a name parses only if it prints back the same
+        // (no "TA" vs "ta", no "u04"), so names in logs, caches and PTX agree.
+        if spec.name() != s {
+            return Err(parse_err(&format!("not the canonical spelling; did you mean {}?", spec.name())));
+        }
         Ok(spec)
     }
 }
