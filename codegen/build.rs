@@ -26,7 +26,11 @@ fn main() {
         std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
     );
     // Cargo.lock pins tera, whose output the templates go through.
-    let roots = [manifest.join("../templates"), manifest.join("src"), manifest.join("../Cargo.lock")];
+    let roots = [
+        manifest.join("../templates"),
+        manifest.join("src"),
+        manifest.join("../Cargo.lock"),
+    ];
     let mut all = Vec::new();
     for r in &roots {
         println!("cargo:rerun-if-changed={}", r.display());

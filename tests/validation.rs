@@ -246,11 +246,17 @@ fn bad_name_rows() -> Vec<NameRow> {
         },
         NameRow {
             input: "reduce_copy_u4_f32_bf16__T_sum_rn",
-            expect: &["invalid srcs = 0 sources", "at least 1 and at most 2 source(s)"],
+            expect: &[
+                "invalid srcs = 0 sources",
+                "at least 1 and at most 2 source(s)",
+            ],
         },
         NameRow {
             input: "reduce_copy_u4_f32_bf16_TAT_T_sum_rn",
-            expect: &["invalid srcs = 3 sources", "at least 1 and at most 2 source(s)"],
+            expect: &[
+                "invalid srcs = 3 sources",
+                "at least 1 and at most 2 source(s)",
+            ],
         },
         NameRow {
             input: "foo",

@@ -1,1 +1,80 @@
-fn main() {}
+//! `redjit`: generate, compile, inspect and benchmark redjit kernels.
+//!
+//! Exit codes: 0 success, 2 bad input (flags, specs, files named on the command
+//! line), 1 failure (no GPU, no NVRTC, driver or I/O errors).
+
+mod args;
+mod bench;
+mod bench_jit;
+mod cmd_cache;
+mod cmd_gen;
+mod cmd_info;
+mod devbuf;
+mod error;
+mod report;
+mod timing;
+mod torch_ref;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::CliResult;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "redjit",
+    version,
+    about = "JIT-specialised CUDA kernels: generate, compile, inspect, benchmark"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the generated CUDA source of a kernel.
+    Gen(cmd_gen::GenArgs),
+    /// Compile a kernel with NVRTC and print its PTX (no GPU needed).
+    Ptx(cmd_gen::PtxArgs),
+    /// Show the GPU, NVRTC and compile cache this process would use.
+    Info,
+    /// Inspect or clear the compile cache on disk.
+    Cache(cmd_cache::CacheArgs),
+    /// Benchmarks (GPU only).
+    Bench(bench::BenchArgs),
+}
+
+fn run(cli: &Cli) -> CliResult {
+    match &cli.command {
+        Command::Gen(a) => cmd_gen::gen_cmd(a),
+        Command::Ptx(a) => cmd_gen::ptx_cmd(a),
+        Command::Info => cmd_info::info_cmd(),
+        Command::Cache(a) => cmd_cache::cache_cmd(a),
+        Command::Bench(a) => bench::bench_cmd(a),
+    }
+}
+
+fn main() -> ExitCode {
+    // Clap prints its own `error: ...` and exits with 2 on bad flags.
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -346,7 +346,10 @@ impl FromStr for ReduceCopySpec {
         // One spelling per kernel: a name parses only if it prints back the same
         // (no "TA" vs "ta", no "u04"), so names in logs, caches and PTX agree.
         if spec.name() != s {
-            return Err(parse_err(&format!("not the canonical spelling; did you mean {}?", spec.name())));
+            return Err(parse_err(&format!(
+                "not the canonical spelling; did you mean {}?",
+                spec.name()
+            )));
         }
         Ok(spec)
     }

@@ -1,0 +1,87 @@
+//! `redjit gen` (CUDA source) and `redjit ptx` (PTX through NVRTC, no GPU needed).
+
+use clap::Args;
+use redjit_codegen::Arch;
+use redjit_runtime::{CompileCache, Jit, Output, Runtime, RuntimeOptions, Target};
+
+use crate::args::SpecSelect;
+use crate::error::{CliError, CliResult};
+
+/// The arch `ptx` targets when none is given and no GPU answers.
+const FALLBACK_ARCH: Arch = Arch::SM90;
+
+#[derive(Debug, Clone, Args)]
+pub struct GenArgs {
+    #[command(flatten)]
+    pub select: SpecSelect,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PtxArgs {
+    /// Target arch, e.g. sm_90 [default: the GPU's, else sm_90].
+    #[arg(long, global = true, value_parser = parse_arch)]
+    pub arch: Option<Arch>,
+
+    #[command(flatten)]
+    pub select: SpecSelect,
+}
+
+fn parse_arch(s: &str) -> Result<Arch, String> {
+    s.parse()
+        .map_err(|e: redjit_codegen::SpecError| e.to_string())
+}
+
+pub fn gen_cmd(args: &GenArgs) -> CliResult {
+    let spec = args.select.resolve()?;
+    let source = spec.render()?;
+    print!("{}", source.code);
+    if !source.code.ends_with('\n') {
+        println!();
+    }
+    Ok(())
+}
+
+pub fn ptx_cmd(args: &PtxArgs) -> CliResult {
+    let spec = args.select.resolve()?;
+    let arch = match args.arch {
+        Some(a) => a,
+        None => default_arch(),
+    };
+    let jit = Jit::with_target(
+        Target {
+            arch,
+            output: Output::Ptx,
+        },
+        CompileCache::in_memory(),
+    );
+    let compiled = jit.compile(spec.as_ref())?;
+    let ptx = compiled.artifact.ptx().ok_or_else(|| {
+        CliError::failure(format!("NVRTC returned no PTX text for {}", compiled.name))
+    })?;
+    print!("{ptx}");
+    if !ptx.ends_with('\n') {
+        println!();
+    }
+    Ok(())
+}
+
+/// The GPU's arch when one is present, else sm_90 (with a note on stderr).
+fn default_arch() -> Arch {
+    if let Err(e) = redjit_runtime::gpu_available() {
+        eprintln!("redjit: no GPU ({e}); targeting {FALLBACK_ARCH} (use --arch to choose)");
+        return FALLBACK_ARCH;
+    }
+    let opts = RuntimeOptions {
+        no_disk_cache: true,
+        ..RuntimeOptions::default()
+    };
+    match Runtime::with_options(opts) {
+        Ok(rt) => rt.device().arch,
+        Err(e) => {
+            eprintln!(
+                "redjit: cannot read the GPU's arch ({e}); targeting {FALLBACK_ARCH} (use --arch to choose)"
+            );
+            FALLBACK_ARCH
+        }
+    }
+}

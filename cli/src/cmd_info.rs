@@ -1,0 +1,94 @@
+//! `redjit info`: the GPU, NVRTC and the compile cache this process would use.
+
+use std::path::PathBuf;
+
+use redjit_codegen::Arch;
+use redjit_runtime::{Nvrtc, Runtime, RuntimeOptions};
+
+use crate::cmd_cache::{dir_usage, fmt_bytes};
+use crate::error::CliResult;
+
+pub fn info_cmd() -> CliResult {
+    print_gpu();
+    print_nvrtc();
+    print_cache();
+    Ok(())
+}
+
+fn print_gpu() {
+    // No disk cache: `info` reports, it creates no directories.
+    let opts = RuntimeOptions {
+        ordinal: 0,
+        no_disk_cache: true,
+        ..RuntimeOptions::default()
+    };
+    match Runtime::with_options(opts) {
+        Ok(rt) => {
+            let d = rt.device();
+            let count = redjit_runtime::gpu_available().unwrap_or(1);
+            println!("GPU {}: {} ({count} device(s))", d.ordinal, d.name);
+            println!("  arch:    {}", d.arch);
+            println!("  SMs:     {}", d.sm_count);
+            println!("  L2:      {}", fmt_bytes(d.l2_bytes));
+            println!("  memory:  {}", fmt_bytes(d.total_mem));
+            println!(
+                "  driver:  CUDA {}.{} ({})",
+                d.driver_version / 1000,
+                (d.driver_version % 1000) / 10,
+                d.driver_version
+            );
+            println!(
+                "  context: {:.1} ms to create",
+                rt.context_time().as_secs_f64() * 1e3
+            );
+        }
+        Err(e) => println!("GPU: none ({e})"),
+    }
+}
+
+fn print_nvrtc() {
+    match Nvrtc::load() {
+        Ok(n) => {
+            println!("NVRTC: {}", n.version_string());
+            let archs: Vec<String> = n.facts.archs.iter().map(|&a| Arch(a).to_string()).collect();
+            println!("  archs:   {}", archs.join(" "));
+            match nvrtc_path() {
+                Some(p) => println!("  library: {}", p.display()),
+                None => println!("  library: (found by the loader)"),
+            }
+        }
+        Err(e) => println!("NVRTC: none ({e})"),
+    }
+}
+
+fn print_cache() {
+    match redjit_runtime::cache::default_dir() {
+        Some(dir) => {
+            let (count, total) = dir_usage(&dir);
+            let state = if dir.is_dir() {
+                ""
+            } else {
+                " (not created yet)"
+            };
+            println!("cache: {}{state}", dir.display());
+            println!("  {count} entries, {}", fmt_bytes(total));
+        }
+        None => println!("cache: memory only (no REDJIT_CACHE_DIR, XDG_CACHE_HOME or HOME)"),
+    }
+}
+
+/// The loaded NVRTC library: from this process's memory map when it is there,
+/// else the first candidate name in LD_LIBRARY_PATH or /usr/local/cuda/lib64.
+fn nvrtc_path() -> Option<PathBuf> {
+    if let Some(p) = redjit_runtime::identity::loaded_library() {
+        return Some(p);
+    }
+    let mut dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default();
+    dirs.push(PathBuf::from("/usr/local/cuda/lib64"));
+    let names = cudarc::get_lib_name_candidates("nvrtc");
+    dirs.iter()
+        .flat_map(|d| names.iter().map(move |n| d.join(n)))
+        .find(|p| p.is_file())
+}

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""PyTorch reference for `redjit bench reduce-copy --compare`.
+
+For every reduce_copy form redjit benchmarks -- the 8 two-source seed configs and
+the 4 one-source forms, for transport bf16 and f16 (accum is float32) -- times
+PyTorch eager and torch.compile (mode default, fullgraph=True) of the same
+function with CUDA events (warm-up, then the median of --iters launches timed one
+by one), and the device-to-device copy of n float32 (b.copy_(a)). Eager runs the
+one natural single-kernel expression; torch.compile is given every candidate
+expression and the fastest is reported (all are kept in compile_variants_us).
+
+GB/s counts the bytes redjit counts: every input read once, the output written
+once (1e9 bytes/s). Config numbering: src0_is_accum*4 | src1_is_accum*2 |
+dst0_is_accum; one-source forms have config null.
+
+Writes JSON to --out:
+  {"gpu", "torch", "triton", "date", "n", "iters", "copy_gbps",
+   "entries": [{"config", "transport", "srcs", "dsts", "bytes_per_elem",
+                "eager_gbps", "compile_gbps", "eager_us", "compile_us",
+                "eager_expr", "compile_expr", "compile_variants_us",
+                "compile_error"?}]}
+A failed torch.compile records null and its error; the run goes on.
+
+Stdlib + torch only. Usage: python3 scripts/torch_ref.py --out torch.json [--n N]
+"""
+
+import argparse
+import datetime
+import json
+import statistics
+import sys
+
+import torch
+
+ACCUM = torch.float32
+TRANSPORTS = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def log(*args):
+    print(*args, flush=True)
+
+
+def forms():
+    """(config, srcs letters, dsts letters) in redjit's matrix order."""
+    out = []
+    for config in range(8):
+        letter = lambda bit: "A" if config & bit else "T"  # noqa: E731
+        out.append((config, letter(4) + letter(2), letter(1)))
+    for s in "AT":
+        for d in "AT":
+            out.append((None, s, d))
+    return out
+
+
+def dtype_of(letter, transport):
+    return ACCUM if letter == "A" else transport
+
+
+# The eager expressions: one kernel each, writing the destination's dtype.
+# torch.add(out=) computes in the promoted dtype (f32 when any input is f32) and
+# rounds once into dst, like redjit.
+def reduce2_add_out(s0, s1, d):
+    torch.add(s0, s1, out=d)
+    return d
+
+
+def reduce2_copy(s0, s1, d):
+    d.copy_(s0 + s1)
+    return d
+
+
+def copy1(s0, d):
+    d.copy_(s0)
+    return d
+
+
+def time_us(fn, args, warmup, iters):
+    """Median microseconds of `iters` calls, each between its own CUDA events."""
+    for _ in range(warmup):
+        fn(*args)
+    torch.cuda.synchronize()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(iters):
+        start.record()
+        fn(*args)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(times)
+
+
+def gbps(nbytes, us):
+    return nbytes / us / 1e3 if us and us > 0 else None
+
+
+def reset_dynamo():
+    """Fresh compile state per form: no recompile limit hit, no stale guards."""
+    try:
+        torch._dynamo.reset()
+    except Exception:  # noqa: BLE001 -- best effort
+        pass
+
+
+def compiled_time(candidates, args, warmup, iters):
+    """Times each (expr, fn) under torch.compile and keeps the fastest, so that
+    torch.compile is not judged by one lowering; returns
+    (us, expr, {expr: us or None}, error or None)."""
+    best_us, best_expr, variants, errors = None, None, {}, []
+    for expr, fn in candidates:
+        reset_dynamo()
+        try:
+            cfn = torch.compile(fn, fullgraph=True)
+            us = time_us(cfn, args, warmup, iters)
+        except Exception as e:  # noqa: BLE001 -- recorded, not fatal
+            variants[expr] = None
+            errors.append(f"{expr}: {type(e).__name__}: {e}".strip()[:2000])
+            log(f"  torch.compile failed ({expr}): {type(e).__name__}: {str(e)[:300]}")
+            continue
+        variants[expr] = us
+        if best_us is None or us < best_us:
+            best_us, best_expr = us, expr
+    return best_us, best_expr, variants, (" | ".join(errors) or None)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=1 << 28, help="elements per buffer")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--out", required=True, help="JSON output path")
+    ap.add_argument("--no-compile", action="store_true", help="eager only")
+    ap.add_argument(
+        "--transports", default="bf16,f16", help="comma-separated: bf16,f16"
+    )
+    a = ap.parse_args()
+
+    if not torch.cuda.is_available():
+        log("error: torch sees no CUDA GPU")
+        return 1
+    transports = [t.strip() for t in a.transports.split(",") if t.strip()]
+    for t in transports:
+        if t not in TRANSPORTS:
+            log(f"error: unknown transport {t!r}: expected one of {', '.join(TRANSPORTS)}")
+            return 2
+    if a.n < 1 or a.iters < 1:
+        log("error: --n and --iters must be at least 1")
+        return 2
+
+    # Large recompile limits: every form is compiled afresh anyway (reset_dynamo).
+    for knob in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 64)
+
+    dev = torch.device("cuda", 0)
+    gpu = torch.cuda.get_device_name(dev)
+    try:
+        import triton  # noqa: PLC0415
+
+        triton_version = triton.__version__
+    except Exception:  # noqa: BLE001
+        triton_version = None
+    n = a.n
+    log(f"GPU: {gpu}, torch {torch.__version__}, triton {triton_version}")
+    log(f"n = {n} elements, median of {a.iters} launches after {a.warmup} warm-up")
+
+    src = torch.randn(n, dtype=torch.float32, device=dev)
+    dst = torch.empty_like(src)
+    copy_us = time_us(lambda: dst.copy_(src), (), a.warmup, a.iters)
+    copy_gbps = gbps(2 * 4 * n, copy_us)
+    log(f"d2d copy of {4 * n} bytes f32: {copy_us:.1f} us, {copy_gbps:.1f} GB/s (read + write)")
+    del src, dst
+    torch.cuda.empty_cache()
+
+    log("")
+    header = (
+        f"{'transport':>9} {'config':>6} {'srcs':>4} {'dsts':>4} {'B/elem':>6} "
+        f"{'eager us':>10} {'eager GB/s':>10} {'compile us':>10} {'compile GB/s':>12}"
+    )
+    log(header)
+    log("-" * len(header))
+
+    entries = []
+    for tname in transports:
+        t = TRANSPORTS[tname]
+        for config, srcs, dsts in forms():
+            ins = [torch.randn(n, device=dev, dtype=dtype_of(s, t)) for s in srcs]
+            out = torch.empty(n, device=dev, dtype=dtype_of(dsts, t))
+            args = (*ins, out)
+            nbytes = sum(x.element_size() for x in ins) * n + out.element_size() * n
+            bpe = nbytes // n
+            if len(ins) == 2:
+                eager_fn, eager_expr = reduce2_add_out, "torch.add(src0, src1, out=dst)"
+                candidates = [
+                    ("torch.add(src0, src1, out=dst)", reduce2_add_out),
+                    ("dst.copy_(src0 + src1)", reduce2_copy),
+                ]
+            else:
+                eager_fn, eager_expr = copy1, "dst.copy_(src0)"
+                candidates = [("dst.copy_(src0)", copy1)]
+
+            eager_us = time_us(eager_fn, args, a.warmup, a.iters)
+            entry = {
+                "config": config,
+                "transport": tname,
+                "srcs": srcs,
+                "dsts": dsts,
+                "bytes_per_elem": bpe,
+                "eager_us": eager_us,
+                "eager_gbps": gbps(nbytes, eager_us),
+                "eager_expr": eager_expr,
+                "compile_us": None,
+                "compile_gbps": None,
+                "compile_expr": None,
+            }
+            if not a.no_compile:
+                c_us, c_expr, variants, c_err = compiled_time(
+                    candidates, args, a.warmup, a.iters
+                )
+                entry["compile_us"] = c_us
+                entry["compile_gbps"] = gbps(nbytes, c_us)
+                entry["compile_expr"] = c_expr
+                entry["compile_variants_us"] = variants
+                if c_err:
+                    entry["compile_error"] = c_err
+            entries.append(entry)
+
+            fmt = lambda v, w: f"{v:>{w}.1f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
+            cfg = "-" if config is None else str(config)
+            log(
+                f"{tname:>9} {cfg:>6} {srcs:>4} {dsts:>4} {bpe:>6} "
+                f"{fmt(eager_us, 10)} {fmt(entry['eager_gbps'], 10)} "
+                f"{fmt(entry['compile_us'], 10)} {fmt(entry['compile_gbps'], 12)}"
+            )
+            del ins, out, args
+            torch.cuda.empty_cache()
+
+    result = {
+        "gpu": gpu,
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "n": n,
+        "iters": a.iters,
+        "copy_gbps": copy_gbps,
+        "entries": entries,
+    }
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    log(f"\nwrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
