@@ -334,6 +334,7 @@ fn two_threads_writing_one_key_leave_one_valid_entry() {
 fn the_key_changes_with_source_target_output_and_nvrtc_version() {
     let source = KernelSource {
         name: "k".into(),
+        kernels: vec!["k".into()],
         code: "extern \"C\" __global__ void k() {}\n".into(),
     };
     let key = |s: &KernelSource, t: Target, v: &str| CacheKey::new(s, t, v);
@@ -501,4 +502,108 @@ fn compile_all_returns_results_in_input_order() {
             }
         }
     }
+}
+
+#[test]
+fn the_spec_key_changes_with_name_fingerprint_target_output_and_nvrtc_version() {
+    let name = "reduce_copy_u4_f32_bf16_TA_T_sum_rn";
+    let fp = redjit::codegen::CODEGEN_FINGERPRINT;
+    let base = CacheKey::for_spec(name, fp, CUBIN_SM90, "13.0");
+    assert_eq!(base, CacheKey::for_spec(name, fp, CUBIN_SM90, "13.0"));
+    let variants = [
+        CacheKey::for_spec(
+            "reduce_copy_u2_f32_bf16_TA_T_sum_rn",
+            fp,
+            CUBIN_SM90,
+            "13.0",
+        ),
+        CacheKey::for_spec(name, "0000", CUBIN_SM90, "13.0"),
+        CacheKey::for_spec(
+            name,
+            fp,
+            Target {
+                arch: Arch::SM80,
+                ..CUBIN_SM90
+            },
+            "13.0",
+        ),
+        CacheKey::for_spec(
+            name,
+            fp,
+            Target {
+                output: Output::Ptx,
+                ..CUBIN_SM90
+            },
+            "13.0",
+        ),
+        CacheKey::for_spec(name, fp, CUBIN_SM90, "13.1"),
+    ];
+    for (i, v) in variants.iter().enumerate() {
+        assert_ne!(*v, base, "variant {i} kept the key");
+    }
+    assert_eq!(fp.len(), 32, "the fingerprint is a 128-bit hex hash");
+}
+
+#[test]
+fn a_batch_shares_one_file_and_each_kernel_is_found_by_its_own_key() {
+    let Some(_nvrtc) = common::nvrtc_or_skip() else {
+        return;
+    };
+    let dir = TempDir::new("batch");
+    let specs: Vec<ReduceCopySpec> = ReduceCopySpec::matrix(2, DType::BF16)[..6].to_vec();
+    let first = jit_on(dir.path());
+    let compiled: Vec<_> = first
+        .compile_all(&specs)
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    // One NVRTC program: one artifact holding every kernel.
+    assert!(compiled.iter().all(|c| c.origin == Origin::Compiled));
+    assert!(
+        compiled
+            .iter()
+            .all(|c| c.artifact_key == compiled[0].artifact_key)
+    );
+    assert_eq!(first.cache().stats().compiled, 6);
+    let entries = list_entries(dir.path());
+    assert_eq!(
+        entries.len(),
+        7,
+        "one batch file and six references: {entries:?}"
+    );
+    let batch_files: Vec<_> = entries
+        .iter()
+        .filter(|e| {
+            e.path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("batch-")
+        })
+        .collect();
+    assert_eq!(batch_files.len(), 1);
+
+    // A new process (a new Jit) finds each kernel alone, from disk, sharing the
+    // one artifact; kernels already in memory are not read again.
+    let second = jit_on(dir.path());
+    for (spec, c) in specs.iter().zip(&compiled) {
+        let again = second.compile(spec).unwrap();
+        assert_eq!(again.origin, Origin::Disk, "{}", spec.name());
+        assert_eq!(again.key, c.key);
+        assert_eq!(again.artifact_key, c.artifact_key);
+        assert_eq!(again.artifact.bytes, c.artifact.bytes);
+    }
+    assert_eq!(second.cache().stats().compiled, 0);
+
+    // A damaged batch file: every member is counted corrupt and recompiled.
+    let batch = batch_files[0].path.clone();
+    let mut data = fs::read(&batch).unwrap();
+    let last = data.len() - 1;
+    data[last] ^= 0xff;
+    fs::write(&batch, &data).unwrap();
+    let third = jit_on(dir.path());
+    let rebuilt = third.compile(&specs[0]).unwrap();
+    assert_eq!(rebuilt.origin, Origin::Compiled);
+    assert_eq!(third.cache().stats().corrupt, 1);
+    assert!(temp_files(dir.path()).is_empty());
 }

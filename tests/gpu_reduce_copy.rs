@@ -388,6 +388,25 @@ fn bad_calls_are_errors_and_empty_calls_launch_nothing() {
             .unwrap_err();
         launch_err(e, "threads", &threads.to_string());
     }
+    // Unroll 8 is compiled for at most 512 threads per block.
+    let k8 = rt
+        .reduce_copy(&ReduceCopySpec {
+            unroll: 8,
+            ..ReduceCopySpec::default()
+        })
+        .unwrap();
+    let e = k8
+        .launch_with(
+            s,
+            &[&a, &b],
+            &mut [&mut out],
+            LaunchOptions {
+                threads: 1024,
+                max_blocks: None,
+            },
+        )
+        .unwrap_err();
+    launch_err(e, "threads", "1024");
     // Nothing above may have written: out is still all poison.
     let host = s.clone_dtoh(&out).unwrap();
     assert!(host.iter().all(|x| x.is_nan()));

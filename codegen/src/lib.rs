@@ -26,6 +26,6 @@ pub mod spec;
 
 pub use error::SpecError;
 pub use registry::{Arch, DType, Family, Op, Role, Rounding};
-pub use render::KernelSource;
+pub use render::{KernelSource, render_batch};
 pub use spec::KernelSpec;
 pub use spec::reduce_copy::ReduceCopySpec;

@@ -104,8 +104,19 @@ struct Counters {
 /// Memory + disk cache of compiled kernels. Cheap to share across threads.
 pub struct CompileCache {
     dir: Option<PathBuf>,
-    memory: Mutex<HashMap<CacheKey, Arc<Artifact>>>,
+    /// Kernel key -> the artifact holding it and the key it is stored under.
+    memory: Mutex<HashMap<CacheKey, Hit>>,
     counters: Counters,
+}
+
+/// A cached kernel: the artifact holding it (perhaps with other kernels), the key
+/// that artifact is stored under (the kernel's own, or its batch's: kernels
+/// sharing it share one module), and where it was found.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub artifact: Arc<Artifact>,
+    pub artifact_key: CacheKey,
+    pub origin: Origin,
 }
 
 impl CompileCache {
@@ -162,53 +173,161 @@ impl CompileCache {
             .map(|d| d.join(format!("{name}-{}.{ENTRY_EXTENSION}", key.hex())))
     }
 
-    /// Returns the cached artifact for `key`, or runs `compile`, stores and returns it.
+    /// The path of a batch file.
+    fn batch_path(&self, batch: CacheKey) -> Option<PathBuf> {
+        self.dir
+            .as_ref()
+            .map(|d| d.join(format!("batch-{}.{ENTRY_EXTENSION}", batch.hex())))
+    }
+
+    /// The cached kernel for `key`, from memory or disk.
+    pub fn lookup(&self, name: &str, key: CacheKey, output: Output) -> Option<Hit> {
+        if let Some(hit) = self.lock().get(&key) {
+            self.counters.memory_hits.fetch_add(1, Ordering::Relaxed);
+            return Some(Hit {
+                origin: Origin::Memory,
+                ..hit.clone()
+            });
+        }
+        let path = self.entry_path(name, key)?;
+        let found = match read_entry(&path, output) {
+            Entry::Artifact(artifact) => Ok((Arc::new(artifact), key)),
+            Entry::Ref(batch) => self.resolve_batch(batch, output),
+            Entry::Missing => return None,
+            Entry::Corrupt(why) => Err(why),
+        };
+        match found {
+            Ok((artifact, artifact_key)) => {
+                self.counters.disk_hits.fetch_add(1, Ordering::Relaxed);
+                let hit = Hit {
+                    artifact,
+                    artifact_key,
+                    origin: Origin::Disk,
+                };
+                self.lock().insert(key, hit.clone());
+                Some(hit)
+            }
+            Err(why) => {
+                self.counters.corrupt.fetch_add(1, Ordering::Relaxed);
+                eprintln!(
+                    "redjit: cache entry {} is unusable ({why}); recompiling",
+                    path.display()
+                );
+                None
+            }
+        }
+    }
+
+    /// A batch's artifact: shared with kernels of the batch already in memory,
+    /// else read (and checked) from its file.
+    fn resolve_batch(
+        &self,
+        batch: CacheKey,
+        output: Output,
+    ) -> Result<(Arc<Artifact>, CacheKey), String> {
+        if let Some(hit) = self.lock().values().find(|h| h.artifact_key == batch) {
+            return Ok((hit.artifact.clone(), batch));
+        }
+        let path = self.batch_path(batch).ok_or("no cache directory")?;
+        match read_entry(&path, output) {
+            Entry::Artifact(a) => Ok((Arc::new(a), batch)),
+            Entry::Missing => Err(format!("its batch file {} is missing", path.display())),
+            Entry::Ref(_) => Err(format!(
+                "its batch file {} is itself a reference",
+                path.display()
+            )),
+            Entry::Corrupt(why) => Err(format!("its batch file {}: {why}", path.display())),
+        }
+    }
+
+    /// Stores one kernel's artifact under its key.
+    pub fn store(&self, name: &str, key: CacheKey, artifact: Artifact) -> Hit {
+        let artifact = Arc::new(artifact);
+        self.counters.compiled.fetch_add(1, Ordering::Relaxed);
+        if let Some(path) = self.entry_path(name, key) {
+            self.write(
+                &path,
+                &encode(output_code(artifact.output), &artifact.bytes),
+            );
+        }
+        let hit = Hit {
+            artifact,
+            artifact_key: key,
+            origin: Origin::Compiled,
+        };
+        self.lock().insert(key, hit.clone());
+        hit
+    }
+
+    /// Stores an artifact that holds several kernels: the batch file first, then
+    /// one reference per kernel (a reader never finds a reference before its
+    /// batch). Returns the shared hit.
+    pub fn store_batch(&self, members: &[(String, CacheKey)], artifact: Artifact) -> Hit {
+        let mut h = Fnv128::default();
+        h.field(b"redjit-batch-v1")
+            .field(artifact.output.extension().as_bytes());
+        for (_, key) in members {
+            h.field(&key.0.to_le_bytes());
+        }
+        let batch = CacheKey(h.finish());
+        let artifact = Arc::new(artifact);
+        self.counters
+            .compiled
+            .fetch_add(members.len() as u64, Ordering::Relaxed);
+        if let Some(path) = self.batch_path(batch)
+            && self.write(
+                &path,
+                &encode(output_code(artifact.output), &artifact.bytes),
+            )
+        {
+            for (name, key) in members {
+                if let Some(entry) = self.entry_path(name, *key) {
+                    self.write(&entry, &encode(REF_CODE, &batch.0.to_le_bytes()));
+                }
+            }
+        }
+        let hit = Hit {
+            artifact,
+            artifact_key: batch,
+            origin: Origin::Compiled,
+        };
+        let mut memory = self.lock();
+        for (_, key) in members {
+            memory.insert(*key, hit.clone());
+        }
+        hit
+    }
+
+    /// Returns the cached kernel for `key`, or runs `compile`, stores and returns it.
     pub fn get_or_compile(
         &self,
         name: &str,
         key: CacheKey,
         output: Output,
         compile: impl FnOnce() -> Result<Artifact>,
-    ) -> Result<(Arc<Artifact>, Origin)> {
-        if let Some(a) = self.lock().get(&key) {
-            self.counters.memory_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok((a.clone(), Origin::Memory));
+    ) -> Result<Hit> {
+        if let Some(hit) = self.lookup(name, key, output) {
+            return Ok(hit);
         }
-        let path = self.entry_path(name, key);
-        if let Some(path) = &path {
-            match read_entry(path, output) {
-                Entry::Valid(artifact) => {
-                    self.counters.disk_hits.fetch_add(1, Ordering::Relaxed);
-                    let artifact = Arc::new(artifact);
-                    self.lock().insert(key, artifact.clone());
-                    return Ok((artifact, Origin::Disk));
-                }
-                Entry::Missing => {}
-                Entry::Corrupt(why) => {
-                    self.counters.corrupt.fetch_add(1, Ordering::Relaxed);
-                    eprintln!(
-                        "redjit: cache entry {} is unusable ({why}); recompiling",
-                        path.display()
-                    );
-                }
-            }
-        }
-        let artifact = Arc::new(compile()?);
-        self.counters.compiled.fetch_add(1, Ordering::Relaxed);
-        if let Some(path) = &path
-            && let Err(e) = write_entry(path, &artifact)
-        {
-            self.counters.write_failures.fetch_add(1, Ordering::Relaxed);
-            eprintln!(
-                "redjit: could not write cache entry {}: {e}",
-                path.display()
-            );
-        }
-        self.lock().insert(key, artifact.clone());
-        Ok((artifact, Origin::Compiled))
+        Ok(self.store(name, key, compile()?))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CacheKey, Arc<Artifact>>> {
+    /// Writes an entry; a failure is counted and reported, never fatal.
+    fn write(&self, path: &Path, data: &[u8]) -> bool {
+        match write_entry(path, data) {
+            Ok(()) => true,
+            Err(e) => {
+                self.counters.write_failures.fetch_add(1, Ordering::Relaxed);
+                eprintln!(
+                    "redjit: could not write cache entry {}: {e}",
+                    path.display()
+                );
+                false
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CacheKey, Hit>> {
         // A panic while holding the lock cannot leave the map half-updated.
         self.memory.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -227,10 +346,14 @@ pub fn default_dir() -> Option<PathBuf> {
 }
 
 enum Entry {
-    Valid(Artifact),
+    Artifact(Artifact),
+    /// A kernel compiled in a batch: the batch's key.
+    Ref(CacheKey),
     Missing,
     Corrupt(String),
 }
+
+const REF_CODE: u64 = 3;
 
 fn output_code(o: Output) -> u64 {
     match o {
@@ -239,17 +362,18 @@ fn output_code(o: Output) -> u64 {
     }
 }
 
-fn encode(artifact: &Artifact) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER_LEN + artifact.bytes.len());
+fn encode(kind: u64, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&output_code(artifact.output).to_le_bytes());
-    out.extend_from_slice(&(artifact.bytes.len() as u64).to_le_bytes());
-    out.extend_from_slice(&fnv128(&artifact.bytes).to_le_bytes());
-    out.extend_from_slice(&artifact.bytes);
+    out.extend_from_slice(&kind.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&fnv128(payload).to_le_bytes());
+    out.extend_from_slice(payload);
     out
 }
 
-fn decode(data: &[u8], output: Output) -> Result<Artifact, String> {
+/// Checks magic, length and checksum; returns the kind code and the payload.
+fn decode(data: &[u8]) -> Result<(u64, &[u8]), String> {
     if data.len() < HEADER_LEN {
         return Err(format!(
             "{} bytes, shorter than the {HEADER_LEN}-byte header",
@@ -261,13 +385,6 @@ fn decode(data: &[u8], output: Output) -> Result<Artifact, String> {
         return Err("bad magic".into());
     }
     let word = |i: usize| u64::from_le_bytes(header[i..i + 8].try_into().unwrap_or([0; 8]));
-    if word(8) != output_code(output) {
-        return Err(format!(
-            "holds output kind {}, expected {}",
-            word(8),
-            output_code(output)
-        ));
-    }
     if word(16) != payload.len() as u64 {
         return Err(format!(
             "truncated: header says {} bytes, file has {}",
@@ -279,27 +396,39 @@ fn decode(data: &[u8], output: Output) -> Result<Artifact, String> {
     if sum != fnv128(payload) {
         return Err("checksum mismatch".into());
     }
-    Ok(Artifact {
-        output,
-        bytes: payload.to_vec(),
-    })
+    Ok((word(8), payload))
 }
 
 fn read_entry(path: &Path, output: Output) -> Entry {
-    match fs::read(path) {
-        Ok(data) => match decode(&data, output) {
-            Ok(a) => Entry::Valid(a),
-            Err(why) => Entry::Corrupt(why),
+    let data = match fs::read(path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Entry::Missing,
+        Err(e) => return Entry::Corrupt(format!("unreadable: {e}")),
+    };
+    match decode(&data) {
+        Ok((REF_CODE, payload)) => match <[u8; 16]>::try_from(payload) {
+            Ok(b) => Entry::Ref(CacheKey(u128::from_le_bytes(b))),
+            Err(_) => Entry::Corrupt(format!(
+                "a reference of {} bytes, expected 16",
+                payload.len()
+            )),
         },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Entry::Missing,
-        Err(e) => Entry::Corrupt(format!("unreadable: {e}")),
+        Ok((kind, payload)) if kind == output_code(output) => Entry::Artifact(Artifact {
+            output,
+            bytes: payload.to_vec(),
+        }),
+        Ok((kind, _)) => Entry::Corrupt(format!(
+            "holds output kind {kind}, expected {}",
+            output_code(output)
+        )),
+        Err(why) => Entry::Corrupt(why),
     }
 }
 
 /// Writes to a temp file unique to this process and call, then renames it over the
 /// entry: readers see the old file or the whole new one, never a partial write,
 /// and two writers of one key each rename a complete file.
-fn write_entry(path: &Path, artifact: &Artifact) -> std::io::Result<()> {
+fn write_entry(path: &Path, data: &[u8]) -> std::io::Result<()> {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
@@ -310,7 +439,7 @@ fn write_entry(path: &Path, artifact: &Artifact) -> std::io::Result<()> {
     ));
     let result = (|| {
         let mut f = fs::File::create(&tmp)?;
-        f.write_all(&encode(artifact))?;
+        f.write_all(data)?;
         f.sync_data()?;
         fs::rename(&tmp, path)
     })();
@@ -348,34 +477,27 @@ pub fn list_entries(dir: &Path) -> Vec<DiskEntry> {
 mod tests {
     use super::*;
 
-    fn artifact() -> Artifact {
-        Artifact {
-            output: Output::Cubin,
-            bytes: (0..=255u8).cycle().take(1000).collect(),
-        }
+    fn payload() -> Vec<u8> {
+        (0..=255u8).cycle().take(1000).collect()
     }
 
     #[test]
     fn entries_round_trip_and_every_truncation_is_caught() {
-        let a = artifact();
-        let data = encode(&a);
-        assert_eq!(decode(&data, Output::Cubin).unwrap(), a);
+        let data = encode(2, &payload());
+        let (kind, p) = decode(&data).unwrap();
+        assert_eq!((kind, p), (2, payload().as_slice()));
         for len in 0..data.len() {
-            assert!(
-                decode(&data[..len], Output::Cubin).is_err(),
-                "truncated to {len} accepted"
-            );
+            assert!(decode(&data[..len]).is_err(), "truncated to {len} accepted");
         }
-        assert!(decode(&data, Output::Ptx).is_err());
     }
 
     #[test]
     fn every_flipped_payload_byte_is_caught() {
-        let data = encode(&artifact());
+        let data = encode(2, &payload());
         for i in HEADER_LEN..data.len() {
             let mut bad = data.clone();
             bad[i] ^= 0x5a;
-            assert!(decode(&bad, Output::Cubin).is_err(), "flip at {i} accepted");
+            assert!(decode(&bad).is_err(), "flip at {i} accepted");
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use redjit_codegen::SpecError;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// The spec was rejected or cannot run on this GPU (before NVRTC saw it).
     #[error(transparent)]

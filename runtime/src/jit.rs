@@ -5,13 +5,13 @@
 //! compiled; a warm start keys its lookups from the remembered NVRTC identity
 //! (see `identity`) and never renders or loads the compiler.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use redjit_codegen::{Arch, CODEGEN_FINGERPRINT, KernelSource, KernelSpec};
 
+use crate::cache::Hit;
 use crate::cache::{CacheKey, CompileCache, Origin};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::identity::NvrtcIdentity;
 use crate::nvrtc::{Artifact, Nvrtc, NvrtcFacts, Target};
 
@@ -20,9 +20,29 @@ use crate::nvrtc::{Artifact, Nvrtc, NvrtcFacts, Target};
 pub struct Compiled {
     pub name: String,
     pub key: CacheKey,
+    /// The cubin or PTX holding the kernel (perhaps with others of its batch).
     pub artifact: Arc<Artifact>,
+    /// The key the artifact is stored under: equal for kernels sharing a module.
+    pub artifact_key: CacheKey,
     pub origin: Origin,
 }
+
+impl Compiled {
+    fn new(name: String, key: CacheKey, hit: Hit) -> Compiled {
+        Compiled {
+            name,
+            key,
+            artifact: hit.artifact,
+            artifact_key: hit.artifact_key,
+            origin: hit.origin,
+        }
+    }
+}
+
+/// Most kernels rendered into one NVRTC program: a batch this large compiles in
+/// well under the time of its kernels compiled apart, and a failure falls back
+/// to compiling its kernels one by one.
+const MAX_BATCH: usize = 32;
 
 pub struct Jit {
     /// The GPU the kernels are for; specs are checked against it.
@@ -100,42 +120,9 @@ impl Jit {
     /// Validates `spec` for this arch and returns its kernel from the cache, or
     /// renders and compiles it.
     pub fn compile<S: KernelSpec + ?Sized>(&self, spec: &S) -> Result<Compiled> {
-        spec.check_arch(self.arch)?;
-        let name = spec.name();
-        // A second round only when the remembered NVRTC identity proved stale: the
-        // first round's compile loaded NVRTC, which refreshed the facts.
-        for _ in 0..2 {
-            let facts = self.facts()?;
-            let target = self.target()?;
-            let key =
-                CacheKey::for_spec(&name, CODEGEN_FINGERPRINT, target, &facts.version_string());
-            let stale = std::cell::Cell::new(false);
-            let result = self.cache.get_or_compile(&name, key, target.output, || {
-                let nvrtc = self.nvrtc()?;
-                if nvrtc.facts != facts {
-                    stale.set(true);
-                    return Err(crate::Error::NvrtcUnavailable(format!(
-                        "the remembered NVRTC {} is not the loaded {}",
-                        facts.version_string(),
-                        nvrtc.version_string()
-                    )));
-                }
-                nvrtc.compile(&spec.render()?, target)
-            });
-            if stale.get() {
-                continue;
-            }
-            let (artifact, origin) = result?;
-            return Ok(Compiled {
-                name,
-                key,
-                artifact,
-                origin,
-            });
-        }
-        Err(crate::Error::NvrtcUnavailable(
-            "NVRTC's identity changed twice during one compile".into(),
-        ))
+        self.compile_all(&[spec])
+            .pop()
+            .unwrap_or_else(|| unreachable!("one result per spec"))
     }
 
     /// Compiles already-rendered source, keyed by its text (through the cache).
@@ -143,53 +130,172 @@ impl Jit {
         let nvrtc = self.nvrtc()?;
         let target = self.target()?;
         let key = CacheKey::new(source, target, &nvrtc.version_string());
-        let (artifact, origin) =
-            self.cache
-                .get_or_compile(&source.name, key, target.output, || {
-                    nvrtc.compile(source, target)
-                })?;
-        Ok(Compiled {
-            name: source.name.clone(),
-            key,
-            artifact,
-            origin,
-        })
+        let hit = self
+            .cache
+            .get_or_compile(&source.name, key, target.output, || {
+                nvrtc.compile(source, target)
+            })?;
+        Ok(Compiled::new(source.name.clone(), key, hit))
     }
 
-    /// Compiles many specs in parallel (NVRTC programs are independent), one result
-    /// per spec, in order.
-    pub fn compile_all<S: KernelSpec + Sync>(&self, specs: &[S]) -> Vec<Result<Compiled>> {
-        let workers = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(specs.len());
-        if workers <= 1 {
-            return specs.iter().map(|s| self.compile(s)).collect();
+    /// Compiles many specs, one result per spec, in order. Cached kernels come
+    /// from the cache; the rest are rendered into as few NVRTC programs as
+    /// `MAX_BATCH` allows (NVRTC serialises programs within a process, so one
+    /// program of N kernels beats N programs on N threads).
+    pub fn compile_all<S: KernelSpec>(&self, specs: &[S]) -> Vec<Result<Compiled>> {
+        // A second round only when the remembered NVRTC identity proved stale:
+        // loading NVRTC for the first round refreshed the facts and the keys.
+        let first = self.compile_round(specs);
+        match first {
+            Ok(results) => results,
+            Err(()) => self.compile_round(specs).unwrap_or_else(|()| {
+                specs
+                    .iter()
+                    .map(|_| {
+                        Err(Error::NvrtcUnavailable(
+                            "NVRTC's identity changed during the compile".into(),
+                        ))
+                    })
+                    .collect()
+            }),
         }
-        let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<Option<Result<Compiled>>>> =
-            Mutex::new((0..specs.len()).map(|_| None).collect());
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(spec) = specs.get(i) else { break };
-                        let r = self.compile(spec);
-                        results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
-                    }
-                });
+    }
+
+    /// `Err(())`: the keys were computed from a stale NVRTC identity; retry.
+    fn compile_round<S: KernelSpec>(&self, specs: &[S]) -> Result<Vec<Result<Compiled>>, ()> {
+        let mut results: Vec<Option<Result<Compiled>>> = specs.iter().map(|_| None).collect();
+        let setup = self.facts().and_then(|f| Ok((self.target()?, f)));
+        let (target, facts) = match setup {
+            Ok(t) => t,
+            Err(e) => {
+                let msg = e.to_string();
+                return Ok(specs
+                    .iter()
+                    .map(|_| Err(Error::NvrtcUnavailable(msg.clone())))
+                    .collect());
             }
-        });
-        results
-            .into_inner()
-            .unwrap_or_else(|p| p.into_inner())
-            .into_iter()
-            .map(|r| r.expect("every index below specs.len() is taken by exactly one worker"))
-            .collect()
+        };
+        let version = facts.version_string();
+        // Look every spec up; collect the misses, each name once.
+        let mut misses: Vec<(usize, String, CacheKey)> = Vec::new();
+        for (i, spec) in specs.iter().enumerate() {
+            if let Err(e) = spec.check_arch(self.arch) {
+                results[i] = Some(Err(e.into()));
+                continue;
+            }
+            let name = spec.name();
+            let key = CacheKey::for_spec(&name, CODEGEN_FINGERPRINT, target, &version);
+            match self.cache.lookup(&name, key, target.output) {
+                Some(hit) => results[i] = Some(Ok(Compiled::new(name, key, hit))),
+                None => misses.push((i, name, key)),
+            }
+        }
+        if !misses.is_empty() {
+            let nvrtc = match self.nvrtc() {
+                Ok(n) => n,
+                Err(e) => {
+                    let msg = e.to_string();
+                    for (i, _, _) in &misses {
+                        results[*i] = Some(Err(Error::NvrtcUnavailable(msg.clone())));
+                    }
+                    return Ok(finish(results));
+                }
+            };
+            if nvrtc.facts != facts {
+                return Err(());
+            }
+            let mut unique: Vec<(usize, String, CacheKey)> = Vec::new();
+            for m in &misses {
+                if !unique.iter().any(|u| u.1 == m.1) {
+                    unique.push(m.clone());
+                }
+            }
+            for chunk in unique.chunks(MAX_BATCH) {
+                for (name, result) in self.compile_chunk(nvrtc, target, specs, chunk) {
+                    for (i, n, key) in &misses {
+                        if *n == name {
+                            results[*i] = Some(
+                                result
+                                    .as_ref()
+                                    .map(|c| Compiled {
+                                        key: *key,
+                                        ..c.clone()
+                                    })
+                                    .map_err(Clone::clone),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        Ok(finish(results))
+    }
+
+    /// Compiles one chunk of uncached kernels: as one program when it has several
+    /// (falling back to one program per kernel if that fails, so each error lands
+    /// on its own kernel), else alone.
+    fn compile_chunk<S: KernelSpec>(
+        &self,
+        nvrtc: &Nvrtc,
+        target: Target,
+        specs: &[S],
+        chunk: &[(usize, String, CacheKey)],
+    ) -> Vec<(String, Result<Compiled>)> {
+        let alone = |i: usize, name: &str, key: CacheKey| -> Result<Compiled> {
+            let artifact = nvrtc.compile(&specs[i].render()?, target)?;
+            Ok(Compiled::new(
+                name.to_string(),
+                key,
+                self.cache.store(name, key, artifact),
+            ))
+        };
+        if let [(i, name, key)] = chunk {
+            return vec![(name.clone(), alone(*i, name, *key))];
+        }
+        let members: Vec<&dyn KernelSpec> = chunk
+            .iter()
+            .map(|(i, _, _)| &specs[*i] as &dyn KernelSpec)
+            .collect();
+        let batch = redjit_codegen::render_batch(&members)
+            .map_err(Error::from)
+            .and_then(|source| nvrtc.compile(&source, target));
+        match batch {
+            Ok(artifact) => {
+                let keys: Vec<(String, CacheKey)> =
+                    chunk.iter().map(|(_, n, k)| (n.clone(), *k)).collect();
+                let hit = self.cache.store_batch(&keys, artifact);
+                chunk
+                    .iter()
+                    .map(|(_, name, key)| {
+                        (
+                            name.clone(),
+                            Ok(Compiled::new(name.clone(), *key, hit.clone())),
+                        )
+                    })
+                    .collect()
+            }
+            Err(_) => chunk
+                .iter()
+                .map(|(i, name, key)| (name.clone(), alone(*i, name, *key)))
+                .collect(),
+        }
     }
 
     fn lock_facts(&self) -> std::sync::MutexGuard<'_, Option<NvrtcFacts>> {
         self.facts.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// Every slot is filled by `compile_round`; an empty one would be a bug there.
+fn finish(results: Vec<Option<Result<Compiled>>>) -> Vec<Result<Compiled>> {
+    results
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(Error::NvrtcUnavailable(
+                    "internal: a kernel was neither found nor compiled".into(),
+                ))
+            })
+        })
+        .collect()
 }

@@ -43,7 +43,9 @@ impl Target {
             Output::Cubin => format!("--gpu-architecture=sm_{}", self.arch.0),
             Output::Ptx => format!("--gpu-architecture=compute_{}", self.arch.0),
         };
-        vec![arch, "--std=c++17".into()]
+        // --minimal: the source is header-free and uses no CUDA runtime types,
+        // textures or device-side launches, so NVRTC need not declare them.
+        vec![arch, "--std=c++17".into(), "--minimal".into()]
     }
 }
 

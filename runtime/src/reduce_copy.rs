@@ -110,11 +110,14 @@ impl ReduceCopyKernel {
             value,
             rule,
         };
-        if opts.threads == 0 || !opts.threads.is_multiple_of(32) || opts.threads > 1024 {
+        let max_threads = self.spec.max_threads();
+        if opts.threads == 0 || !opts.threads.is_multiple_of(32) || opts.threads > max_threads {
             return Err(err(
                 "threads",
                 opts.threads.to_string(),
-                "must be a multiple of 32 between 32 and 1024".into(),
+                format!(
+                    "must be a multiple of 32 between 32 and {max_threads}, this kernel's launch bound"
+                ),
             ));
         }
         if opts.max_blocks == Some(0) {

@@ -9,7 +9,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 use redjit_codegen::{Arch, KernelSpec};
 
-use crate::cache::{CompileCache, Origin};
+use crate::cache::{CacheKey, CompileCache, Origin};
 use crate::error::{DriverContext, Error, Result};
 use crate::jit::{Compiled, Jit};
 
@@ -52,6 +52,9 @@ pub struct Runtime {
     device: DeviceInfo,
     jit: Jit,
     functions: Mutex<HashMap<String, CudaFunction>>,
+    /// Loaded modules by the key their artifact is stored under: the kernels of
+    /// one batch share one module.
+    modules: Mutex<HashMap<CacheKey, Arc<CudaModule>>>,
     context_time: Duration,
 }
 
@@ -121,6 +124,7 @@ impl Runtime {
             device,
             jit,
             functions: Mutex::default(),
+            modules: Mutex::default(),
             context_time,
         })
     }
@@ -148,7 +152,7 @@ impl Runtime {
     }
 
     /// Compiles (in parallel, through the cache) and loads every spec not loaded yet.
-    pub fn prepare<S: KernelSpec + Sync>(&self, specs: &[S]) -> Result<PrepareReport> {
+    pub fn prepare<S: KernelSpec>(&self, specs: &[S]) -> Result<PrepareReport> {
         let t0 = Instant::now();
         let pending: Vec<&S> = {
             let loaded = self.lock();
@@ -187,15 +191,27 @@ impl Runtime {
     }
 
     fn load(&self, compiled: &Compiled) -> Result<CudaFunction> {
-        let module: Arc<CudaModule> = self
-            .ctx
-            .load_module(Ptx::from_binary(compiled.artifact.bytes.clone()))
-            .during(|| format!("loading the module of {}", compiled.name))?;
+        let loaded = self.lock_modules().get(&compiled.artifact_key).cloned();
+        let module = match loaded {
+            Some(m) => m,
+            None => {
+                let m: Arc<CudaModule> = self
+                    .ctx
+                    .load_module(Ptx::from_binary(compiled.artifact.bytes.clone()))
+                    .during(|| format!("loading the module of {}", compiled.name))?;
+                self.lock_modules().insert(compiled.artifact_key, m.clone());
+                m
+            }
+        };
         let f = module
             .load_function(&compiled.name)
             .during(|| format!("finding {} in its module", compiled.name))?;
         self.lock().insert(compiled.name.clone(), f.clone());
         Ok(f)
+    }
+
+    fn lock_modules(&self) -> std::sync::MutexGuard<'_, HashMap<CacheKey, Arc<CudaModule>>> {
+        self.modules.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CudaFunction>> {

@@ -57,8 +57,8 @@ pub fn gpu_or_skip() -> Option<redjit::Runtime> {
     }
 }
 
-/// The numbers of one `ptxas -v` report.
-#[derive(Debug, Default)]
+/// The numbers of one kernel in a `ptxas -v` report.
+#[derive(Debug, Default, Clone)]
 pub struct PtxasUsage {
     pub registers: u32,
     pub stack_frame: u32,
@@ -67,26 +67,33 @@ pub struct PtxasUsage {
 }
 
 impl PtxasUsage {
-    pub fn parse(report: &str) -> Option<PtxasUsage> {
+    /// Every entry function's numbers in a `ptxas -v` report, by name.
+    pub fn parse_all(report: &str) -> std::collections::HashMap<String, PtxasUsage> {
         let number_before = |line: &str, unit: &str| -> Option<u32> {
             let i = line.find(unit)?;
             line[..i].split_whitespace().last()?.parse().ok()
         };
-        let mut u = PtxasUsage::default();
-        let mut seen = (false, false);
+        let mut out = std::collections::HashMap::new();
+        let mut current: Option<String> = None;
         for line in report.lines() {
-            if line.contains("stack frame") {
-                u.stack_frame = number_before(line, "bytes stack frame")?;
-                u.spill_stores = number_before(line, "bytes spill stores")?;
-                u.spill_loads = number_before(line, "bytes spill loads")?;
-                seen.0 = true;
+            if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+                let name = rest.split('\'').next().unwrap_or("").to_string();
+                out.insert(name.clone(), PtxasUsage::default());
+                current = Some(name);
+            }
+            let Some(u) = current.as_ref().and_then(|n| out.get_mut(n)) else {
+                continue;
+            };
+            if line.contains("bytes stack frame") {
+                u.stack_frame = number_before(line, "bytes stack frame").unwrap_or(u32::MAX);
+                u.spill_stores = number_before(line, "bytes spill stores").unwrap_or(u32::MAX);
+                u.spill_loads = number_before(line, "bytes spill loads").unwrap_or(u32::MAX);
             }
             if line.contains("Used") && line.contains("registers") {
-                u.registers = number_before(line, "registers")?;
-                seen.1 = true;
+                u.registers = number_before(line, "registers").unwrap_or(0);
             }
         }
-        (seen.0 && seen.1).then_some(u)
+        out
     }
 }
 

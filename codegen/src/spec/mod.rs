@@ -20,8 +20,19 @@ pub trait KernelSpec {
     /// Oldest GPU the generated code runs on.
     fn min_arch(&self) -> Arch;
 
-    /// Validates, then renders the CUDA source.
-    fn render(&self) -> Result<KernelSource, SpecError>;
+    /// Shared device code the kernel needs (family preludes, then the dtype files
+    /// of its buffers), in the order it must appear.
+    fn preludes(&self) -> Vec<&'static str>;
+
+    /// Validates, then renders the family template alone: the kernel and its
+    /// helpers (in a namespace of the kernel's own), without the preludes, so
+    /// that several kernels can share one translation unit.
+    fn render_body(&self) -> Result<String, SpecError>;
+
+    /// Validates, then renders the whole CUDA source of this one kernel.
+    fn render(&self) -> Result<KernelSource, SpecError> {
+        crate::render::render_batch(&[&self])
+    }
 
     /// Validates, then checks that `arch` can run this kernel; a typed error before
     /// NVRTC ever sees the source, never a missing symbol at load.
@@ -52,6 +63,12 @@ impl<S: KernelSpec + ?Sized> KernelSpec for &S {
     }
     fn min_arch(&self) -> Arch {
         (**self).min_arch()
+    }
+    fn preludes(&self) -> Vec<&'static str> {
+        (**self).preludes()
+    }
+    fn render_body(&self) -> Result<String, SpecError> {
+        (**self).render_body()
     }
     fn render(&self) -> Result<KernelSource, SpecError> {
         (**self).render()

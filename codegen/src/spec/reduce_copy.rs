@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::error::SpecError;
 use crate::registry::{Arch, DType, Family, Op, Role, Rounding};
-use crate::render::{self, KernelSource};
+use crate::render;
 use crate::spec::KernelSpec;
 
 /// Unroll factors the kernel is generated for.
@@ -66,6 +66,18 @@ impl ReduceCopySpec {
     /// Accumulator elements per pack (`16 / sizeof(accum)`).
     pub fn pack_elts(&self) -> u32 {
         PACK_BYTES / self.accum.info().bytes
+    }
+
+    /// Most threads per block the kernel is compiled for (`__launch_bounds__`):
+    /// unroll 8 keeps 64 accumulator and 64 loaded values live, which spills at the
+    /// 64 registers a 1024-thread bound allows, so it is bound to 512 (128
+    /// registers) instead.
+    pub fn max_threads(&self) -> u32 {
+        if self.unroll * self.pack_elts() * 2 > 32 {
+            512
+        } else {
+            1024
+        }
     }
 
     /// Elements one warp handles per iteration (`unroll * 32 * pack_elts`).
@@ -146,6 +158,7 @@ impl ReduceCopySpec {
         ReduceCopyContext {
             name: self.name(),
             spec: self.to_string(),
+            max_threads: self.max_threads(),
             unroll: self.unroll,
             pack_elts: self.pack_elts(),
             elems_per_hunk: self.elems_per_hunk(),
@@ -172,6 +185,7 @@ impl ReduceCopySpec {
 struct ReduceCopyContext {
     name: String,
     spec: String,
+    max_threads: u32,
     unroll: u32,
     pack_elts: u32,
     elems_per_hunk: u32,
@@ -281,14 +295,15 @@ impl KernelSpec for ReduceCopySpec {
             .unwrap_or(Arch(50))
     }
 
-    fn render(&self) -> Result<KernelSource, SpecError> {
+    fn preludes(&self) -> Vec<&'static str> {
+        let mut out = Family::ReduceCopy.info().preludes.to_vec();
+        out.extend(self.dtype_preludes());
+        out
+    }
+
+    fn render_body(&self) -> Result<String, SpecError> {
         self.validate()?;
-        render::render(
-            Family::ReduceCopy,
-            self.name(),
-            &self.dtype_preludes(),
-            &self.context(),
-        )
+        render::render_template(Family::ReduceCopy.info().template, &self.context())
     }
 }
 
