@@ -258,15 +258,9 @@ fn every_config_and_unroll_matches_the_cpu_twin_bit_for_bit() {
     for &n in SIZES {
         let inputs = Inputs::new(&mut rng, rt.stream(), n);
         for spec in &specs {
-            run_and_check(
-                &rt,
-                spec,
-                &inputs,
-                n,
-                &[0, 0],
-                &[0],
-                LaunchOptions::default(),
-            );
+            // One offset (zero) per buffer of this spec.
+            let (so, dof) = (vec![0; spec.srcs.len()], vec![0; spec.dsts.len()]);
+            run_and_check(&rt, spec, &inputs, n, &so, &dof, LaunchOptions::default());
             checked += 1;
         }
     }
