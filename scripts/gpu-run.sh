@@ -27,13 +27,15 @@ for step in "${steps[@]}"; do
   jit)
     echo "== JIT latency (each phase a fresh process)"
     dir=$(mktemp -d)
-    for i in 1 2 3 4 5; do
-      "$BIN/redjit" bench jit --phase cold --cache-dir "$dir" || status=1
-      "$BIN/redjit" bench jit --phase warm --cache-dir "$dir" || status=1
-    done
-    for i in 1 2 3; do
-      "$BIN/redjit" bench jit --phase batch --batch 16 --cache-dir "$dir" || status=1
-    done 2>&1 | tee -a "$OUT/jit.log"
+    {
+      for i in 1 2 3 4 5; do
+        "$BIN/redjit" bench jit --phase cold --cache-dir "$dir" || status=1
+        "$BIN/redjit" bench jit --phase warm --cache-dir "$dir" || status=1
+      done
+      for i in 1 2 3; do
+        "$BIN/redjit" bench jit --phase batch --batch 16 --cache-dir "$dir" || status=1
+      done
+    } 2>&1 | tee -a "$OUT/jit.log"
     ;;
   bench)
     echo "== PyTorch reference, then redjit, same machine, same call"
