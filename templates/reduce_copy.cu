@@ -1,19 +1,19 @@
 // ---- {{ name }} ----
 // reduce_copy (seed 000): {{ srcs | length }} source(s) reduced in {{ accum }} with {{ op_functor }},
-// written to {{ dsts | length }} destination(s). Buffers:
+// written to {{ dsts | length }} destination(s){% if stochastic %} with stochastic rounding{% endif %}. Buffers:
 {%- for s in srcs %}
-//   src{{ s.index }}: {{ s.role }} {{ s.dtype }}, {{ s.pack_bytes }}-byte packs
+//   src{{ s.index }}: {{ s.role }} {{ s.dtype }}, {{ s.pack_bytes }}-byte packs, {{ s.load }}
 {%- endfor %}
 {%- for d in dsts %}
 //   dst{{ d.index }}: {{ d.role }} {{ d.dtype }}, {{ d.pack_bytes }}-byte packs
 {%- endfor %}
 //
-// Work split (per seed 000 section 4): a hunk is {{ elems_per_hunk }} elements
+// Work split (seed 000 section 4): a hunk is {{ elems_per_hunk }} elements
 // (unroll {{ unroll }} x 32 lanes x {{ pack_elts }} elements); the grid's warps take hunks
 // round-robin; in one unroll step the 32 lanes touch 32 consecutive packs, so each
-// step is one fully coalesced transaction per buffer. Each buffer's alignment is
-// checked on its own: an aligned buffer keeps vector accesses even when another is
-// misaligned. Elements past the last whole hunk go to the scalar tail.
+// step is one fully coalesced transaction per buffer. Elements past the last
+// whole hunk go to the tail, in groups of 4 that share one Philox counter.
+//
 // Two hunk loops. The common case, every buffer aligned, is straight-line vector
 // code with all `unroll` loads of a source in flight at once. Any misaligned
 // buffer sends the launch to the second loop, which checks alignment per buffer
@@ -25,13 +25,14 @@
 // several kernels can share one translation unit.
 namespace {{ name }}_impl {
 
-__device__ __forceinline__ void rj_hunks_aligned(
+__device__ __forceinline__ void hunks_aligned(
 {%- for s in srcs %}
     rj_u64 src{{ s.index }},
 {%- endfor %}
 {%- for d in dsts %}
     rj_u64 dst{{ d.index }},
 {%- endfor %}
+    const {{ op_functor }} op, rj_u64 sr_seed, rj_u64 sr_base,
     rj_u64 first_hunk, rj_u64 n_hunks, rj_u64 hunk_stride, rj_u64 lane) {
   const rj_u64 kPack = {{ pack_elts }};
   const rj_u64 kHunk = {{ elems_per_hunk }};
@@ -40,34 +41,54 @@ __device__ __forceinline__ void rj_hunks_aligned(
     {{ accum }} acc[{{ unroll }}][{{ pack_elts }}];
 #pragma unroll
     for (int u = 0; u < {{ unroll }}; ++u)
-      rj_ld4_{{ srcs[0].dtype }}<rj_load_volatile>(src0, base + u * 32 * kPack, true, acc[u]);
+      rj_ld4_{{ srcs[0].dtype }}<{{ srcs[0].load }}>(src0, base + u * 32 * kPack, true, acc[u]);
+#pragma unroll
+    for (int u = 0; u < {{ unroll }}; ++u)
+#pragma unroll
+      for (int e = 0; e < {{ pack_elts }}; ++e) acc[u][e] = op.pre(acc[u][e]);
 {%- for s in srcs %}{% if s.index > 0 %}
     {
       {{ accum }} x[{{ unroll }}][{{ pack_elts }}];
 #pragma unroll
       for (int u = 0; u < {{ unroll }}; ++u)
-        rj_ld4_{{ s.dtype }}<rj_load_volatile>(src{{ s.index }}, base + u * 32 * kPack, true, x[u]);
+        rj_ld4_{{ s.dtype }}<{{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, true, x[u]);
 #pragma unroll
       for (int u = 0; u < {{ unroll }}; ++u)
 #pragma unroll
-        for (int e = 0; e < {{ pack_elts }}; ++e) acc[u][e] = {{ op_functor }}::apply(acc[u][e], x[u][e]);
+        for (int e = 0; e < {{ pack_elts }}; ++e) acc[u][e] = op.apply(acc[u][e], op.pre(x[u][e]));
     }
 {%- endif %}{% endfor %}
-{%- for d in dsts %}
 #pragma unroll
     for (int u = 0; u < {{ unroll }}; ++u)
-      rj_st4_{{ d.dtype }}(dst{{ d.index }}, base + u * 32 * kPack, true, acc[u]);
+#pragma unroll
+      for (int e = 0; e < {{ pack_elts }}; ++e) acc[u][e] = op.post(acc[u][e]);
+    // Random bits are drawn pack by pack at the store, so only four are live.
+#pragma unroll
+    for (int u = 0; u < {{ unroll }}; ++u) {
+{%- if stochastic %}
+      // The launch took this loop only with sr_base % 4 == 0: one Philox call per
+      // pack, its four words in element order. The counter passes through a
+      // volatile asm, so this pack's Philox starts after the previous pack's
+      // stores: interleaving all of them ran an 8-source unroll-8 kernel out of
+      // registers.
+      rj_u32 r[4];
+      rj_philox4x32_10(sr_seed, rj_after_stores((sr_base + base + u * 32 * kPack) >> 2), r);
+{%- endif %}
+{%- for d in dsts %}
+      rj_st4_{{ d.dtype }}{{ store_suffix }}(dst{{ d.index }}, base + u * 32 * kPack, true, acc[u]{% if stochastic %}, r{% endif %});
 {%- endfor %}
+    }
   }
 }
 
-__device__ __forceinline__ void rj_hunks_any(
+__device__ __forceinline__ void hunks_any(
 {%- for s in srcs %}
     rj_u64 src{{ s.index }}, bool src{{ s.index }}_aligned,
 {%- endfor %}
 {%- for d in dsts %}
     rj_u64 dst{{ d.index }}, bool dst{{ d.index }}_aligned,
 {%- endfor %}
+    const {{ op_functor }} op, rj_u64 sr_seed, rj_u64 sr_base,
     rj_u64 first_hunk, rj_u64 n_hunks, rj_u64 hunk_stride, rj_u64 lane) {
   const rj_u64 kPack = {{ pack_elts }};
   const rj_u64 kHunk = {{ elems_per_hunk }};
@@ -76,17 +97,25 @@ __device__ __forceinline__ void rj_hunks_any(
     for (int u = 0; u < {{ unroll }}; ++u) {
       const rj_u64 i = hunk * kHunk + lane * kPack + u * 32 * kPack;
       {{ accum }} acc[{{ pack_elts }}];
-      rj_ld4_{{ srcs[0].dtype }}<rj_load_volatile>(src0, i, src0_aligned, acc);
+      rj_ld4_{{ srcs[0].dtype }}<{{ srcs[0].load }}>(src0, i, src0_aligned, acc);
+#pragma unroll
+      for (int e = 0; e < {{ pack_elts }}; ++e) acc[e] = op.pre(acc[e]);
 {%- for s in srcs %}{% if s.index > 0 %}
       {
         {{ accum }} x[{{ pack_elts }}];
-        rj_ld4_{{ s.dtype }}<rj_load_volatile>(src{{ s.index }}, i, src{{ s.index }}_aligned, x);
+        rj_ld4_{{ s.dtype }}<{{ s.load }}>(src{{ s.index }}, i, src{{ s.index }}_aligned, x);
 #pragma unroll
-        for (int e = 0; e < {{ pack_elts }}; ++e) acc[e] = {{ op_functor }}::apply(acc[e], x[e]);
+        for (int e = 0; e < {{ pack_elts }}; ++e) acc[e] = op.apply(acc[e], op.pre(x[e]));
       }
 {%- endif %}{% endfor %}
+#pragma unroll
+      for (int e = 0; e < {{ pack_elts }}; ++e) acc[e] = op.post(acc[e]);
+{%- if stochastic %}
+      rj_u32 r[4];
+      rj_sr_bits4(sr_seed, sr_base, i, r);
+{%- endif %}
 {%- for d in dsts %}
-      rj_st4_{{ d.dtype }}(dst{{ d.index }}, i, dst{{ d.index }}_aligned, acc);
+      rj_st4_{{ d.dtype }}{{ store_suffix }}(dst{{ d.index }}, i, dst{{ d.index }}_aligned, acc{% if stochastic %}, r{% endif %});
 {%- endfor %}
     }
   }
@@ -94,17 +123,20 @@ __device__ __forceinline__ void rj_hunks_any(
 
 }  // namespace {{ name }}_impl
 
-// A bound below 1024 also says one block per SM suffices (minBlocks 1): without it
-// ptxas still aimed at 64 registers and spilled the unroll-8 loop.
-extern "C" __global__ void __launch_bounds__({{ max_threads }}{% if max_threads < 1024 %}, 1{% endif %}) {{ name }}(
+// The bound says one block per SM suffices (minBlocks 1): without it ptxas aims at
+// full occupancy (32 registers at 1024 threads, 64 at 512) and spilled the
+// unroll-4 loops at 1024 and the unroll-8 loop at 512. Memory-level parallelism
+// comes from the unrolled loads in flight, not from occupancy.
+extern "C" __global__ void __launch_bounds__({{ max_threads }}, 1) {{ name }}(
 {%- for s in srcs %}
     const void* __restrict__ src{{ s.index }}_ptr,
 {%- endfor %}
 {%- for d in dsts %}
     void* __restrict__ dst{{ d.index }}_ptr,
 {%- endfor %}
-    rj_u64 n) {
+    rj_u64 n, float op_arg, rj_u64 sr_seed, rj_u64 sr_base) {
   const rj_u64 kHunk = {{ elems_per_hunk }};
+  const {{ op_functor }} op = {op_arg};
 {%- for s in srcs %}
   const rj_u64 src{{ s.index }} = rj_cvta_global(src{{ s.index }}_ptr);
   const bool src{{ s.index }}_aligned = (src{{ s.index }} % {{ s.pack_bytes }}) == 0;
@@ -117,24 +149,40 @@ extern "C" __global__ void __launch_bounds__({{ max_threads }}{% if max_threads 
   const rj_u64 thread = (rj_u64)blockIdx.x * blockDim.x + threadIdx.x;
   const rj_u64 n_threads = (rj_u64)gridDim.x * blockDim.x;
   const rj_u64 n_hunks = n / kHunk;
-  const bool all_aligned = true{% for s in srcs %} && src{{ s.index }}_aligned{% endfor %}{% for d in dsts %} && dst{{ d.index }}_aligned{% endfor %};
+  // The unrolled loop needs every buffer aligned{% if stochastic %} and packs that each take
+  // one Philox counter (sr_base % 4 == 0; the other loop draws from two){% endif %}.
+  const bool all_aligned = true{% for s in srcs %} && src{{ s.index }}_aligned{% endfor %}{% for d in dsts %} && dst{{ d.index }}_aligned{% endfor %}{% if stochastic %} && (sr_base & 3) == 0{% endif %};
   if (all_aligned)
-    {{ name }}_impl::rj_hunks_aligned(
+    {{ name }}_impl::hunks_aligned(
 {%- for s in srcs %}src{{ s.index }}, {% endfor %}
-{%- for d in dsts %}dst{{ d.index }}, {% endfor %}thread / 32, n_hunks, n_threads / 32, threadIdx.x % 32);
+{%- for d in dsts %}dst{{ d.index }}, {% endfor %}op, sr_seed, sr_base, thread / 32, n_hunks, n_threads / 32, threadIdx.x % 32);
   else
-    {{ name }}_impl::rj_hunks_any(
+    {{ name }}_impl::hunks_any(
 {%- for s in srcs %}src{{ s.index }}, src{{ s.index }}_aligned, {% endfor %}
-{%- for d in dsts %}dst{{ d.index }}, dst{{ d.index }}_aligned, {% endfor %}thread / 32, n_hunks, n_threads / 32, threadIdx.x % 32);
+{%- for d in dsts %}dst{{ d.index }}, dst{{ d.index }}_aligned, {% endfor %}op, sr_seed, sr_base, thread / 32, n_hunks, n_threads / 32, threadIdx.x % 32);
 
-  // Scalar tail: fewer than one hunk of elements, one per thread.
-  for (rj_u64 i = n_hunks * kHunk + thread; i < n; i += n_threads) {
-    {{ accum }} acc = rj_ld1_{{ srcs[0].dtype }}<rj_load_volatile>(src0, i);
+  // Tail: fewer than one hunk of elements, in groups of four that share a Philox
+  // counter ((sr_base + i) / 4 = g), one group per thread: one call per group.
+  const rj_u64 tail = n_hunks * kHunk;
+  const rj_u64 g_end = (sr_base + n + 3) / 4;
+  for (rj_u64 g = (sr_base + tail) / 4 + thread; g < g_end; g += n_threads) {
+{%- if stochastic %}
+    rj_u32 r[4];
+    rj_philox4x32_10(sr_seed, g, r);
+{%- endif %}
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const rj_u64 p = g * 4 + k;
+      if (p < sr_base + tail || p >= sr_base + n) continue;
+      const rj_u64 i = p - sr_base;
+      {{ accum }} acc = op.pre(rj_ld1_{{ srcs[0].dtype }}<{{ srcs[0].load }}>(src0, i));
 {%- for s in srcs %}{% if s.index > 0 %}
-    acc = {{ op_functor }}::apply(acc, rj_ld1_{{ s.dtype }}<rj_load_volatile>(src{{ s.index }}, i));
+      acc = op.apply(acc, op.pre(rj_ld1_{{ s.dtype }}<{{ s.load }}>(src{{ s.index }}, i)));
 {%- endif %}{% endfor %}
+      acc = op.post(acc);
 {%- for d in dsts %}
-    rj_st1_{{ d.dtype }}(dst{{ d.index }}, i, acc);
+      rj_st1_{{ d.dtype }}{{ store_suffix }}(dst{{ d.index }}, i, acc{% if stochastic %}, r[k]{% endif %});
 {%- endfor %}
+    }
   }
 }

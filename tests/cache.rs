@@ -423,25 +423,25 @@ fn compile_all_returns_results_in_input_order() {
         },
         ReduceCopySpec {
             unroll: 1,
-            srcs: vec![Role::Accum],
+            srcs: vec![Role::Accum.into()],
             dsts: vec![Role::Transport],
             ..spec()
         },
         spec(),
         ReduceCopySpec {
             unroll: 2,
-            srcs: vec![Role::Accum, Role::Accum],
+            srcs: vec![Role::Accum.into(), Role::Accum.into()],
             dsts: vec![Role::Accum],
             ..spec()
         },
         ReduceCopySpec {
-            srcs: vec![Role::Transport, Role::Transport],
+            srcs: vec![Role::Transport.into(), Role::Transport.into()],
             ..spec()
         },
         ReduceCopySpec {
             unroll: 1,
             transport: DType::F16,
-            srcs: vec![Role::Transport],
+            srcs: vec![Role::Transport.into()],
             dsts: vec![Role::Accum],
             ..spec()
         },

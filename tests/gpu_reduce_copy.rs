@@ -7,9 +7,10 @@ mod common;
 
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
 use half::{bf16, f16};
-use redjit::reference::{self, HostBuffer};
+use redjit::reference::{self, HostBuffer, Params};
 use redjit::{
-    DType, Error, KernelInput, KernelOutput, KernelSpec, LaunchOptions, ReduceCopySpec, Runtime,
+    DType, Error, KernelInput, KernelOutput, KernelSpec, LaunchOptions, Op, ReduceCopyArgs,
+    ReduceCopyKernel, ReduceCopySpec, Role, Rounding, Runtime, Src, Stochastic,
 };
 use std::sync::Arc;
 
@@ -111,31 +112,51 @@ fn padded<T: Copy>(v: &[T], pad: T) -> Vec<T> {
     out
 }
 
-/// Random inputs for one size: two distinct buffers per dtype, so a two-source
-/// kernel never reads the same data twice.
+/// Random inputs for one size: `count` distinct buffers per dtype, so a
+/// multi-source kernel never reads the same data twice.
 struct Inputs {
-    host: Vec<[HostBuffer; 2]>,
-    dev: Vec<[DevBuf; 2]>,
+    host: Vec<Vec<HostBuffer>>,
+    dev: Vec<Vec<DevBuf>>,
 }
 
 impl Inputs {
     fn new(rng: &mut common::Rng, stream: &Arc<CudaStream>, n: usize) -> Inputs {
+        Inputs::with_count(rng, stream, n, 2, 0.0)
+    }
+
+    /// `nan_every`: make about one element in that many NaN (0.0: none). NaN
+    /// inputs are only for ops whose NaN result has one spelling (min, max):
+    /// x86 keeps a NaN operand's payload where the GPU returns the canonical NaN.
+    fn with_count(
+        rng: &mut common::Rng,
+        stream: &Arc<CudaStream>,
+        n: usize,
+        count: usize,
+        nan_every: f64,
+    ) -> Inputs {
         let mut host = Vec::new();
         for &d in DType::ALL {
             // f16 inputs stay finite (below 2^14), so no Inf - Inf = NaN whose payload
             // the CPU and GPU spell differently; overflow to f16 Inf is still
             // exercised by f32 sums stored as f16.
             let scale = if d == DType::F16 { (-7f32).exp2() } else { 1.0 };
-            let a = rng.values(n);
-            let b = rng.values(n);
-            host.push([
-                HostBuffer::from_fn(d, n, |i| a[i] * scale),
-                HostBuffer::from_fn(d, n, |i| b[i] * scale),
-            ]);
+            let mut bufs = Vec::new();
+            for _ in 0..count {
+                let mut v = rng.values(n);
+                if nan_every > 0.0 {
+                    for x in v.iter_mut() {
+                        if ((rng.next_u64() % 1_000_000) as f64) < 1e6 / nan_every {
+                            *x = f32::NAN;
+                        }
+                    }
+                }
+                bufs.push(HostBuffer::from_fn(d, n, |i| v[i] * scale));
+            }
+            host.push(bufs);
         }
         let dev = host
             .iter()
-            .map(|[a, b]| [DevBuf::upload(stream, a), DevBuf::upload(stream, b)])
+            .map(|bufs| bufs.iter().map(|h| DevBuf::upload(stream, h)).collect())
             .collect();
         Inputs { host, dev }
     }
@@ -145,8 +166,25 @@ impl Inputs {
     }
 }
 
+/// The host values a launch of `spec` takes, and the twin's copy of them.
+fn call_for(spec: &ReduceCopySpec, seed: u64, base: u64) -> (ReduceCopyArgs, Params) {
+    let scalar = match spec.op {
+        Op::PreMulSum => Some(0.37),
+        Op::Avg => Some(3.0),
+        _ => None,
+    };
+    let stochastic = (spec.rounding == Rounding::Stochastic).then_some(Stochastic { seed, base });
+    let params = Params {
+        op_arg: scalar.unwrap_or(0.0),
+        sr_seed: stochastic.map_or(0, |s| s.seed),
+        sr_base: stochastic.map_or(0, |s| s.base),
+    };
+    (ReduceCopyArgs { scalar, stochastic }, params)
+}
+
 /// Runs `spec` with each buffer at its offset and compares every output element,
 /// and the poison around it, with the CPU twin.
+#[allow(clippy::too_many_arguments)]
 fn run_and_check(
     rt: &Runtime,
     spec: &ReduceCopySpec,
@@ -154,6 +192,7 @@ fn run_and_check(
     n: usize,
     src_offsets: &[usize],
     dst_offsets: &[usize],
+    call: (ReduceCopyArgs, Params),
     opts: LaunchOptions,
 ) {
     let stream = rt.stream();
@@ -162,13 +201,13 @@ fn run_and_check(
         .srcs
         .iter()
         .enumerate()
-        .map(|(k, &r)| &inputs.host[Inputs::index(spec.dtype_of(r))][k])
+        .map(|(k, s)| &inputs.host[Inputs::index(spec.dtype_of(s.role))][k])
         .collect();
     let src_views: Vec<Box<dyn KernelInput + '_>> = spec
         .srcs
         .iter()
         .enumerate()
-        .map(|(k, &r)| inputs.dev[Inputs::index(spec.dtype_of(r))][k].view(src_offsets[k], n))
+        .map(|(k, s)| inputs.dev[Inputs::index(spec.dtype_of(s.role))][k].view(src_offsets[k], n))
         .collect();
     let mut outs: Vec<OutBuf> = spec
         .dsts
@@ -185,11 +224,13 @@ fn run_and_check(
         let srcs: Vec<&dyn KernelInput> = src_views.iter().map(|b| b.as_ref()).collect();
         let mut dsts: Vec<&mut dyn KernelOutput> =
             dst_views.iter_mut().map(|v| v.as_output()).collect();
-        kernel.launch_with(stream, &srcs, &mut dsts, opts).unwrap();
+        kernel
+            .launch_with(stream, &srcs, &mut dsts, call.0, opts)
+            .unwrap();
     }
     stream.synchronize().unwrap();
     // The twin reads the same (offset) elements the kernel read.
-    let expect = reference::reduce_copy(spec, &src_host, src_offsets, n);
+    let expect = reference::reduce_copy(spec, &src_host, src_offsets, n, call.1);
     for (d, (out, want)) in outs.iter().zip(&expect).enumerate() {
         let got = out.download(stream);
         let start = SLACK + dst_offsets[d];
@@ -213,8 +254,9 @@ fn run_and_check(
             if got.bits(start + i) != want.bits(i) {
                 if bad < 5 {
                     eprintln!(
-                        "{} n={n} srcs@{src_offsets:?} dsts@{dst_offsets:?}: dst{d}[{i}] = {:#x}, CPU twin {:#x}",
+                        "{} n={n} srcs@{src_offsets:?} dsts@{dst_offsets:?} {:?}: dst{d}[{i}] = {:#x}, CPU twin {:#x}",
                         spec.name(),
+                        call.1,
                         got.bits(start + i),
                         want.bits(i)
                     );
@@ -229,6 +271,11 @@ fn run_and_check(
             spec.name()
         );
     }
+}
+
+/// Zero offsets for every buffer of `spec`.
+fn aligned(spec: &ReduceCopySpec) -> (Vec<usize>, Vec<usize>) {
+    (vec![0; spec.srcs.len()], vec![0; spec.dsts.len()])
 }
 
 fn all_specs() -> Vec<ReduceCopySpec> {
@@ -258,9 +305,17 @@ fn every_config_and_unroll_matches_the_cpu_twin_bit_for_bit() {
     for &n in SIZES {
         let inputs = Inputs::new(&mut rng, rt.stream(), n);
         for spec in &specs {
-            // One offset (zero) per buffer of this spec.
-            let (so, dof) = (vec![0; spec.srcs.len()], vec![0; spec.dsts.len()]);
-            run_and_check(&rt, spec, &inputs, n, &so, &dof, LaunchOptions::default());
+            let (so, dof) = aligned(spec);
+            run_and_check(
+                &rt,
+                spec,
+                &inputs,
+                n,
+                &so,
+                &dof,
+                call_for(spec, 0, 0),
+                LaunchOptions::default(),
+            );
             checked += 1;
         }
     }
@@ -287,7 +342,16 @@ fn each_buffer_misaligned_by_one_two_three_elements() {
                     } else {
                         dof[buffer - ns] = off;
                     }
-                    run_and_check(&rt, &spec, &inputs, n, &so, &dof, LaunchOptions::default());
+                    run_and_check(
+                        &rt,
+                        &spec,
+                        &inputs,
+                        n,
+                        &so,
+                        &dof,
+                        call_for(&spec, 0, 0),
+                        LaunchOptions::default(),
+                    );
                 }
             }
         }
@@ -313,6 +377,7 @@ fn any_block_size_and_grid_gives_the_same_bits() {
                 n,
                 &[0, 0],
                 &[0],
+                call_for(&spec, 0, 0),
                 LaunchOptions {
                     threads,
                     max_blocks,
@@ -374,6 +439,7 @@ fn bad_calls_are_errors_and_empty_calls_launch_nothing() {
                 s,
                 &[&a, &b],
                 &mut [&mut out],
+                ReduceCopyArgs::default(),
                 LaunchOptions {
                     threads,
                     max_blocks: None,
@@ -394,6 +460,7 @@ fn bad_calls_are_errors_and_empty_calls_launch_nothing() {
             s,
             &[&a, &b],
             &mut [&mut out],
+            ReduceCopyArgs::default(),
             LaunchOptions {
                 threads: 1024,
                 max_blocks: None,
@@ -401,6 +468,99 @@ fn bad_calls_are_errors_and_empty_calls_launch_nothing() {
         )
         .unwrap_err();
     launch_err(e, "threads", "1024");
+    // A scalar for an op that takes none, none for one that needs it, a seed
+    // for a round-to-nearest kernel, none for a stochastic one.
+    let with = |k: &ReduceCopyKernel, call: ReduceCopyArgs, out: &mut CudaSlice<bf16>| {
+        k.launch_with(s, &[&a, &b], &mut [out], call, LaunchOptions::default())
+            .unwrap_err()
+    };
+    let sr = Stochastic { seed: 1, base: 2 };
+    launch_err(
+        with(
+            &k,
+            ReduceCopyArgs {
+                scalar: Some(2.0),
+                stochastic: None,
+            },
+            &mut out,
+        ),
+        "scalar",
+        "2",
+    );
+    launch_err(
+        with(
+            &k,
+            ReduceCopyArgs {
+                scalar: None,
+                stochastic: Some(sr),
+            },
+            &mut out,
+        ),
+        "stochastic",
+        "seed 1 base 2",
+    );
+    let avg = rt
+        .reduce_copy(&ReduceCopySpec {
+            op: Op::Avg,
+            ..ReduceCopySpec::default()
+        })
+        .unwrap();
+    launch_err(
+        with(&avg, ReduceCopyArgs::default(), &mut out),
+        "scalar",
+        "none",
+    );
+    launch_err(
+        with(
+            &avg,
+            ReduceCopyArgs {
+                scalar: Some(0.0),
+                stochastic: None,
+            },
+            &mut out,
+        ),
+        "scalar",
+        "0",
+    );
+    launch_err(
+        with(
+            &avg,
+            ReduceCopyArgs {
+                scalar: Some(f32::NAN),
+                stochastic: None,
+            },
+            &mut out,
+        ),
+        "scalar",
+        "NaN",
+    );
+    let srk = rt
+        .reduce_copy(&ReduceCopySpec {
+            rounding: Rounding::Stochastic,
+            ..ReduceCopySpec::default()
+        })
+        .unwrap();
+    launch_err(
+        with(&srk, ReduceCopyArgs::default(), &mut out),
+        "stochastic",
+        "none",
+    );
+    let late = Stochastic {
+        seed: 1,
+        base: u64::MAX - 10,
+    };
+    launch_err(
+        with(
+            &srk,
+            ReduceCopyArgs {
+                scalar: None,
+                stochastic: Some(late),
+            },
+            &mut out,
+        ),
+        "stochastic base",
+        &late.base.to_string(),
+    );
     // Nothing above may have written: out is still all poison.
     let host = s.clone_dtoh(&out).unwrap();
     assert!(host.iter().all(|x| x.is_nan()));
@@ -411,4 +571,161 @@ fn bad_calls_are_errors_and_empty_calls_launch_nothing() {
     k.launch(s, &[&empty_a, &empty_b], &mut [&mut empty_out])
         .unwrap();
     s.synchronize().unwrap();
+}
+
+/// The sizes for ops and roundings.
+const OP_SIZES: &[usize] = &[1, 5, 513, 1_034_837, (1 << 24) + 3];
+
+/// Specs for the op and rounding matrix: for each transport, config 2 (Ta_T: a
+/// volatile transport buffer and a read-only user buffer, as PAT uses them),
+/// config 6 (AA_T), the 1-source downcast A_T, eight sources (TaTaTaTa -> T),
+/// and two destinations (Ta -> T and A), every op, both roundings.
+fn op_specs(unroll: u32) -> Vec<ReduceCopySpec> {
+    let (t, a) = (Src::from(Role::Transport), Src::read_only(Role::Accum));
+    let shapes: Vec<(Vec<Src>, Vec<Role>)> = vec![
+        (vec![t, a], vec![Role::Transport]),
+        (
+            vec![Role::Accum.into(), Role::Accum.into()],
+            vec![Role::Transport],
+        ),
+        (vec![Role::Accum.into()], vec![Role::Transport]),
+        (vec![t, a, t, a, t, a, t, a], vec![Role::Transport]),
+        (vec![t, a], vec![Role::Transport, Role::Accum]),
+    ];
+    let mut out = Vec::new();
+    for transport in [DType::BF16, DType::F16] {
+        for (srcs, dsts) in &shapes {
+            for &op in Op::ALL {
+                for &rounding in Rounding::ALL {
+                    out.push(ReduceCopySpec {
+                        unroll,
+                        transport,
+                        srcs: srcs.clone(),
+                        dsts: dsts.clone(),
+                        op,
+                        rounding,
+                        ..ReduceCopySpec::default()
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_op_and_rounding_matches_the_cpu_twin_bit_for_bit() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let specs = op_specs(4);
+    rt.prepare(&specs).unwrap();
+    let mut rng = common::Rng::fresh("ops");
+    for &n in OP_SIZES {
+        let inputs = Inputs::with_count(&mut rng, rt.stream(), n, 8, 0.0);
+        let nan_inputs = Inputs::with_count(&mut rng, rt.stream(), n, 8, 1000.0);
+        for spec in &specs {
+            let (so, dof) = aligned(spec);
+            let seed = rng.next_u64();
+            let base = rng.next_u64() % 1_000_003;
+            run_and_check(
+                &rt,
+                spec,
+                &inputs,
+                n,
+                &so,
+                &dof,
+                call_for(spec, seed, base),
+                LaunchOptions::default(),
+            );
+            if matches!(spec.op, Op::Min | Op::Max) {
+                // NaN anywhere among the sources gives NaN.
+                run_and_check(
+                    &rt,
+                    spec,
+                    &nan_inputs,
+                    n,
+                    &so,
+                    &dof,
+                    call_for(spec, seed, base),
+                    LaunchOptions::default(),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn stochastic_rounding_is_the_same_for_every_unroll_offset_and_block_size() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let mut rng = common::Rng::fresh("sr_invariance");
+    let n = 1_034_837;
+    let inputs = Inputs::with_count(&mut rng, rt.stream(), n + SLACK, 2, 0.0);
+    for transport in [DType::BF16, DType::F16] {
+        for &unroll in redjit::codegen::spec::reduce_copy::UNROLLS {
+            let spec = ReduceCopySpec {
+                unroll,
+                transport,
+                srcs: vec![Role::Transport.into(), Src::read_only(Role::Accum)],
+                rounding: Rounding::Stochastic,
+                ..ReduceCopySpec::default()
+            };
+            // Each run is checked against the one CPU twin, which knows nothing of
+            // unroll, offsets or grids: equal to it, the runs are equal to each other.
+            for base in [0u64, 3, 1 << 40] {
+                let call = call_for(&spec, 0xfeed_beef, base);
+                run_and_check(
+                    &rt,
+                    &spec,
+                    &inputs,
+                    n,
+                    &[0, 0],
+                    &[0],
+                    call,
+                    LaunchOptions::default(),
+                );
+                for off in 1..=SLACK {
+                    run_and_check(
+                        &rt,
+                        &spec,
+                        &inputs,
+                        n,
+                        &[off, 0],
+                        &[0],
+                        call,
+                        LaunchOptions::default(),
+                    );
+                    run_and_check(
+                        &rt,
+                        &spec,
+                        &inputs,
+                        n,
+                        &[0, off],
+                        &[0],
+                        call,
+                        LaunchOptions::default(),
+                    );
+                    run_and_check(
+                        &rt,
+                        &spec,
+                        &inputs,
+                        n,
+                        &[0, 0],
+                        &[off],
+                        call,
+                        LaunchOptions::default(),
+                    );
+                }
+                let few_blocks = LaunchOptions {
+                    threads: 64,
+                    max_blocks: Some(3),
+                };
+                run_and_check(&rt, &spec, &inputs, n, &[0, 0], &[0], call, few_blocks);
+            }
+        }
+    }
 }

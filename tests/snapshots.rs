@@ -156,3 +156,31 @@ fn ptx_of_config_3_bf16_and_f32_to_f32() {
         ],
     );
 }
+
+#[test]
+fn source_and_ptx_of_config_2_with_stochastic_rounding() {
+    let spec: ReduceCopySpec = "reduce_copy_u4_f32_bf16_Ta_T_sum_sr".parse().unwrap();
+    let code = spec.render().unwrap().code;
+    assert!(code.contains("rj_philox4x32_10") && code.contains("rj_st4_bf16_sr"));
+    assert!(
+        code.contains("rj_ld4_f32<rj_load_nc>") && code.contains("rj_ld4_bf16<rj_load_volatile>")
+    );
+    assert!(!code.contains("#include"));
+    snapshot!(format!("{}.cu", spec.name()), code.as_str());
+    let Some(nvrtc) = common::nvrtc_or_skip() else {
+        return;
+    };
+    let u = spec.unroll as usize + 1;
+    ptx_of(
+        &spec,
+        &nvrtc.version_string(),
+        &[
+            // src0 volatile bf16, src1 read-only f32 through the non-coherent path.
+            ("ld.volatile.global.v2.u32", u),
+            ("ld.global.nc.v4.u32", u),
+            ("st.global.v2.u32", u),
+            // No round-to-nearest narrowing: every bf16 is rounded with Philox bits.
+            ("cvt.rn.bf16x2.f32", 0),
+        ],
+    );
+}

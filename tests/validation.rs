@@ -3,7 +3,9 @@
 //! broke. Pure CPU: no NVRTC, no GPU.
 
 use redjit::codegen::spec::reduce_copy::{MAX_DSTS, MAX_SRCS};
-use redjit::{Arch, CompileCache, DType, Error, Jit, KernelSpec, ReduceCopySpec, Role, SpecError};
+use redjit::{
+    Arch, CompileCache, DType, Error, Jit, KernelSpec, ReduceCopySpec, Role, Rounding, SpecError,
+};
 
 /// One row: how to break the (valid) default spec, which field the error must
 /// name, and the substrings its Display must contain.
@@ -69,16 +71,28 @@ fn invalid_spec_rows() -> Vec<Row> {
             field: "srcs",
             expect: &[
                 "invalid srcs = 0 sources",
-                "a reduce_copy has at least 1 and at most 2 source(s)",
+                "a reduce_copy has at least 1 and at most 8 source(s)",
             ],
         },
         Row {
-            what: "3 sources",
-            mutate: |s| s.srcs = vec![Role::Transport, Role::Accum, Role::Transport],
+            what: "9 sources",
+            mutate: |s| s.srcs = vec![Role::Transport.into(); 9],
             field: "srcs",
             expect: &[
-                "invalid srcs = 3 sources",
-                "a reduce_copy has at least 1 and at most 2 source(s)",
+                "invalid srcs = 9 sources",
+                "a reduce_copy has at least 1 and at most 8 source(s)",
+            ],
+        },
+        Row {
+            what: "stochastic rounding with no transport destination",
+            mutate: |s| {
+                s.rounding = Rounding::Stochastic;
+                s.dsts = vec![Role::Accum];
+            },
+            field: "rounding",
+            expect: &[
+                "invalid rounding = sr",
+                "stochastic rounding needs a transport-typed destination",
             ],
         },
         Row {
@@ -87,16 +101,16 @@ fn invalid_spec_rows() -> Vec<Row> {
             field: "dsts",
             expect: &[
                 "invalid dsts = 0 destinations",
-                "a reduce_copy has at least 1 and at most 1 destination(s)",
+                "a reduce_copy has at least 1 and at most 2 destination(s)",
             ],
         },
         Row {
-            what: "2 destinations",
-            mutate: |s| s.dsts = vec![Role::Transport, Role::Accum],
+            what: "3 destinations",
+            mutate: |s| s.dsts = vec![Role::Transport, Role::Accum, Role::Transport],
             field: "dsts",
             expect: &[
-                "invalid dsts = 2 destinations",
-                "a reduce_copy has at least 1 and at most 1 destination(s)",
+                "invalid dsts = 3 destinations",
+                "a reduce_copy has at least 1 and at most 2 destination(s)",
             ],
         },
     ]
@@ -115,8 +129,8 @@ fn assert_contains_all(message: &str, expect: &[&str], context: &str) {
 fn the_limits_the_table_assumes_are_the_crates_limits() {
     // The srcs/dsts rows above are written for these limits; if they change, the
     // rows must change with them.
-    assert_eq!(MAX_SRCS, 2);
-    assert_eq!(MAX_DSTS, 1);
+    assert_eq!(MAX_SRCS, 8);
+    assert_eq!(MAX_DSTS, 2);
 }
 
 #[test]
@@ -136,7 +150,7 @@ fn the_unmutated_spec_and_the_whole_matrix_are_valid() {
 #[test]
 fn every_invalid_spec_is_rejected_naming_the_value_and_the_rule() {
     let rows = invalid_spec_rows();
-    assert_eq!(rows.len(), 10);
+    assert_eq!(rows.len(), 11);
     for row in &rows {
         let mut spec = ReduceCopySpec::default();
         (row.mutate)(&mut spec);
@@ -193,23 +207,26 @@ fn bad_name_rows() -> Vec<NameRow> {
             input: "reduce_copy_u4_f32_bf16_TX_T_sum_rn",
             expect: &[
                 "\"reduce_copy_u4_f32_bf16_TX_T_sum_rn\"",
-                "buffer roles are letters A (accum) and T (transport)",
+                "roles are letters A (accum) and T (transport)",
             ],
         },
         NameRow {
             input: "reduce_copy_u4_f32_bf16_TA_Q_sum_rn",
             expect: &[
                 "\"reduce_copy_u4_f32_bf16_TA_Q_sum_rn\"",
-                "buffer roles are letters A (accum) and T (transport)",
+                "roles are letters A (accum) and T (transport)",
             ],
         },
         NameRow {
-            input: "reduce_copy_u4_f32_bf16_TA_T_max_rn",
-            expect: &["cannot parse op \"max\"", "expected one of: sum"],
+            input: "reduce_copy_u4_f32_bf16_TA_T_mean_rn",
+            expect: &[
+                "cannot parse op \"mean\"",
+                "expected one of: sum, prod, min, max, premulsum, avg",
+            ],
         },
         NameRow {
             input: "reduce_copy_u4_f32_bf16_TA_T_sum_rz",
-            expect: &["cannot parse rounding \"rz\"", "expected one of: rn"],
+            expect: &["cannot parse rounding \"rz\"", "expected one of: rn, sr"],
         },
         NameRow {
             input: "reduce_copy_u4_f64_bf16_TA_T_sum_rn",
@@ -248,14 +265,14 @@ fn bad_name_rows() -> Vec<NameRow> {
             input: "reduce_copy_u4_f32_bf16__T_sum_rn",
             expect: &[
                 "invalid srcs = 0 sources",
-                "at least 1 and at most 2 source(s)",
+                "at least 1 and at most 8 source(s)",
             ],
         },
         NameRow {
-            input: "reduce_copy_u4_f32_bf16_TAT_T_sum_rn",
+            input: "reduce_copy_u4_f32_bf16_TATATATAT_T_sum_rn",
             expect: &[
-                "invalid srcs = 3 sources",
-                "at least 1 and at most 2 source(s)",
+                "invalid srcs = 9 sources",
+                "at least 1 and at most 8 source(s)",
             ],
         },
         NameRow {
@@ -286,16 +303,25 @@ fn bad_name_rows() -> Vec<NameRow> {
             expect: &["\"reduce_copy_u4_f32_bf16_TA_T_sum_rn_x\"", FORMAT_RULE],
         },
         NameRow {
-            // Lower-case roles parse to a valid spec, but not its one spelling.
-            input: "reduce_copy_u4_f32_bf16_ta_T_sum_rn",
+            // An upper-case dtype parses to a valid spec, but not its one spelling.
+            input: "reduce_copy_u4_F32_bf16_TA_T_sum_rn",
             expect: &[
-                "\"reduce_copy_u4_f32_bf16_ta_T_sum_rn\"",
+                "\"reduce_copy_u4_F32_bf16_TA_T_sum_rn\"",
                 "did you mean reduce_copy_u4_f32_bf16_TA_T_sum_rn?",
             ],
         },
         NameRow {
             input: "reduce_copy_u04_f32_bf16_TA_T_sum_rn",
             expect: &["did you mean reduce_copy_u4_f32_bf16_TA_T_sum_rn?"],
+        },
+        NameRow {
+            // Lower case marks a read-only source; destinations have no load kind.
+            input: "reduce_copy_u4_f32_bf16_Ta_t_sum_rn",
+            expect: &["destination roles are letters A (accum) and T (transport)"],
+        },
+        NameRow {
+            input: "reduce_copy_u4_f32_bf16_TA_A_sum_sr",
+            expect: &["stochastic rounding needs a transport-typed destination"],
         },
         NameRow {
             // Another family's prefix.
@@ -320,10 +346,18 @@ fn every_bad_kernel_name_is_rejected_naming_the_input_and_the_rule() {
 fn a_good_name_still_parses_so_the_bad_rows_are_not_rejected_by_accident() {
     let spec: ReduceCopySpec = "reduce_copy_u4_f32_bf16_TA_T_sum_rn".parse().unwrap();
     assert_eq!(spec, ReduceCopySpec::default());
+    // Read-only sources, every op, stochastic rounding, 8 sources, 2 destinations.
+    let spec: ReduceCopySpec = "reduce_copy_u2_f32_f16_TaTaTaTa_TA_premulsum_sr"
+        .parse()
+        .unwrap();
+    assert_eq!(spec.srcs.len(), 8);
+    assert_eq!(spec.srcs[1], redjit::Src::read_only(Role::Accum));
+    assert_eq!(spec.dsts, vec![Role::Transport, Role::Accum]);
+    assert_eq!(spec.op, redjit::Op::PreMulSum);
     let spec: ReduceCopySpec = "reduce_copy_u8_f32_f16_A_T_sum_rn".parse().unwrap();
     assert_eq!(spec.unroll, 8);
     assert_eq!(spec.transport, DType::F16);
-    assert_eq!(spec.srcs, vec![Role::Accum]);
+    assert_eq!(spec.srcs, vec![Role::Accum.into()]);
     assert_eq!(spec.dsts, vec![Role::Transport]);
 }
 
@@ -366,7 +400,7 @@ fn a_bf16_spec_on_sm_75_is_unsupported_naming_both_archs() {
     );
     // A spec whose buffers are all f32 uses no bf16/f16 conversion and runs on sm_75.
     let all_f32 = ReduceCopySpec {
-        srcs: vec![Role::Accum],
+        srcs: vec![Role::Accum.into()],
         dsts: vec![Role::Accum],
         ..ReduceCopySpec::default()
     };

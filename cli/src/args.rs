@@ -4,7 +4,7 @@
 use std::fmt;
 
 use clap::{Args, Subcommand};
-use redjit_codegen::{DType, Family, KernelSpec, Op, ReduceCopySpec, Role, Rounding};
+use redjit_codegen::{DType, Family, KernelSpec, Load, Op, ReduceCopySpec, Role, Rounding, Src};
 
 use crate::error::{CliError, CliResult};
 
@@ -88,9 +88,11 @@ pub struct ReduceCopyArgs {
     #[arg(long, value_name = "DTYPE", value_parser = parse_dtype, default_value_t = ReduceCopySpec::default().accum)]
     pub accum: DType,
 
-    /// Source roles, comma-separated: transport|accum (or T|A), e.g. transport,accum or TA.
-    #[arg(long, alias = "src", value_name = "ROLES", value_parser = parse_roles, default_value_t = Roles(ReduceCopySpec::default().srcs))]
-    pub srcs: Roles,
+    /// Sources, comma-separated: transport|accum, each optionally `:nc` (read-only,
+    /// ld.global.nc; default volatile), e.g. transport,accum:nc; or letters as in
+    /// kernel names (T, A volatile; t, a read-only), e.g. Ta.
+    #[arg(long, alias = "src", value_name = "SOURCES", value_parser = parse_sources, default_value_t = Sources(ReduceCopySpec::default().srcs))]
+    pub srcs: Sources,
 
     /// Destination roles, comma-separated: transport|accum (or T|A).
     #[arg(long, alias = "dsts", value_name = "ROLES", value_parser = parse_roles, default_value_t = Roles(ReduceCopySpec::default().dsts))]
@@ -100,7 +102,7 @@ pub struct ReduceCopyArgs {
     #[arg(long, value_parser = parse_op, default_value_t = ReduceCopySpec::default().op)]
     pub op: Op,
 
-    /// Rounding of narrowing stores: nearest (rn).
+    /// Rounding of narrowing stores: nearest (rn) or stochastic (sr).
     #[arg(long, value_parser = parse_rounding, default_value_t = ReduceCopySpec::default().rounding)]
     pub rounding: Rounding,
 }
@@ -120,6 +122,48 @@ impl ReduceCopyArgs {
         spec.validate()?;
         Ok(spec)
     }
+}
+
+/// A list of sources; displays as `transport,accum:nc`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sources(pub Vec<Src>);
+
+impl fmt::Display for Sources {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let items: Vec<String> = self
+            .0
+            .iter()
+            .map(|s| match s.load {
+                Load::Volatile => s.role.slug().to_string(),
+                other => format!("{}:{}", s.role.slug(), other.slug()),
+            })
+            .collect();
+        f.write_str(&items.join(","))
+    }
+}
+
+/// `transport,accum:nc`, or one run of kernel-name letters (`Ta`).
+pub fn parse_sources(s: &str) -> Result<Sources, String> {
+    let s = s.trim();
+    if !s.contains(',')
+        && !s.contains(':')
+        && !s.is_empty()
+        && s.chars().all(|c| Src::from_letter(c).is_some())
+    {
+        return Ok(Sources(s.chars().filter_map(Src::from_letter).collect()));
+    }
+    let one = |item: &str| -> Result<Src, String> {
+        let (role, load) = match item.trim().split_once(':') {
+            Some((r, l)) => (r, l.parse::<Load>().map_err(|e| e.to_string())?),
+            None => (item.trim(), Load::Volatile),
+        };
+        let role = parse_roles(role)?.0;
+        match role.as_slice() {
+            [r] => Ok(Src { role: *r, load }),
+            _ => Err(format!("expected one role in {item:?}")),
+        }
+    };
+    s.split(',').map(one).collect::<Result<_, _>>().map(Sources)
 }
 
 /// A list of buffer roles; displays as `transport,accum`.
@@ -147,7 +191,7 @@ pub fn parse_roles(s: &str) -> Result<Roles, String> {
         let item = item.trim();
         let mut chars = item.chars();
         if let (Some(c), None) = (chars.next(), chars.next())
-            && let Some(r) = Role::from_letter(c)
+            && let Some(r) = Role::from_letter(c.to_ascii_uppercase())
         {
             return Ok(r);
         }
@@ -212,6 +256,20 @@ mod tests {
         assert_eq!(parse_roles("t, accum").unwrap(), ta);
         assert!(parse_roles("transport,x").unwrap_err().contains("accum"));
         assert!(parse_roles("").is_err());
+    }
+
+    #[test]
+    fn sources_parse_with_load_kinds() {
+        let ta = Sources(vec![Role::Transport.into(), Src::read_only(Role::Accum)]);
+        assert_eq!(parse_sources("Ta").unwrap(), ta);
+        assert_eq!(parse_sources("transport,accum:nc").unwrap(), ta);
+        assert_eq!(parse_sources("T, A:nc").unwrap(), ta);
+        assert_eq!(ta.to_string(), "transport,accum:nc");
+        assert!(
+            parse_sources("accum:fast")
+                .unwrap_err()
+                .contains("volatile, nc")
+        );
     }
 
     #[test]

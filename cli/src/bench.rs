@@ -5,8 +5,10 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use redjit_codegen::{DType, KernelSpec, ReduceCopySpec};
-use redjit_runtime::{KernelInput, KernelOutput, Runtime};
+use redjit_codegen::{DType, KernelSpec, ReduceCopySpec, Role, Rounding};
+use redjit_runtime::{
+    KernelInput, KernelOutput, LaunchOptions, ReduceCopyArgs, Runtime, Stochastic,
+};
 
 use crate::bench_jit::{JitArgs, jit_cmd};
 use crate::cmd_cache::fmt_bytes;
@@ -48,6 +50,21 @@ pub struct ReduceCopyBenchArgs {
     #[arg(long, default_value_t = 3)]
     pub warmup: usize,
 
+    /// Rounding mode(s), comma-separated: rn (nearest), sr (stochastic; only
+    /// for kernels with a transport destination).
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_rounding, default_values_t = vec![Rounding::Nearest])]
+    pub rounding: Vec<Rounding>,
+
+    /// Bench these kernels (names as the runtime prints them) instead of the
+    /// matrix of every type configuration.
+    #[arg(long = "spec", value_name = "NAME")]
+    pub specs: Vec<String>,
+
+    /// Also time every misaligned mix: each buffer in turn offset by 1, 2, 3
+    /// elements, reported beside the aligned figure.
+    #[arg(long)]
+    pub misaligned: bool,
+
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -67,25 +84,23 @@ pub fn bench_cmd(args: &BenchArgs) -> CliResult {
 /// The benchmark's kernels: `ReduceCopySpec::matrix` for each unroll and transport
 /// dtype, without repeats (a kernel whose buffers are all accum is the same for
 /// every transport: the first is kept).
-pub fn bench_specs(unrolls: &[u32]) -> CliResult<Vec<ReduceCopySpec>> {
+pub fn bench_specs(unrolls: &[u32], roundings: &[Rounding]) -> CliResult<Vec<ReduceCopySpec>> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for &unroll in unrolls {
-        for &t in DType::ALL.iter().filter(|d| d.info().transport) {
-            for spec in ReduceCopySpec::matrix(unroll, t) {
-                spec.validate()?;
-                let dtypes = |roles: &[redjit_codegen::Role]| -> Vec<DType> {
-                    roles.iter().map(|&r| spec.dtype_of(r)).collect()
-                };
-                let key = (
-                    spec.unroll,
-                    dtypes(&spec.srcs),
-                    dtypes(&spec.dsts),
-                    spec.op,
-                    spec.rounding,
-                );
-                if seen.insert(key) {
-                    out.push(spec);
+    for &rounding in roundings {
+        for &unroll in unrolls {
+            for &t in DType::ALL.iter().filter(|d| d.info().transport) {
+                for spec in ReduceCopySpec::matrix(unroll, t) {
+                    let spec = ReduceCopySpec { rounding, ..spec };
+                    if rounding == Rounding::Stochastic && !spec.dsts.contains(&Role::Transport) {
+                        continue;
+                    }
+                    spec.validate()?;
+                    let dtypes: Vec<DType> = spec.roles().map(|r| spec.dtype_of(r)).collect();
+                    let key = (spec.unroll, dtypes, spec.srcs.len(), spec.op, spec.rounding);
+                    if seen.insert(key) {
+                        out.push(spec);
+                    }
                 }
             }
         }
@@ -95,15 +110,26 @@ pub fn bench_specs(unrolls: &[u32]) -> CliResult<Vec<ReduceCopySpec>> {
 
 /// Bytes one launch moves per element: each source read once, each destination written once.
 pub fn bytes_per_elem(spec: &ReduceCopySpec) -> u64 {
-    spec.srcs
-        .iter()
-        .chain(&spec.dsts)
-        .map(|&r| u64::from(spec.dtype_of(r).info().bytes))
+    spec.roles()
+        .map(|r| u64::from(spec.dtype_of(r).info().bytes))
         .sum()
 }
 
-fn letters(roles: &[redjit_codegen::Role]) -> String {
-    roles.iter().map(|r| r.info().letter).collect()
+/// Role letters without load kinds, as scripts/torch_ref.py keys its entries.
+fn letters(roles: impl Iterator<Item = Role>) -> String {
+    roles.map(|r| r.info().letter).collect()
+}
+
+/// Host values every bench launch passes: a scalar for ops that take one, a
+/// fixed seed for stochastic rounding.
+fn call_args(spec: &ReduceCopySpec) -> ReduceCopyArgs {
+    ReduceCopyArgs {
+        scalar: spec.op.info().scalar.map(|_| 2.0),
+        stochastic: (spec.rounding == Rounding::Stochastic).then_some(Stochastic {
+            seed: 0x5eed,
+            base: 0,
+        }),
+    }
 }
 
 fn reduce_copy_bench(args: &ReduceCopyBenchArgs) -> CliResult {
@@ -113,7 +139,14 @@ fn reduce_copy_bench(args: &ReduceCopyBenchArgs) -> CliResult {
     if args.iters == 0 {
         return Err(CliError::usage("--iters must be at least 1"));
     }
-    let specs = bench_specs(&args.unroll)?;
+    let specs = if args.specs.is_empty() {
+        bench_specs(&args.unroll, &args.rounding)?
+    } else {
+        args.specs
+            .iter()
+            .map(|n| n.parse::<ReduceCopySpec>().map_err(CliError::from))
+            .collect::<CliResult<Vec<_>>>()?
+    };
     let torch = args.compare.as_deref().map(TorchTable::load).transpose()?;
     redjit_runtime::gpu_available()
         .map_err(|e| CliError::failure(format!("`redjit bench reduce-copy` cannot run: {e}")))?;
@@ -201,21 +234,58 @@ fn reduce_copy_bench(args: &ReduceCopyBenchArgs) -> CliResult {
     let mut rows = Vec::with_capacity(specs.len());
     for spec in &specs {
         let kernel = rt.reduce_copy(spec)?;
-        let alloc = |roles: &[redjit_codegen::Role]| -> CliResult<Vec<DevBuf>> {
+        // SLACK spare elements let a buffer be viewed 1..3 elements in.
+        let slack = if args.misaligned { 3 } else { 0 };
+        let alloc = |roles: &mut dyn Iterator<Item = Role>| -> CliResult<Vec<DevBuf>> {
             roles
-                .iter()
-                .map(|&r| filler.alloc(spec.dtype_of(r), args.n))
+                .map(|r| filler.alloc(spec.dtype_of(r), args.n + slack))
                 .collect()
         };
-        let srcs = alloc(&spec.srcs)?;
-        let mut dsts = alloc(&spec.dsts)?;
-        let us = median_us(ctx, stream, args.warmup, args.iters, || {
-            let ins: Vec<&dyn KernelInput> = srcs.iter().map(DevBuf::input).collect();
-            let mut outs: Vec<&mut dyn KernelOutput> =
-                dsts.iter_mut().map(DevBuf::output).collect();
-            kernel.launch(stream, &ins, &mut outs)?;
-            Ok(())
-        })?;
+        let srcs = alloc(&mut spec.srcs.iter().map(|s| s.role))?;
+        let mut dsts = alloc(&mut spec.dsts.iter().copied())?;
+        let call = call_args(spec);
+        let mut time_at = |src_off: &[usize], dst_off: &[usize]| -> CliResult<f64> {
+            median_us(ctx, stream, args.warmup, args.iters, || {
+                let views: Vec<_> = srcs
+                    .iter()
+                    .zip(src_off)
+                    .map(|(b, &o)| b.view(o, args.n))
+                    .collect();
+                let mut views_mut: Vec<_> = dsts
+                    .iter_mut()
+                    .zip(dst_off)
+                    .map(|(b, &o)| b.view_mut(o, args.n))
+                    .collect();
+                let ins: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
+                let mut outs: Vec<&mut dyn KernelOutput> =
+                    views_mut.iter_mut().map(|v| v.output()).collect();
+                kernel.launch_with(stream, &ins, &mut outs, call, LaunchOptions::default())?;
+                Ok(())
+            })
+        };
+        let (ns, nd) = (spec.srcs.len(), spec.dsts.len());
+        let us = time_at(&vec![0; ns], &vec![0; nd])?;
+        let mut misaligned = Vec::new();
+        if args.misaligned {
+            for buffer in 0..ns + nd {
+                for off in 1..=3 {
+                    let mut so = vec![0; ns];
+                    let mut dof = vec![0; nd];
+                    if buffer < ns {
+                        so[buffer] = off;
+                    } else {
+                        dof[buffer - ns] = off;
+                    }
+                    let t = time_at(&so, &dof)?;
+                    let label = if buffer < ns {
+                        format!("src{buffer}+{off}")
+                    } else {
+                        format!("dst{}+{off}", buffer - ns)
+                    };
+                    misaligned.push((label, t));
+                }
+            }
+        }
         // Free this configuration's buffers before the next one allocates.
         drop((srcs, dsts));
         stream
@@ -224,7 +294,10 @@ fn reduce_copy_bench(args: &ReduceCopyBenchArgs) -> CliResult {
 
         let bpe = bytes_per_elem(spec);
         let gbps = (bpe * args.n as u64) as f64 / us / 1e3;
-        let (srcs_l, dsts_l) = (letters(&spec.srcs), letters(&spec.dsts));
+        let (srcs_l, dsts_l) = (
+            letters(spec.srcs.iter().map(|s| s.role)),
+            letters(spec.dsts.iter().copied()),
+        );
         let transport = spec.transport.slug().to_string();
         let reference = torch
             .as_ref()
@@ -242,9 +315,20 @@ fn reduce_copy_bench(args: &ReduceCopyBenchArgs) -> CliResult {
             pct_of_copy: 100.0 * gbps / copy_gbps,
             torch_eager_gbps: reference.and_then(|r| r.eager_gbps),
             torch_compile_gbps: reference.and_then(|r| r.compile_gbps),
+            misaligned: Vec::new(),
         };
         print_row(&row, compare);
-        rows.push(row);
+        for (label, t) in &misaligned {
+            let g = (bpe * args.n as u64) as f64 / t / 1e3;
+            println!(
+                "    misaligned {label:<8} {t:10.1} us {g:9.1} GB/s  {:5.1}% of aligned",
+                100.0 * us / t
+            );
+        }
+        rows.push(KernelRow {
+            misaligned: misaligned.iter().map(|(l, t)| (l.clone(), *t)).collect(),
+            ..row
+        });
     }
 
     if let Some(path) = &args.json {
@@ -270,12 +354,12 @@ mod tests {
 
     #[test]
     fn matrix_is_deduplicated_across_transports() {
-        let specs = bench_specs(&[4]).unwrap();
+        let specs = bench_specs(&[4], &[Rounding::Nearest]).unwrap();
         // 12 per transport; config 7 (AA_A) and the A_A copy are shared.
         assert_eq!(specs.len(), 22);
         let names: HashSet<_> = specs.iter().map(|s| s.name()).collect();
         assert_eq!(names.len(), specs.len());
-        assert!(bench_specs(&[3]).is_err());
+        assert!(bench_specs(&[3], &[Rounding::Nearest]).is_err());
     }
 
     #[test]

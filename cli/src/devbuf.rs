@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, ValidAsZeroBits};
 use half::{bf16, f16};
 use redjit_codegen::DType;
 use redjit_runtime::{KernelInput, KernelOutput};
@@ -19,20 +19,55 @@ pub enum DevBuf {
     F16(CudaSlice<f16>),
 }
 
-impl DevBuf {
+/// A typed view of `n` elements at an offset, as one Sized type.
+pub enum DevView<'a> {
+    F32(CudaView<'a, f32>),
+    BF16(CudaView<'a, bf16>),
+    F16(CudaView<'a, f16>),
+}
+
+/// A typed mutable view of `n` elements at an offset, as one Sized type.
+pub enum DevViewMut<'a> {
+    F32(CudaViewMut<'a, f32>),
+    BF16(CudaViewMut<'a, bf16>),
+    F16(CudaViewMut<'a, f16>),
+}
+
+impl DevView<'_> {
     pub fn input(&self) -> &dyn KernelInput {
         match self {
-            DevBuf::F32(s) => s,
-            DevBuf::BF16(s) => s,
-            DevBuf::F16(s) => s,
+            DevView::F32(s) => s,
+            DevView::BF16(s) => s,
+            DevView::F16(s) => s,
+        }
+    }
+}
+
+impl DevViewMut<'_> {
+    pub fn output(&mut self) -> &mut dyn KernelOutput {
+        match self {
+            DevViewMut::F32(s) => s,
+            DevViewMut::BF16(s) => s,
+            DevViewMut::F16(s) => s,
+        }
+    }
+}
+
+impl DevBuf {
+    /// Elements `offset .. offset + n` (the caller keeps them in range).
+    pub fn view(&self, offset: usize, n: usize) -> DevView<'_> {
+        match self {
+            DevBuf::F32(s) => DevView::F32(s.slice(offset..offset + n)),
+            DevBuf::BF16(s) => DevView::BF16(s.slice(offset..offset + n)),
+            DevBuf::F16(s) => DevView::F16(s.slice(offset..offset + n)),
         }
     }
 
-    pub fn output(&mut self) -> &mut dyn KernelOutput {
+    pub fn view_mut(&mut self, offset: usize, n: usize) -> DevViewMut<'_> {
         match self {
-            DevBuf::F32(s) => s,
-            DevBuf::BF16(s) => s,
-            DevBuf::F16(s) => s,
+            DevBuf::F32(s) => DevViewMut::F32(s.slice_mut(offset..offset + n)),
+            DevBuf::BF16(s) => DevViewMut::BF16(s.slice_mut(offset..offset + n)),
+            DevBuf::F16(s) => DevViewMut::F16(s.slice_mut(offset..offset + n)),
         }
     }
 }

@@ -24,6 +24,9 @@ pub struct KernelRow {
     pub torch_eager_gbps: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub torch_compile_gbps: Option<f64>,
+    /// With --misaligned: (which buffer + how many elements off, median µs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub misaligned: Vec<(String, f64)>,
 }
 
 /// The `--json` file.

@@ -25,7 +25,7 @@ mod render;
 pub mod spec;
 
 pub use error::SpecError;
-pub use registry::{Arch, DType, Family, Op, Role, Rounding};
+pub use registry::{Arch, DType, Family, Load, Op, Role, Rounding, Src};
 pub use render::{KernelSource, render_batch};
 pub use spec::KernelSpec;
 pub use spec::reduce_copy::ReduceCopySpec;

@@ -145,14 +145,57 @@ registry_enum! {
 #[derive(Debug)]
 pub struct OpInfo {
     pub slug: &'static str,
-    /// The device functor in `prelude/ops.cuh` (`static float apply(float, float)`).
+    /// The device functor in `prelude/ops.cuh`. Every functor has the same
+    /// contract: `pre(x)` applied to each source element, `apply(acc, x)` to
+    /// combine, `post(acc)` once before the store; `arg` is the host scalar.
     pub functor: &'static str,
+    /// What the host scalar means, if the op takes one.
+    pub scalar: Option<&'static str>,
 }
 
 registry_enum! {
-    /// A reduction operator.
+    /// A reduction operator (NCCL's set).
     Op: OpInfo, what = "op" {
-        Sum => OpInfo { slug: "sum", functor: "rj_op_sum" },
+        Sum => OpInfo { slug: "sum", functor: "rj_op_sum", scalar: None },
+        Prod => OpInfo { slug: "prod", functor: "rj_op_prod", scalar: None },
+        /// NaN if any input is NaN (PTX min.NaN).
+        Min => OpInfo { slug: "min", functor: "rj_op_min", scalar: None },
+        /// NaN if any input is NaN (PTX max.NaN).
+        Max => OpInfo { slug: "max", functor: "rj_op_max", scalar: None },
+        /// Each source times the scalar, then summed.
+        PreMulSum => OpInfo { slug: "premulsum", functor: "rj_op_premulsum", scalar: Some("the factor each source is multiplied by") },
+        /// The sum divided by the scalar (the number of contributors).
+        Avg => OpInfo { slug: "avg", functor: "rj_op_avg", scalar: Some("the count the sum is divided by") },
+    }
+}
+
+impl Op {
+    /// Oldest GPU with the op's PTX (min.NaN / max.NaN are sm_80+).
+    pub fn min_arch(self) -> Arch {
+        match self {
+            Op::Min | Op::Max => Arch::SM80,
+            _ => Arch(50),
+        }
+    }
+}
+
+/// Facts about one load kind of a source buffer.
+#[derive(Debug)]
+pub struct LoadInfo {
+    pub slug: &'static str,
+    /// The load struct in `prelude/packs.cuh`.
+    pub device: &'static str,
+}
+
+registry_enum! {
+    /// How a source buffer is read.
+    Load: LoadInfo, what = "load kind" {
+        /// `ld.volatile.global`: a buffer a peer GPU may write while the kernel runs
+        /// (NCCL's transport buffers); never served from a stale L1 line.
+        Volatile => LoadInfo { slug: "volatile", device: "rj_load_volatile" },
+        /// `ld.global.nc`: a local buffer nobody writes during the kernel (the
+        /// user's input); the read-only, non-coherent path.
+        ReadOnly => LoadInfo { slug: "nc", device: "rj_load_nc" },
     }
 }
 
@@ -160,13 +203,18 @@ registry_enum! {
 #[derive(Debug)]
 pub struct RoundingInfo {
     pub slug: &'static str,
+    /// Suffix of the dtype files' store functions (`rj_st4_bf16<suffix>`).
+    pub store_suffix: &'static str,
 }
 
 registry_enum! {
     /// How a value is rounded when it is stored to a narrower type.
     Rounding: RoundingInfo, what = "rounding" {
         /// Round to nearest, ties to even (PTX `cvt.rn`).
-        Nearest => RoundingInfo { slug: "rn" },
+        Nearest => RoundingInfo { slug: "rn", store_suffix: "" },
+        /// Stochastic rounding with Philox4x32-10 random bits: output depends only
+        /// on (inputs, seed, base offset, element index).
+        Stochastic => RoundingInfo { slug: "sr", store_suffix: "_sr" },
     }
 }
 
@@ -187,11 +235,56 @@ registry_enum! {
 }
 
 impl Role {
+    /// The role with this (upper-case) letter.
     pub fn from_letter(c: char) -> Option<Role> {
-        Role::ALL
-            .iter()
-            .copied()
-            .find(|r| r.info().letter == c.to_ascii_uppercase())
+        Role::ALL.iter().copied().find(|r| r.info().letter == c)
+    }
+}
+
+/// One source of a reduce+copy: its type role and how it is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Src {
+    pub role: Role,
+    pub load: Load,
+}
+
+impl From<Role> for Src {
+    /// A volatile source: the safe default for a buffer a peer may write.
+    fn from(role: Role) -> Src {
+        Src {
+            role,
+            load: Load::Volatile,
+        }
+    }
+}
+
+impl Src {
+    /// A read-only (`ld.global.nc`) source.
+    pub fn read_only(role: Role) -> Src {
+        Src {
+            role,
+            load: Load::ReadOnly,
+        }
+    }
+
+    /// Its letter in kernel names: the role's letter, upper case for volatile,
+    /// lower case for read-only (`Ta`: a volatile transport buffer and a local,
+    /// read-only, accumulator-typed input).
+    pub fn letter(self) -> char {
+        let c = self.role.info().letter;
+        match self.load {
+            Load::Volatile => c,
+            Load::ReadOnly => c.to_ascii_lowercase(),
+        }
+    }
+
+    pub fn from_letter(c: char) -> Option<Src> {
+        let role = Role::from_letter(c.to_ascii_uppercase())?;
+        Some(if c.is_ascii_lowercase() {
+            Src::read_only(role)
+        } else {
+            Src::from(role)
+        })
     }
 }
 
@@ -211,7 +304,7 @@ registry_enum! {
         ReduceCopy => FamilyInfo {
             slug: "reduce_copy",
             template: "reduce_copy.cu",
-            preludes: &["prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh"],
+            preludes: &["prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh", "prelude/philox.cuh"],
         },
     }
 }

@@ -38,6 +38,10 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/prelude/warp.cuh"),
     ),
     (
+        "prelude/philox.cuh",
+        include_str!("../../templates/prelude/philox.cuh"),
+    ),
+    (
         "prelude/dtype_f32.cuh",
         include_str!("../../templates/prelude/dtype_f32.cuh"),
     ),

@@ -23,6 +23,7 @@ mod hash;
 pub mod identity;
 pub mod jit;
 pub mod nvrtc;
+pub mod philox;
 mod reduce_copy;
 pub mod reference;
 mod runtime;
@@ -32,6 +33,10 @@ pub use elem::{DeviceElem, KernelInput, KernelOutput};
 pub use error::{Error, Result};
 pub use jit::{Compiled, Jit};
 pub use nvrtc::{Artifact, Nvrtc, NvrtcFacts, Output, Target};
-pub use redjit_codegen::{Arch, DType, KernelSource, KernelSpec, ReduceCopySpec, Role, SpecError};
-pub use reduce_copy::{DEFAULT_THREADS, LaunchOptions, ReduceCopyKernel};
+pub use redjit_codegen::{
+    Arch, DType, KernelSource, KernelSpec, Load, Op, ReduceCopySpec, Role, Rounding, SpecError, Src,
+};
+pub use reduce_copy::{
+    DEFAULT_THREADS, LaunchOptions, ReduceCopyArgs, ReduceCopyKernel, Stochastic,
+};
 pub use runtime::{DeviceInfo, PrepareReport, Runtime, RuntimeOptions, gpu_available};

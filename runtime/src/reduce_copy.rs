@@ -1,7 +1,7 @@
 //! The typed launcher of `reduce_copy` kernels: the one place they are launched.
 
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
-use redjit_codegen::{KernelSpec, ReduceCopySpec};
+use redjit_codegen::{KernelSpec, Op, ReduceCopySpec, Rounding};
 
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
@@ -28,6 +28,23 @@ impl Default for LaunchOptions {
             max_blocks: None,
         }
     }
+}
+
+/// Stochastic rounding's inputs: the Philox key and the caller's base offset
+/// (element i draws from counter (base + i) / 4, lane (base + i) % 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stochastic {
+    pub seed: u64,
+    pub base: u64,
+}
+
+/// Host values a launch takes besides the buffers.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReduceCopyArgs {
+    /// The op's scalar: premulsum's factor, avg's count; `None` for other ops.
+    pub scalar: Option<f32>,
+    /// Seed and base offset, for kernels that round stochastically; else `None`.
+    pub stochastic: Option<Stochastic>,
 }
 
 /// A loaded reduce_copy kernel and the spec it was generated from.
@@ -58,15 +75,22 @@ impl ReduceCopyKernel {
         &self.name
     }
 
-    /// `dsts[d][i] = op(srcs[0][i], srcs[1][i], ...)` for every i, on `stream`.
-    /// Returns before any launch when the buffers are empty.
+    /// `dsts[d][i] = op(srcs[0][i], srcs[1][i], ...)` for every i, on `stream`,
+    /// for kernels that need no scalar and round to nearest. Returns before any
+    /// launch when the buffers are empty.
     pub fn launch(
         &self,
         stream: &CudaStream,
         srcs: &[&dyn KernelInput],
         dsts: &mut [&mut dyn KernelOutput],
     ) -> Result<()> {
-        self.launch_with(stream, srcs, dsts, LaunchOptions::default())
+        self.launch_with(
+            stream,
+            srcs,
+            dsts,
+            ReduceCopyArgs::default(),
+            LaunchOptions::default(),
+        )
     }
 
     pub fn launch_with(
@@ -74,9 +98,10 @@ impl ReduceCopyKernel {
         stream: &CudaStream,
         srcs: &[&dyn KernelInput],
         dsts: &mut [&mut dyn KernelOutput],
+        call: ReduceCopyArgs,
         opts: LaunchOptions,
     ) -> Result<()> {
-        let n = self.check(srcs, dsts, opts)?;
+        let n = self.check(srcs, dsts, call, opts)?;
         if n == 0 {
             return Ok(());
         }
@@ -89,10 +114,13 @@ impl ReduceCopyKernel {
         for d in dsts.iter_mut() {
             d.push_output(&mut args);
         }
-        args.arg(&n);
+        let op_arg = call.scalar.unwrap_or(0.0);
+        let sr = call.stochastic.unwrap_or(Stochastic { seed: 0, base: 0 });
+        args.arg(&n).arg(&op_arg).arg(&sr.seed).arg(&sr.base);
         // SAFETY: the kernel was generated from `self.spec`, whose parameters are one
-        // pointer per source, one per destination, then a u64 count, in that order;
-        // `check` proved every buffer has the spec's dtype and at least n elements.
+        // pointer per source, one per destination, then n (u64), the op's scalar
+        // (f32), the SR seed and base (u64), in that order; `check` proved every
+        // buffer has the spec's dtype and exactly n elements.
         unsafe { args.launch(cfg) }.during(|| format!("launching {}", self.name))?;
         Ok(())
     }
@@ -102,6 +130,7 @@ impl ReduceCopyKernel {
         &self,
         srcs: &[&dyn KernelInput],
         dsts: &[&mut dyn KernelOutput],
+        call: ReduceCopyArgs,
         opts: LaunchOptions,
     ) -> Result<usize> {
         let err = |what: &'static str, value: String, rule: String| Error::Launch {
@@ -148,7 +177,7 @@ impl ReduceCopyKernel {
             .map(|s| (s.dtype(), s.len()))
             .zip(&self.spec.srcs)
             .enumerate()
-            .map(|(i, (b, r))| (format!("src{i}"), b, *r))
+            .map(|(i, (b, s))| (format!("src{i}"), b, s.role))
             .chain(
                 dsts.iter()
                     .map(|d| (d.dtype(), d.len()))
@@ -173,6 +202,62 @@ impl ReduceCopyKernel {
                     format!("every buffer must have the length of src0 ({n})"),
                 ));
             }
+        }
+        match (self.spec.op.info().scalar, call.scalar) {
+            (Some(meaning), None) => {
+                return Err(err(
+                    "scalar",
+                    "none".into(),
+                    format!("op {} needs {meaning}", self.spec.op),
+                ));
+            }
+            (None, Some(x)) => {
+                return Err(err(
+                    "scalar",
+                    x.to_string(),
+                    format!("op {} takes no scalar", self.spec.op),
+                ));
+            }
+            (Some(_), Some(x)) if !x.is_finite() || (self.spec.op == Op::Avg && x == 0.0) => {
+                return Err(err(
+                    "scalar",
+                    x.to_string(),
+                    format!(
+                        "op {} needs a finite{} scalar",
+                        self.spec.op,
+                        if self.spec.op == Op::Avg {
+                            ", non-zero"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        match (self.spec.rounding, call.stochastic) {
+            (Rounding::Stochastic, None) => {
+                return Err(err(
+                    "stochastic",
+                    "none".into(),
+                    "a stochastic-rounding kernel needs a seed and a base offset".into(),
+                ));
+            }
+            (Rounding::Nearest, Some(sr)) => {
+                return Err(err(
+                    "stochastic",
+                    format!("seed {} base {}", sr.seed, sr.base),
+                    "this kernel rounds to nearest and takes no seed".into(),
+                ));
+            }
+            (_, Some(sr)) if sr.base.checked_add(n as u64).is_none() => {
+                return Err(err(
+                    "stochastic base",
+                    sr.base.to_string(),
+                    format!("base + n ({n}) must fit in 64 bits"),
+                ));
+            }
+            _ => {}
         }
         Ok(n)
     }

@@ -62,10 +62,99 @@ impl HostBuffer {
     }
 }
 
-fn combine(op: Op, acc: f32, x: f32) -> f32 {
+/// NVIDIA's canonical NaN, what min.NaN / max.NaN and cvt produce.
+const CANONICAL_NAN: f32 = f32::from_bits(0x7fff_ffff);
+
+/// The twin of `prelude/ops.cuh`: `pre`, `apply`, `post` of each op, each step
+/// rounded to f32 as the device's explicit `.rn` instructions round it.
+pub fn op_pre(op: Op, arg: f32, x: f32) -> f32 {
     match op {
-        Op::Sum => acc + x,
+        Op::PreMulSum => x * arg,
+        _ => x,
     }
+}
+
+pub fn op_apply(op: Op, acc: f32, x: f32) -> f32 {
+    match op {
+        Op::Sum | Op::PreMulSum | Op::Avg => acc + x,
+        Op::Prod => acc * x,
+        Op::Min | Op::Max if acc.is_nan() || x.is_nan() => CANONICAL_NAN,
+        // PTX min/max order -0 below +0.
+        Op::Min => {
+            if acc < x || (acc == x && acc.is_sign_negative()) {
+                acc
+            } else {
+                x
+            }
+        }
+        Op::Max => {
+            if acc > x || (acc == x && acc.is_sign_positive()) {
+                acc
+            } else {
+                x
+            }
+        }
+    }
+}
+
+pub fn op_post(op: Op, arg: f32, acc: f32) -> f32 {
+    match op {
+        Op::Avg => acc / arg,
+        _ => acc,
+    }
+}
+
+/// Stochastic rounding of `x` to bf16 with random word `r`: the twin of
+/// `rj_f32_to_bf16_sr`.
+pub fn bf16_sr(x: f32, r: u32) -> bf16 {
+    let u = x.to_bits();
+    let a = u & 0x7fff_ffff;
+    if a > 0x7f80_0000 {
+        return bf16::from_bits(0x7fff);
+    }
+    if a == 0x7f80_0000 {
+        return bf16::from_bits((u >> 16) as u16);
+    }
+    bf16::from_bits((u.wrapping_add(r & 0xffff) >> 16) as u16)
+}
+
+/// Stochastic rounding of `x` to f16 with random word `r`: the twin of
+/// `rj_f32_to_f16_sr` (exact integer arithmetic, subnormals and the overflow
+/// edge included).
+pub fn f16_sr(x: f32, r: u32) -> f16 {
+    let u = x.to_bits();
+    let sign = ((u >> 16) & 0x8000) as u16;
+    let a = u & 0x7fff_ffff;
+    if a > 0x7f80_0000 {
+        return f16::from_bits(0x7fff);
+    }
+    if a == 0x7f80_0000 {
+        return f16::from_bits(sign | 0x7c00);
+    }
+    if a >= 0x3880_0000 {
+        let v = (a + (r & 0x1fff)) & !0x1fff;
+        if v >= 0x4780_0000 {
+            return f16::from_bits(sign | 0x7c00);
+        }
+        return f16::from_bits(sign | ((((v >> 23) - 112) << 10) | ((v >> 13) & 0x3ff)) as u16);
+    }
+    let e = a >> 23;
+    let m = (a & 0x7f_ffff) | if e != 0 { 0x80_0000 } else { 0 };
+    let d = 126 - e.max(1);
+    let (units, up) = if d < 32 {
+        (m >> d, u32::from((r >> (32 - d)) < (m & ((1 << d) - 1))))
+    } else {
+        (0, u32::from(d - 32 < 32 && r < (m >> (d - 32))))
+    };
+    f16::from_bits(sign | (units + up) as u16)
+}
+
+/// Host-side parameters of a launch: the op's scalar and the SR seed and base.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Params {
+    pub op_arg: f32,
+    pub sr_seed: u64,
+    pub sr_base: u64,
 }
 
 /// `reduce_copy` on the host: each element reduced in f32 in source order, then
@@ -77,26 +166,34 @@ pub fn reduce_copy(
     srcs: &[&HostBuffer],
     offsets: &[usize],
     n: usize,
+    params: Params,
 ) -> Vec<HostBuffer> {
     assert_eq!(srcs.len(), spec.srcs.len(), "source count");
     assert_eq!(offsets.len(), srcs.len(), "one offset per source");
-    for ((s, &r), &off) in srcs.iter().zip(&spec.srcs).zip(offsets) {
-        assert_eq!(s.dtype(), spec.dtype_of(r), "source dtype");
+    for ((s, src), &off) in srcs.iter().zip(&spec.srcs).zip(offsets) {
+        assert_eq!(s.dtype(), spec.dtype_of(src.role), "source dtype");
         assert!(off + n <= s.len(), "source shorter than offset + n");
     }
+    let (op, arg) = (spec.op, params.op_arg);
     let value = |i: usize| {
-        let mut acc = srcs[0].get_f32(i + offsets[0]);
+        let mut acc = op_pre(op, arg, srcs[0].get_f32(i + offsets[0]));
         for (s, off) in srcs.iter().zip(offsets).skip(1) {
-            acc = combine(spec.op, acc, s.get_f32(i + off));
+            acc = op_apply(op, acc, op_pre(op, arg, s.get_f32(i + off)));
         }
-        acc
+        op_post(op, arg, acc)
     };
+    let bits = |i: usize| crate::philox::sr_bits(params.sr_seed, params.sr_base, i as u64);
     spec.dsts
         .iter()
-        .map(|&r: &Role| {
-            let dtype = spec.dtype_of(r);
-            match spec.rounding {
-                Rounding::Nearest => HostBuffer::from_fn(dtype, n, value),
+        .map(|&r: &Role| match (spec.dtype_of(r), spec.rounding) {
+            (dtype, Rounding::Nearest) | (dtype @ DType::F32, Rounding::Stochastic) => {
+                HostBuffer::from_fn(dtype, n, value)
+            }
+            (DType::BF16, Rounding::Stochastic) => {
+                HostBuffer::BF16(par_fill(n, |i| bf16_sr(value(i), bits(i))))
+            }
+            (DType::F16, Rounding::Stochastic) => {
+                HostBuffer::F16(par_fill(n, |i| f16_sr(value(i), bits(i))))
             }
         })
         .collect()
@@ -118,4 +215,101 @@ fn par_fill<T: Copy + Default + Send>(len: usize, f: impl Fn(usize) -> T + Sync)
         }
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::philox::sr_bits;
+
+    /// The values x rounds between, for one target type: (down, up) as f64.
+    fn neighbours(x: f32, to: DType) -> (f64, f64) {
+        let (lo, hi) = match to {
+            DType::BF16 => (bf16_sr(x, 0).to_f64(), bf16_sr(x, 0xffff).to_f64()),
+            DType::F16 => (f16_sr(x, 0).to_f64(), f16_sr(x, u32::MAX).to_f64()),
+            DType::F32 => (f64::from(x), f64::from(x)),
+        };
+        (lo, hi)
+    }
+
+    /// The mean of SR(x) over many draws is x, within 4 standard errors: normal
+    /// values, values on a representable point, f16 and f32 subnormals, values
+    /// just below the overflow edge (whose "up" is Inf: skipped as unbounded).
+    #[test]
+    fn stochastic_rounding_is_unbiased() {
+        let draws = 200_000u64;
+        let cases: &[(f32, DType)] = &[
+            (1.0 + 1.0 / 3.0, DType::BF16),
+            (-2.718_281_7, DType::BF16),
+            (1.0e-40, DType::BF16), // an f32 subnormal
+            (2.5e-39, DType::BF16),
+            (1.0 + 1.0 / 3.0, DType::F16),
+            (-1234.567, DType::F16),
+            (3.0e-6, DType::F16),  // an f16 subnormal
+            (-7.0e-8, DType::F16), // below the smallest f16 subnormal (~6e-8)
+            (6.1e-5, DType::F16),  // just below the smallest f16 normal
+            (65_000.3, DType::F16),
+            (0.75, DType::F16), // exactly representable: never moves
+        ];
+        for (k, &(x, to)) in cases.iter().enumerate() {
+            let (lo, hi) = neighbours(x, to);
+            assert!(
+                lo <= f64::from(x) && f64::from(x) <= hi
+                    || hi <= f64::from(x) && f64::from(x) <= lo,
+                "{x}: {lo} {hi}"
+            );
+            let mut sum = 0.0f64;
+            for i in 0..draws {
+                let r = sr_bits(0x1234 + k as u64, 17, i);
+                let y = match to {
+                    DType::BF16 => bf16_sr(x, r).to_f64(),
+                    _ => f16_sr(x, r).to_f64(),
+                };
+                assert!(
+                    y == lo || y == hi,
+                    "{x} rounded to {y}, outside [{lo}, {hi}]"
+                );
+                sum += y;
+            }
+            let mean = sum / draws as f64;
+            let p = if hi == lo {
+                0.0
+            } else {
+                (f64::from(x) - lo) / (hi - lo)
+            };
+            let se = (hi - lo).abs() * (p * (1.0 - p) / draws as f64).sqrt();
+            let err = (mean - f64::from(x)).abs();
+            assert!(
+                err <= 4.0 * se + f64::EPSILON * f64::from(x).abs(),
+                "{x} to {to:?}: mean {mean}, error {err}, 4 SE {}",
+                4.0 * se
+            );
+        }
+    }
+
+    #[test]
+    fn stochastic_rounding_keeps_nan_inf_and_zero() {
+        for r in [0u32, 0x1234_5678, u32::MAX] {
+            assert!(bf16_sr(f32::NAN, r).is_nan() && f16_sr(f32::NAN, r).is_nan());
+            assert_eq!(bf16_sr(f32::INFINITY, r), bf16::INFINITY);
+            assert_eq!(f16_sr(f32::NEG_INFINITY, r), f16::NEG_INFINITY);
+            assert_eq!(bf16_sr(-0.0, r).to_bits(), 0x8000);
+            assert_eq!(f16_sr(0.0, r).to_bits(), 0);
+            assert_eq!(f16_sr(-0.0, r).to_bits(), 0x8000);
+        }
+        // The overflow edge: above 65504 an f16 rounds up to Inf, never past it.
+        assert_eq!(f16_sr(65_519.0, 0), f16::MAX);
+        assert_eq!(f16_sr(65_519.0, u32::MAX), f16::INFINITY);
+        assert_eq!(f16_sr(1.0e6, 0), f16::INFINITY);
+    }
+
+    #[test]
+    fn ops_follow_nans_and_signed_zeros() {
+        assert!(op_apply(Op::Min, 1.0, f32::NAN).is_nan());
+        assert!(op_apply(Op::Max, f32::NAN, 1.0).is_nan());
+        assert_eq!(op_apply(Op::Min, 0.0, -0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(op_apply(Op::Max, -0.0, 0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(op_post(Op::Avg, 4.0, 10.0), 2.5);
+        assert_eq!(op_pre(Op::PreMulSum, 0.5, 3.0), 1.5);
+    }
 }

@@ -32,3 +32,23 @@ __device__ __forceinline__ void rj_st4_bf16(rj_u64 a, rj_u64 i, bool aligned, co
   if (aligned) rj_st_b64(a + i * 2, p);
   else rj_st_b64_by_b16(a + i * 2, p);
 }
+// Stochastic rounding: add 16 random bits below the kept mantissa, then truncate,
+// so x rounds up with probability (x - down) / (up - down); a carry past the
+// largest finite value gives Inf, as rounding up there should. NaN gives the
+// canonical NaN (as cvt.rn does); +-Inf and +-0 stay.
+__device__ __forceinline__ rj_u16 rj_f32_to_bf16_sr(float x, rj_u32 r) {
+  const rj_u32 u = rj_f32_as_bits(x);
+  const rj_u32 a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return 0x7fffu;
+  if (a == 0x7f800000u) return (rj_u16)(u >> 16);
+  return (rj_u16)((u + (r & 0xffffu)) >> 16);
+}
+__device__ __forceinline__ void rj_st1_bf16_sr(rj_u64 a, rj_u64 i, float x, rj_u32 r) {
+  rj_st_b16(a + i * 2, rj_f32_to_bf16_sr(x, r));
+}
+__device__ __forceinline__ void rj_st4_bf16_sr(rj_u64 a, rj_u64 i, bool aligned, const float (&v)[4], const rj_u32 (&r)[4]) {
+  rj_b64 p = {(rj_u32)rj_f32_to_bf16_sr(v[0], r[0]) | ((rj_u32)rj_f32_to_bf16_sr(v[1], r[1]) << 16),
+              (rj_u32)rj_f32_to_bf16_sr(v[2], r[2]) | ((rj_u32)rj_f32_to_bf16_sr(v[3], r[3]) << 16)};
+  if (aligned) rj_st_b64(a + i * 2, p);
+  else rj_st_b64_by_b16(a + i * 2, p);
+}

@@ -36,3 +36,44 @@ __device__ __forceinline__ void rj_st4_f16(rj_u64 a, rj_u64 i, bool aligned, con
   if (aligned) rj_st_b64(a + i * 2, p);
   else rj_st_b64_by_b16(a + i * 2, p);
 }
+// Stochastic rounding, exact in integer arithmetic over the f32 bits, so the CPU
+// twin matches bit for bit:
+//   |x| >= 2^-14 (f16 normal): add 13 random bits below the kept mantissa and
+//     truncate; a result >= 65536 (past the largest finite, 65504) is Inf.
+//   |x| <  2^-14 (f16 subnormal, ulp 2^-24): keep floor(|x| / 2^-24) and round up
+//     when a d-bit random number is below the d dropped bits (d >= 14; for
+//     d > 32 the top 32 dropped bits are compared with all 32 random bits).
+// NaN gives the canonical NaN (as cvt.rn does); +-Inf and +-0 stay.
+__device__ __forceinline__ rj_u16 rj_f32_to_f16_sr(float x, rj_u32 r) {
+  const rj_u32 u = rj_f32_as_bits(x);
+  const rj_u32 sign = (u >> 16) & 0x8000u;
+  const rj_u32 a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return 0x7fffu;
+  if (a == 0x7f800000u) return (rj_u16)(sign | 0x7c00u);
+  if (a >= 0x38800000u) {
+    const rj_u32 v = (a + (r & 0x1fffu)) & ~0x1fffu;
+    if (v >= 0x47800000u) return (rj_u16)(sign | 0x7c00u);
+    return (rj_u16)(sign | ((((v >> 23) - 112u) << 10) | ((v >> 13) & 0x3ffu)));
+  }
+  const rj_u32 e = a >> 23;
+  const rj_u32 m = (a & 0x7fffffu) | (e != 0 ? 0x800000u : 0u);
+  const rj_u32 d = 126u - (e != 0 ? e : 1u);
+  rj_u32 units, up;
+  if (d < 32) {
+    units = m >> d;
+    up = (r >> (32 - d)) < (m & ((1u << d) - 1u)) ? 1u : 0u;
+  } else {
+    units = 0;
+    up = (d - 32 < 32 && r < (m >> (d - 32))) ? 1u : 0u;
+  }
+  return (rj_u16)(sign | (units + up));
+}
+__device__ __forceinline__ void rj_st1_f16_sr(rj_u64 a, rj_u64 i, float x, rj_u32 r) {
+  rj_st_b16(a + i * 2, rj_f32_to_f16_sr(x, r));
+}
+__device__ __forceinline__ void rj_st4_f16_sr(rj_u64 a, rj_u64 i, bool aligned, const float (&v)[4], const rj_u32 (&r)[4]) {
+  rj_b64 p = {(rj_u32)rj_f32_to_f16_sr(v[0], r[0]) | ((rj_u32)rj_f32_to_f16_sr(v[1], r[1]) << 16),
+              (rj_u32)rj_f32_to_f16_sr(v[2], r[2]) | ((rj_u32)rj_f32_to_f16_sr(v[3], r[3]) << 16)};
+  if (aligned) rj_st_b64(a + i * 2, p);
+  else rj_st_b64_by_b16(a + i * 2, p);
+}

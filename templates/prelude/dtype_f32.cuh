@@ -27,3 +27,8 @@ __device__ __forceinline__ void rj_st4_f32(rj_u64 a, rj_u64 i, bool aligned, con
     for (int e = 0; e < 4; ++e) rj_st1_f32(a, i + e, v[e]);
   }
 }
+// f32 is never narrowed: stochastic rounding stores as round-to-nearest does.
+__device__ __forceinline__ void rj_st1_f32_sr(rj_u64 a, rj_u64 i, float x, rj_u32) { rj_st1_f32(a, i, x); }
+__device__ __forceinline__ void rj_st4_f32_sr(rj_u64 a, rj_u64 i, bool aligned, const float (&v)[4], const rj_u32 (&)[4]) {
+  rj_st4_f32(a, i, aligned, v);
+}

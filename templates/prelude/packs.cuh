@@ -35,10 +35,13 @@ struct rj_b64 { rj_u32 x, y; };
     }                                                                               \
   };
 
-// Volatile loads stay volatile asm so the compiler keeps them as written.
+// Every load is volatile asm, so the compiler issues them in the order written:
+// all of one source's packs, then the next source's. Left free, it hoisted the
+// read-only loads of every source above the first one's adds, and an 8-source
+// kernel ran out of registers and spilled.
 RJ_DEFINE_LOAD_KIND(rj_load_volatile, ".volatile.global", volatile)
-RJ_DEFINE_LOAD_KIND(rj_load_plain, ".global", )
-RJ_DEFINE_LOAD_KIND(rj_load_nc, ".global.nc", )
+RJ_DEFINE_LOAD_KIND(rj_load_plain, ".global", volatile)
+RJ_DEFINE_LOAD_KIND(rj_load_nc, ".global.nc", volatile)
 #undef RJ_DEFINE_LOAD_KIND
 
 __device__ __forceinline__ void rj_st_b128(rj_u64 a, rj_b128 v) {

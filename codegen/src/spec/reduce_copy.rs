@@ -8,16 +8,16 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::error::SpecError;
-use crate::registry::{Arch, DType, Family, Op, Role, Rounding};
+use crate::registry::{Arch, DType, Family, Op, Role, Rounding, Src};
 use crate::render;
 use crate::spec::KernelSpec;
 
 /// Unroll factors the kernel is generated for.
 pub const UNROLLS: &[u32] = &[1, 2, 4, 8];
 /// Most sources one kernel reduces.
-pub const MAX_SRCS: usize = 2;
+pub const MAX_SRCS: usize = 8;
 /// Most destinations one kernel writes.
-pub const MAX_DSTS: usize = 1;
+pub const MAX_DSTS: usize = 2;
 /// Bytes of the widest vector access; a pack holds this many bytes of accumulator.
 pub const PACK_BYTES: u32 = 16;
 pub const WARP_SIZE: u32 = 32;
@@ -31,8 +31,8 @@ pub struct ReduceCopySpec {
     pub accum: DType,
     /// The narrower type of transport buffers.
     pub transport: DType,
-    /// Role of each source, in order.
-    pub srcs: Vec<Role>,
+    /// Role and load kind of each source, in order.
+    pub srcs: Vec<Src>,
     /// Role of each destination, in order.
     pub dsts: Vec<Role>,
     pub op: Op,
@@ -46,7 +46,7 @@ impl Default for ReduceCopySpec {
             unroll: 4,
             accum: DType::F32,
             transport: DType::BF16,
-            srcs: vec![Role::Transport, Role::Accum],
+            srcs: vec![Role::Transport.into(), Role::Accum.into()],
             dsts: vec![Role::Transport],
             op: Op::Sum,
             rounding: Rounding::Nearest,
@@ -68,15 +68,25 @@ impl ReduceCopySpec {
         PACK_BYTES / self.accum.info().bytes
     }
 
-    /// Most threads per block the kernel is compiled for (`__launch_bounds__`):
-    /// unroll 8 keeps 64 accumulator and 64 loaded values live, which spills at the
-    /// 64 registers a 1024-thread bound allows, so it is bound to 512 (128
-    /// registers) instead.
+    /// Most threads per block the kernel is compiled for (`__launch_bounds__`),
+    /// from the values it keeps live: unroll 8, unroll 4 with stochastic rounding
+    /// or with 8 sources spilled at the 64 registers a 1024-thread bound allows,
+    /// so they are bound to 512 threads (128 registers); unroll 8 with stochastic
+    /// rounding and 8 sources spilled at 128, so it is bound to 256.
     pub fn max_threads(&self) -> u32 {
-        if self.unroll * self.pack_elts() * 2 > 32 {
-            512
+        // Registers live across the loads: accumulators and one source's loads,
+        // Philox's state when rounding stochastically, a 64-bit address per
+        // buffer. The thresholds are where ptxas stopped spilling (compile grid).
+        let philox = if self.rounding == Rounding::Stochastic {
+            16
         } else {
-            1024
+            0
+        };
+        let addresses = 2 * (self.srcs.len() + self.dsts.len()) as u32;
+        match self.unroll * self.pack_elts() * 2 + philox + addresses {
+            0..=48 => 1024,
+            49..=90 => 512,
+            _ => 256,
         }
     }
 
@@ -90,7 +100,7 @@ impl ReduceCopySpec {
     pub fn seed_config(&self) -> Option<u32> {
         let bit = |r: Role| u32::from(r == Role::Accum);
         match (self.srcs.as_slice(), self.dsts.as_slice()) {
-            ([s0, s1], [d0]) => Some((bit(*s0) << 2) | (bit(*s1) << 1) | bit(*d0)),
+            ([s0, s1], [d0]) => Some((bit(s0.role) << 2) | (bit(s1.role) << 1) | bit(*d0)),
             _ => None,
         }
     }
@@ -111,7 +121,7 @@ impl ReduceCopySpec {
             out.push(ReduceCopySpec {
                 unroll,
                 transport,
-                srcs: vec![role(4), role(2)],
+                srcs: vec![role(4).into(), role(2).into()],
                 dsts: vec![role(1)],
                 ..ReduceCopySpec::default()
             });
@@ -121,7 +131,7 @@ impl ReduceCopySpec {
                 out.push(ReduceCopySpec {
                     unroll,
                     transport,
-                    srcs: vec![s],
+                    srcs: vec![s.into()],
                     dsts: vec![d],
                     ..ReduceCopySpec::default()
                 });
@@ -130,22 +140,25 @@ impl ReduceCopySpec {
         out
     }
 
+    /// The roles of every buffer, sources then destinations.
+    pub fn roles(&self) -> impl Iterator<Item = Role> + '_ {
+        self.srcs
+            .iter()
+            .map(|s| s.role)
+            .chain(self.dsts.iter().copied())
+    }
+
     /// The dtype prelude files of the buffers' types, in registry order.
     fn dtype_preludes(&self) -> Vec<&'static str> {
         DType::ALL
             .iter()
-            .filter(|d| {
-                self.srcs
-                    .iter()
-                    .chain(&self.dsts)
-                    .any(|&r| self.dtype_of(r) == **d)
-            })
+            .filter(|d| self.roles().any(|r| self.dtype_of(r) == **d))
             .map(|d| d.info().prelude)
             .collect()
     }
 
     fn context(&self) -> ReduceCopyContext {
-        let buffer = |index: usize, role: Role| {
+        let buffer = |index: usize, role: Role, load: &'static str| {
             let dtype = self.dtype_of(role);
             BufferContext {
                 index,
@@ -153,6 +166,7 @@ impl ReduceCopySpec {
                 dtype: dtype.slug(),
                 c_type: dtype.info().c_type,
                 pack_bytes: self.pack_elts() * dtype.info().bytes,
+                load,
             }
         };
         ReduceCopyContext {
@@ -164,17 +178,19 @@ impl ReduceCopySpec {
             elems_per_hunk: self.elems_per_hunk(),
             accum: self.accum.info().c_type,
             op_functor: self.op.info().functor,
+            stochastic: self.rounding == Rounding::Stochastic,
+            store_suffix: self.rounding.info().store_suffix,
             srcs: self
                 .srcs
                 .iter()
                 .enumerate()
-                .map(|(i, &r)| buffer(i, r))
+                .map(|(i, s)| buffer(i, s.role, s.load.info().device))
                 .collect(),
             dsts: self
                 .dsts
                 .iter()
                 .enumerate()
-                .map(|(i, &r)| buffer(i, r))
+                .map(|(i, &r)| buffer(i, r, ""))
                 .collect(),
         }
     }
@@ -191,6 +207,8 @@ struct ReduceCopyContext {
     elems_per_hunk: u32,
     accum: &'static str,
     op_functor: &'static str,
+    stochastic: bool,
+    store_suffix: &'static str,
     srcs: Vec<BufferContext>,
     dsts: Vec<BufferContext>,
 }
@@ -202,10 +220,16 @@ struct BufferContext {
     dtype: &'static str,
     c_type: &'static str,
     pack_bytes: u32,
+    /// The load struct (sources only).
+    load: &'static str,
 }
 
 fn roles_letters(roles: &[Role]) -> String {
     roles.iter().map(|r| r.info().letter).collect()
+}
+
+fn srcs_letters(srcs: &[Src]) -> String {
+    srcs.iter().map(|s| s.letter()).collect()
 }
 
 impl KernelSpec for ReduceCopySpec {
@@ -262,6 +286,13 @@ impl KernelSpec for ReduceCopySpec {
                 format!("a reduce_copy has at least 1 and at most {MAX_DSTS} destination(s)"),
             ));
         }
+        if self.rounding == Rounding::Stochastic && !self.dsts.contains(&Role::Transport) {
+            return Err(SpecError::invalid(
+                "rounding",
+                self.rounding,
+                "stochastic rounding needs a transport-typed destination to round to",
+            ));
+        }
         if !PACK_BYTES.is_multiple_of(self.accum.info().bytes) {
             return Err(SpecError::invalid(
                 "accum",
@@ -279,7 +310,7 @@ impl KernelSpec for ReduceCopySpec {
             self.unroll,
             self.accum,
             self.transport,
-            roles_letters(&self.srcs),
+            srcs_letters(&self.srcs),
             roles_letters(&self.dsts),
             self.op,
             self.rounding,
@@ -287,10 +318,9 @@ impl KernelSpec for ReduceCopySpec {
     }
 
     fn min_arch(&self) -> Arch {
-        self.srcs
-            .iter()
-            .chain(&self.dsts)
-            .map(|&r| self.dtype_of(r).info().min_arch)
+        self.roles()
+            .map(|r| self.dtype_of(r).info().min_arch)
+            .chain([self.op.min_arch()])
             .max()
             .unwrap_or(Arch(50))
     }
@@ -325,7 +355,7 @@ impl FromStr for ReduceCopySpec {
             input: s.to_string(),
             rule: rule.to_string(),
         };
-        let format = "expected reduce_copy_u<unroll>_<accum>_<transport>_<src roles>_<dst roles>_<op>_<rounding>, e.g. reduce_copy_u4_f32_bf16_TA_T_sum_rn";
+        let format = "expected reduce_copy_u<unroll>_<accum>_<transport>_<src roles>_<dst roles>_<op>_<rounding>, e.g. reduce_copy_u4_f32_bf16_TA_T_sum_rn (source letters: upper case volatile, lower case read-only)";
         let rest = s
             .strip_prefix(Family::ReduceCopy.slug())
             .and_then(|r| r.strip_prefix('_'))
@@ -343,7 +373,17 @@ impl FromStr for ReduceCopySpec {
                 .chars()
                 .map(|c| {
                     Role::from_letter(c).ok_or_else(|| {
-                        parse_err("buffer roles are letters A (accum) and T (transport)")
+                        parse_err("destination roles are letters A (accum) and T (transport)")
+                    })
+                })
+                .collect()
+        };
+        let sources = |letters: &str| -> Result<Vec<Src>, SpecError> {
+            letters
+                .chars()
+                .map(|c| {
+                    Src::from_letter(c).ok_or_else(|| {
+                        parse_err("source roles are letters A (accum) and T (transport); lower case (a, t) for a read-only source")
                     })
                 })
                 .collect()
@@ -352,7 +392,7 @@ impl FromStr for ReduceCopySpec {
             unroll,
             accum: accum.parse()?,
             transport: transport.parse()?,
-            srcs: roles(srcs)?,
+            srcs: sources(srcs)?,
             dsts: roles(dsts)?,
             op: op.parse()?,
             rounding: rounding.parse()?,
