@@ -51,15 +51,26 @@ impl HostBuffer {
         }
     }
 
-    /// A buffer of `len` elements of `dtype`, each `f(i)` rounded to nearest even,
-    /// filled in parallel chunks.
+    /// A buffer of `len` elements of `dtype`, each `f(i)` rounded to nearest even
+    /// (as `cvt.rn` does, NaN included), filled in parallel chunks.
     pub fn from_fn(dtype: DType, len: usize, f: impl Fn(usize) -> f32 + Sync) -> HostBuffer {
         match dtype {
             DType::F32 => HostBuffer::F32(par_fill(len, &f)),
-            DType::BF16 => HostBuffer::BF16(par_fill(len, |i| bf16::from_f32(f(i)))),
-            DType::F16 => HostBuffer::F16(par_fill(len, |i| f16::from_f32(f(i)))),
+            DType::BF16 => HostBuffer::BF16(par_fill(len, |i| bf16_rn(f(i)))),
+            DType::F16 => HostBuffer::F16(par_fill(len, |i| f16_rn(f(i)))),
         }
     }
+}
+
+/// `cvt.rn.bf16.f32`: round to nearest even; every NaN becomes the canonical
+/// 0x7fff (`half` keeps the payload's top bits instead).
+pub fn bf16_rn(x: f32) -> bf16 {
+    if x.is_nan() { bf16::from_bits(0x7fff) } else { bf16::from_f32(x) }
+}
+
+/// `cvt.rn.f16.f32`: round to nearest even; every NaN becomes the canonical 0x7fff.
+pub fn f16_rn(x: f32) -> f16 {
+    if x.is_nan() { f16::from_bits(0x7fff) } else { f16::from_f32(x) }
 }
 
 /// NVIDIA's canonical NaN, what min.NaN / max.NaN and cvt produce.
