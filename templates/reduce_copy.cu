@@ -14,17 +14,17 @@
 // step is one fully coalesced transaction per buffer. Elements past the last
 // whole hunk go to the tail, in groups of 4 that share one Philox counter.
 //
-// Two hunk loops. The common case, every buffer aligned, is straight-line vector
-// code with all `unroll` loads of a source in flight at once. Any misaligned
-// buffer sends the launch to the second loop, which checks alignment per buffer
-// and handles one pack at a time: kept apart, and not unrolled, because one
-// unrolled loop with the checks inside made the compiler predicate both paths
-// and, short of registers, wait on each load of the second source before issuing
-// the next (seen in the f16 SASS), and because unrolling it cost 40 % of the
+// {% if any_alignment %}The _any twin: each buffer is m bytes past a pack boundary (m uniform,
+// 0 for an aligned one) and keeps full-width accesses: aligned blocks, a
+// neighbour-lane shuffle and a funnel shift (packs.cuh).{% else %}The aligned kernel: unrolled straight-line vector code with all `unroll` packs
+// of a source in flight at once.{% endif %} Aligned and misaligned loops are separate
+// kernels: one loop with per-buffer checks inside made the compiler predicate both
+// paths and, short of registers, wait on each load of the second source before
+// issuing the next (seen in the f16 SASS), and carrying both loops doubled every
 // kernel's NVRTC time. The helpers live in a namespace of the kernel's own, so
 // several kernels can share one translation unit.
 namespace {{ name }}_impl {
-
+{% if not any_alignment %}
 __device__ __forceinline__ void hunks_aligned(
 {%- for s in srcs %}
     rj_u64 src{{ s.index }},
@@ -41,7 +41,7 @@ __device__ __forceinline__ void hunks_aligned(
     {{ accum }} acc[{{ unroll }}][{{ pack_elts }}];
 #pragma unroll
     for (int u = 0; u < {{ unroll }}; ++u)
-      rj_ld4_{{ srcs[0].dtype }}<{{ srcs[0].load }}>(src0, base + u * 32 * kPack, true, acc[u]);
+      rj_ld4<rj_dtype_{{ srcs[0].dtype }}, {{ srcs[0].load }}>(src0, base + u * 32 * kPack, acc[u]);
 #pragma unroll
     for (int u = 0; u < {{ unroll }}; ++u)
 #pragma unroll
@@ -51,20 +51,18 @@ __device__ __forceinline__ void hunks_aligned(
       {{ accum }} x[{{ unroll }}][{{ pack_elts }}];
 #pragma unroll
       for (int u = 0; u < {{ unroll }}; ++u)
-        rj_ld4_{{ s.dtype }}<{{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, true, x[u]);
+        rj_ld4<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, x[u]);
 #pragma unroll
       for (int u = 0; u < {{ unroll }}; ++u)
 #pragma unroll
         for (int e = 0; e < {{ pack_elts }}; ++e) acc[u][e] = op.apply(acc[u][e], op.pre(x[u][e]));
     }
 {%- endif %}{% endfor %}
-#pragma unroll
-    for (int u = 0; u < {{ unroll }}; ++u)
-#pragma unroll
-      for (int e = 0; e < {{ pack_elts }}; ++e) acc[u][e] = op.post(acc[u][e]);
     // Random bits are drawn pack by pack at the store, so only four are live.
 #pragma unroll
     for (int u = 0; u < {{ unroll }}; ++u) {
+#pragma unroll
+      for (int e = 0; e < {{ pack_elts }}; ++e) acc[u][e] = op.post(acc[u][e]);
 {%- if stochastic %}
       // The launch took this loop only with sr_base % 4 == 0: one Philox call per
       // pack, its four words in element order. The counter passes through a
@@ -75,52 +73,62 @@ __device__ __forceinline__ void hunks_aligned(
       rj_philox4x32_10(sr_seed, rj_after_stores((sr_base + base + u * 32 * kPack) >> 2), r);
 {%- endif %}
 {%- for d in dsts %}
-      rj_st4_{{ d.dtype }}{{ store_suffix }}(dst{{ d.index }}, base + u * 32 * kPack, true, acc[u]{% if stochastic %}, r{% endif %});
+      rj_st4{{ store_suffix }}<rj_dtype_{{ d.dtype }}>(dst{{ d.index }}, base + u * 32 * kPack, acc[u]{% if stochastic %}, r{% endif %});
 {%- endfor %}
     }
   }
 }
 
+{% else %}
 __device__ __forceinline__ void hunks_any(
 {%- for s in srcs %}
-    rj_u64 src{{ s.index }}, bool src{{ s.index }}_aligned,
+    rj_u64 src{{ s.index }}, rj_u32 src{{ s.index }}_m,
 {%- endfor %}
 {%- for d in dsts %}
-    rj_u64 dst{{ d.index }}, bool dst{{ d.index }}_aligned,
+    rj_u64 dst{{ d.index }}, rj_u32 dst{{ d.index }}_m,
 {%- endfor %}
     const {{ op_functor }} op, rj_u64 sr_seed, rj_u64 sr_base,
     rj_u64 first_hunk, rj_u64 n_hunks, rj_u64 hunk_stride, rj_u64 lane) {
   const rj_u64 kPack = {{ pack_elts }};
   const rj_u64 kHunk = {{ elems_per_hunk }};
   for (rj_u64 hunk = first_hunk; hunk < n_hunks; hunk += hunk_stride) {
-#pragma unroll 1
-    for (int u = 0; u < {{ unroll }}; ++u) {
-      const rj_u64 i = hunk * kHunk + lane * kPack + u * 32 * kPack;
-      {{ accum }} acc[{{ pack_elts }}];
-      rj_ld4_{{ srcs[0].dtype }}<{{ srcs[0].load }}>(src0, i, src0_aligned, acc);
+    const rj_u64 base = hunk * kHunk + lane * kPack;
+    {{ accum }} acc[{{ unroll }}][{{ pack_elts }}];
 #pragma unroll
-      for (int e = 0; e < {{ pack_elts }}; ++e) acc[e] = op.pre(acc[e]);
+    for (int u = 0; u < {{ unroll }}; ++u)
+      rj_ld4_any<rj_dtype_{{ srcs[0].dtype }}, {{ srcs[0].load }}>(src0, base + u * 32 * kPack, src0_m, lane, acc[u]);
+#pragma unroll
+    for (int u = 0; u < {{ unroll }}; ++u)
+#pragma unroll
+      for (int e = 0; e < {{ pack_elts }}; ++e) acc[u][e] = op.pre(acc[u][e]);
 {%- for s in srcs %}{% if s.index > 0 %}
-      {
-        {{ accum }} x[{{ pack_elts }}];
-        rj_ld4_{{ s.dtype }}<{{ s.load }}>(src{{ s.index }}, i, src{{ s.index }}_aligned, x);
+    {
+      {{ accum }} x[{{ unroll }}][{{ pack_elts }}];
 #pragma unroll
-        for (int e = 0; e < {{ pack_elts }}; ++e) acc[e] = op.apply(acc[e], op.pre(x[e]));
-      }
+      for (int u = 0; u < {{ unroll }}; ++u)
+        rj_ld4_any<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, src{{ s.index }}_m, lane, x[u]);
+#pragma unroll
+      for (int u = 0; u < {{ unroll }}; ++u)
+#pragma unroll
+        for (int e = 0; e < {{ pack_elts }}; ++e) acc[u][e] = op.apply(acc[u][e], op.pre(x[u][e]));
+    }
 {%- endif %}{% endfor %}
 #pragma unroll
-      for (int e = 0; e < {{ pack_elts }}; ++e) acc[e] = op.post(acc[e]);
+    for (int u = 0; u < {{ unroll }}; ++u) {
+#pragma unroll
+      for (int e = 0; e < {{ pack_elts }}; ++e) acc[u][e] = op.post(acc[u][e]);
 {%- if stochastic %}
+      // Any base offset: a pack may straddle two Philox counters.
       rj_u32 r[4];
-      rj_sr_bits4(sr_seed, sr_base, i, r);
+      rj_sr_bits4(sr_seed, sr_base, rj_after_stores(base + u * 32 * kPack), r);
 {%- endif %}
 {%- for d in dsts %}
-      rj_st4_{{ d.dtype }}{{ store_suffix }}(dst{{ d.index }}, i, dst{{ d.index }}_aligned, acc{% if stochastic %}, r{% endif %});
+      rj_st4{{ store_suffix }}_any<rj_dtype_{{ d.dtype }}>(dst{{ d.index }}, base + u * 32 * kPack, dst{{ d.index }}_m, lane, acc[u]{% if stochastic %}, r{% endif %});
 {%- endfor %}
     }
   }
 }
-
+{%- endif %}
 }  // namespace {{ name }}_impl
 
 // The bound says one block per SM suffices (minBlocks 1): without it ptxas aims at
@@ -137,29 +145,30 @@ extern "C" __global__ void __launch_bounds__({{ max_threads }}, 1) {{ name }}(
     rj_u64 n, float op_arg, rj_u64 sr_seed, rj_u64 sr_base) {
   const rj_u64 kHunk = {{ elems_per_hunk }};
   const {{ op_functor }} op = {op_arg};
+  // Each buffer's .global address and how far it sits past a pack boundary.
 {%- for s in srcs %}
   const rj_u64 src{{ s.index }} = rj_cvta_global(src{{ s.index }}_ptr);
-  const bool src{{ s.index }}_aligned = (src{{ s.index }} % {{ s.pack_bytes }}) == 0;
+  const rj_u32 src{{ s.index }}_m = (rj_u32)(src{{ s.index }} % {{ s.pack_bytes }});
 {%- endfor %}
 {%- for d in dsts %}
   const rj_u64 dst{{ d.index }} = rj_cvta_global(dst{{ d.index }}_ptr);
-  const bool dst{{ d.index }}_aligned = (dst{{ d.index }} % {{ d.pack_bytes }}) == 0;
+  const rj_u32 dst{{ d.index }}_m = (rj_u32)(dst{{ d.index }} % {{ d.pack_bytes }});
 {%- endfor %}
 
   const rj_u64 thread = (rj_u64)blockIdx.x * blockDim.x + threadIdx.x;
   const rj_u64 n_threads = (rj_u64)gridDim.x * blockDim.x;
   const rj_u64 n_hunks = n / kHunk;
-  // The unrolled loop needs every buffer aligned{% if stochastic %} and packs that each take
-  // one Philox counter (sr_base % 4 == 0; the other loop draws from two){% endif %}.
-  const bool all_aligned = true{% for s in srcs %} && src{{ s.index }}_aligned{% endfor %}{% for d in dsts %} && dst{{ d.index }}_aligned{% endfor %}{% if stochastic %} && (sr_base & 3) == 0{% endif %};
-  if (all_aligned)
-    {{ name }}_impl::hunks_aligned(
+{%- if not any_alignment %}
+  // The launcher sends a launch here only when every buffer is aligned{% if stochastic %} and the
+  // packs each take one Philox counter (sr_base % 4 == 0){% endif %}; else to this kernel's _any twin.
+  {{ name }}_impl::hunks_aligned(
 {%- for s in srcs %}src{{ s.index }}, {% endfor %}
 {%- for d in dsts %}dst{{ d.index }}, {% endfor %}op, sr_seed, sr_base, thread / 32, n_hunks, n_threads / 32, threadIdx.x % 32);
-  else
-    {{ name }}_impl::hunks_any(
-{%- for s in srcs %}src{{ s.index }}, src{{ s.index }}_aligned, {% endfor %}
-{%- for d in dsts %}dst{{ d.index }}, dst{{ d.index }}_aligned, {% endfor %}op, sr_seed, sr_base, thread / 32, n_hunks, n_threads / 32, threadIdx.x % 32);
+{%- else %}
+  {{ name }}_impl::hunks_any(
+{%- for s in srcs %}src{{ s.index }}, src{{ s.index }}_m, {% endfor %}
+{%- for d in dsts %}dst{{ d.index }}, dst{{ d.index }}_m, {% endfor %}op, sr_seed, sr_base, thread / 32, n_hunks, n_threads / 32, threadIdx.x % 32);
+{%- endif %}
 
   // Tail: fewer than one hunk of elements, in groups of four that share a Philox
   // counter ((sr_base + i) / 4 = g), one group per thread: one call per group.
@@ -175,13 +184,13 @@ extern "C" __global__ void __launch_bounds__({{ max_threads }}, 1) {{ name }}(
       const rj_u64 p = g * 4 + k;
       if (p < sr_base + tail || p >= sr_base + n) continue;
       const rj_u64 i = p - sr_base;
-      {{ accum }} acc = op.pre(rj_ld1_{{ srcs[0].dtype }}<{{ srcs[0].load }}>(src0, i));
+      {{ accum }} acc = op.pre(rj_ld1<rj_dtype_{{ srcs[0].dtype }}, {{ srcs[0].load }}>(src0, i));
 {%- for s in srcs %}{% if s.index > 0 %}
-      acc = op.apply(acc, op.pre(rj_ld1_{{ s.dtype }}<{{ s.load }}>(src{{ s.index }}, i)));
+      acc = op.apply(acc, op.pre(rj_ld1<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, i)));
 {%- endif %}{% endfor %}
       acc = op.post(acc);
 {%- for d in dsts %}
-      rj_st1_{{ d.dtype }}{{ store_suffix }}(dst{{ d.index }}, i, acc{% if stochastic %}, r[k]{% endif %});
+      rj_st1{{ store_suffix }}<rj_dtype_{{ d.dtype }}>(dst{{ d.index }}, i, acc{% if stochastic %}, r[k]{% endif %});
 {%- endfor %}
     }
   }

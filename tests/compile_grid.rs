@@ -23,6 +23,14 @@ fn grid() -> Vec<ReduceCopySpec> {
         }
     }
     out.extend(sampled_op_grid());
+    // The `_any` twins (buffers off a pack boundary) of the unroll-4 and unroll-8
+    // type configurations and of the stochastic-rounding part of the op grid.
+    let twins: Vec<ReduceCopySpec> = out
+        .iter()
+        .filter(|s| (s.unroll >= 4 && s.op == Op::Sum) || s.rounding == Rounding::Stochastic)
+        .map(ReduceCopySpec::for_any_alignment)
+        .collect();
+    out.extend(twins);
     out
 }
 
@@ -65,7 +73,9 @@ fn every_config_compiles_to_ptx_and_cubin() {
         return;
     };
     let specs = grid();
-    assert_eq!(specs.len(), 4 * 2 * 12 + 2 * 6 * 2 * 7);
+    let twins = specs.iter().filter(|s| s.any_alignment).count();
+    assert_eq!(specs.len() - twins, 4 * 2 * 12 + 2 * 6 * 2 * 7);
+    assert!(twins > 100, "{twins} _any twins");
     for output in [Output::Ptx, Output::Cubin] {
         let jit = Jit::with_target(
             Target {

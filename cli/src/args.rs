@@ -118,6 +118,7 @@ impl ReduceCopyArgs {
             dsts: self.dst.0.clone(),
             op: self.op,
             rounding: self.rounding,
+            any_alignment: false,
         };
         spec.validate()?;
         Ok(spec)

@@ -1,7 +1,8 @@
 //! Host element types and the device buffers a launcher accepts.
 
 use cudarc::driver::{
-    CudaSlice, CudaView, CudaViewMut, DeviceRepr, DeviceSlice, LaunchArgs, PushKernelArg,
+    CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DeviceRepr, DeviceSlice, LaunchArgs,
+    PushKernelArg,
 };
 use redjit_codegen::DType;
 
@@ -29,6 +30,8 @@ pub trait KernelInput {
     }
     /// Pushes the device pointer (with cudarc's stream tracking for reads).
     fn push_input<'a>(&'a self, args: &mut LaunchArgs<'a>);
+    /// The device address of the first element (for the alignment check).
+    fn address(&self, stream: &CudaStream) -> u64;
 }
 
 /// A device buffer a kernel writes: `CudaSlice<T>` or `CudaViewMut<T>`.
@@ -40,6 +43,8 @@ pub trait KernelOutput {
     }
     /// Pushes the device pointer (with cudarc's stream tracking for writes).
     fn push_output<'a>(&'a mut self, args: &mut LaunchArgs<'a>);
+    /// The device address of the first element (for the alignment check).
+    fn address(&self, stream: &CudaStream) -> u64;
 }
 
 macro_rules! impl_input {
@@ -53,6 +58,9 @@ macro_rules! impl_input {
             }
             fn push_input<'a>(&'a self, args: &mut LaunchArgs<'a>) {
                 args.arg(self);
+            }
+            fn address(&self, stream: &CudaStream) -> u64 {
+                DevicePtr::device_ptr(self, stream).0
             }
         }
     )*};
@@ -70,6 +78,9 @@ macro_rules! impl_output {
             }
             fn push_output<'a>(&'a mut self, args: &mut LaunchArgs<'a>) {
                 args.arg(self);
+            }
+            fn address(&self, stream: &CudaStream) -> u64 {
+                DevicePtr::device_ptr(self, stream).0
             }
         }
     )*};

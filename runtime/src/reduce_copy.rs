@@ -1,5 +1,7 @@
 //! The typed launcher of `reduce_copy` kernels: the one place they are launched.
 
+use std::sync::OnceLock;
+
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use redjit_codegen::{KernelSpec, Op, ReduceCopySpec, Rounding};
 
@@ -47,26 +49,38 @@ pub struct ReduceCopyArgs {
     pub stochastic: Option<Stochastic>,
 }
 
-/// A loaded reduce_copy kernel and the spec it was generated from.
-#[derive(Debug, Clone)]
-pub struct ReduceCopyKernel {
+/// A loaded reduce_copy kernel, the spec it was generated from, and (loaded on the
+/// first launch that needs it) its twin for buffers off a pack boundary.
+pub struct ReduceCopyKernel<'rt> {
+    rt: &'rt Runtime,
     spec: ReduceCopySpec,
     name: String,
     func: CudaFunction,
+    any_alignment: OnceLock<CudaFunction>,
 }
 
 impl Runtime {
-    /// Compiles (through the cache) and loads the kernel for `spec`.
-    pub fn reduce_copy(&self, spec: &ReduceCopySpec) -> Result<ReduceCopyKernel> {
+    /// Compiles (through the cache) and loads the kernel for `spec`. A spec asking
+    /// for `any_alignment` itself is refused: the launcher picks that variant.
+    pub fn reduce_copy(&self, spec: &ReduceCopySpec) -> Result<ReduceCopyKernel<'_>> {
+        if spec.any_alignment {
+            return Err(Error::Spec(redjit_codegen::SpecError::Invalid {
+                field: "any_alignment",
+                value: "true".into(),
+                rule: "ask for the aligned kernel; its launcher compiles and picks the _any twin when a buffer needs it".into(),
+            }));
+        }
         Ok(ReduceCopyKernel {
+            rt: self,
             spec: spec.clone(),
             name: spec.name(),
             func: self.function(spec)?,
+            any_alignment: OnceLock::new(),
         })
     }
 }
 
-impl ReduceCopyKernel {
+impl ReduceCopyKernel<'_> {
     pub fn spec(&self) -> &ReduceCopySpec {
         &self.spec
     }
@@ -106,8 +120,9 @@ impl ReduceCopyKernel {
             return Ok(());
         }
         let cfg = self.config(n, opts);
+        let func = self.pick(stream, srcs, dsts, call)?;
         let n = n as u64;
-        let mut args = stream.launch_builder(&self.func);
+        let mut args = stream.launch_builder(func);
         for s in srcs {
             s.push_input(&mut args);
         }
@@ -123,6 +138,39 @@ impl ReduceCopyKernel {
         // buffer has the spec's dtype and exactly n elements.
         unsafe { args.launch(cfg) }.during(|| format!("launching {}", self.name))?;
         Ok(())
+    }
+
+    /// The aligned kernel, or the `_any` twin (compiled on first need) when a
+    /// buffer is off its pack boundary or stochastic rounding starts at a base that
+    /// is not a multiple of 4.
+    fn pick(
+        &self,
+        stream: &CudaStream,
+        srcs: &[&dyn KernelInput],
+        dsts: &[&mut dyn KernelOutput],
+        call: ReduceCopyArgs,
+    ) -> Result<&CudaFunction> {
+        let pack = u64::from(self.spec.pack_elts());
+        let off = |address: u64, role: redjit_codegen::Role| {
+            !address.is_multiple_of(pack * u64::from(self.spec.dtype_of(role).info().bytes))
+        };
+        let misaligned = srcs
+            .iter()
+            .zip(&self.spec.srcs)
+            .any(|(b, s)| off(b.address(stream), s.role))
+            || dsts
+                .iter()
+                .zip(&self.spec.dsts)
+                .any(|(b, &r)| off(b.address(stream), r))
+            || call.stochastic.is_some_and(|sr| !sr.base.is_multiple_of(4));
+        if !misaligned {
+            return Ok(&self.func);
+        }
+        if let Some(f) = self.any_alignment.get() {
+            return Ok(f);
+        }
+        let f = self.rt.function(&self.spec.for_any_alignment())?;
+        Ok(self.any_alignment.get_or_init(|| f))
     }
 
     /// Validates a call; returns the element count.

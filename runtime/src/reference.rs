@@ -65,12 +65,20 @@ impl HostBuffer {
 /// `cvt.rn.bf16.f32`: round to nearest even; every NaN becomes the canonical
 /// 0x7fff (`half` keeps the payload's top bits instead).
 pub fn bf16_rn(x: f32) -> bf16 {
-    if x.is_nan() { bf16::from_bits(0x7fff) } else { bf16::from_f32(x) }
+    if x.is_nan() {
+        bf16::from_bits(0x7fff)
+    } else {
+        bf16::from_f32(x)
+    }
 }
 
 /// `cvt.rn.f16.f32`: round to nearest even; every NaN becomes the canonical 0x7fff.
 pub fn f16_rn(x: f32) -> f16 {
-    if x.is_nan() { f16::from_bits(0x7fff) } else { f16::from_f32(x) }
+    if x.is_nan() {
+        f16::from_bits(0x7fff)
+    } else {
+        f16::from_f32(x)
+    }
 }
 
 /// NVIDIA's canonical NaN, what min.NaN / max.NaN and cvt produce.

@@ -1,6 +1,14 @@
 // ---- redjit prelude: f16 -------------------------------------------------
-// Same functions as dtype_f32.cuh. Widening is exact (cvt.f32.f16); narrowing is
-// cvt.rn (round to nearest even, subnormals kept, overflow to +-Inf), two at a time.
+// Widening is exact (cvt.f32.f16). Narrowing to nearest is cvt.rn (ties to even,
+// subnormals kept, overflow to +-Inf, NaN to the canonical NaN), two at a time.
+// Stochastic rounding is exact integer arithmetic over the f32 bits, so the CPU
+// twin matches bit for bit:
+//   |x| >= 2^-14 (f16 normal): add 13 random bits below the kept mantissa and
+//     truncate; a result >= 65536 (past the largest finite, 65504) is Inf.
+//   |x| <  2^-14 (f16 subnormal, ulp 2^-24): keep floor(|x| / 2^-24) and round up
+//     when a d-bit random number is below the d dropped bits (d >= 14; for
+//     d > 32 the top 32 dropped bits are compared with all 32 random bits).
+// NaN gives the canonical NaN (as cvt.rn does); +-Inf and +-0 stay.
 __device__ __forceinline__ float rj_f16_to_f32(rj_u16 h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -17,33 +25,6 @@ __device__ __forceinline__ rj_u32 rj_f32x2_to_f16x2_rn(float lo, float hi) {
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
-template <class L> __device__ __forceinline__ float rj_ld1_f16(rj_u64 a, rj_u64 i) {
-  return rj_f16_to_f32(L::b16(a + i * 2));
-}
-template <class L> __device__ __forceinline__ void rj_ld4_f16(rj_u64 a, rj_u64 i, bool aligned, float (&v)[4]) {
-  if (aligned) {
-    rj_b64 p = L::b64(a + i * 2);
-    v[0] = rj_f16_to_f32((rj_u16)(p.x & 0xffffu)); v[1] = rj_f16_to_f32((rj_u16)(p.x >> 16));
-    v[2] = rj_f16_to_f32((rj_u16)(p.y & 0xffffu)); v[3] = rj_f16_to_f32((rj_u16)(p.y >> 16));
-  } else {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) v[e] = rj_ld1_f16<L>(a, i + e);
-  }
-}
-__device__ __forceinline__ void rj_st1_f16(rj_u64 a, rj_u64 i, float x) { rj_st_b16(a + i * 2, rj_f32_to_f16_rn(x)); }
-__device__ __forceinline__ void rj_st4_f16(rj_u64 a, rj_u64 i, bool aligned, const float (&v)[4]) {
-  rj_b64 p = {rj_f32x2_to_f16x2_rn(v[0], v[1]), rj_f32x2_to_f16x2_rn(v[2], v[3])};
-  if (aligned) rj_st_b64(a + i * 2, p);
-  else rj_st_b64_by_b16(a + i * 2, p);
-}
-// Stochastic rounding, exact in integer arithmetic over the f32 bits, so the CPU
-// twin matches bit for bit:
-//   |x| >= 2^-14 (f16 normal): add 13 random bits below the kept mantissa and
-//     truncate; a result >= 65536 (past the largest finite, 65504) is Inf.
-//   |x| <  2^-14 (f16 subnormal, ulp 2^-24): keep floor(|x| / 2^-24) and round up
-//     when a d-bit random number is below the d dropped bits (d >= 14; for
-//     d > 32 the top 32 dropped bits are compared with all 32 random bits).
-// NaN gives the canonical NaN (as cvt.rn does); +-Inf and +-0 stay.
 __device__ __forceinline__ rj_u16 rj_f32_to_f16_sr(float x, rj_u32 r) {
   const rj_u32 u = rj_f32_as_bits(x);
   const rj_u32 sign = (u >> 16) & 0x8000u;
@@ -68,12 +49,22 @@ __device__ __forceinline__ rj_u16 rj_f32_to_f16_sr(float x, rj_u32 r) {
   }
   return (rj_u16)(sign | (units + up));
 }
-__device__ __forceinline__ void rj_st1_f16_sr(rj_u64 a, rj_u64 i, float x, rj_u32 r) {
-  rj_st_b16(a + i * 2, rj_f32_to_f16_sr(x, r));
-}
-__device__ __forceinline__ void rj_st4_f16_sr(rj_u64 a, rj_u64 i, bool aligned, const float (&v)[4], const rj_u32 (&r)[4]) {
-  rj_b64 p = {(rj_u32)rj_f32_to_f16_sr(v[0], r[0]) | ((rj_u32)rj_f32_to_f16_sr(v[1], r[1]) << 16),
-              (rj_u32)rj_f32_to_f16_sr(v[2], r[2]) | ((rj_u32)rj_f32_to_f16_sr(v[3], r[3]) << 16)};
-  if (aligned) rj_st_b64(a + i * 2, p);
-  else rj_st_b64_by_b16(a + i * 2, p);
-}
+struct rj_dtype_f16 {
+  static const int kBytes = 2;
+  static const int kWords = 2;
+  template <class L> static __device__ __forceinline__ float ld1(rj_u64 a, rj_u64 i) { return rj_f16_to_f32(L::b16(a + i * 2)); }
+  static __device__ __forceinline__ void st1(rj_u64 a, rj_u64 i, float x) { rj_st_b16(a + i * 2, rj_f32_to_f16_rn(x)); }
+  static __device__ __forceinline__ void st1_sr(rj_u64 a, rj_u64 i, float x, rj_u32 r) { rj_st_b16(a + i * 2, rj_f32_to_f16_sr(x, r)); }
+  static __device__ __forceinline__ void unpack4(const rj_u32 (&w)[2], float (&v)[4]) {
+    v[0] = rj_f16_to_f32(rj_half(w[0], 0)); v[1] = rj_f16_to_f32(rj_half(w[0], 1));
+    v[2] = rj_f16_to_f32(rj_half(w[1], 0)); v[3] = rj_f16_to_f32(rj_half(w[1], 1));
+  }
+  static __device__ __forceinline__ void pack4(const float (&v)[4], rj_u32 (&w)[2]) {
+    w[0] = rj_f32x2_to_f16x2_rn(v[0], v[1]);
+    w[1] = rj_f32x2_to_f16x2_rn(v[2], v[3]);
+  }
+  static __device__ __forceinline__ void pack4_sr(const float (&v)[4], const rj_u32 (&r)[4], rj_u32 (&w)[2]) {
+    w[0] = (rj_u32)rj_f32_to_f16_sr(v[0], r[0]) | ((rj_u32)rj_f32_to_f16_sr(v[1], r[1]) << 16);
+    w[1] = (rj_u32)rj_f32_to_f16_sr(v[2], r[2]) | ((rj_u32)rj_f32_to_f16_sr(v[3], r[3]) << 16);
+  }
+};

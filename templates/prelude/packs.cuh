@@ -56,10 +56,155 @@ __device__ __forceinline__ void rj_st_b32(rj_u64 a, rj_u32 v) {
 __device__ __forceinline__ void rj_st_b16(rj_u64 a, rj_u16 v) {
   asm volatile("st.global.u16 [%0], %1;" :: "l"(a), "h"(v) : "memory");
 }
-// A b64 pack to an address only 2-byte aligned: four 16-bit stores.
-__device__ __forceinline__ void rj_st_b64_by_b16(rj_u64 a, rj_b64 v) {
-  rj_st_b16(a + 0, (rj_u16)(v.x & 0xffffu));
-  rj_st_b16(a + 2, (rj_u16)(v.x >> 16));
-  rj_st_b16(a + 4, (rj_u16)(v.y & 0xffffu));
-  rj_st_b16(a + 6, (rj_u16)(v.y >> 16));
+
+// ---- packs as words: one pack is W 32-bit words (W = 4: 16 bytes, 2: 8 bytes).
+template <class L> __device__ __forceinline__ void rj_ld_words(rj_u64 a, rj_u32 (&w)[4]) {
+  const rj_b128 p = L::b128(a);
+  w[0] = p.x; w[1] = p.y; w[2] = p.z; w[3] = p.w;
 }
+template <class L> __device__ __forceinline__ void rj_ld_words(rj_u64 a, rj_u32 (&w)[2]) {
+  const rj_b64 p = L::b64(a);
+  w[0] = p.x; w[1] = p.y;
+}
+__device__ __forceinline__ void rj_st_words(rj_u64 a, const rj_u32 (&w)[4]) { rj_st_b128(a, rj_b128{w[0], w[1], w[2], w[3]}); }
+__device__ __forceinline__ void rj_st_words(rj_u64 a, const rj_u32 (&w)[2]) { rj_st_b64(a, rj_b64{w[0], w[1]}); }
+
+// ---- misaligned packs at full width -------------------------------------------
+// A buffer m bytes past a pack boundary (0 < m < pack bytes) keeps vector accesses:
+// in each unroll step the warp's 32 lanes touch 32 consecutive packs, so each lane
+// loads (stores) the aligned block under its pack and trades the bytes that cross
+// into the next block with its neighbour lane through a shuffle, then shifts them
+// into place with a funnel shift. Only the warp's two edges use 16-bit accesses:
+// lane 31's bytes past its block, and on stores lane 0's bytes before its block's
+// end (the block's first m bytes are another warp's). No access leaves the bytes of
+// the elements the warp step covers, except aligned loads that start up to m bytes
+// before the buffer, inside its allocation's aligned block.
+__device__ __forceinline__ rj_u32 rj_shfl_down1(rj_u32 v) {
+  rj_u32 r;
+  asm volatile("shfl.sync.down.b32 %0, %1, 1, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v));
+  return r;
+}
+__device__ __forceinline__ rj_u32 rj_shfl_up1(rj_u32 v) {
+  rj_u32 r;
+  asm volatile("shfl.sync.up.b32 %0, %1, 1, 0, 0xffffffff;" : "=r"(r) : "r"(v));
+  return r;
+}
+__device__ __forceinline__ rj_u32 rj_shr64(rj_u32 lo, rj_u32 hi, rj_u32 bits) {
+  rj_u32 r;
+  asm("shf.r.clamp.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(bits));
+  return r;
+}
+// o = bytes [s, s + 4W) of the 8W bytes x ++ y, for an even s in [0, 4W): word
+// selects and one funnel shift per word (shf.r.clamp by 0 is the low word). The
+// shift is uniform at run time; selects keep the words in registers.
+template <int W>
+__device__ __forceinline__ void rj_funnel(rj_u32 s, const rj_u32 (&x)[W], const rj_u32 (&y)[W], rj_u32 (&o)[W]) {
+  const rj_u32 q = s >> 2, bits = (s & 3) * 8;
+  rj_u32 c[2 * W];
+#pragma unroll
+  for (int k = 0; k < W; ++k) {
+    c[k] = x[k];
+    c[W + k] = y[k];
+  }
+#pragma unroll
+  for (int j = 0; j < W; ++j) {
+    rj_u32 lo = c[j], hi = c[j + 1];
+#pragma unroll
+    for (int t = 1; t < W; ++t) {
+      if (q == (rj_u32)t) {
+        lo = c[j + t];
+        hi = c[j + t + 1 < 2 * W ? j + t + 1 : 2 * W - 1];
+      }
+    }
+    o[j] = rj_shr64(lo, hi, bits);
+  }
+}
+__device__ __forceinline__ rj_u16 rj_half(rj_u32 w, int upper) { return (rj_u16)(upper ? w >> 16 : w & 0xffffu); }
+
+// The pack at x = (aligned block) + m, 0 <= m < 4W. For m == 0 this is the plain
+// aligned load (the shuffled words go unused; every lane shuffles, so the warp
+// never diverges before a shuffle).
+template <class L, int W>
+__device__ __forceinline__ void rj_ld_words_any(rj_u64 x, rj_u32 m, rj_u32 lane, rj_u32 (&w)[W]) {
+  const rj_u64 a0 = x - m;
+  rj_u32 lo[W], hi[W];
+  rj_ld_words<L>(a0, lo);
+#pragma unroll
+  for (int k = 0; k < W; ++k) hi[k] = rj_shfl_down1(lo[k]);
+  if (lane == 31 && m != 0) {
+    // The m bytes past the block, which no lane loaded as a block.
+#pragma unroll
+    for (int k = 0; k < W; ++k) hi[k] = 0;
+#pragma unroll
+    for (int j = 0; j < 2 * W - 1; ++j)
+      if (2u * j < m) hi[j / 2] |= (rj_u32)L::b16(a0 + 4 * W + 2 * j) << (16 * (j % 2));
+  }
+  rj_funnel(m, lo, hi, w);
+}
+
+// Stores the pack d at x = (aligned block) + m, 0 <= m < 4W. The block under this
+// pack is the previous lane's last m bytes, then this lane's first 4W - m. Every
+// lane shuffles even when m == 0 (the buffer is aligned), so the warp never
+// diverges before a shuffle.
+template <int W>
+__device__ __forceinline__ void rj_st_words_any(rj_u64 x, rj_u32 m, rj_u32 lane, const rj_u32 (&d)[W]) {
+  rj_u32 prev[W], block[W];
+#pragma unroll
+  for (int k = 0; k < W; ++k) prev[k] = rj_shfl_up1(d[k]);
+  if (m == 0) {
+    rj_st_words(x, d);
+    return;
+  }
+  rj_funnel(4 * W - m, prev, d, block);
+  if (lane != 0) rj_st_words(x - m, block);
+  if (lane == 0 || lane == 31) {
+#pragma unroll
+    for (int j = 0; j < 2 * W; ++j) {
+      const bool head = 2u * j < 4 * W - m;
+      // Lane 0 writes its head (its block's start is another warp's); lane 31 its
+      // tail, which lies past its block.
+      if ((lane == 0) == head) rj_st_b16(x + 2 * j, rj_half(d[j / 2], j % 2));
+    }
+  }
+}
+
+// ---- dtype-generic element I/O. T is a dtype struct from prelude/dtype_*.cuh,
+// each with the same members: kBytes, kWords (words per 4-element pack),
+// unpack4, pack4, pack4_sr (stochastic rounding with one random word per
+// element), ld1<L>, st1, st1_sr.
+template <class T, class L> __device__ __forceinline__ void rj_ld4(rj_u64 a, rj_u64 i, float (&v)[4]) {
+  rj_u32 w[T::kWords];
+  rj_ld_words<L>(a + i * T::kBytes, w);
+  T::unpack4(w, v);
+}
+template <class T, class L>
+__device__ __forceinline__ void rj_ld4_any(rj_u64 a, rj_u64 i, rj_u32 m, rj_u32 lane, float (&v)[4]) {
+  rj_u32 w[T::kWords];
+  rj_ld_words_any<L, T::kWords>(a + i * T::kBytes, m, lane, w);
+  T::unpack4(w, v);
+}
+template <class T> __device__ __forceinline__ void rj_st4(rj_u64 a, rj_u64 i, const float (&v)[4]) {
+  rj_u32 w[T::kWords];
+  T::pack4(v, w);
+  rj_st_words(a + i * T::kBytes, w);
+}
+template <class T> __device__ __forceinline__ void rj_st4_sr(rj_u64 a, rj_u64 i, const float (&v)[4], const rj_u32 (&r)[4]) {
+  rj_u32 w[T::kWords];
+  T::pack4_sr(v, r, w);
+  rj_st_words(a + i * T::kBytes, w);
+}
+template <class T>
+__device__ __forceinline__ void rj_st4_any(rj_u64 a, rj_u64 i, rj_u32 m, rj_u32 lane, const float (&v)[4]) {
+  rj_u32 w[T::kWords];
+  T::pack4(v, w);
+  rj_st_words_any<T::kWords>(a + i * T::kBytes, m, lane, w);
+}
+template <class T>
+__device__ __forceinline__ void rj_st4_sr_any(rj_u64 a, rj_u64 i, rj_u32 m, rj_u32 lane, const float (&v)[4], const rj_u32 (&r)[4]) {
+  rj_u32 w[T::kWords];
+  T::pack4_sr(v, r, w);
+  rj_st_words_any<T::kWords>(a + i * T::kBytes, m, lane, w);
+}
+template <class T, class L> __device__ __forceinline__ float rj_ld1(rj_u64 a, rj_u64 i) { return T::template ld1<L>(a, i); }
+template <class T> __device__ __forceinline__ void rj_st1(rj_u64 a, rj_u64 i, float x) { T::st1(a, i, x); }
+template <class T> __device__ __forceinline__ void rj_st1_sr(rj_u64 a, rj_u64 i, float x, rj_u32 r) { T::st1_sr(a, i, x, r); }

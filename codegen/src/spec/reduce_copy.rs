@@ -37,6 +37,13 @@ pub struct ReduceCopySpec {
     pub dsts: Vec<Role>,
     pub op: Op,
     pub rounding: Rounding,
+    /// Generate the loop for buffers that sit off a pack boundary (full-width
+    /// accesses through shuffles and funnel shifts; also stochastic rounding
+    /// from a base offset that is not a multiple of 4) instead of the aligned
+    /// one. The launcher picks this variant itself, from the buffers' addresses,
+    /// and compiles it on first use: most programs never need it, and it would
+    /// double every kernel's NVRTC time. Named with a trailing `_any`.
+    pub any_alignment: bool,
 }
 
 impl Default for ReduceCopySpec {
@@ -50,6 +57,7 @@ impl Default for ReduceCopySpec {
             dsts: vec![Role::Transport],
             op: Op::Sum,
             rounding: Rounding::Nearest,
+            any_alignment: false,
         }
     }
 }
@@ -71,8 +79,8 @@ impl ReduceCopySpec {
     /// Most threads per block the kernel is compiled for (`__launch_bounds__`),
     /// from the values it keeps live: unroll 8, unroll 4 with stochastic rounding
     /// or with 8 sources spilled at the 64 registers a 1024-thread bound allows,
-    /// so they are bound to 512 threads (128 registers); unroll 8 with stochastic
-    /// rounding and 8 sources spilled at 128, so it is bound to 256.
+    /// so they are bound to 512 threads (128 registers); unroll 8 with 8 sources
+    /// or stochastic rounding spilled at 128, so it is bound to 256.
     pub fn max_threads(&self) -> u32 {
         // Registers live across the loads: accumulators and one source's loads,
         // Philox's state when rounding stochastically, a 64-bit address per
@@ -85,7 +93,7 @@ impl ReduceCopySpec {
         let addresses = 2 * (self.srcs.len() + self.dsts.len()) as u32;
         match self.unroll * self.pack_elts() * 2 + philox + addresses {
             0..=48 => 1024,
-            49..=90 => 512,
+            49..=80 => 512,
             _ => 256,
         }
     }
@@ -93,6 +101,14 @@ impl ReduceCopySpec {
     /// Elements one warp handles per iteration (`unroll * 32 * pack_elts`).
     pub fn elems_per_hunk(&self) -> u32 {
         self.unroll * WARP_SIZE * self.pack_elts()
+    }
+
+    /// This spec's kernel for buffers at any alignment.
+    pub fn for_any_alignment(&self) -> ReduceCopySpec {
+        ReduceCopySpec {
+            any_alignment: true,
+            ..self.clone()
+        }
     }
 
     /// The seed's type-configuration number for the two-source, one-destination
@@ -179,6 +195,7 @@ impl ReduceCopySpec {
             accum: self.accum.info().c_type,
             op_functor: self.op.info().functor,
             stochastic: self.rounding == Rounding::Stochastic,
+            any_alignment: self.any_alignment,
             store_suffix: self.rounding.info().store_suffix,
             srcs: self
                 .srcs
@@ -208,6 +225,7 @@ struct ReduceCopyContext {
     accum: &'static str,
     op_functor: &'static str,
     stochastic: bool,
+    any_alignment: bool,
     store_suffix: &'static str,
     srcs: Vec<BufferContext>,
     dsts: Vec<BufferContext>,
@@ -314,7 +332,7 @@ impl KernelSpec for ReduceCopySpec {
             roles_letters(&self.dsts),
             self.op,
             self.rounding,
-        )
+        ) + if self.any_alignment { "_any" } else { "" }
     }
 
     fn min_arch(&self) -> Arch {
@@ -355,11 +373,15 @@ impl FromStr for ReduceCopySpec {
             input: s.to_string(),
             rule: rule.to_string(),
         };
-        let format = "expected reduce_copy_u<unroll>_<accum>_<transport>_<src roles>_<dst roles>_<op>_<rounding>, e.g. reduce_copy_u4_f32_bf16_TA_T_sum_rn (source letters: upper case volatile, lower case read-only)";
+        let format = "expected reduce_copy_u<unroll>_<accum>_<transport>_<src roles>_<dst roles>_<op>_<rounding>[_any], e.g. reduce_copy_u4_f32_bf16_TA_T_sum_rn (source letters: upper case volatile, lower case read-only)";
         let rest = s
             .strip_prefix(Family::ReduceCopy.slug())
             .and_then(|r| r.strip_prefix('_'))
             .ok_or_else(|| parse_err(format))?;
+        let (rest, any_alignment) = match rest.strip_suffix("_any") {
+            Some(r) => (r, true),
+            None => (rest, false),
+        };
         let parts: Vec<&str> = rest.split('_').collect();
         let [unroll, accum, transport, srcs, dsts, op, rounding] = parts.as_slice() else {
             return Err(parse_err(format));
@@ -396,6 +418,7 @@ impl FromStr for ReduceCopySpec {
             dsts: roles(dsts)?,
             op: op.parse()?,
             rounding: rounding.parse()?,
+            any_alignment,
         };
         spec.validate()?;
         // One spelling per kernel: a name parses only if it prints back the same
