@@ -379,7 +379,7 @@ fn any_block_size_and_grid_gives_the_same_bits() {
                 &[0],
                 call_for(&spec, 0, 0),
                 LaunchOptions {
-                    threads,
+                    threads: Some(threads),
                     max_blocks,
                 },
             );
@@ -441,7 +441,7 @@ fn bad_calls_are_errors_and_empty_calls_launch_nothing() {
                 &mut [&mut out],
                 ReduceCopyArgs::default(),
                 LaunchOptions {
-                    threads,
+                    threads: Some(threads),
                     max_blocks: None,
                 },
             )
@@ -462,7 +462,7 @@ fn bad_calls_are_errors_and_empty_calls_launch_nothing() {
             &mut [&mut out],
             ReduceCopyArgs::default(),
             LaunchOptions {
-                threads: 1024,
+                threads: Some(1024),
                 max_blocks: None,
             },
         )
@@ -721,7 +721,7 @@ fn stochastic_rounding_is_the_same_for_every_unroll_offset_and_block_size() {
                     );
                 }
                 let few_blocks = LaunchOptions {
-                    threads: 64,
+                    threads: Some(64),
                     max_blocks: Some(3),
                 };
                 run_and_check(&rt, &spec, &inputs, n, &[0, 0], &[0], call, few_blocks);

@@ -9,27 +9,21 @@ use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::Runtime;
 
-/// Threads per block unless the caller asks otherwise.
+/// Threads per block unless the caller asks otherwise (or the kernel's launch
+/// bound is lower).
 pub const DEFAULT_THREADS: u32 = 512;
 /// The largest gridDim.x.
 const MAX_GRID: u32 = i32::MAX as u32;
 
 /// Per-call launch shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LaunchOptions {
-    /// Threads per block: a multiple of 32, at most 1024.
-    pub threads: u32,
+    /// Threads per block: a multiple of 32, at most the kernel's launch bound
+    /// (`ReduceCopySpec::max_threads`). `None`: `DEFAULT_THREADS` or the bound,
+    /// whichever is lower.
+    pub threads: Option<u32>,
     /// Upper bound on the grid (`None`: one block per `threads / 32` hunks).
     pub max_blocks: Option<u32>,
-}
-
-impl Default for LaunchOptions {
-    fn default() -> Self {
-        LaunchOptions {
-            threads: DEFAULT_THREADS,
-            max_blocks: None,
-        }
-    }
 }
 
 /// Stochastic rounding's inputs: the Philox key and the caller's base offset
@@ -173,6 +167,11 @@ impl ReduceCopyKernel<'_> {
         Ok(self.any_alignment.get_or_init(|| f))
     }
 
+    fn threads(&self, opts: LaunchOptions) -> u32 {
+        opts.threads
+            .unwrap_or(DEFAULT_THREADS.min(self.spec.max_threads()))
+    }
+
     /// Validates a call; returns the element count.
     fn check(
         &self,
@@ -188,10 +187,11 @@ impl ReduceCopyKernel<'_> {
             rule,
         };
         let max_threads = self.spec.max_threads();
-        if opts.threads == 0 || !opts.threads.is_multiple_of(32) || opts.threads > max_threads {
+        let threads = self.threads(opts);
+        if threads == 0 || !threads.is_multiple_of(32) || threads > max_threads {
             return Err(err(
                 "threads",
-                opts.threads.to_string(),
+                threads.to_string(),
                 format!(
                     "must be a multiple of 32 between 32 and {max_threads}, this kernel's launch bound"
                 ),
@@ -316,13 +316,14 @@ impl ReduceCopyKernel<'_> {
     /// round of hunks leaves SMs idle. The kernel's hunk loop covers grids capped
     /// by `max_blocks` or by the 2^31 - 1 limit of gridDim.x.
     fn config(&self, n: usize, opts: LaunchOptions) -> LaunchConfig {
-        let warps_per_block = (opts.threads / 32) as usize;
+        let threads = self.threads(opts);
+        let warps_per_block = (threads / 32) as usize;
         let hunks = n / self.spec.elems_per_hunk() as usize;
         let wanted = hunks.div_ceil(warps_per_block).max(1);
         let cap = opts.max_blocks.map_or(MAX_GRID, |m| m.min(MAX_GRID)) as usize;
         LaunchConfig {
             grid_dim: (wanted.min(cap) as u32, 1, 1),
-            block_dim: (opts.threads, 1, 1),
+            block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         }
     }
