@@ -94,9 +94,16 @@ __device__ __forceinline__ void hunks_any(
   for (rj_u64 hunk = first_hunk; hunk < n_hunks; hunk += hunk_stride) {
     const rj_u64 base = hunk * kHunk + lane * kPack;
     {{ accum }} acc[{{ unroll }}][{{ pack_elts }}];
+    {
+      // Every block of the source first, then the shuffles and shifts.
+      rj_u32 raw[{{ unroll }}][rj_dtype_{{ srcs[0].dtype }}::kWords];
 #pragma unroll
-    for (int u = 0; u < {{ unroll }}; ++u)
-      rj_ld4_any<rj_dtype_{{ srcs[0].dtype }}, {{ srcs[0].load }}>(src0, base + u * 32 * kPack, src0_m, lane, acc[u]);
+      for (int u = 0; u < {{ unroll }}; ++u)
+        rj_ld4_block<rj_dtype_{{ srcs[0].dtype }}, {{ srcs[0].load }}>(src0, base + u * 32 * kPack, src0_m, raw[u]);
+#pragma unroll
+      for (int u = 0; u < {{ unroll }}; ++u)
+        rj_ld4_shift_in<rj_dtype_{{ srcs[0].dtype }}, {{ srcs[0].load }}>(src0, base + u * 32 * kPack, src0_m, lane, raw[u], acc[u]);
+    }
 #pragma unroll
     for (int u = 0; u < {{ unroll }}; ++u)
 #pragma unroll
@@ -104,9 +111,13 @@ __device__ __forceinline__ void hunks_any(
 {%- for s in srcs %}{% if s.index > 0 %}
     {
       {{ accum }} x[{{ unroll }}][{{ pack_elts }}];
+      rj_u32 raw[{{ unroll }}][rj_dtype_{{ s.dtype }}::kWords];
 #pragma unroll
       for (int u = 0; u < {{ unroll }}; ++u)
-        rj_ld4_any<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, src{{ s.index }}_m, lane, x[u]);
+        rj_ld4_block<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, src{{ s.index }}_m, raw[u]);
+#pragma unroll
+      for (int u = 0; u < {{ unroll }}; ++u)
+        rj_ld4_shift_in<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, src{{ s.index }}_m, lane, raw[u], x[u]);
 #pragma unroll
       for (int u = 0; u < {{ unroll }}; ++u)
 #pragma unroll

@@ -121,18 +121,25 @@ __device__ __forceinline__ void rj_funnel(rj_u32 s, const rj_u32 (&x)[W], const 
 }
 __device__ __forceinline__ rj_u16 rj_half(rj_u32 w, int upper) { return (rj_u16)(upper ? w >> 16 : w & 0xffffu); }
 
-// The pack at x = (aligned block) + m, 0 <= m < 4W. For m == 0 this is the plain
-// aligned load (the shuffled words go unused; every lane shuffles, so the warp
-// never diverges before a shuffle).
+// The pack at x = (aligned block) + m, 0 <= m < 4W, in two steps so a loop can
+// issue every block load before the first shuffle: the shuffles are volatile asm,
+// ordered with the (volatile) loads, and a shuffle right after its load would
+// leave one load in flight at a time.
+//   rj_ld_block: the aligned block under the pack.
+//   rj_shift_in: the bytes past the block from the next lane (lane 31 loads
+//     them, 16 bits at a time), shifted into place. For m == 0 the block is the
+//     pack (every lane still shuffles, so the warp never diverges before one).
 template <class L, int W>
-__device__ __forceinline__ void rj_ld_words_any(rj_u64 x, rj_u32 m, rj_u32 lane, rj_u32 (&w)[W]) {
-  const rj_u64 a0 = x - m;
-  rj_u32 lo[W], hi[W];
-  rj_ld_words<L>(a0, lo);
+__device__ __forceinline__ void rj_ld_block(rj_u64 x, rj_u32 m, rj_u32 (&lo)[W]) {
+  rj_ld_words<L>(x - m, lo);
+}
+template <class L, int W>
+__device__ __forceinline__ void rj_shift_in(rj_u64 x, rj_u32 m, rj_u32 lane, const rj_u32 (&lo)[W], rj_u32 (&w)[W]) {
+  rj_u32 hi[W];
 #pragma unroll
   for (int k = 0; k < W; ++k) hi[k] = rj_shfl_down1(lo[k]);
   if (lane == 31 && m != 0) {
-    // The m bytes past the block, which no lane loaded as a block.
+    const rj_u64 a0 = x - m;
 #pragma unroll
     for (int k = 0; k < W; ++k) hi[k] = 0;
 #pragma unroll
@@ -178,9 +185,13 @@ template <class T, class L> __device__ __forceinline__ void rj_ld4(rj_u64 a, rj_
   T::unpack4(w, v);
 }
 template <class T, class L>
-__device__ __forceinline__ void rj_ld4_any(rj_u64 a, rj_u64 i, rj_u32 m, rj_u32 lane, float (&v)[4]) {
+__device__ __forceinline__ void rj_ld4_block(rj_u64 a, rj_u64 i, rj_u32 m, rj_u32 (&raw)[T::kWords]) {
+  rj_ld_block<L, T::kWords>(a + i * T::kBytes, m, raw);
+}
+template <class T, class L>
+__device__ __forceinline__ void rj_ld4_shift_in(rj_u64 a, rj_u64 i, rj_u32 m, rj_u32 lane, const rj_u32 (&raw)[T::kWords], float (&v)[4]) {
   rj_u32 w[T::kWords];
-  rj_ld_words_any<L, T::kWords>(a + i * T::kBytes, m, lane, w);
+  rj_shift_in<L, T::kWords>(a + i * T::kBytes, m, lane, raw, w);
   T::unpack4(w, v);
 }
 template <class T> __device__ __forceinline__ void rj_st4(rj_u64 a, rj_u64 i, const float (&v)[4]) {
