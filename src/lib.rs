@@ -13,6 +13,28 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Launching (the README's example, compiled here so it stays true):
+//!
+//! ```no_run
+//! use half::bf16;
+//! use redjit::{LaunchOptions, ReduceCopyArgs, ReduceCopySpec, Runtime, Stochastic};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let rt = Runtime::new(0)?;
+//! let spec: ReduceCopySpec = "reduce_copy_u4_f32_bf16_TA_T_sum_rn".parse()?;
+//! let kernel = rt.reduce_copy(&spec)?;
+//! let s = rt.stream();
+//! let recv = s.clone_htod(&vec![bf16::from_f32(1.5); 1 << 20])?;
+//! let user = s.clone_htod(&vec![2.25f32; 1 << 20])?;
+//! let mut send = s.alloc_zeros::<bf16>(1 << 20)?;
+//! kernel.launch(s, &[&recv, &user], &mut [&mut send])?;
+//!
+//! let sr: ReduceCopySpec = "reduce_copy_u4_f32_bf16_Ta_T_sum_sr".parse()?;
+//! let args = ReduceCopyArgs { scalar: None, stochastic: Some(Stochastic { seed: 42, base: 0 }) };
+//! rt.reduce_copy(&sr)?.launch_with(s, &[&recv, &user], &mut [&mut send], args, LaunchOptions::default())?;
+//! # Ok(()) }
+//! ```
+//!
 //! The crates underneath: [`codegen`] (specs -> CUDA source, no GPU needed) and
 //! [`runtime`] (NVRTC, the compile cache, launchers).
 
