@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine after scripts/gpu.sh: the reduce_copy benchmarks of the
-# "reduce_copy complete" issue (stochastic rounding, misaligned mixes, tail cost),
+# stochastic rounding, misaligned mixes and tail cost,
 # with PyTorch measured in the same call. Output under $OUT.
 set -uo pipefail
 OUT="${OUT:-/tmp/redjit-out}"
