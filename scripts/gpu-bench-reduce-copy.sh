@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine after scripts/gpu.sh: the reduce_copy benchmarks of the
+# Runs on the GPU machine after scripts/gpu.sh: reduce_copy benchmarks of
 # stochastic rounding, misaligned mixes and tail cost,
 # with PyTorch measured in the same call. Output under $OUT.
 set -uo pipefail
