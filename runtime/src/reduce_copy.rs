@@ -144,19 +144,13 @@ impl ReduceCopyKernel<'_> {
         dsts: &[&mut dyn KernelOutput],
         call: ReduceCopyArgs,
     ) -> Result<&CudaFunction> {
-        let pack = u64::from(self.spec.pack_elts());
-        let off = |address: u64, role: redjit_codegen::Role| {
-            !address.is_multiple_of(pack * u64::from(self.spec.dtype_of(role).info().bytes))
-        };
-        let misaligned = srcs
-            .iter()
-            .zip(&self.spec.srcs)
-            .any(|(b, s)| off(b.address(stream), s.role))
-            || dsts
-                .iter()
-                .zip(&self.spec.dsts)
-                .any(|(b, &r)| off(b.address(stream), r))
-            || call.stochastic.is_some_and(|sr| !sr.base.is_multiple_of(4));
+        let src_addresses: Vec<u64> = srcs.iter().map(|b| b.address(stream)).collect();
+        let dst_addresses: Vec<u64> = dsts.iter().map(|b| b.address(stream)).collect();
+        let misaligned = self.spec.needs_any_alignment(
+            &src_addresses,
+            &dst_addresses,
+            call.stochastic.map(|sr| sr.base),
+        );
         if !misaligned {
             return Ok(&self.func);
         }

@@ -103,6 +103,32 @@ impl ReduceCopySpec {
         self.unroll * WARP_SIZE * self.pack_elts()
     }
 
+    /// Whether a launch with buffers at these device addresses (sources, then
+    /// destinations, in spec order) and this stochastic-rounding base must use the
+    /// `_any` twin: the aligned kernel assumes every buffer starts on a pack
+    /// boundary (`pack_elts` elements of its own type) and, rounding
+    /// stochastically, that each pack takes one Philox counter (base % 4 == 0).
+    pub fn needs_any_alignment(
+        &self,
+        src_addresses: &[u64],
+        dst_addresses: &[u64],
+        sr_base: Option<u64>,
+    ) -> bool {
+        let pack_bytes =
+            |role: Role| u64::from(self.pack_elts() * self.dtype_of(role).info().bytes);
+        let off = |address: &u64, role: Role| !address.is_multiple_of(pack_bytes(role));
+        src_addresses
+            .iter()
+            .zip(&self.srcs)
+            .any(|(a, s)| off(a, s.role))
+            || dst_addresses
+                .iter()
+                .zip(&self.dsts)
+                .any(|(a, &r)| off(a, r))
+            || (self.rounding == Rounding::Stochastic
+                && sr_base.is_some_and(|b| !b.is_multiple_of(4)))
+    }
+
     /// This spec's kernel for buffers at any alignment.
     pub fn for_any_alignment(&self) -> ReduceCopySpec {
         ReduceCopySpec {
@@ -447,6 +473,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_any_twin_is_needed_exactly_when_a_buffer_is_off_its_pack_boundary() {
+        // TA_T: bf16 packs are 8 bytes, f32 packs 16.
+        let spec = ReduceCopySpec::default();
+        let base = 0x7f00_0000_0000u64;
+        assert!(!spec.needs_any_alignment(&[base, base + 256], &[base + 512], None));
+        // One bf16 element (2 bytes) into the 8-byte pack of src0.
+        assert!(spec.needs_any_alignment(&[base + 2, base + 256], &[base + 512], None));
+        // 8 bytes is a bf16 pack boundary but not an f32 one.
+        assert!(!spec.needs_any_alignment(&[base + 8, base + 256], &[base + 512], None));
+        assert!(spec.needs_any_alignment(&[base, base + 8], &[base + 512], None));
+        assert!(spec.needs_any_alignment(&[base, base + 256], &[base + 514], None));
+        // The base offset matters only when rounding stochastically.
+        assert!(!spec.needs_any_alignment(&[base, base + 256], &[base + 512], Some(3)));
+        let sr = ReduceCopySpec {
+            rounding: Rounding::Stochastic,
+            ..spec
+        };
+        assert!(!sr.needs_any_alignment(&[base, base + 256], &[base + 512], Some(8)));
+        assert!(sr.needs_any_alignment(&[base, base + 256], &[base + 512], Some(3)));
     }
 
     #[test]
