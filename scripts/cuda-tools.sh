@@ -5,7 +5,8 @@
 # the build and the tests use. 13.0.88 is pinned because the GPU machines' driver
 # era is CUDA 13.0: newer NVRTC emits PTX that driver rejects, and the PTX
 # snapshots are taken with this version.
-set -euo pipefail
+# Sourced: it sets no shell options of its own (the callers run with set -euo
+# pipefail); a failed install returns non-zero, which stops them.
 REDJIT_ROOT="${REDJIT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 REDJIT_TOOLS="$REDJIT_ROOT/.tools/cuda"
 REDJIT_CUDA_LIB="$REDJIT_TOOLS/nvidia/cu13/lib"
@@ -17,7 +18,7 @@ if [ ! -f "$REDJIT_CUDA_LIB/libnvrtc.so.13" ] || [ ! -x "$REDJIT_CUDA_BIN/ptxas"
   echo "redjit: installing $NVRTC_PIN and $NVCC_PIN into $REDJIT_TOOLS" >&2
   mkdir -p "$REDJIT_TOOLS"
   python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$REDJIT_TOOLS" \
-    --upgrade "$NVRTC_PIN" "$NVCC_PIN" >&2
+    --upgrade "$NVRTC_PIN" "$NVCC_PIN" >&2 || return 1
 fi
 # cudarc dlopens "libnvrtc.so.13" through the loader's search path; ptxas is found on PATH.
 export LD_LIBRARY_PATH="$REDJIT_CUDA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

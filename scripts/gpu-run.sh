@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no Rust there), from the repo root, over what
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
-#   bash scripts/gpu-run.sh [tests] [jit] [bench]      (default: all three)
+#   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench]   (default: all four)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
 OUT="${OUT:-/tmp/redjit-out}"
@@ -9,13 +9,17 @@ mkdir -p "$OUT"
 BIN=stage/bin
 export REDJIT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(tests jit bench)
+[ ${#steps[@]} -eq 0 ] && steps=(selftest tests jit bench)
 status=0
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 
 for step in "${steps[@]}"; do
   case "$step" in
+  selftest)
+    echo "== redjit selftest"
+    REDJIT_CACHE_DIR=/tmp/redjit-cache-selftest "$BIN/redjit" selftest 2>&1 | tee "$OUT/selftest.log" || status=1
+    ;;
   tests)
     echo "== GPU tests"
     export REDJIT_CACHE_DIR=/tmp/redjit-cache-tests

@@ -9,6 +9,8 @@ pub enum CliError {
     Usage(String),
     /// The input was fine but the work failed: no GPU, no NVRTC, a driver error, I/O.
     Failure(String),
+    /// `selftest` without a GPU: what could be checked passed (exit 3).
+    NoGpu(String),
 }
 
 pub type CliResult<T = ()> = Result<T, CliError>;
@@ -26,6 +28,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => 2,
             CliError::Failure(_) => 1,
+            CliError::NoGpu(_) => crate::selftest::NO_GPU_EXIT,
         }
     }
 }
@@ -33,7 +36,7 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Usage(m) | CliError::Failure(m) => f.write_str(m),
+            CliError::Usage(m) | CliError::Failure(m) | CliError::NoGpu(m) => f.write_str(m),
         }
     }
 }

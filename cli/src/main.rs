@@ -1,7 +1,8 @@
 //! `redjit`: generate, compile, inspect and benchmark redjit kernels.
 //!
 //! Exit codes: 0 success, 2 bad input (flags, specs, files named on the command
-//! line), 1 failure (no GPU, no NVRTC, driver or I/O errors).
+//! line), 1 failure (no GPU, no NVRTC, driver or I/O errors, a failed check),
+//! 3 `selftest` without a GPU whose generation and NVRTC checks passed.
 
 mod args;
 mod bench;
@@ -12,6 +13,7 @@ mod cmd_info;
 mod devbuf;
 mod error;
 mod report;
+mod selftest;
 mod timing;
 mod torch_ref;
 
@@ -44,6 +46,9 @@ enum Command {
     Cache(cmd_cache::CacheArgs),
     /// Benchmarks (GPU only).
     Bench(bench::BenchArgs),
+    /// Check every kernel family against its CPU twin on the GPU (without one:
+    /// generation and NVRTC compilation only, exit 3).
+    Selftest(selftest::SelftestArgs),
 }
 
 fn run(cli: &Cli) -> CliResult {
@@ -53,6 +58,7 @@ fn run(cli: &Cli) -> CliResult {
         Command::Info => cmd_info::info_cmd(),
         Command::Cache(a) => cmd_cache::cache_cmd(a),
         Command::Bench(a) => bench::bench_cmd(a),
+        Command::Selftest(a) => selftest::selftest_cmd(a),
     }
 }
 
