@@ -219,28 +219,30 @@ impl ReduceCopyKernel<'_> {
             .map(|s| (s.dtype(), s.len()))
             .zip(&self.spec.srcs)
             .enumerate()
-            .map(|(i, (b, s))| (format!("src{i}"), b, s.role))
+            .map(|(i, (b, s))| (("src", i), b, s.role))
             .chain(
                 dsts.iter()
                     .map(|d| (d.dtype(), d.len()))
                     .zip(&self.spec.dsts)
                     .enumerate()
-                    .map(|(i, (b, r))| (format!("dst{i}"), b, *r)),
+                    .map(|(i, (b, r))| (("dst", i), b, *r)),
             );
         let n = srcs[0].len();
-        for (label, (dtype, len), role) in buffers {
+        // Labels are formatted only for an error: this runs on every launch.
+        for ((kind, i), (dtype, len), role) in buffers {
+            let label = || format!("{kind}{i}");
             let want = self.spec.dtype_of(role);
             if dtype != want {
                 return Err(err(
                     "dtype",
-                    format!("{label}: {dtype}"),
-                    format!("{label} is {role}, which is {want} in this kernel"),
+                    format!("{}: {dtype}", label()),
+                    format!("{} is {role}, which is {want} in this kernel", label()),
                 ));
             }
             if len != n {
                 return Err(err(
                     "length",
-                    format!("{label}: {len}"),
+                    format!("{}: {len}", label()),
                     format!("every buffer must have the length of src0 ({n})"),
                 ));
             }
