@@ -156,14 +156,18 @@ extern "C" __global__ void __launch_bounds__({{ max_threads }}, 1) {{ name }}(
     rj_u64 n, float op_arg, rj_u64 sr_seed, rj_u64 sr_base) {
   const rj_u64 kHunk = {{ elems_per_hunk }};
   const {{ op_functor }} op = {op_arg};
-  // Each buffer's .global address and how far it sits past a pack boundary.
+  // Each buffer's .global address{% if any_alignment %} and how far it sits past a pack boundary{% endif %}.
 {%- for s in srcs %}
   const rj_u64 src{{ s.index }} = rj_cvta_global(src{{ s.index }}_ptr);
+{%- if any_alignment %}
   const rj_u32 src{{ s.index }}_m = (rj_u32)(src{{ s.index }} % {{ s.pack_bytes }});
+{%- endif %}
 {%- endfor %}
 {%- for d in dsts %}
   const rj_u64 dst{{ d.index }} = rj_cvta_global(dst{{ d.index }}_ptr);
+{%- if any_alignment %}
   const rj_u32 dst{{ d.index }}_m = (rj_u32)(dst{{ d.index }} % {{ d.pack_bytes }});
+{%- endif %}
 {%- endfor %}
 
   const rj_u64 thread = (rj_u64)blockIdx.x * blockDim.x + threadIdx.x;
