@@ -12,7 +12,7 @@
 // (unroll {{ unroll }} x 32 lanes x {{ pack_elts }} elements); the grid's warps take hunks
 // round-robin; in one unroll step the 32 lanes touch 32 consecutive packs, so each
 // step is one fully coalesced transaction per buffer. Elements past the last
-// whole hunk go to the tail, in groups of 4 that share one Philox counter.
+// whole hunk go to the tail{% if stochastic %}, in groups of 4 that share one Philox counter{% endif %}.
 //
 // {% if any_alignment %}The _any twin: each buffer is m bytes past a pack boundary (m uniform,
 // 0 for an aligned one) and keeps full-width accesses: aligned blocks, a
@@ -33,11 +33,11 @@ __device__ __forceinline__ void hunks_aligned(
     rj_u64 dst{{ d.index }},
 {%- endfor %}
     const {{ op_functor }} op, rj_u64 sr_seed, rj_u64 sr_base,
-    rj_u64 first_hunk, rj_u64 n_hunks, rj_u64 hunk_stride, rj_u64 lane) {
+    rj_u32 first_hunk, rj_u32 n_hunks, rj_u32 hunk_stride, rj_u32 lane) {
   const rj_u64 kPack = {{ pack_elts }};
   const rj_u64 kHunk = {{ elems_per_hunk }};
-  for (rj_u64 hunk = first_hunk; hunk < n_hunks; hunk += hunk_stride) {
-    const rj_u64 base = hunk * kHunk + lane * kPack;
+  for (rj_u32 hunk = first_hunk; hunk < n_hunks; hunk += hunk_stride) {
+    const rj_u64 base = (rj_u64)hunk * kHunk + lane * kPack;
     {{ accum }} acc[{{ unroll }}][{{ pack_elts }}];
 #pragma unroll
     for (int u = 0; u < {{ unroll }}; ++u)
@@ -88,11 +88,11 @@ __device__ __forceinline__ void hunks_any(
     rj_u64 dst{{ d.index }}, rj_u32 dst{{ d.index }}_m,
 {%- endfor %}
     const {{ op_functor }} op, rj_u64 sr_seed, rj_u64 sr_base,
-    rj_u64 first_hunk, rj_u64 n_hunks, rj_u64 hunk_stride, rj_u64 lane) {
+    rj_u32 first_hunk, rj_u32 n_hunks, rj_u32 hunk_stride, rj_u32 lane) {
   const rj_u64 kPack = {{ pack_elts }};
   const rj_u64 kHunk = {{ elems_per_hunk }};
-  for (rj_u64 hunk = first_hunk; hunk < n_hunks; hunk += hunk_stride) {
-    const rj_u64 base = hunk * kHunk + lane * kPack;
+  for (rj_u32 hunk = first_hunk; hunk < n_hunks; hunk += hunk_stride) {
+    const rj_u64 base = (rj_u64)hunk * kHunk + lane * kPack;
     {{ accum }} acc[{{ unroll }}][{{ pack_elts }}];
     {
       // Every block of the source first, then the shuffles and shifts.
@@ -172,33 +172,39 @@ extern "C" __global__ void __launch_bounds__({{ max_threads }}, 1) {{ name }}(
 
   const rj_u64 thread = (rj_u64)blockIdx.x * blockDim.x + threadIdx.x;
   const rj_u64 n_threads = (rj_u64)gridDim.x * blockDim.x;
-  const rj_u64 n_hunks = n / kHunk;
+  // Hunk indices are 32-bit (64-bit loop arithmetic cost NVRTC a tenth of its
+  // time): the launcher refuses n of 2^31 - 32 hunks or more.
+  const rj_u32 n_hunks = (rj_u32)(n / kHunk);
 {%- if not any_alignment %}
   // The launcher sends a launch here only when every buffer is aligned{% if stochastic %} and the
   // packs each take one Philox counter (sr_base % 4 == 0){% endif %}; else to this kernel's _any twin.
   {{ name }}_impl::hunks_aligned(
 {%- for s in srcs %}src{{ s.index }}, {% endfor %}
-{%- for d in dsts %}dst{{ d.index }}, {% endfor %}op, sr_seed, sr_base, thread / 32, n_hunks, n_threads / 32, threadIdx.x % 32);
+{%- for d in dsts %}dst{{ d.index }}, {% endfor %}op, sr_seed, sr_base, (rj_u32)(thread / 32), n_hunks, (rj_u32)(n_threads / 32), threadIdx.x % 32);
 {%- else %}
   {{ name }}_impl::hunks_any(
 {%- for s in srcs %}src{{ s.index }}, src{{ s.index }}_m, {% endfor %}
-{%- for d in dsts %}dst{{ d.index }}, dst{{ d.index }}_m, {% endfor %}op, sr_seed, sr_base, thread / 32, n_hunks, n_threads / 32, threadIdx.x % 32);
+{%- for d in dsts %}dst{{ d.index }}, dst{{ d.index }}_m, {% endfor %}op, sr_seed, sr_base, (rj_u32)(thread / 32), n_hunks, (rj_u32)(n_threads / 32), threadIdx.x % 32);
 {%- endif %}
 
+  const rj_u64 tail = (rj_u64)n_hunks * kHunk;
+{%- if stochastic %}
   // Tail: fewer than one hunk of elements, in groups of four that share a Philox
   // counter ((sr_base + i) / 4 = g), one group per thread: one call per group.
-  const rj_u64 tail = n_hunks * kHunk;
   const rj_u64 g_end = (sr_base + n + 3) / 4;
   for (rj_u64 g = (sr_base + tail) / 4 + thread; g < g_end; g += n_threads) {
-{%- if stochastic %}
     rj_u32 r[4];
     rj_philox4x32_10(sr_seed, g, r);
-{%- endif %}
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const rj_u64 p = g * 4 + k;
       if (p < sr_base + tail || p >= sr_base + n) continue;
       const rj_u64 i = p - sr_base;
+{%- else %}
+  // Tail: fewer than one hunk of elements, one per thread.
+  {
+    for (rj_u64 i = tail + thread; i < n; i += n_threads) {
+{%- endif %}
       {{ accum }} acc = op.pre(rj_ld1<rj_dtype_{{ srcs[0].dtype }}, {{ srcs[0].load }}>(src0, i));
 {%- for s in srcs %}{% if s.index > 0 %}
       acc = op.apply(acc, op.pre(rj_ld1<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, i)));

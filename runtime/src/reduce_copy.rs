@@ -14,6 +14,9 @@ use crate::runtime::Runtime;
 pub const DEFAULT_THREADS: u32 = 512;
 /// The largest gridDim.x.
 const MAX_GRID: u32 = i32::MAX as u32;
+/// Hunks per launch: the kernel counts hunks and warps in 32 bits (cheaper for
+/// NVRTC and the loop), and hunk + warp count stays below 2^32.
+const MAX_HUNKS: u64 = (1 << 31) - 32;
 
 /// Per-call launch shape.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -228,6 +231,17 @@ impl ReduceCopyKernel<'_> {
                     .map(|(i, (b, r))| (("dst", i), b, *r)),
             );
         let n = srcs[0].len();
+        // The kernel counts hunks and warps in 32 bits: hunk + warps (at most one
+        // warp per hunk plus a block's worth) must not wrap.
+        let hunk = self.spec.elems_per_hunk() as u64;
+        let max_n = MAX_HUNKS * hunk;
+        if n as u64 >= max_n {
+            return Err(err(
+                "n",
+                n.to_string(),
+                format!("must be below {max_n} elements (2^31 - 32 hunks of {hunk})"),
+            ));
+        }
         // Labels are formatted only for an error: this runs on every launch.
         for ((kind, i), (dtype, len), role) in buffers {
             let label = || format!("{kind}{i}");
