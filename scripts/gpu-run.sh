@@ -32,7 +32,7 @@ for step in "${steps[@]}"; do
     echo "== JIT latency (each phase a fresh process)"
     dir=$(mktemp -d)
     {
-      for i in 1 2 3 4 5; do
+      for i in $(seq 11); do
         "$BIN/redjit" bench jit --phase cold --cache-dir "$dir" || status=1
         "$BIN/redjit" bench jit --phase warm --cache-dir "$dir" || status=1
       done
