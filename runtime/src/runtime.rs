@@ -181,6 +181,13 @@ impl Runtime {
         Ok(report)
     }
 
+    /// Whether the kernel `name` is loaded (by `prepare` or an earlier use): lets a
+    /// caller serialise first uses, so a kernel is compiled once, without taking a
+    /// lock on every launch.
+    pub fn is_loaded(&self, name: &str) -> bool {
+        self.lock().contains_key(name)
+    }
+
     /// The loaded kernel for `spec`, compiling and loading it on first use.
     pub fn function<S: KernelSpec + ?Sized>(&self, spec: &S) -> Result<CudaFunction> {
         if let Some(f) = self.lock().get(&spec.name()) {
