@@ -4,7 +4,9 @@
 use std::fmt;
 
 use clap::{Args, Subcommand};
-use redjit_codegen::{DType, Family, KernelSpec, Load, Op, ReduceCopySpec, Role, Rounding, Src};
+use redjit_codegen::{
+    DType, Family, KernelSpec, Load, Op, ReduceCopySpec, ReduceSpec, Role, Rounding, Src,
+};
 
 use crate::error::{CliError, CliResult};
 
@@ -70,6 +72,7 @@ pub fn parse_spec_name(name: &str) -> CliResult<AnySpec> {
         })?;
     match family {
         Family::ReduceCopy => Ok(Box::new(name.parse::<ReduceCopySpec>()?)),
+        Family::Reduce => Ok(Box::new(name.parse::<ReduceSpec>()?)),
     }
 }
 

@@ -25,7 +25,8 @@ mod render;
 pub mod spec;
 
 pub use error::SpecError;
-pub use registry::{Arch, DType, Family, Load, Op, Role, Rounding, Src};
+pub use registry::{Arch, DType, Family, Load, Op, ReduceAxis, ReduceOp, Role, Rounding, Src};
 pub use render::{KernelSource, render_batch};
 pub use spec::KernelSpec;
+pub use spec::reduce::ReduceSpec;
 pub use spec::reduce_copy::ReduceCopySpec;

@@ -128,16 +128,22 @@ pub struct DTypeInfo {
     /// file defines the same functions (`rj_ld1_<slug>`, `rj_ld4_<slug>`,
     /// `rj_st1_<slug>`, `rj_st4_<slug>`).
     pub prelude: &'static str,
+    /// May be the input of a `reduce` kernel.
+    pub reduce_input: bool,
+    /// The accumulation policy in `prelude/reduce.cuh` when this dtype may be a
+    /// `reduce` kernel's accumulator (the 16-bit ones are lossy: every add is
+    /// rounded to the type).
+    pub reduce_accum: Option<&'static str>,
 }
 
 registry_enum! {
     /// An element type.
     DType: DTypeInfo, what = "dtype" {
-        F32 => DTypeInfo { slug: "f32", bytes: 4, c_type: "float", accum: true, transport: false, min_arch: Arch(50), prelude: "prelude/dtype_f32.cuh" },
+        F32 => DTypeInfo { slug: "f32", bytes: 4, c_type: "float", accum: true, transport: false, min_arch: Arch(50), prelude: "prelude/dtype_f32.cuh", reduce_input: true, reduce_accum: Some("rj_acc_f32") },
         // cvt.rn.bf16x2.f32 is sm_80+.
-        BF16 => DTypeInfo { slug: "bf16", bytes: 2, c_type: "rj_bf16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_bf16.cuh" },
+        BF16 => DTypeInfo { slug: "bf16", bytes: 2, c_type: "rj_bf16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_bf16.cuh", reduce_input: true, reduce_accum: Some("rj_acc_bf16") },
         // cvt.rn.f16x2.f32 is sm_80+.
-        F16 => DTypeInfo { slug: "f16", bytes: 2, c_type: "rj_f16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_f16.cuh" },
+        F16 => DTypeInfo { slug: "f16", bytes: 2, c_type: "rj_f16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_f16.cuh", reduce_input: true, reduce_accum: Some("rj_acc_f16") },
     }
 }
 
@@ -176,6 +182,72 @@ impl Op {
             Op::Min | Op::Max => Arch::SM80,
             _ => Arch(50),
         }
+    }
+}
+
+/// Facts about one reduction of the `reduce` family (full-array, row-wise and
+/// column-wise kernels share them).
+#[derive(Debug)]
+pub struct ReduceOpInfo {
+    pub slug: &'static str,
+    /// The device functor template in `prelude/reduce.cuh`, instantiated with the
+    /// accumulation policy (`rj_red_sum<rj_acc_f32>`). Every functor has the same
+    /// contract: `identity`, `value`, `feed`, `merge`, `finalize` (see the file).
+    pub functor: &'static str,
+    /// Input buffers the reduction reads (dot: 2).
+    pub inputs: usize,
+    /// The result is an element index (i64), not a value (f32).
+    pub index: bool,
+    /// May accumulate in the input's own 16-bit type (lossy, the seed's
+    /// f16_f16 / bf16_bf16 kernels); the others accumulate in f32 only.
+    pub lossy_accum: bool,
+    /// Oldest GPU with the op's PTX.
+    pub min_arch: Arch,
+}
+
+registry_enum! {
+    /// A reduction (issue 5): what a `reduce` kernel computes over each range.
+    ReduceOp: ReduceOpInfo, what = "reduction" {
+        /// NaN if any element is NaN.
+        Sum => ReduceOpInfo { slug: "sum", functor: "rj_red_sum", inputs: 1, index: false, lossy_accum: true, min_arch: Arch(70) },
+        /// The sum divided by the element count.
+        Mean => ReduceOpInfo { slug: "mean", functor: "rj_red_mean", inputs: 1, index: false, lossy_accum: true, min_arch: Arch(70) },
+        /// NaN if any element is NaN (PTX max.NaN is sm_80+).
+        Max => ReduceOpInfo { slug: "max", functor: "rj_red_max", inputs: 1, index: false, lossy_accum: false, min_arch: Arch::SM80 },
+        /// NaN if any element is NaN (PTX min.NaN is sm_80+).
+        Min => ReduceOpInfo { slug: "min", functor: "rj_red_min", inputs: 1, index: false, lossy_accum: false, min_arch: Arch::SM80 },
+        /// Population variance, sum((x - mean)^2) / n (Welford, Chan's merge).
+        VarPop => ReduceOpInfo { slug: "varpop", functor: "rj_red_varpop", inputs: 1, index: false, lossy_accum: false, min_arch: Arch(70) },
+        /// Sample variance, sum((x - mean)^2) / (n - 1); NaN for one element.
+        VarSamp => ReduceOpInfo { slug: "varsamp", functor: "rj_red_varsamp", inputs: 1, index: false, lossy_accum: false, min_arch: Arch(70) },
+        /// Index of the largest element; ties and NaNs: the lowest index, a NaN first.
+        ArgMax => ReduceOpInfo { slug: "argmax", functor: "rj_red_argmax", inputs: 1, index: true, lossy_accum: false, min_arch: Arch(70) },
+        /// Index of the smallest element; ties and NaNs as argmax.
+        ArgMin => ReduceOpInfo { slug: "argmin", functor: "rj_red_argmin", inputs: 1, index: true, lossy_accum: false, min_arch: Arch(70) },
+        /// sum(x * y) of two inputs.
+        Dot => ReduceOpInfo { slug: "dot", functor: "rj_red_dot", inputs: 2, index: false, lossy_accum: true, min_arch: Arch(70) },
+        /// sum(x * x).
+        SumSq => ReduceOpInfo { slug: "sumsq", functor: "rj_red_sumsq", inputs: 1, index: false, lossy_accum: true, min_arch: Arch(70) },
+        /// log(sum(exp(x))), through the online-softmax (max, scaled sum) merge.
+        LogSumExp => ReduceOpInfo { slug: "lse", functor: "rj_red_lse", inputs: 1, index: false, lossy_accum: false, min_arch: Arch::SM80 },
+    }
+}
+
+/// Facts about one reduction axis.
+#[derive(Debug)]
+pub struct ReduceAxisInfo {
+    pub slug: &'static str,
+}
+
+registry_enum! {
+    /// What a `reduce` kernel reduces over.
+    ReduceAxis: ReduceAxisInfo, what = "reduction axis" {
+        /// The whole array to one value.
+        All => ReduceAxisInfo { slug: "all" },
+        /// Each row of a rows x cols matrix (leading dimension ld) to one value.
+        Rows => ReduceAxisInfo { slug: "rows" },
+        /// Each column of a rows x cols matrix to one value.
+        Cols => ReduceAxisInfo { slug: "cols" },
     }
 }
 
@@ -305,6 +377,17 @@ registry_enum! {
             slug: "reduce_copy",
             template: "reduce_copy.cu",
             preludes: &["prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh", "prelude/philox.cuh"],
+        },
+        // Every dtype file comes before reduce.cuh (its 16-bit accumulation
+        // policies round with their conversions), whatever the kernel's input.
+        Reduce => FamilyInfo {
+            slug: "reduce",
+            template: "reduce.cu",
+            preludes: &[
+                "prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh",
+                "prelude/dtype_f32.cuh", "prelude/dtype_bf16.cuh", "prelude/dtype_f16.cuh",
+                "prelude/warp.cuh", "prelude/reduce.cuh",
+            ],
         },
     }
 }

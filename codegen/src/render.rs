@@ -57,6 +57,11 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
         "reduce_copy.cu",
         include_str!("../../templates/reduce_copy.cu"),
     ),
+    (
+        "prelude/reduce.cuh",
+        include_str!("../../templates/prelude/reduce.cuh"),
+    ),
+    ("reduce.cu", include_str!("../../templates/reduce.cu")),
 ];
 
 fn engine() -> Result<&'static tera::Tera, SpecError> {

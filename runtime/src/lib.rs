@@ -34,7 +34,8 @@ pub use error::{Error, Result};
 pub use jit::{Compiled, Jit};
 pub use nvrtc::{Artifact, Nvrtc, NvrtcFacts, Output, Target};
 pub use redjit_codegen::{
-    Arch, DType, KernelSource, KernelSpec, Load, Op, ReduceCopySpec, Role, Rounding, SpecError, Src,
+    Arch, DType, KernelSource, KernelSpec, Load, Op, ReduceAxis, ReduceCopySpec, ReduceOp,
+    ReduceSpec, Role, Rounding, SpecError, Src,
 };
 pub use reduce_copy::{
     DEFAULT_THREADS, LaunchOptions, ReduceCopyArgs, ReduceCopyKernel, Stochastic,

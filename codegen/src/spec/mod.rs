@@ -1,5 +1,6 @@
 //! Kernel specs: plain Rust values that describe one kernel configuration.
 
+pub mod reduce;
 pub mod reduce_copy;
 
 use crate::error::SpecError;

@@ -1,0 +1,589 @@
+//! `reduce`: full-array, row-wise and column-wise reductions (seeds 001 and 002,
+//! issue 5): sum, mean, max, min, population and sample variance, argmax,
+//! argmin, dot, sum of squares and logsumexp, over f32, bf16 or f16 inputs,
+//! accumulated in f32 (or, lossy, in the input's own 16-bit type).
+//!
+//! ```
+//! use redjit_codegen::{KernelSpec, ReduceSpec};
+//!
+//! let spec: ReduceSpec = "reduce_all_argmax_bf16_f32".parse().unwrap();
+//! let src = spec.render().unwrap();
+//! assert!(src.code.contains("rj_red_argmax<rj_acc_f32>"));
+//! // The launch shape for 2^28 elements on a 132-SM GPU with 8 blocks per SM.
+//! let plan = spec.plan(redjit_codegen::spec::reduce::Shape::All { n: 1 << 28 }, 132, 8);
+//! assert_eq!(plan.grid, (132 * 8, 1));
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::error::SpecError;
+use crate::registry::{Arch, DType, Family, ReduceAxis, ReduceOp};
+use crate::render;
+use crate::spec::KernelSpec;
+
+/// Threads per block of every reduce kernel (its launch bound).
+pub const THREADS: u32 = 256;
+/// Rows up to this many columns go a warp per row; longer ones a block per row
+/// (each lane then feeds at most 32 elements of a row).
+pub const WARP_ROW_MAX_COLS: u64 = 1024;
+/// Most blocks a full-array launch uses (the partials' workspace is sized for
+/// it); a device fills well below it.
+pub const MAX_ALL_BLOCKS: u32 = 4096;
+/// Column kernels: rows a block's warps take in turn (`THREADS / 32`), and rows'
+/// loads each thread keeps in flight.
+pub const COL_PHASES: u32 = THREADS / 32;
+pub const COL_UNROLL: u32 = 4;
+/// A column split covers at least this many rows (fewer would spend more on
+/// partials than on reading).
+pub const MIN_ROWS_PER_SPLIT: u64 = 64;
+/// gridDim.y's limit: the column kernel's splits.
+pub const MAX_SPLITS: u64 = 65_535;
+/// gridDim.x's limit.
+pub const MAX_GRID: u64 = i32::MAX as u64;
+/// Bytes of one block's partial state in the workspace (the largest state,
+/// argmax's value and 64-bit index, is 16).
+pub const PARTIAL_BYTES: usize = 16;
+
+/// One reduce kernel configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ReduceSpec {
+    pub axis: ReduceAxis,
+    pub op: ReduceOp,
+    /// The element type of the input(s).
+    pub input: DType,
+    /// The type sums are accumulated in: f32, or (lossy) the input's own 16-bit type.
+    pub accum: DType,
+    /// The row kernel's twin for short rows, a warp per row (named with a
+    /// trailing `_w`). The launcher picks it itself from the row length and
+    /// compiles it on first use; ask for `axis: Rows` without it.
+    pub warp_per_row: bool,
+}
+
+impl Default for ReduceSpec {
+    /// The full-array f32 sum.
+    fn default() -> Self {
+        ReduceSpec {
+            axis: ReduceAxis::All,
+            op: ReduceOp::Sum,
+            input: DType::F32,
+            accum: DType::F32,
+            warp_per_row: false,
+        }
+    }
+}
+
+/// What one launch reduces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// n contiguous elements.
+    All { n: u64 },
+    /// A rows x cols matrix whose row r starts at element r * ld.
+    Matrix { rows: u64, cols: u64, ld: u64 },
+}
+
+/// How a launch is laid out: derived from the spec, the shape and the device
+/// (SM count and the kernel's resident blocks per SM), never fixed for one GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// (gridDim.x, gridDim.y); blockDim.x is always `THREADS`.
+    pub grid: (u32, u32),
+    /// Column kernels: rows per split (gridDim.y splits); else 0.
+    pub rows_per_split: u64,
+    /// Row kernels: use the warp-per-row twin.
+    pub warp_per_row: bool,
+    /// Zeroed u32 arrival counters the launch needs (0: a single block
+    /// finishes alone).
+    pub counters: usize,
+    /// Partial states the launch writes (`PARTIAL_BYTES` each).
+    pub partials: usize,
+    /// The longest chain of rounded operations any input element goes
+    /// through on its way to the result: with the accumulator's unit roundoff
+    /// it bounds a sum's error (`reference_reduce` derives tolerances from it).
+    pub chain: u64,
+}
+
+impl ReduceSpec {
+    /// Every op x input x its accumulators, for one axis: the test matrix.
+    pub fn matrix(axis: ReduceAxis) -> Vec<ReduceSpec> {
+        let mut out = Vec::new();
+        for &op in ReduceOp::ALL {
+            for &input in DType::ALL.iter().filter(|d| d.info().reduce_input) {
+                for accum in [DType::F32, input] {
+                    let spec = ReduceSpec {
+                        axis,
+                        op,
+                        input,
+                        accum,
+                        warp_per_row: false,
+                    };
+                    if spec.validate().is_ok() && !out.contains(&spec) {
+                        out.push(spec);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// This spec's warp-per-row twin.
+    pub fn for_warp_per_row(&self) -> ReduceSpec {
+        ReduceSpec {
+            warp_per_row: true,
+            ..self.clone()
+        }
+    }
+
+    /// Pack loads each thread keeps in flight: 64 bytes (4 packs of f32, 8 of a
+    /// 16-bit type).
+    pub fn unroll(&self) -> u32 {
+        64 / (4 * self.input.info().bytes)
+    }
+
+    /// The result's type: `"i64"` for an index, else `"f32"`.
+    pub fn result(&self) -> &'static str {
+        if self.op.info().index { "i64" } else { "f32" }
+    }
+
+    /// The launch layout for `shape` on a device with `sm_count` SMs that holds
+    /// `blocks_per_sm` of this kernel at once (`THREADS` threads each). The
+    /// shape must suit the axis (the launcher checks it first); the warp-per-row
+    /// choice is made here for row kernels.
+    pub fn plan(&self, shape: Shape, sm_count: u32, blocks_per_sm: u32) -> Plan {
+        let resident = u64::from(sm_count.max(1)) * u64::from(blocks_per_sm.max(1));
+        let threads = u64::from(THREADS);
+        // Levels of a warp and of a block reduction.
+        let (warp_levels, block_levels) = (5, 5 + u64::from(THREADS / 32).ilog2() as u64);
+        match (self.axis, shape) {
+            (ReduceAxis::All, Shape::All { n }) => {
+                // One round of full packs per thread at least, one wave of
+                // resident blocks at most: each block then loops.
+                let per_round = threads * 4 * u64::from(self.unroll());
+                let blocks = n
+                    .div_ceil(per_round)
+                    .clamp(1, resident.min(u64::from(MAX_ALL_BLOCKS)));
+                let lanes = blocks * threads;
+                let per_thread = n.div_ceil(lanes) + 2;
+                let last = if blocks > 1 {
+                    blocks.div_ceil(threads) + block_levels
+                } else {
+                    0
+                };
+                Plan {
+                    grid: (blocks as u32, 1),
+                    rows_per_split: 0,
+                    warp_per_row: false,
+                    counters: usize::from(blocks > 1),
+                    partials: if blocks > 1 { blocks as usize } else { 0 },
+                    chain: per_thread + block_levels + last + 1,
+                }
+            }
+            (ReduceAxis::Rows, Shape::Matrix { rows, cols, .. }) => {
+                let warp = cols <= WARP_ROW_MAX_COLS;
+                let (grid, chain) = if warp {
+                    let per_block = threads / 32;
+                    (
+                        rows.div_ceil(per_block).min(MAX_GRID),
+                        cols.div_ceil(32) + 2 + warp_levels + 1,
+                    )
+                } else {
+                    (
+                        rows.min(MAX_GRID),
+                        cols.div_ceil(threads) + 2 + block_levels + 1,
+                    )
+                };
+                Plan {
+                    grid: (grid.max(1) as u32, 1),
+                    rows_per_split: 0,
+                    warp_per_row: warp,
+                    counters: 0,
+                    partials: 0,
+                    chain,
+                }
+            }
+            (ReduceAxis::Cols, Shape::Matrix { rows, cols, .. }) => {
+                let tiles = cols.div_ceil(32).max(1);
+                let phases = u64::from(COL_PHASES);
+                // Enough splits that tiles x splits fills the device once.
+                let wanted = resident.div_ceil(tiles);
+                let most = (rows / MIN_ROWS_PER_SPLIT).clamp(1, MAX_SPLITS);
+                let splits = wanted.clamp(1, most);
+                let rows_per_split = rows.div_ceil(splits).max(1);
+                let splits = rows.div_ceil(rows_per_split).max(1);
+                let chain = rows_per_split.div_ceil(phases) + phases + 1;
+                let finish = if splits > 1 {
+                    splits.div_ceil(phases) + phases
+                } else {
+                    0
+                };
+                Plan {
+                    grid: (tiles.min(MAX_GRID) as u32, splits as u32),
+                    rows_per_split,
+                    warp_per_row: false,
+                    counters: if splits > 1 { tiles as usize } else { 0 },
+                    partials: if splits > 1 {
+                        (splits * cols) as usize
+                    } else {
+                        0
+                    },
+                    chain: chain + finish,
+                }
+            }
+            // A shape for another axis: the launcher never asks (it checks
+            // first); one block and no workspace is still a safe answer.
+            _ => Plan {
+                grid: (1, 1),
+                rows_per_split: 0,
+                warp_per_row: false,
+                counters: 0,
+                partials: 0,
+                chain: 0,
+            },
+        }
+    }
+
+    fn context(&self) -> ReduceContext {
+        let policy = self.accum.info().reduce_accum.unwrap_or("rj_acc_f32");
+        ReduceContext {
+            name: self.name(),
+            axis: self.axis.slug(),
+            op: self.op.slug(),
+            functor: format!("{}<{}>", self.op.info().functor, policy),
+            input: self.input.slug(),
+            srcs: self.op.info().inputs,
+            result: if self.op.info().index {
+                "an i64 index"
+            } else {
+                "an f32 value"
+            },
+            threads: THREADS,
+            unroll: self.unroll(),
+            warp_per_row: self.warp_per_row,
+            phases: COL_PHASES,
+            col_unroll: COL_UNROLL,
+        }
+    }
+}
+
+/// What the `reduce.cu` template is rendered from.
+#[derive(Serialize)]
+struct ReduceContext {
+    name: String,
+    axis: &'static str,
+    op: &'static str,
+    functor: String,
+    input: &'static str,
+    srcs: usize,
+    result: &'static str,
+    threads: u32,
+    unroll: u32,
+    warp_per_row: bool,
+    phases: u32,
+    col_unroll: u32,
+}
+
+impl KernelSpec for ReduceSpec {
+    fn family(&self) -> Family {
+        Family::Reduce
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        let list = |pred: fn(&DType) -> bool| {
+            DType::ALL
+                .iter()
+                .filter(|d| pred(d))
+                .map(|d| d.slug())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !self.input.info().reduce_input {
+            return Err(SpecError::invalid(
+                "input",
+                self.input,
+                format!(
+                    "a reduction's input must be one of: {}",
+                    list(|d| d.info().reduce_input)
+                ),
+            ));
+        }
+        if self.accum.info().reduce_accum.is_none() {
+            return Err(SpecError::invalid(
+                "accum",
+                self.accum,
+                format!(
+                    "a reduction's accumulator must be one of: {}",
+                    list(|d| d.info().reduce_accum.is_some())
+                ),
+            ));
+        }
+        if self.accum != DType::F32 {
+            if self.accum != self.input {
+                return Err(SpecError::invalid(
+                    "accum",
+                    self.accum,
+                    format!(
+                        "low-precision accumulation is in the input's own type ({}); otherwise accumulate in f32",
+                        self.input
+                    ),
+                ));
+            }
+            if !self.op.info().lossy_accum {
+                let lossy: Vec<_> = ReduceOp::ALL
+                    .iter()
+                    .filter(|o| o.info().lossy_accum)
+                    .map(|o| o.slug())
+                    .collect();
+                return Err(SpecError::invalid(
+                    "accum",
+                    self.accum,
+                    format!(
+                        "{} accumulates in f32 only; low-precision accumulation is for {}",
+                        self.op,
+                        lossy.join(", ")
+                    ),
+                ));
+            }
+        }
+        if self.warp_per_row && self.axis != ReduceAxis::Rows {
+            return Err(SpecError::invalid(
+                "warp_per_row",
+                "true",
+                format!(
+                    "only row reductions have a warp-per-row kernel, not axis {}",
+                    self.axis
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "{}_{}_{}_{}_{}",
+            Family::Reduce.slug(),
+            self.axis,
+            self.op,
+            self.input,
+            self.accum
+        ) + if self.warp_per_row { "_w" } else { "" }
+    }
+
+    fn min_arch(&self) -> Arch {
+        // acq_rel atomics and fences are sm_70+.
+        [
+            Arch(70),
+            self.op.info().min_arch,
+            self.input.info().min_arch,
+            self.accum.info().min_arch,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(Arch(70))
+    }
+
+    fn preludes(&self) -> Vec<&'static str> {
+        Family::Reduce.info().preludes.to_vec()
+    }
+
+    fn render_body(&self) -> Result<String, SpecError> {
+        self.validate()?;
+        render::render_template(Family::Reduce.info().template, &self.context())
+    }
+}
+
+impl fmt::Display for ReduceSpec {
+    /// The kernel name; it parses back with `FromStr`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl FromStr for ReduceSpec {
+    type Err = SpecError;
+
+    /// Parses a kernel name, e.g. `reduce_rows_varsamp_bf16_f32` or
+    /// `reduce_rows_sum_f16_f16_w`, and validates it.
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        let parse_err = |rule: &str| SpecError::Parse {
+            what: "reduce kernel name",
+            input: s.to_string(),
+            rule: rule.to_string(),
+        };
+        let format =
+            "expected reduce_<axis>_<op>_<input>_<accum>[_w], e.g. reduce_all_sum_bf16_f32";
+        let rest = s
+            .strip_prefix(Family::Reduce.slug())
+            .and_then(|r| r.strip_prefix('_'))
+            .ok_or_else(|| parse_err(format))?;
+        let (rest, warp_per_row) = match rest.strip_suffix("_w") {
+            Some(r) => (r, true),
+            None => (rest, false),
+        };
+        let parts: Vec<&str> = rest.split('_').collect();
+        let [axis, op, input, accum] = parts.as_slice() else {
+            return Err(parse_err(format));
+        };
+        let spec = ReduceSpec {
+            axis: axis.parse()?,
+            op: op.parse()?,
+            input: input.parse()?,
+            accum: accum.parse()?,
+            warp_per_row,
+        };
+        spec.validate()?;
+        if spec.name() != s {
+            return Err(parse_err(&format!(
+                "not the canonical spelling; did you mean {}?",
+                spec.name()
+            )));
+        }
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for &axis in ReduceAxis::ALL {
+            for spec in ReduceSpec::matrix(axis) {
+                assert_eq!(spec.name().parse::<ReduceSpec>().unwrap(), spec);
+                if axis == ReduceAxis::Rows {
+                    let w = spec.for_warp_per_row();
+                    assert_eq!(w.name().parse::<ReduceSpec>().unwrap(), w);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_matrix_has_every_op_and_dtype_and_the_lossy_variants() {
+        let m = ReduceSpec::matrix(ReduceAxis::All);
+        // 11 ops x 3 inputs in f32, plus 4 lossy ops x 2 16-bit inputs.
+        assert_eq!(m.len(), 11 * 3 + 4 * 2);
+        assert!(m.iter().any(|s| s.name() == "reduce_all_sum_bf16_bf16"));
+        assert!(m.iter().any(|s| s.name() == "reduce_all_dot_f16_f16"));
+        assert!(!m.iter().any(|s| s.name() == "reduce_all_max_f16_f16"));
+    }
+
+    #[test]
+    fn full_plans_scale_with_the_device_and_the_size() {
+        let spec = ReduceSpec::default();
+        // f32: 256 threads x 16 elements per round.
+        let small = spec.plan(Shape::All { n: 4096 }, 132, 8);
+        assert_eq!((small.grid, small.counters, small.partials), ((1, 1), 0, 0));
+        let mid = spec.plan(Shape::All { n: 4097 }, 132, 8);
+        assert_eq!((mid.grid, mid.counters, mid.partials), ((2, 1), 1, 2));
+        let big = spec.plan(Shape::All { n: 1 << 28 }, 132, 8);
+        assert_eq!(big.grid, (1056, 1));
+        let other = spec.plan(Shape::All { n: 1 << 28 }, 78, 6);
+        assert_eq!(other.grid, (468, 1));
+        // bf16 packs are 8 bytes: 8 in flight, the same 16 elements per round.
+        let bf16 = ReduceSpec {
+            input: DType::BF16,
+            ..spec
+        };
+        assert_eq!(bf16.unroll(), 8);
+        assert_eq!(bf16.plan(Shape::All { n: 4097 }, 132, 8).grid, (1, 1));
+        // The chain: about n / threads elements per thread plus the tree.
+        assert!(
+            big.chain >= (1 << 28) / (1056 * 256) && big.chain < 1100,
+            "{big:?}"
+        );
+    }
+
+    #[test]
+    fn row_plans_pick_a_warp_for_short_rows() {
+        let spec = ReduceSpec {
+            axis: ReduceAxis::Rows,
+            ..ReduceSpec::default()
+        };
+        let short = spec.plan(
+            Shape::Matrix {
+                rows: 262_144,
+                cols: 128,
+                ld: 128,
+            },
+            132,
+            8,
+        );
+        assert!(short.warp_per_row);
+        assert_eq!(short.grid, (262_144 / 8, 1));
+        let long = spec.plan(
+            Shape::Matrix {
+                rows: 7,
+                cols: 1025,
+                ld: 1100,
+            },
+            132,
+            8,
+        );
+        assert!(!long.warp_per_row);
+        assert_eq!(long.grid, (7, 1));
+    }
+
+    #[test]
+    fn column_plans_split_tall_matrices_and_never_tiny_splits() {
+        let spec = ReduceSpec {
+            axis: ReduceAxis::Cols,
+            ..ReduceSpec::default()
+        };
+        // 128 columns: 4 tiles; 1056 resident blocks want 264 splits.
+        let tall = spec.plan(
+            Shape::Matrix {
+                rows: 262_144,
+                cols: 128,
+                ld: 128,
+            },
+            132,
+            8,
+        );
+        assert_eq!(tall.grid, (4, 264));
+        assert_eq!((tall.counters, tall.partials), (4, 264 * 128));
+        // Wide: 1024 tiles already fill the device.
+        let wide = spec.plan(
+            Shape::Matrix {
+                rows: 4096,
+                cols: 32_768,
+                ld: 32_768,
+            },
+            132,
+            8,
+        );
+        assert_eq!(wide.grid, (1024, 2));
+        // 7 rows: one split, no workspace.
+        let short = spec.plan(
+            Shape::Matrix {
+                rows: 7,
+                cols: 1000,
+                ld: 1000,
+            },
+            132,
+            8,
+        );
+        assert_eq!(
+            (short.grid, short.counters, short.partials),
+            ((32, 1), 0, 0)
+        );
+        // Every split but the last is full and the splits cover the rows.
+        for rows in [64u64, 65, 1000, 4097, 1 << 20] {
+            let p = spec.plan(
+                Shape::Matrix {
+                    rows,
+                    cols: 33,
+                    ld: 40,
+                },
+                132,
+                8,
+            );
+            let splits = u64::from(p.grid.1);
+            assert!(p.rows_per_split * splits >= rows, "{rows}: {p:?}");
+            assert!(p.rows_per_split * (splits - 1) < rows, "{rows}: {p:?}");
+            assert!(splits == 1 || p.rows_per_split >= MIN_ROWS_PER_SPLIT);
+        }
+    }
+}

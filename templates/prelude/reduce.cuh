@@ -1,0 +1,379 @@
+// ---- redjit prelude: reduce --------------------------------------------------
+// Reduction functors, one per op, and the primitives that combine their states
+// over a lane group, a warp and a block (seeds 001 and 002), reused by the
+// softmax and norm kernels. Every functor has the same contract, so a kernel
+// never special-cases an op:
+//   typedef ... S;                          the running state (32-bit words)
+//   typedef ... R;                          the result: float, or rj_i64 (an index)
+//   S identity() const                      merging it changes nothing
+//   float value(float x) const              an element as it enters (dot: value(x, y))
+//   S feed(S acc, float v, rj_u64 i) const  acc with value v of element i added
+//   S merge(S a, S b) const                 two states combined
+//   R finalize(S acc, rj_u64 n) const       the result over n elements
+// merge is symmetric to the bit (merge(a, b) == merge(b, a)): in an xor butterfly
+// each pair of lanes combines the same two states in either order, so every lane
+// ends with the same bits, any lane may be read, and every warp of a block can
+// re-reduce the per-warp states itself (the result reaches all threads without a
+// broadcast barrier). Products that feed a sum go through rj_mul_rn where a
+// contracted FMA would round differently in the two orders.
+//
+// NaN policy (PyTorch's): sum, mean, var, dot propagate NaN; max and min return
+// NaN when any element is NaN (max.NaN / min.NaN, canonical NaN); argmax and
+// argmin return the index of the first NaN.
+//
+// No float atomics anywhere: with the grid the launcher derives from the device
+// and the size, the same input gives the same bits run after run.
+
+// ---- accumulation policies: the rounding of every add. f32 is the default. The
+// 16-bit ones are the seed's low-precision variants (f16 input with f16
+// accumulation, bf16 with bf16), lossy by design: each partial sum keeps 11 (f16)
+// or 8 (bf16) significant bits. An f32 add then a rounding to f16/bf16 is the
+// correctly rounded 16-bit add: f32's 24 bits are at least 2p + 2 for both, so
+// the double rounding is innocuous.
+struct rj_acc_f32 {
+  static __device__ __forceinline__ float round(float x) { return x; }
+};
+struct rj_acc_bf16 {
+  static __device__ __forceinline__ float round(float x) { return rj_bits_as_f32((rj_u32)rj_f32_to_bf16_rn(x) << 16); }
+};
+struct rj_acc_f16 {
+  static __device__ __forceinline__ float round(float x) { return rj_f16_to_f32(rj_f32_to_f16_rn(x)); }
+};
+
+__device__ __forceinline__ float rj_neg_inf() { return rj_bits_as_f32(0xff800000u); }
+__device__ __forceinline__ float rj_max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float rj_min_nan(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+// div.full: within 2 ulp, a fraction of div.rn's cost; Welford divides per element.
+__device__ __forceinline__ float rj_div_full(float a, float b) {
+  float r;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+// e^x and ln(x) through ex2/lg2 (about 2 ulp; no toolkit math header).
+__device__ __forceinline__ float rj_exp(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(rj_mul_rn(x, 1.4426950408889634f)));
+  return r;
+}
+__device__ __forceinline__ float rj_log(float x) {
+  float r;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return rj_mul_rn(r, 0.6931471805599453f);
+}
+
+// ---- sums: sum, mean, sum of squares, dot ------------------------------------
+template <class A> struct rj_red_sum {
+  typedef float S;
+  typedef float R;
+  __device__ __forceinline__ S identity() const { return 0.0f; }
+  __device__ __forceinline__ float value(float x) const { return x; }
+  __device__ __forceinline__ S feed(S acc, float v, rj_u64) const { return A::round(acc + v); }
+  __device__ __forceinline__ S merge(S a, S b) const { return A::round(a + b); }
+  __device__ __forceinline__ R finalize(S acc, rj_u64) const { return acc; }
+};
+template <class A> struct rj_red_mean : rj_red_sum<A> {
+  __device__ __forceinline__ float finalize(float acc, rj_u64 n) const { return A::round(rj_div_rn(acc, (float)n)); }
+};
+template <class A> struct rj_red_sumsq : rj_red_sum<A> {
+  __device__ __forceinline__ float value(float x) const { return A::round(x * x); }
+};
+template <class A> struct rj_red_dot : rj_red_sum<A> {
+  __device__ __forceinline__ float value(float x, float y) const { return A::round(x * y); }
+};
+
+// ---- max, min (the accumulation policy plays no part: comparisons are exact) --
+template <class A> struct rj_red_max {
+  typedef float S;
+  typedef float R;
+  __device__ __forceinline__ S identity() const { return rj_neg_inf(); }
+  __device__ __forceinline__ float value(float x) const { return x; }
+  __device__ __forceinline__ S feed(S acc, float v, rj_u64) const { return rj_max_nan(acc, v); }
+  __device__ __forceinline__ S merge(S a, S b) const { return rj_max_nan(a, b); }
+  __device__ __forceinline__ R finalize(S acc, rj_u64) const { return acc; }
+};
+template <class A> struct rj_red_min {
+  typedef float S;
+  typedef float R;
+  __device__ __forceinline__ S identity() const { return -rj_neg_inf(); }
+  __device__ __forceinline__ float value(float x) const { return x; }
+  __device__ __forceinline__ S feed(S acc, float v, rj_u64) const { return rj_min_nan(acc, v); }
+  __device__ __forceinline__ S merge(S a, S b) const { return rj_min_nan(a, b); }
+  __device__ __forceinline__ R finalize(S acc, rj_u64) const { return acc; }
+};
+
+// ---- argmax, argmin: (value, index); index -1 is the empty state ------------
+struct rj_argval {
+  float v;
+  rj_u32 pad;
+  rj_i64 i;
+};
+// Whether a beats b: the empty state loses; a NaN beats every number and the
+// lower index wins between NaNs (the first NaN); else the larger (kMax) or smaller
+// value, the lower index on a tie (-0 ties +0, as in PyTorch). A strict order on
+// distinct indices, so merge is symmetric.
+template <bool kMax>
+__device__ __forceinline__ bool rj_arg_beats(const rj_argval& a, const rj_argval& b) {
+  if (b.i < 0) return true;
+  if (a.i < 0) return false;
+  const bool an = a.v != a.v, bn = b.v != b.v;
+  if (an || bn) return an && (!bn || a.i < b.i);
+  if (a.v == b.v) return a.i < b.i;
+  return kMax ? a.v > b.v : a.v < b.v;
+}
+template <bool kMax> struct rj_red_arg {
+  typedef rj_argval S;
+  typedef rj_i64 R;
+  __device__ __forceinline__ S identity() const { return rj_argval{0.0f, 0u, -1}; }
+  __device__ __forceinline__ float value(float x) const { return x; }
+  __device__ __forceinline__ S feed(S acc, float v, rj_u64 i) const { return merge(acc, rj_argval{v, 0u, (rj_i64)i}); }
+  __device__ __forceinline__ S merge(S a, S b) const { return rj_arg_beats<kMax>(a, b) ? a : b; }
+  __device__ __forceinline__ R finalize(S acc, rj_u64) const { return acc.i; }
+};
+template <class A> struct rj_red_argmax : rj_red_arg<true> {};
+template <class A> struct rj_red_argmin : rj_red_arg<false> {};
+
+// ---- variance: Welford per element, Chan's parallel merge ---------------------
+// The count is a float: merge weights n_a / n are exact to 2^-24 relative, below
+// f32 accumulation's own error; finalize divides by the exact n the launcher
+// passes. The merge is written in its symmetric form
+//   mean = mean_a * (n_a / n) + mean_b * (n_b / n)
+//   m2   = (m2_a + m2_b) + d^2 * (n_a * n_b / n),   d = mean_b - mean_a
+// (d^2 and every product are order-free; the two mean products are rounded apart
+// so no FMA contraction makes the order matter).
+struct rj_welford {
+  float n, mean, m2;
+};
+template <class A> struct rj_red_welford {
+  typedef rj_welford S;
+  typedef float R;
+  __device__ __forceinline__ S identity() const { return rj_welford{0.0f, 0.0f, 0.0f}; }
+  __device__ __forceinline__ float value(float x) const { return x; }
+  __device__ __forceinline__ S feed(S acc, float v, rj_u64) const {
+    const float n = acc.n + 1.0f;
+    const float d = v - acc.mean;
+    const float mean = acc.mean + rj_div_full(d, n);
+    return rj_welford{n, mean, acc.m2 + d * (v - mean)};
+  }
+  __device__ __forceinline__ S merge(S a, S b) const {
+    if (a.n == 0.0f) return b;
+    if (b.n == 0.0f) return a;
+    const float n = a.n + b.n;
+    const float d = b.mean - a.mean;
+    const float mean = rj_add_rn(rj_mul_rn(a.mean, rj_div_rn(a.n, n)), rj_mul_rn(b.mean, rj_div_rn(b.n, n)));
+    const float w = rj_div_rn(rj_mul_rn(a.n, b.n), n);
+    return rj_welford{n, mean, rj_add_rn(rj_add_rn(a.m2, b.m2), rj_mul_rn(rj_mul_rn(d, d), w))};
+  }
+};
+template <class A> struct rj_red_varpop : rj_red_welford<A> {
+  __device__ __forceinline__ float finalize(rj_welford acc, rj_u64 n) const { return rj_div_rn(acc.m2, (float)n); }
+};
+template <class A> struct rj_red_varsamp : rj_red_welford<A> {
+  // n = 1: 0 / 0 = NaN, as PyTorch's var with correction 1.
+  __device__ __forceinline__ float finalize(rj_welford acc, rj_u64 n) const { return rj_div_rn(acc.m2, (float)(n - 1)); }
+};
+
+// ---- online softmax: (max m, sum d of e^(x - m)); logsumexp = m + ln d ---------
+// Seed 002's MD merge made symmetric (no "which is bigger" branch: both sides are
+// scaled by e^(own max - joint max)); an infinite or NaN joint max keeps it with
+// d = 1 so +inf and NaN come out as themselves, -inf (nothing yet) with d = 0.
+struct rj_md {
+  float m, d;
+};
+template <class A> struct rj_red_lse {
+  typedef rj_md S;
+  typedef float R;
+  __device__ __forceinline__ S identity() const { return rj_md{rj_neg_inf(), 0.0f}; }
+  __device__ __forceinline__ float value(float x) const { return x; }
+  // Both finite (x - x is 0 only then): seed 002's online update, one exponential.
+  __device__ __forceinline__ S feed(S acc, float v, rj_u64) const {
+    if (v - v == 0.0f && acc.m - acc.m == 0.0f) {
+      if (v > acc.m) return rj_md{v, acc.d * rj_exp(acc.m - v) + 1.0f};
+      return rj_md{acc.m, acc.d + rj_exp(v - acc.m)};
+    }
+    return merge(acc, rj_md{v, 1.0f});
+  }
+  __device__ __forceinline__ S merge(S a, S b) const {
+    const float m = rj_max_nan(a.m, b.m);
+    if (m == rj_neg_inf()) return rj_md{m, 0.0f};
+    if (m == -rj_neg_inf() || m != m) return rj_md{m, 1.0f};
+    return rj_md{m, rj_add_rn(rj_mul_rn(a.d, rj_exp(a.m - m)), rj_mul_rn(b.d, rj_exp(b.m - m)))};
+  }
+  __device__ __forceinline__ R finalize(S acc, rj_u64) const { return acc.m + rj_log(acc.d); }
+};
+
+// ---- state shuffles (xor butterfly), one overload per state type ---------------
+__device__ __forceinline__ rj_u32 rj_shfl_xor_u32(rj_u32 v, int lane_mask) {
+  rj_u32 r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(lane_mask));
+  return r;
+}
+__device__ __forceinline__ float rj_shfl_state(float s, int m) { return rj_shfl_xor(s, m); }
+__device__ __forceinline__ rj_argval rj_shfl_state(const rj_argval& s, int m) {
+  const rj_u64 i = (rj_u64)s.i;
+  const rj_u32 lo = rj_shfl_xor_u32((rj_u32)i, m), hi = rj_shfl_xor_u32((rj_u32)(i >> 32), m);
+  return rj_argval{rj_shfl_xor(s.v, m), 0u, (rj_i64)(((rj_u64)hi << 32) | lo)};
+}
+__device__ __forceinline__ rj_welford rj_shfl_state(const rj_welford& s, int m) {
+  return rj_welford{rj_shfl_xor(s.n, m), rj_shfl_xor(s.mean, m), rj_shfl_xor(s.m2, m)};
+}
+__device__ __forceinline__ rj_md rj_shfl_state(const rj_md& s, int m) { return rj_md{rj_shfl_xor(s.m, m), rj_shfl_xor(s.d, m)}; }
+
+// ---- lane group, warp, block ---------------------------------------------------
+// Reduces over each aligned group of G lanes (G a power of two <= 32); every lane
+// of a group ends with its group's result. The whole warp must call it.
+template <int G, class Op>
+__device__ __forceinline__ typename Op::S rj_group_reduce(const Op& op, typename Op::S s) {
+#pragma unroll
+  for (int m = G / 2; m >= 1; m >>= 1) s = op.merge(s, rj_shfl_state(s, m));
+  return s;
+}
+template <class Op>
+__device__ __forceinline__ typename Op::S rj_warp_reduce(const Op& op, typename Op::S s) {
+  return rj_group_reduce<32>(op, s);
+}
+// Every thread of a block of exactly kThreads (a multiple of 32) calls it and gets
+// the block's result: warps reduce, lane 0s store to shared memory, then every
+// warp reduces the kThreads / 32 warp states (each group of lanes holds all of
+// them), so the result is in every lane with no second barrier. The first barrier
+// keeps a previous call's readers apart from this call's writers.
+template <int kThreads, class Op>
+__device__ __forceinline__ typename Op::S rj_block_reduce(const Op& op, typename Op::S s) {
+  const int kWarps = kThreads / 32;
+  __shared__ typename Op::S per_warp[kWarps];
+  s = rj_warp_reduce(op, s);
+  if (kWarps == 1) return s;
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) per_warp[threadIdx.x / 32] = s;
+  __syncthreads();
+  s = per_warp[(threadIdx.x % 32) % kWarps];
+  return rj_group_reduce<kWarps>(op, s);
+}
+
+// ---- grid: per-block partials, and the last block to arrive finishes --------
+__device__ __forceinline__ void rj_fence_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+__device__ __forceinline__ rj_u32 rj_atom_add_acq_rel(rj_u64 a, rj_u32 v) {
+  rj_u32 old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(a), "r"(v) : "memory");
+  return old;
+}
+// States cross blocks as 32-bit words: plain stores, volatile loads (the last
+// block must not read a partial from a stale L1 line).
+template <class S> __device__ __forceinline__ void rj_st_state(rj_u64 a, const S& s) {
+  static_assert(sizeof(S) % 4 == 0 && sizeof(S) <= 16, "a state is 1 to 4 words");
+  const rj_u32* w = reinterpret_cast<const rj_u32*>(&s);
+#pragma unroll
+  for (int k = 0; k < (int)(sizeof(S) / 4); ++k) rj_st_b32(a + 4 * k, w[k]);
+}
+template <class S> __device__ __forceinline__ S rj_ld_state(rj_u64 a) {
+  S s;
+  rj_u32* w = reinterpret_cast<rj_u32*>(&s);
+#pragma unroll
+  for (int k = 0; k < (int)(sizeof(S) / 4); ++k) w[k] = rj_load_volatile::b32(a + 4 * k);
+  return s;
+}
+// Threads with `writer` store their state at `slot`; the block then takes a
+// ticket from the counter at `counter` (one per group of `arrivals` blocks that
+// finish together). Returns true, in every thread, in the block that arrives
+// last: it may read every partial of its group. That block resets the counter,
+// so the next launch on the stream finds it at zero. Release: each writer's
+// fence, then the barrier, then the acq_rel ticket; acquire: the ticket, the
+// barrier, then a fence before the reads.
+template <class S>
+__device__ __forceinline__ bool rj_arrive_last(rj_u64 counter, rj_u32 arrivals, rj_u64 slot, const S& s, bool writer) {
+  __shared__ rj_u32 last;
+  if (writer) rj_st_state(slot, s);
+  rj_fence_gpu();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const rj_u32 ticket = rj_atom_add_acq_rel(counter, 1u);
+    last = ticket == arrivals - 1 ? 1u : 0u;
+    if (last) rj_st_b32(counter, 0u);
+  }
+  __syncthreads();
+  const bool is_last = last != 0u;
+  if (is_last) rj_fence_gpu();
+  return is_last;
+}
+
+// ---- results: f32 values, i64 indices ------------------------------------------
+__device__ __forceinline__ void rj_st_result(rj_u64 a, rj_u64 i, float r) { rj_st_b32(a + i * 4, rj_f32_as_bits(r)); }
+__device__ __forceinline__ void rj_st_result(rj_u64 a, rj_u64 i, rj_i64 r) {
+  rj_st_b64(a + i * 8, rj_b64{(rj_u32)(rj_u64)r, (rj_u32)((rj_u64)r >> 32)});
+}
+
+// ---- feeding a contiguous range ------------------------------------------------
+// One element (or pair) into the state.
+template <class Op, class T, int kSrcs>
+__device__ __forceinline__ typename Op::S rj_feed_one(const Op& op, typename Op::S acc, rj_u64 src0, rj_u64 src1, rj_u64 at, rj_u64 index) {
+  const float x = rj_ld1<T, rj_load_nc>(src0, at);
+  if constexpr (kSrcs == 2) {
+    return op.feed(acc, op.value(x, rj_ld1<T, rj_load_nc>(src1, at)), index);
+  } else {
+    (void)src1;
+    return op.feed(acc, op.value(x), index);
+  }
+}
+// Feeds elements first .. first + count of the source(s) to acc, as thread `lane`
+// of `lanes`; element first + k enters as index k. A pack is 4 elements (16 bytes
+// of f32, 8 of a 16-bit type, read with one vector load): the elements before
+// src0's first pack boundary go one per lane, then whole packs (kUnroll per lane
+// in flight, lane-strided so each unroll step of a warp is one coalesced access),
+// then the tail one per lane. A second source that sits off src0's pack phase
+// sends the whole range down the element path. Which thread feeds which element
+// depends only on (first, count, lanes, the addresses), so the order is fixed.
+template <class Op, class T, int kSrcs, int kUnroll>
+__device__ __forceinline__ typename Op::S rj_feed_range(const Op& op, typename Op::S acc, rj_u64 src0, rj_u64 src1,
+                                                        rj_u64 first, rj_u64 count, rj_u64 lane, rj_u64 lanes) {
+  const rj_u64 kPackBytes = 4 * T::kBytes;
+  rj_u64 head = ((kPackBytes - (src0 + first * T::kBytes) % kPackBytes) % kPackBytes) / T::kBytes;
+  if (kSrcs == 2 && (src1 + (first + head) * T::kBytes) % kPackBytes != 0) head = count;
+  if (head > count) head = count;
+  for (rj_u64 k = lane; k < head; k += lanes) acc = rj_feed_one<Op, T, kSrcs>(op, acc, src0, src1, first + k, k);
+  const rj_u64 packs = (count - head) / 4;
+  const rj_u64 start = first + head;
+  rj_u64 p = lane;
+  for (; p + (kUnroll - 1) * lanes < packs; p += kUnroll * lanes) {
+    float x[kUnroll][4], y[kSrcs == 2 ? kUnroll : 1][4];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) rj_ld4<T, rj_load_nc>(src0, start + (p + u * lanes) * 4, x[u]);
+    if constexpr (kSrcs == 2) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) rj_ld4<T, rj_load_nc>(src1, start + (p + u * lanes) * 4, y[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const rj_u64 k = head + (p + u * lanes) * 4;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if constexpr (kSrcs == 2) {
+          acc = op.feed(acc, op.value(x[u][e], y[u][e]), k + e);
+        } else {
+          acc = op.feed(acc, op.value(x[u][e]), k + e);
+        }
+      }
+    }
+  }
+  for (; p < packs; p += lanes) {
+    float x[4], y[4];
+    rj_ld4<T, rj_load_nc>(src0, start + p * 4, x);
+    if constexpr (kSrcs == 2) rj_ld4<T, rj_load_nc>(src1, start + p * 4, y);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (kSrcs == 2) {
+        acc = op.feed(acc, op.value(x[e], y[e]), head + p * 4 + e);
+      } else {
+        acc = op.feed(acc, op.value(x[e]), head + p * 4 + e);
+      }
+    }
+  }
+  for (rj_u64 k = head + packs * 4 + lane; k < count; k += lanes) acc = rj_feed_one<Op, T, kSrcs>(op, acc, src0, src1, first + k, k);
+  return acc;
+}

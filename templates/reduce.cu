@@ -1,0 +1,140 @@
+// ---- {{ name }} ----
+// reduce (seeds 001, 002): {{ op }} over {% if axis == "all" %}the whole array{% elif axis == "rows" %}each row of a rows x cols matrix (leading dimension ld){% else %}each column of a rows x cols matrix (leading dimension ld){% endif %},
+// {{ srcs }} {{ input }} input(s), accumulated with {{ functor }}; the result is {{ result }}.
+{%- if axis == "all" %}
+// Each thread feeds a fixed, strided share of the array (packs of 4, {{ unroll }} in flight),
+// the block reduces, and with more than one block each writes a partial; the last
+// block to arrive reduces the partials in block order and writes the result. One
+// launch, no float atomics: the same grid gives the same bits every run.
+{%- elif axis == "rows" and warp_per_row %}
+// A warp per row (short rows): the warp's lanes stride along the row in packs, a
+// warp reduction, lane 0 stores. Warps take rows round-robin over the grid.
+{%- elif axis == "rows" %}
+// A block per row (long rows): the block's threads stride along the row in packs,
+// a block reduction, thread 0 stores. Blocks take rows round-robin over the grid.
+{%- else %}
+// Columns in tiles of 32 (one per lane, so each row of a tile is one coalesced
+// access), {{ phases }} row phases per block (the block's warps), and the rows cut into
+// gridDim.y splits of rows_per_split. Each split's block merges its phases in
+// order; with more than one split each writes a partial per column and the last
+// split of a tile to arrive merges them in split order. No atomics on values.
+{%- endif %}
+namespace {{ name }}_impl {
+typedef {{ functor }} Op;
+typedef Op::S S;
+typedef rj_dtype_{{ input }} T;
+const int kThreads = {{ threads }};
+const int kSrcs = {{ srcs }};
+const int kUnroll = {{ unroll }};
+}  // namespace {{ name }}_impl
+
+extern "C" __global__ void __launch_bounds__({{ threads }}) {{ name }}(
+    const void* __restrict__ src0_ptr,
+{%- if srcs == 2 %}
+    const void* __restrict__ src1_ptr,
+{%- endif %}
+    void* __restrict__ out_ptr, void* __restrict__ counters_ptr, void* __restrict__ partials_ptr,
+{%- if axis == "all" %}
+    rj_u64 n) {
+{%- elif axis == "rows" %}
+    rj_u64 rows, rj_u64 cols, rj_u64 ld) {
+{%- else %}
+    rj_u64 rows, rj_u64 cols, rj_u64 ld, rj_u64 rows_per_split) {
+{%- endif %}
+  using namespace {{ name }}_impl;
+  const Op op = Op();
+  const rj_u64 src0 = rj_cvta_global(src0_ptr);
+{%- if srcs == 2 %}
+  const rj_u64 src1 = rj_cvta_global(src1_ptr);
+{%- else %}
+  const rj_u64 src1 = 0;
+{%- endif %}
+  const rj_u64 out = rj_cvta_global(out_ptr);
+{%- if axis == "all" %}
+  const rj_u64 lanes = (rj_u64)gridDim.x * kThreads;
+  S acc = rj_feed_range<Op, T, kSrcs, kUnroll>(op, op.identity(), src0, src1, 0, n, (rj_u64)blockIdx.x * kThreads + threadIdx.x, lanes);
+  acc = rj_block_reduce<kThreads>(op, acc);
+  if (gridDim.x == 1) {
+    if (threadIdx.x == 0) rj_st_result(out, 0, op.finalize(acc, n));
+    return;
+  }
+  const rj_u64 partials = rj_cvta_global(partials_ptr);
+  if (!rj_arrive_last(rj_cvta_global(counters_ptr), gridDim.x, partials + (rj_u64)blockIdx.x * sizeof(S), acc, threadIdx.x == 0)) return;
+  S total = op.identity();
+  for (rj_u32 b = threadIdx.x; b < gridDim.x; b += kThreads) total = op.merge(total, rj_ld_state<S>(partials + (rj_u64)b * sizeof(S)));
+  total = rj_block_reduce<kThreads>(op, total);
+  if (threadIdx.x == 0) rj_st_result(out, 0, op.finalize(total, n));
+{%- elif axis == "rows" and warp_per_row %}
+  (void)counters_ptr;
+  (void)partials_ptr;
+  const rj_u64 lane = threadIdx.x % 32;
+  const rj_u64 warps = (rj_u64)gridDim.x * (kThreads / 32);
+  for (rj_u64 r = ((rj_u64)blockIdx.x * kThreads + threadIdx.x) / 32; r < rows; r += warps) {
+    S acc = rj_feed_range<Op, T, kSrcs, kUnroll>(op, op.identity(), src0, src1, r * ld, cols, lane, 32);
+    acc = rj_warp_reduce(op, acc);
+    if (lane == 0) rj_st_result(out, r, op.finalize(acc, cols));
+  }
+{%- elif axis == "rows" %}
+  (void)counters_ptr;
+  (void)partials_ptr;
+  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    S acc = rj_feed_range<Op, T, kSrcs, kUnroll>(op, op.identity(), src0, src1, r * ld, cols, threadIdx.x, kThreads);
+    acc = rj_block_reduce<kThreads>(op, acc);
+    if (threadIdx.x == 0) rj_st_result(out, r, op.finalize(acc, cols));
+  }
+{%- else %}
+  const int kPhases = kThreads / 32;
+  const rj_u32 tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+  const rj_u64 c = (rj_u64)blockIdx.x * 32 + tx;
+  const rj_u64 r0 = (rj_u64)blockIdx.y * rows_per_split;
+  const rj_u64 r1 = r0 + rows_per_split < rows ? r0 + rows_per_split : rows;
+  S acc = op.identity();
+  if (c < cols) {
+    // {{ col_unroll }} rows' loads in flight before they are fed.
+    rj_u64 r = r0 + ty;
+    for (; r + ({{ col_unroll }} - 1) * kPhases < r1; r += {{ col_unroll }} * kPhases) {
+      float x[{{ col_unroll }}]{% if srcs == 2 %}, y[{{ col_unroll }}]{% endif %};
+#pragma unroll
+      for (int u = 0; u < {{ col_unroll }}; ++u) x[u] = rj_ld1<T, rj_load_nc>(src0, (r + u * kPhases) * ld + c);
+{%- if srcs == 2 %}
+#pragma unroll
+      for (int u = 0; u < {{ col_unroll }}; ++u) y[u] = rj_ld1<T, rj_load_nc>(src1, (r + u * kPhases) * ld + c);
+#pragma unroll
+      for (int u = 0; u < {{ col_unroll }}; ++u) acc = op.feed(acc, op.value(x[u], y[u]), r + u * kPhases);
+{%- else %}
+#pragma unroll
+      for (int u = 0; u < {{ col_unroll }}; ++u) acc = op.feed(acc, op.value(x[u]), r + u * kPhases);
+{%- endif %}
+    }
+    for (; r < r1; r += kPhases) acc = rj_feed_one<Op, T, kSrcs>(op, acc, src0, src1, r * ld + c, r);
+  }
+  // The phases of each column, merged in phase order by phase 0.
+  __shared__ S tile[kPhases][32];
+  tile[ty][tx] = acc;
+  __syncthreads();
+  if (ty == 0) {
+#pragma unroll
+    for (int k = 1; k < kPhases; ++k) acc = op.merge(acc, tile[k][tx]);
+  }
+  if (gridDim.y == 1) {
+    if (ty == 0 && c < cols) rj_st_result(out, c, op.finalize(acc, rows));
+    return;
+  }
+  const rj_u64 partials = rj_cvta_global(partials_ptr);
+  const rj_u64 counter = rj_cvta_global(counters_ptr) + (rj_u64)blockIdx.x * 4;
+  if (!rj_arrive_last(counter, gridDim.y, partials + ((rj_u64)blockIdx.y * cols + c) * sizeof(S), acc, ty == 0 && c < cols)) return;
+  // The last split of this tile: the phases take the splits round-robin, then
+  // phase 0 merges the phases in order.
+  S total = op.identity();
+  if (c < cols)
+    for (rj_u32 s = ty; s < gridDim.y; s += kPhases) total = op.merge(total, rj_ld_state<S>(partials + ((rj_u64)s * cols + c) * sizeof(S)));
+  __syncthreads();
+  tile[ty][tx] = total;
+  __syncthreads();
+  if (ty == 0 && c < cols) {
+#pragma unroll
+    for (int k = 1; k < kPhases; ++k) total = op.merge(total, tile[k][tx]);
+    rj_st_result(out, c, op.finalize(total, rows));
+  }
+{%- endif %}
+}
