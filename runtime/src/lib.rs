@@ -24,8 +24,10 @@ pub mod identity;
 pub mod jit;
 pub mod nvrtc;
 pub mod philox;
+mod reduce;
 mod reduce_copy;
 pub mod reference;
+pub mod reference_reduce;
 mod runtime;
 
 pub use cache::{CacheKey, CacheStats, CompileCache, Origin};
@@ -33,10 +35,12 @@ pub use elem::{DeviceElem, KernelInput, KernelOutput};
 pub use error::{Error, Result};
 pub use jit::{Compiled, Jit};
 pub use nvrtc::{Artifact, Nvrtc, NvrtcFacts, Output, Target};
+pub use redjit_codegen::spec::reduce::{Plan as ReducePlan, Shape as ReduceShape};
 pub use redjit_codegen::{
     Arch, DType, KernelSource, KernelSpec, Load, Op, ReduceAxis, ReduceCopySpec, ReduceOp,
     ReduceSpec, Role, Rounding, SpecError, Src,
 };
+pub use reduce::{Matrix, ReduceKernel, ReduceOutput, ResultType};
 pub use reduce_copy::{
     DEFAULT_THREADS, LaunchOptions, ReduceCopyArgs, ReduceCopyKernel, Stochastic,
 };

@@ -1,0 +1,373 @@
+//! The typed launcher of `reduce` kernels: the one place they are launched, and
+//! the one place a call is checked.
+//!
+//! ```no_run
+//! use redjit_runtime::{Matrix, ReduceSpec, Runtime};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let rt = Runtime::new(0)?;
+//! let s = rt.stream();
+//! let x = s.clone_htod(&vec![half::bf16::from_f32(0.5); 3 * 1000])?;
+//! // Full-array argmax: one i64.
+//! let mut at = s.alloc_zeros::<i64>(1)?;
+//! rt.reduce(&"reduce_all_argmax_bf16_f32".parse()?)?.launch(s, &[&x], &mut at)?;
+//! // Row sums of a 3 x 1000 matrix: three f32.
+//! let mut sums = s.alloc_zeros::<f32>(3)?;
+//! let rows: ReduceSpec = "reduce_rows_sum_bf16_f32".parse()?;
+//! rt.reduce(&rows)?.launch_matrix(s, &[&x], Matrix { rows: 3, cols: 1000, ld: 1000 }, &mut sums)?;
+//! # Ok(()) }
+//! ```
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, CudaViewMut, DeviceSlice, LaunchArgs, LaunchConfig,
+    PushKernelArg,
+};
+use redjit_codegen::spec::reduce::{PARTIAL_BYTES, Plan, Shape, THREADS};
+use redjit_codegen::{KernelSpec, ReduceAxis, ReduceSpec, SpecError};
+
+use crate::elem::KernelInput;
+use crate::error::{DriverContext, Error, Result};
+use crate::runtime::Runtime;
+
+/// A rows x cols matrix in a buffer: row r starts at element r * ld (ld >= cols;
+/// ld > cols is a strided view).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Matrix {
+    pub rows: usize,
+    pub cols: usize,
+    pub ld: usize,
+}
+
+/// The element type of a reduction's result buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultType {
+    /// Values (sum, mean, max, var, ...), whatever the input and accumulator.
+    F32,
+    /// Element indices (argmax, argmin), as PyTorch's int64.
+    I64,
+}
+
+impl ResultType {
+    fn of(spec: &ReduceSpec) -> ResultType {
+        if spec.op.info().index {
+            ResultType::I64
+        } else {
+            ResultType::F32
+        }
+    }
+}
+
+/// A device buffer a reduction writes its results to: f32 or i64, a
+/// `CudaSlice` or a `CudaViewMut`.
+pub trait ReduceOutput {
+    fn result_type(&self) -> ResultType;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn push_output<'a>(&'a mut self, args: &mut LaunchArgs<'a>);
+}
+
+macro_rules! impl_reduce_output {
+    ($t:ty, $rt:expr, $($ty:ty),*) => {$(
+        impl ReduceOutput for $ty {
+            fn result_type(&self) -> ResultType {
+                $rt
+            }
+            fn len(&self) -> usize {
+                DeviceSlice::len(self)
+            }
+            fn push_output<'a>(&'a mut self, args: &mut LaunchArgs<'a>) {
+                args.arg(self);
+            }
+        }
+    )*};
+}
+impl_reduce_output!(f32, ResultType::F32, CudaSlice<f32>, CudaViewMut<'_, f32>);
+impl_reduce_output!(i64, ResultType::I64, CudaSlice<i64>, CudaViewMut<'_, i64>);
+
+/// A loaded reduce kernel, the spec it came from, its warp-per-row twin (row
+/// kernels, loaded on the first launch with short rows; the grid of a row
+/// launch does not depend on occupancy), and the workspace of
+/// its grid finish (partials and arrival counters), grown on demand. Launches of
+/// one kernel on several streams share the workspace; cudarc's event tracking
+/// orders them.
+pub struct ReduceKernel<'rt> {
+    rt: &'rt Runtime,
+    spec: ReduceSpec,
+    name: String,
+    func: CudaFunction,
+    blocks_per_sm: u32,
+    warp_twin: OnceLock<CudaFunction>,
+    workspace: Mutex<Option<CudaSlice<u8>>>,
+}
+
+impl Runtime {
+    /// Compiles (through the cache) and loads the kernel for `spec`. Ask for the
+    /// row kernel without `warp_per_row`: the launcher picks that twin.
+    pub fn reduce(&self, spec: &ReduceSpec) -> Result<ReduceKernel<'_>> {
+        if spec.warp_per_row {
+            return Err(Error::Spec(SpecError::Invalid {
+                field: "warp_per_row",
+                value: "true".into(),
+                rule: "ask for the row kernel; its launcher picks the warp-per-row twin for short rows".into(),
+            }));
+        }
+        let func = self.function(spec)?;
+        let blocks_per_sm = resident_blocks(&func, &spec.name())?;
+        Ok(ReduceKernel {
+            rt: self,
+            spec: spec.clone(),
+            name: spec.name(),
+            func,
+            blocks_per_sm,
+            warp_twin: OnceLock::new(),
+            workspace: Mutex::new(None),
+        })
+    }
+}
+
+/// Blocks of `THREADS` the kernel keeps resident per SM (the occupancy API, so
+/// registers and shared memory of this very kernel count).
+fn resident_blocks(func: &CudaFunction, name: &str) -> Result<u32> {
+    let n = func
+        .occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+        .during(|| format!("querying the occupancy of {name}"))?;
+    Ok(n.max(1))
+}
+
+impl ReduceKernel<'_> {
+    pub fn spec(&self) -> &ReduceSpec {
+        &self.spec
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The launch layout this kernel uses for `shape` on this device (the
+    /// tests derive tolerances from its `chain`).
+    pub fn plan(&self, shape: Shape) -> Plan {
+        self.spec
+            .plan(shape, self.rt.device().sm_count, self.blocks_per_sm.max(1))
+    }
+
+    /// A full-array reduction of `srcs` (one buffer; dot: two of equal length)
+    /// into `out[0]`.
+    pub fn launch(
+        &self,
+        stream: &Arc<CudaStream>,
+        srcs: &[&dyn KernelInput],
+        out: &mut dyn ReduceOutput,
+    ) -> Result<()> {
+        self.launch_shape(stream, srcs, None, out)
+    }
+
+    /// A row-wise (`out[r]`, rows results) or column-wise (`out[c]`, cols
+    /// results) reduction of the matrix `m` held in `srcs`.
+    pub fn launch_matrix(
+        &self,
+        stream: &Arc<CudaStream>,
+        srcs: &[&dyn KernelInput],
+        m: Matrix,
+        out: &mut dyn ReduceOutput,
+    ) -> Result<()> {
+        self.launch_shape(stream, srcs, Some(m), out)
+    }
+
+    fn launch_shape(
+        &self,
+        stream: &Arc<CudaStream>,
+        srcs: &[&dyn KernelInput],
+        m: Option<Matrix>,
+        out: &mut dyn ReduceOutput,
+    ) -> Result<()> {
+        let shape = self.check(srcs, m, out)?;
+        let plan = self.plan(shape);
+        let func = if plan.warp_per_row {
+            self.warp_twin()?
+        } else {
+            &self.func
+        };
+        // Counters first (16-byte rounded), then the partials.
+        let counter_bytes = (plan.counters * 4).next_multiple_of(PARTIAL_BYTES);
+        let need = counter_bytes + plan.partials * PARTIAL_BYTES;
+        let mut guard = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
+        let big_enough = guard.as_ref().is_some_and(|w| w.len() >= need.max(1));
+        if !big_enough {
+            // Zeroed: every counter starts at zero, and each launch's last block
+            // leaves its counters at zero again.
+            let ws = stream
+                .alloc_zeros::<u8>(need.max(PARTIAL_BYTES))
+                .during(|| format!("allocating the workspace of {}", self.name))?;
+            *guard = Some(ws);
+        }
+        let Some(ws) = guard.as_mut() else {
+            unreachable!("the workspace was just allocated")
+        };
+        let (mut counters, mut partials) = ws.split_at_mut(counter_bytes.min(ws.len()));
+        let mut args = stream.launch_builder(func);
+        for s in srcs {
+            s.push_input(&mut args);
+        }
+        out.push_output(&mut args);
+        args.arg(&mut counters).arg(&mut partials);
+        let (a, b, c, d) = match shape {
+            Shape::All { n } => (n, 0, 0, 0),
+            Shape::Matrix { rows, cols, ld } => (rows, cols, ld, plan.rows_per_split),
+        };
+        match self.spec.axis {
+            ReduceAxis::All => args.arg(&a),
+            ReduceAxis::Rows => args.arg(&a).arg(&b).arg(&c),
+            ReduceAxis::Cols => args.arg(&a).arg(&b).arg(&c).arg(&d),
+        };
+        let cfg = LaunchConfig {
+            grid_dim: (plan.grid.0, plan.grid.1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the kernel was generated from `self.spec`: one pointer per input,
+        // the output, the counters and the partials, then n (u64) for the full
+        // array, rows, cols, ld (u64) for rows, and rows_per_split (u64) too for
+        // columns, in that order. `check` proved every input has the spec's
+        // dtype and holds the shape, and the output its type and length; the
+        // workspace holds `plan.counters` zeroed counters and `plan.partials`
+        // partial slots.
+        unsafe { args.launch(cfg) }.during(|| format!("launching {}", self.name))?;
+        Ok(())
+    }
+
+    fn warp_twin(&self) -> Result<&CudaFunction> {
+        if let Some(f) = self.warp_twin.get() {
+            return Ok(f);
+        }
+        let f = self.rt.function(&self.spec.for_warp_per_row())?;
+        Ok(self.warp_twin.get_or_init(|| f))
+    }
+
+    /// Validates a call; returns the shape to launch.
+    fn check(
+        &self,
+        srcs: &[&dyn KernelInput],
+        m: Option<Matrix>,
+        out: &dyn ReduceOutput,
+    ) -> Result<Shape> {
+        let err = |what: &'static str, value: String, rule: String| Error::Launch {
+            kernel: self.name.clone(),
+            what,
+            value,
+            rule,
+        };
+        let inputs = self.spec.op.info().inputs;
+        if srcs.len() != inputs {
+            return Err(err(
+                "number of inputs",
+                srcs.len().to_string(),
+                format!("{} reads exactly {inputs} input(s)", self.spec.op),
+            ));
+        }
+        for (i, s) in srcs.iter().enumerate() {
+            if s.dtype() != self.spec.input {
+                return Err(err(
+                    "dtype",
+                    format!("src{i}: {}", s.dtype()),
+                    format!("this kernel reads {}", self.spec.input),
+                ));
+            }
+            if s.len() != srcs[0].len() {
+                return Err(err(
+                    "length",
+                    format!("src{i}: {}", s.len()),
+                    format!(
+                        "every input must have the length of src0 ({})",
+                        srcs[0].len()
+                    ),
+                ));
+            }
+        }
+        let want = ResultType::of(&self.spec);
+        if out.result_type() != want {
+            return Err(err(
+                "output type",
+                format!("{:?}", out.result_type()),
+                format!("{} writes {}", self.spec.op, self.spec.result()),
+            ));
+        }
+        let len = srcs[0].len();
+        let (shape, results) = match (self.spec.axis, m) {
+            (ReduceAxis::All, None) => {
+                if len == 0 {
+                    return Err(err(
+                        "n",
+                        "0".into(),
+                        "a reduction needs at least one element".into(),
+                    ));
+                }
+                (Shape::All { n: len as u64 }, 1)
+            }
+            (ReduceAxis::All, Some(m)) => {
+                return Err(err(
+                    "matrix",
+                    format!("{m:?}"),
+                    "a full-array reduction takes no matrix shape; call launch".into(),
+                ));
+            }
+            (axis, None) => {
+                return Err(err(
+                    "matrix",
+                    "none".into(),
+                    format!("a {axis} reduction needs a matrix shape; call launch_matrix"),
+                ));
+            }
+            (axis, Some(m)) => {
+                if m.rows == 0 || m.cols == 0 {
+                    return Err(err(
+                        "matrix",
+                        format!("{m:?}"),
+                        "rows and cols must be at least 1".into(),
+                    ));
+                }
+                if m.ld < m.cols {
+                    return Err(err(
+                        "ld",
+                        m.ld.to_string(),
+                        format!("the leading dimension must be at least cols ({})", m.cols),
+                    ));
+                }
+                let extent = (m.rows - 1)
+                    .checked_mul(m.ld)
+                    .and_then(|x| x.checked_add(m.cols));
+                if extent.is_none_or(|e| e > len) {
+                    return Err(err(
+                        "matrix",
+                        format!("{m:?}"),
+                        format!("(rows - 1) * ld + cols elements must fit the input's {len}"),
+                    ));
+                }
+                let results = if axis == ReduceAxis::Rows {
+                    m.rows
+                } else {
+                    m.cols
+                };
+                (
+                    Shape::Matrix {
+                        rows: m.rows as u64,
+                        cols: m.cols as u64,
+                        ld: m.ld as u64,
+                    },
+                    results,
+                )
+            }
+        };
+        if out.len() != results {
+            return Err(err(
+                "output length",
+                out.len().to_string(),
+                format!("this call has {results} result(s)"),
+            ));
+        }
+        Ok(shape)
+    }
+}

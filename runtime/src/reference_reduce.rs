@@ -1,0 +1,466 @@
+//! CPU twin of the `reduce` kernels: every op over f64 (max, min, argmax and
+//! argmin exactly, with the device's NaN and signed-zero rules), and the
+//! tolerance a GPU value must meet, derived from the accumulator's unit roundoff
+//! and the longest chain of rounded operations the launch puts an element
+//! through (`Plan::chain`): |error| <= gamma(chain) * sum |x| for a sum (Higham,
+//! "Accuracy and Stability of Numerical Algorithms", 2nd ed., section 4.2), and
+//! the like for the others.
+//!
+//! ```
+//! use redjit_runtime::reference::HostBuffer;
+//! use redjit_runtime::reference_reduce::{all, Reduced};
+//! use redjit_runtime::{DType, ReduceSpec};
+//!
+//! let x = HostBuffer::from_fn(DType::F32, 5, |i| [1.0, 7.0, f32::NAN, 7.0, 2.0][i]);
+//! let argmax: ReduceSpec = "reduce_all_argmax_f32_f32".parse().unwrap();
+//! // The first NaN wins, as in PyTorch.
+//! assert_eq!(all(&argmax, 10, &[&x]).result, Reduced::Index(2));
+//! let sum: ReduceSpec = "reduce_all_sum_f32_f32".parse().unwrap();
+//! let e = all(&sum, 10, &[&HostBuffer::from_fn(DType::F32, 4, |i| i as f32)]);
+//! assert!(e.check_f32(6.0).is_ok() && e.check_f32(6.01).is_err());
+//! ```
+
+use redjit_codegen::{DType, Op, ReduceOp, ReduceSpec};
+
+use crate::reference::{HostBuffer, op_apply};
+
+/// A reduction's exact (f64) result.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reduced {
+    Value(f64),
+    Index(i64),
+}
+
+/// What a GPU result must be: the exact result and how far a value may be
+/// from it (0 for exact ops; NaN and infinities must match as such).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Expected {
+    pub result: Reduced,
+    pub tol: f64,
+}
+
+impl Expected {
+    /// Checks an f32 result.
+    pub fn check_f32(&self, got: f32) -> Result<(), String> {
+        let Reduced::Value(want) = self.result else {
+            return Err(format!(
+                "got the value {got}, want the index {:?}",
+                self.result
+            ));
+        };
+        let g = f64::from(got);
+        let ok = if want.is_nan() {
+            g.is_nan()
+        } else if want.is_infinite() || self.tol == 0.0 {
+            g == want && (want != 0.0 || g.is_sign_negative() == want.is_sign_negative())
+        } else {
+            (g - want).abs() <= self.tol
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "got {got:e} (bits {:#010x}), want {want:e} within {:e} (off by {:e})",
+                got.to_bits(),
+                self.tol,
+                (g - want).abs()
+            ))
+        }
+    }
+
+    /// Checks an i64 result.
+    pub fn check_i64(&self, got: i64) -> Result<(), String> {
+        match self.result {
+            Reduced::Index(want) if want == got => Ok(()),
+            want => Err(format!("got index {got}, want {want:?}")),
+        }
+    }
+}
+
+/// The accumulator's unit roundoff: 2^-24 (f32), 2^-11 (f16), 2^-8 (bf16).
+pub fn unit_roundoff(accum: DType) -> f64 {
+    match accum {
+        DType::F32 => (-24f64).exp2(),
+        DType::F16 => (-11f64).exp2(),
+        DType::BF16 => (-8f64).exp2(),
+    }
+}
+
+/// gamma(k) = k u / (1 - k u): the relative error bound of k rounded operations
+/// (infinite when k u >= 1: no bound).
+pub fn gamma(k: u64, u: f64) -> f64 {
+    let ku = k as f64 * u;
+    if ku >= 1.0 {
+        f64::INFINITY
+    } else {
+        ku / (1.0 - ku)
+    }
+}
+
+/// Running statistics of one range, in f64, for every op at once.
+#[derive(Debug, Clone)]
+struct Acc {
+    n: u64,
+    sum: f64,
+    sum_abs: f64,
+    sum_sq: f64,
+    dot: f64,
+    dot_abs: f64,
+    /// The device's max / min, folded in f32 with its NaN and signed-zero rules.
+    max: f32,
+    min: f32,
+    argmax: Option<(f32, i64)>,
+    argmin: Option<(f32, i64)>,
+    first_nan: Option<i64>,
+    mean: f64,
+    m2: f64,
+    /// Online softmax state (max, sum of e^(x - max)).
+    lse_m: f64,
+    lse_d: f64,
+}
+
+impl Acc {
+    fn new() -> Acc {
+        Acc {
+            n: 0,
+            sum: 0.0,
+            sum_abs: 0.0,
+            sum_sq: 0.0,
+            dot: 0.0,
+            dot_abs: 0.0,
+            max: f32::NEG_INFINITY,
+            min: f32::INFINITY,
+            argmax: None,
+            argmin: None,
+            first_nan: None,
+            mean: 0.0,
+            m2: 0.0,
+            lse_m: f64::NEG_INFINITY,
+            lse_d: 0.0,
+        }
+    }
+
+    /// Element `i` (elements arrive in increasing index order) with value x and,
+    /// for dot, y.
+    fn push(&mut self, i: i64, x: f32, y: f32) {
+        let (xd, yd) = (f64::from(x), f64::from(y));
+        self.n += 1;
+        self.sum += xd;
+        self.sum_abs += xd.abs();
+        self.sum_sq += xd * xd;
+        self.dot += xd * yd;
+        self.dot_abs += (xd * yd).abs();
+        self.max = op_apply(Op::Max, self.max, x);
+        self.min = op_apply(Op::Min, self.min, x);
+        if x.is_nan() {
+            self.first_nan.get_or_insert(i);
+        } else {
+            // Strict comparisons: a tie (-0 and +0 included) keeps the lower index.
+            if self.argmax.is_none_or(|(v, _)| x > v) {
+                self.argmax = Some((x, i));
+            }
+            if self.argmin.is_none_or(|(v, _)| x < v) {
+                self.argmin = Some((x, i));
+            }
+        }
+        let d = xd - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (xd - self.mean);
+        if xd > self.lse_m {
+            self.lse_d = self.lse_d * (self.lse_m - xd).exp() + 1.0;
+            self.lse_m = xd;
+        } else if xd.is_finite() || self.lse_m.is_finite() {
+            self.lse_d += (xd - self.lse_m).exp();
+        }
+    }
+
+    fn finish(&self, op: ReduceOp, accum: DType, chain: u64) -> Expected {
+        let u = unit_roundoff(accum);
+        let u32_ = unit_roundoff(DType::F32);
+        let n = self.n as f64;
+        let value = |v: f64, tol: f64| Expected {
+            result: Reduced::Value(v),
+            tol,
+        };
+        let index = |i: Option<(f32, i64)>| Expected {
+            result: Reduced::Index(self.first_nan.or(i.map(|(_, i)| i)).unwrap_or(-1)),
+            tol: 0.0,
+        };
+        match op {
+            ReduceOp::Sum => value(self.sum, gamma(chain, u) * self.sum_abs),
+            ReduceOp::Mean => value(
+                self.sum / n,
+                gamma(chain + 2, u) * self.sum_abs / n + 2.0 * u32_ * (self.sum / n).abs(),
+            ),
+            ReduceOp::SumSq => value(self.sum_sq, gamma(chain + 1, u) * self.sum_sq),
+            ReduceOp::Dot => value(self.dot, gamma(chain + 1, u) * self.dot_abs),
+            ReduceOp::Max => value(f64::from(self.max), 0.0),
+            ReduceOp::Min => value(f64::from(self.min), 0.0),
+            ReduceOp::ArgMax => index(self.argmax),
+            ReduceOp::ArgMin => index(self.argmin),
+            ReduceOp::VarPop | ReduceOp::VarSamp => {
+                let c = if op == ReduceOp::VarSamp { 1.0 } else { 0.0 };
+                let var = if self.sum.is_nan() || self.sum_abs.is_infinite() {
+                    f64::NAN
+                } else {
+                    self.m2 / (n - c)
+                };
+                // Welford's per-element updates and Chan's merges: each element's
+                // deviation goes through about twice the sum's chain; bound the
+                // error by the uncentred second moment, which also covers the
+                // mean's error.
+                value(
+                    var,
+                    4.0 * gamma(2 * chain + 8, u) * self.sum_sq / (n - c).max(1.0),
+                )
+            }
+            ReduceOp::LogSumExp => {
+                let m = self.lse_m;
+                let r = if self.first_nan.is_some() {
+                    f64::NAN
+                } else if m.is_infinite() {
+                    m
+                } else {
+                    m + self.lse_d.ln()
+                };
+                // The max is exact; ln d is off by d's relative error (rounded
+                // adds, ex2.approx at about 2^-22 per term) plus lg2.approx's.
+                value(
+                    r,
+                    2.0 * u32_ * m.abs()
+                        + gamma(chain + 8, u32_)
+                        + 8.0 * (-22f64).exp2()
+                        + 2.0 * u32_ * r.abs(),
+                )
+            }
+        }
+    }
+}
+
+fn check_srcs(spec: &ReduceSpec, srcs: &[&HostBuffer]) {
+    assert_eq!(srcs.len(), spec.op.info().inputs, "input count");
+    for s in srcs {
+        assert_eq!(s.dtype(), spec.input, "input dtype");
+    }
+}
+
+/// The expected result of a full-array reduction of `srcs` (dot: two buffers).
+/// Panics if the buffers do not fit the spec (a harness error).
+pub fn all(spec: &ReduceSpec, chain: u64, srcs: &[&HostBuffer]) -> Expected {
+    check_srcs(spec, srcs);
+    let mut acc = Acc::new();
+    let y = |i: usize| srcs.get(1).map_or(0.0, |b| b.get_f32(i));
+    for i in 0..srcs[0].len() {
+        acc.push(i as i64, srcs[0].get_f32(i), y(i));
+    }
+    acc.finish(spec.op, spec.accum, chain)
+}
+
+/// The expected result of each row of the rows x cols matrix (row r at element
+/// r * ld) held in `srcs`.
+pub fn rows(
+    spec: &ReduceSpec,
+    chain: u64,
+    srcs: &[&HostBuffer],
+    (rows, cols, ld): (usize, usize, usize),
+) -> Vec<Expected> {
+    check_srcs(spec, srcs);
+    let y = |i: usize| srcs.get(1).map_or(0.0, |b| b.get_f32(i));
+    let row = |r: usize| {
+        let mut acc = Acc::new();
+        for c in 0..cols {
+            let i = r * ld + c;
+            acc.push(c as i64, srcs[0].get_f32(i), y(i));
+        }
+        acc.finish(spec.op, spec.accum, chain)
+    };
+    par_map(rows, row)
+}
+
+/// The expected result of each column of the rows x cols matrix (row r at
+/// element r * ld) held in `srcs`.
+pub fn cols(
+    spec: &ReduceSpec,
+    chain: u64,
+    srcs: &[&HostBuffer],
+    (rows, cols, ld): (usize, usize, usize),
+) -> Vec<Expected> {
+    check_srcs(spec, srcs);
+    let y = |i: usize| srcs.get(1).map_or(0.0, |b| b.get_f32(i));
+    // Column blocks in parallel; rows in order within each (the index order).
+    let block = 256;
+    let blocks = par_map(cols.div_ceil(block), |b| {
+        let c0 = b * block;
+        let c1 = (c0 + block).min(cols);
+        let mut accs = vec![Acc::new(); c1 - c0];
+        for r in 0..rows {
+            for (c, acc) in (c0..c1).zip(accs.iter_mut()) {
+                let i = r * ld + c;
+                acc.push(r as i64, srcs[0].get_f32(i), y(i));
+            }
+        }
+        accs.iter()
+            .map(|a| a.finish(spec.op, spec.accum, chain))
+            .collect::<Vec<_>>()
+    });
+    blocks.into_iter().flatten().collect()
+}
+
+/// `(0..len).map(f).collect()` over the host's cores.
+fn par_map<T: Send>(len: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = len.div_ceil(workers).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..len)
+            .step_by(chunk)
+            .map(|start| {
+                let f = &f;
+                s.spawn(move || (start..(start + chunk).min(len)).map(f).collect::<Vec<_>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> ReduceSpec {
+        name.parse().unwrap()
+    }
+
+    fn buf(v: &[f32]) -> HostBuffer {
+        HostBuffer::F32(v.to_vec())
+    }
+
+    #[test]
+    fn arg_ops_take_the_first_nan_then_the_lowest_index_of_a_tie() {
+        let x = buf(&[3.0, -0.0, 9.0, 0.0, 9.0, -5.0]);
+        assert_eq!(
+            all(&spec("reduce_all_argmax_f32_f32"), 1, &[&x]).result,
+            Reduced::Index(2)
+        );
+        assert_eq!(
+            all(&spec("reduce_all_argmin_f32_f32"), 1, &[&x]).result,
+            Reduced::Index(5)
+        );
+        let z = buf(&[0.0, -0.0, 0.0]);
+        assert_eq!(
+            all(&spec("reduce_all_argmin_f32_f32"), 1, &[&z]).result,
+            Reduced::Index(0)
+        );
+        let nan = buf(&[1.0, f32::NAN, 5.0, f32::NAN]);
+        for op in ["argmax", "argmin"] {
+            let e = all(&spec(&format!("reduce_all_{op}_f32_f32")), 1, &[&nan]);
+            assert_eq!(e.result, Reduced::Index(1), "{op}");
+        }
+    }
+
+    #[test]
+    fn max_min_follow_nan_and_signed_zero() {
+        let z = buf(&[-0.0, 0.0]);
+        let e = all(&spec("reduce_all_max_f32_f32"), 1, &[&z]);
+        assert!(e.check_f32(0.0).is_ok() && e.check_f32(-0.0).is_err());
+        let e = all(&spec("reduce_all_min_f32_f32"), 1, &[&z]);
+        assert!(e.check_f32(-0.0).is_ok() && e.check_f32(0.0).is_err());
+        let nan = buf(&[1.0, f32::NAN, 5.0]);
+        assert!(
+            all(&spec("reduce_all_max_f32_f32"), 1, &[&nan])
+                .check_f32(f32::NAN)
+                .is_ok()
+        );
+        assert!(
+            all(&spec("reduce_all_max_f32_f32"), 1, &[&nan])
+                .check_f32(5.0)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn variance_mean_lse_and_dot_of_known_data() {
+        let x = buf(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        let val = |name: &str| match all(&spec(name), 4, &[&x]).result {
+            Reduced::Value(v) => v,
+            Reduced::Index(i) => panic!("{i}"),
+        };
+        assert_eq!(val("reduce_all_varpop_f32_f32"), 4.0);
+        assert!((val("reduce_all_varsamp_f32_f32") - 32.0 / 7.0).abs() < 1e-12);
+        assert_eq!(val("reduce_all_mean_f32_f32"), 5.0);
+        assert_eq!(val("reduce_all_sumsq_f32_f32"), 232.0);
+        let lse = val("reduce_all_lse_f32_f32");
+        let want: f64 = [2.0f64, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]
+            .iter()
+            .map(|v| v.exp())
+            .sum::<f64>()
+            .ln();
+        assert!((lse - want).abs() < 1e-12, "{lse} {want}");
+        let y = buf(&[1.0, -1.0, 0.5, 2.0, 0.0, 1.0, 1.0, -1.0]);
+        let d = all(&spec("reduce_all_dot_f32_f32"), 4, &[&x, &y]);
+        assert_eq!(
+            d.result,
+            Reduced::Value(2.0 - 4.0 + 2.0 + 8.0 + 0.0 + 5.0 + 7.0 - 9.0)
+        );
+        // One element: the sample variance is NaN, the population one 0.
+        let one = buf(&[3.0]);
+        assert!(
+            all(&spec("reduce_all_varsamp_f32_f32"), 1, &[&one])
+                .check_f32(f32::NAN)
+                .is_ok()
+        );
+        assert!(
+            all(&spec("reduce_all_varpop_f32_f32"), 1, &[&one])
+                .check_f32(0.0)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn lse_of_infinities() {
+        let inf = buf(&[1.0, f32::INFINITY]);
+        assert!(
+            all(&spec("reduce_all_lse_f32_f32"), 1, &[&inf])
+                .check_f32(f32::INFINITY)
+                .is_ok()
+        );
+        let ninf = buf(&[f32::NEG_INFINITY, f32::NEG_INFINITY]);
+        assert!(
+            all(&spec("reduce_all_lse_f32_f32"), 1, &[&ninf])
+                .check_f32(f32::NEG_INFINITY)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn tolerances_grow_with_the_chain_and_the_accumulator() {
+        let x = HostBuffer::from_fn(DType::F32, 1000, |i| (i as f32).sin());
+        let f32_tol = all(&spec("reduce_all_sum_f32_f32"), 20, &[&x]).tol;
+        let longer = all(&spec("reduce_all_sum_f32_f32"), 40, &[&x]).tol;
+        assert!(longer > 1.9 * f32_tol && f32_tol > 0.0);
+        let xb = HostBuffer::from_fn(DType::BF16, 1000, |i| (i as f32).sin());
+        let lossy = all(&spec("reduce_all_sum_bf16_bf16"), 20, &[&xb]).tol;
+        let exact = all(&spec("reduce_all_sum_bf16_f32"), 20, &[&xb]).tol;
+        assert!(lossy > 1000.0 * exact, "{lossy} {exact}");
+    }
+
+    #[test]
+    fn rows_and_cols_of_a_strided_matrix() {
+        // 2 x 3 in a buffer with ld 4 (the fourth column is padding).
+        let x = buf(&[1.0, 2.0, 3.0, 100.0, 4.0, 5.0, 6.0, 100.0]);
+        let s = spec("reduce_rows_sum_f32_f32");
+        let r: Vec<_> = rows(&s, 4, &[&x], (2, 3, 4))
+            .iter()
+            .map(|e| e.result)
+            .collect();
+        assert_eq!(r, vec![Reduced::Value(6.0), Reduced::Value(15.0)]);
+        let s = spec("reduce_cols_argmax_f32_f32");
+        let c: Vec<_> = cols(&s, 4, &[&x], (2, 3, 4))
+            .iter()
+            .map(|e| e.result)
+            .collect();
+        assert_eq!(c, vec![Reduced::Index(1); 3]);
+    }
+}
