@@ -40,7 +40,7 @@ pub use redjit_codegen::{
     Arch, DType, KernelSource, KernelSpec, Load, Op, ReduceAxis, ReduceCopySpec, ReduceOp,
     ReduceSpec, Role, Rounding, SpecError, Src,
 };
-pub use reduce::{Matrix, ReduceKernel, ReduceOutput, ResultType};
+pub use reduce::{Matrix, ReduceKernel, ReduceOutput, ResultType, check_call as check_reduce_call};
 pub use reduce_copy::{
     DEFAULT_THREADS, LaunchOptions, ReduceCopyArgs, ReduceCopyKernel, Stochastic,
 };

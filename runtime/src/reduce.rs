@@ -25,7 +25,7 @@ use cudarc::driver::{
     PushKernelArg,
 };
 use redjit_codegen::spec::reduce::{PARTIAL_BYTES, Plan, Shape, THREADS};
-use redjit_codegen::{KernelSpec, ReduceAxis, ReduceSpec, SpecError};
+use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceSpec, SpecError};
 
 use crate::elem::KernelInput;
 use crate::error::{DriverContext, Error, Result};
@@ -254,120 +254,130 @@ impl ReduceKernel<'_> {
         m: Option<Matrix>,
         out: &dyn ReduceOutput,
     ) -> Result<Shape> {
-        let err = |what: &'static str, value: String, rule: String| Error::Launch {
-            kernel: self.name.clone(),
-            what,
-            value,
-            rule,
-        };
-        let inputs = self.spec.op.info().inputs;
-        if srcs.len() != inputs {
+        let inputs: Vec<(DType, usize)> = srcs.iter().map(|s| (s.dtype(), s.len())).collect();
+        check_call(&self.spec, &inputs, m, (out.result_type(), out.len()))
+    }
+}
+
+/// Checks a call of `spec`'s kernel, without a GPU: the inputs' (dtype, length),
+/// the matrix shape (row and column kernels) and the output's (type, length).
+/// Returns the shape to launch. Every launch goes through here.
+pub fn check_call(
+    spec: &ReduceSpec,
+    inputs: &[(DType, usize)],
+    m: Option<Matrix>,
+    out: (ResultType, usize),
+) -> Result<Shape> {
+    let err = |what: &'static str, value: String, rule: String| Error::Launch {
+        kernel: spec.name(),
+        what,
+        value,
+        rule,
+    };
+    let reads = spec.op.info().inputs;
+    if inputs.len() != reads {
+        return Err(err(
+            "number of inputs",
+            inputs.len().to_string(),
+            format!("{} reads exactly {reads} input(s)", spec.op),
+        ));
+    }
+    for (i, &(dtype, len)) in inputs.iter().enumerate() {
+        if dtype != spec.input {
             return Err(err(
-                "number of inputs",
-                srcs.len().to_string(),
-                format!("{} reads exactly {inputs} input(s)", self.spec.op),
+                "dtype",
+                format!("src{i}: {dtype}"),
+                format!("this kernel reads {}", spec.input),
             ));
         }
-        for (i, s) in srcs.iter().enumerate() {
-            if s.dtype() != self.spec.input {
-                return Err(err(
-                    "dtype",
-                    format!("src{i}: {}", s.dtype()),
-                    format!("this kernel reads {}", self.spec.input),
-                ));
-            }
-            if s.len() != srcs[0].len() {
-                return Err(err(
-                    "length",
-                    format!("src{i}: {}", s.len()),
-                    format!(
-                        "every input must have the length of src0 ({})",
-                        srcs[0].len()
-                    ),
-                ));
-            }
-        }
-        let want = ResultType::of(&self.spec);
-        if out.result_type() != want {
+        if len != inputs[0].1 {
             return Err(err(
-                "output type",
-                format!("{:?}", out.result_type()),
-                format!("{} writes {}", self.spec.op, self.spec.result()),
+                "length",
+                format!("src{i}: {len}"),
+                format!("every input must have the length of src0 ({})", inputs[0].1),
             ));
         }
-        let len = srcs[0].len();
-        let (shape, results) = match (self.spec.axis, m) {
-            (ReduceAxis::All, None) => {
-                if len == 0 {
-                    return Err(err(
-                        "n",
-                        "0".into(),
-                        "a reduction needs at least one element".into(),
-                    ));
-                }
-                (Shape::All { n: len as u64 }, 1)
+    }
+    let want = ResultType::of(&spec);
+    if out.0 != want {
+        return Err(err(
+            "output type",
+            format!("{:?}", out.0),
+            format!("{} writes {}", spec.op, spec.result()),
+        ));
+    }
+    let len = inputs[0].1;
+    let (shape, results) = match (spec.axis, m) {
+        (ReduceAxis::All, None) => {
+            if len == 0 {
+                return Err(err(
+                    "n",
+                    "0".into(),
+                    "a reduction needs at least one element".into(),
+                ));
             }
-            (ReduceAxis::All, Some(m)) => {
+            (Shape::All { n: len as u64 }, 1)
+        }
+        (ReduceAxis::All, Some(m)) => {
+            return Err(err(
+                "matrix",
+                format!("{m:?}"),
+                "a full-array reduction takes no matrix shape; call launch".into(),
+            ));
+        }
+        (axis, None) => {
+            return Err(err(
+                "matrix",
+                "none".into(),
+                format!("a {axis} reduction needs a matrix shape; call launch_matrix"),
+            ));
+        }
+        (axis, Some(m)) => {
+            if m.rows == 0 || m.cols == 0 {
                 return Err(err(
                     "matrix",
                     format!("{m:?}"),
-                    "a full-array reduction takes no matrix shape; call launch".into(),
+                    "rows and cols must be at least 1".into(),
                 ));
             }
-            (axis, None) => {
+            if m.ld < m.cols {
+                return Err(err(
+                    "ld",
+                    m.ld.to_string(),
+                    format!("the leading dimension must be at least cols ({})", m.cols),
+                ));
+            }
+            let extent = (m.rows - 1)
+                .checked_mul(m.ld)
+                .and_then(|x| x.checked_add(m.cols));
+            if extent.is_none_or(|e| e > len) {
                 return Err(err(
                     "matrix",
-                    "none".into(),
-                    format!("a {axis} reduction needs a matrix shape; call launch_matrix"),
+                    format!("{m:?}"),
+                    format!("(rows - 1) * ld + cols elements must fit the input's {len}"),
                 ));
             }
-            (axis, Some(m)) => {
-                if m.rows == 0 || m.cols == 0 {
-                    return Err(err(
-                        "matrix",
-                        format!("{m:?}"),
-                        "rows and cols must be at least 1".into(),
-                    ));
-                }
-                if m.ld < m.cols {
-                    return Err(err(
-                        "ld",
-                        m.ld.to_string(),
-                        format!("the leading dimension must be at least cols ({})", m.cols),
-                    ));
-                }
-                let extent = (m.rows - 1)
-                    .checked_mul(m.ld)
-                    .and_then(|x| x.checked_add(m.cols));
-                if extent.is_none_or(|e| e > len) {
-                    return Err(err(
-                        "matrix",
-                        format!("{m:?}"),
-                        format!("(rows - 1) * ld + cols elements must fit the input's {len}"),
-                    ));
-                }
-                let results = if axis == ReduceAxis::Rows {
-                    m.rows
-                } else {
-                    m.cols
-                };
-                (
-                    Shape::Matrix {
-                        rows: m.rows as u64,
-                        cols: m.cols as u64,
-                        ld: m.ld as u64,
-                    },
-                    results,
-                )
-            }
-        };
-        if out.len() != results {
-            return Err(err(
-                "output length",
-                out.len().to_string(),
-                format!("this call has {results} result(s)"),
-            ));
+            let results = if axis == ReduceAxis::Rows {
+                m.rows
+            } else {
+                m.cols
+            };
+            (
+                Shape::Matrix {
+                    rows: m.rows as u64,
+                    cols: m.cols as u64,
+                    ld: m.ld as u64,
+                },
+                results,
+            )
         }
-        Ok(shape)
+    };
+    if out.1 != results {
+        return Err(err(
+            "output length",
+            out.1.to_string(),
+            format!("this call has {results} result(s)"),
+        ));
     }
+    Ok(shape)
 }
