@@ -4,6 +4,7 @@
 //! returns PTX, and redjit wants cubin so that the driver does no JIT at load.
 
 use std::ffi::{CStr, CString};
+use std::sync::OnceLock;
 
 use cudarc::nvrtc::{result, sys};
 use redjit_codegen::{Arch, KernelSource};
@@ -109,6 +110,28 @@ impl NvrtcFacts {
     }
 }
 
+/// Opens NVRTC and keeps it open for the life of the process, so the presence
+/// check is an `Err` rather than cudarc's panic, and cudarc's own load (same
+/// candidates, same order) then only bumps the reference count. cudarc's
+/// `is_culib_present` closes what it opened, and the second open cost ~5 ms.
+fn hold_library() -> Result<()> {
+    static HELD: OnceLock<std::result::Result<libloading::Library, String>> = OnceLock::new();
+    HELD.get_or_init(|| {
+        let candidates = cudarc::get_lib_name_candidates("nvrtc");
+        for name in &candidates {
+            // SAFETY: NVRTC's initialisers have no preconditions; cudarc opens the
+            // same library the same way.
+            if let Ok(lib) = unsafe { libloading::Library::new(name) } {
+                return Ok(lib);
+            }
+        }
+        Err(format!("no libnvrtc found; searched {candidates:?}"))
+    })
+    .as_ref()
+    .map(|_| ())
+    .map_err(|e| Error::NvrtcUnavailable(e.clone()))
+}
+
 /// A loaded NVRTC library.
 #[derive(Debug, Clone)]
 pub struct Nvrtc {
@@ -119,13 +142,7 @@ impl Nvrtc {
     /// Loads NVRTC (once per process; cudarc keeps the library) and reads its
     /// version and supported architectures. An Err, never a panic, when absent.
     pub fn load() -> Result<Nvrtc> {
-        // SAFETY: only checks whether the shared library can be opened.
-        if !unsafe { sys::is_culib_present() } {
-            return Err(Error::NvrtcUnavailable(format!(
-                "no libnvrtc found; searched {:?}",
-                cudarc::get_lib_name_candidates("nvrtc")
-            )));
-        }
+        hold_library()?;
         let (mut major, mut minor) = (0, 0);
         // SAFETY: out-pointers to two live i32s.
         unsafe { sys::nvrtcVersion(&mut major, &mut minor) }

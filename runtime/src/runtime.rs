@@ -91,6 +91,12 @@ impl Runtime {
                 opts.ordinal
             )));
         }
+        // NVRTC's load (~10 ms) runs beside context creation (~100 ms), so a cold
+        // start finds it ready; a warm start, served from the disk cache, never
+        // waits for it.
+        std::thread::spawn(|| {
+            let _ = crate::nvrtc::Nvrtc::load();
+        });
         let t0 = Instant::now();
         let ctx = CudaContext::new(opts.ordinal)
             .during(|| format!("creating a context on device {}", opts.ordinal))?;
