@@ -1,0 +1,542 @@
+//! reduce kernels on the GPU against the f64 CPU twin: every op x input x
+//! accumulator, full-array sizes from 1 to 2^28 (and one past 2^31 elements),
+//! row and column shapes up to 32768 x 4096 including strided views, misaligned
+//! inputs, poisoned outputs, NaN and Inf, run-to-run bit identity, bad calls.
+//! Run on a GPU machine with `--ignored` (REDJIT_REQUIRE_GPU=1 makes a missing GPU
+//! a failure); scripts/gpu-run.sh tests runs it.
+
+mod common;
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream};
+use half::{bf16, f16};
+use redjit::reference::HostBuffer;
+use redjit::reference_reduce::{self, Expected};
+use redjit::{
+    DType, Error, KernelInput, KernelSpec, Matrix, ReduceAxis, ReduceKernel, ReduceOp,
+    ReduceOutput, ReduceShape, ReduceSpec, ResultType, Runtime,
+};
+
+/// Poisoned elements around every buffer: before an input's view (misaligned
+/// starts) and after it, and on both sides of every output.
+const SLACK: usize = 3;
+const FULL_SIZES: &[usize] = &[1, 31, 32, 33, 1023, 1025, (1 << 20) + 1];
+const POISON_I64: i64 = i64::MIN + 0x5eed;
+
+/// A device input: `offset` poison elements, the data, SLACK poison elements.
+enum Dev {
+    F32(CudaSlice<f32>),
+    BF16(CudaSlice<bf16>),
+    F16(CudaSlice<f16>),
+}
+
+fn padded<T: Copy>(v: &[T], offset: usize, pad: T) -> Vec<T> {
+    let mut out = vec![pad; offset];
+    out.extend_from_slice(v);
+    out.extend(std::iter::repeat_n(pad, SLACK));
+    out
+}
+
+impl Dev {
+    /// Poison is NaN: a kernel that reads past its range turns a sum into NaN.
+    fn upload(s: &Arc<CudaStream>, host: &HostBuffer, offset: usize) -> Dev {
+        match host {
+            HostBuffer::F32(v) => Dev::F32(s.clone_htod(&padded(v, offset, f32::NAN)).unwrap()),
+            HostBuffer::BF16(v) => Dev::BF16(s.clone_htod(&padded(v, offset, bf16::NAN)).unwrap()),
+            HostBuffer::F16(v) => Dev::F16(s.clone_htod(&padded(v, offset, f16::NAN)).unwrap()),
+        }
+    }
+
+    fn view(&self, offset: usize, n: usize) -> Box<dyn KernelInput + '_> {
+        match self {
+            Dev::F32(b) => Box::new(b.slice(offset..offset + n)),
+            Dev::BF16(b) => Box::new(b.slice(offset..offset + n)),
+            Dev::F16(b) => Box::new(b.slice(offset..offset + n)),
+        }
+    }
+}
+
+/// One result as the GPU wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Got {
+    F32(u32),
+    I64(i64),
+}
+
+/// A poisoned output of `n + 2 * SLACK` elements; the kernel writes the middle.
+enum Out {
+    F32(CudaSlice<f32>),
+    I64(CudaSlice<i64>),
+}
+
+impl Out {
+    fn new(s: &Arc<CudaStream>, ty: ResultType, n: usize) -> Out {
+        match ty {
+            ResultType::F32 => Out::F32(
+                s.clone_htod(&vec![f32::from_bits(u32::MAX); n + 2 * SLACK])
+                    .unwrap(),
+            ),
+            ResultType::I64 => Out::I64(s.clone_htod(&vec![POISON_I64; n + 2 * SLACK]).unwrap()),
+        }
+    }
+
+    fn with_view<R>(&mut self, n: usize, f: impl FnOnce(&mut dyn ReduceOutput) -> R) -> R {
+        match self {
+            Out::F32(b) => f(&mut b.slice_mut(SLACK..SLACK + n)),
+            Out::I64(b) => f(&mut b.slice_mut(SLACK..SLACK + n)),
+        }
+    }
+
+    /// The n results; panics if the poison around them changed.
+    fn results(&self, s: &Arc<CudaStream>, n: usize, what: &str) -> Vec<Got> {
+        let all: Vec<Got> = match self {
+            Out::F32(b) => s
+                .clone_dtoh(b)
+                .unwrap()
+                .iter()
+                .map(|x| Got::F32(x.to_bits()))
+                .collect(),
+            Out::I64(b) => s.clone_dtoh(b).unwrap().into_iter().map(Got::I64).collect(),
+        };
+        for (i, g) in all.iter().enumerate() {
+            if (SLACK..SLACK + n).contains(&i) {
+                continue;
+            }
+            assert!(
+                matches!(g, Got::F32(u32::MAX) | Got::I64(POISON_I64)),
+                "{what}: wrote outside its results at {i}: {g:?}"
+            );
+        }
+        all[SLACK..SLACK + n].to_vec()
+    }
+}
+
+/// How inputs are drawn.
+#[derive(Clone, Copy)]
+enum Values {
+    /// Random signs and exponents over 2^-30..2^20 (f16: scaled by 2^-7 to stay
+    /// finite), so sums cancel and round.
+    Wide,
+    /// Uniform in [-1, 1]: for the lossy 16-bit accumulators, whose partial sums
+    /// must stay inside f16's range.
+    Unit,
+}
+
+fn host_input(rng: &mut common::Rng, dtype: DType, n: usize, values: Values) -> HostBuffer {
+    let v = match values {
+        Values::Wide => rng.values(n),
+        Values::Unit => (0..n)
+            .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
+            .collect(),
+    };
+    let scale = if dtype == DType::F16 && matches!(values, Values::Wide) {
+        (-7f32).exp2()
+    } else {
+        1.0
+    };
+    HostBuffer::from_fn(dtype, n, |i| v[i] * scale)
+}
+
+/// Launches `kernel` over the inputs (each `offset` elements into its device
+/// buffer), `runs` times into fresh poisoned outputs, asserts every run gave the
+/// same bits, and returns them.
+fn run(
+    rt: &Runtime,
+    kernel: &ReduceKernel<'_>,
+    devs: &[Dev],
+    offset: usize,
+    len: usize,
+    m: Option<Matrix>,
+    results: usize,
+    runs: usize,
+) -> Vec<Got> {
+    let s = rt.stream();
+    let ty = if kernel.spec().op.info().index {
+        ResultType::I64
+    } else {
+        ResultType::F32
+    };
+    let views: Vec<_> = devs.iter().map(|d| d.view(offset, len)).collect();
+    let srcs: Vec<&dyn KernelInput> = views.iter().map(|v| v.as_ref()).collect();
+    let mut first: Option<Vec<Got>> = None;
+    for r in 0..runs {
+        let mut out = Out::new(s, ty, results);
+        out.with_view(results, |o| match m {
+            None => kernel.launch(s, &srcs, o),
+            Some(m) => kernel.launch_matrix(s, &srcs, m, o),
+        })
+        .unwrap_or_else(|e| panic!("{}: {e}", kernel.name()));
+        let got = out.results(s, results, kernel.name());
+        match &first {
+            None => first = Some(got),
+            Some(f) => assert_eq!(
+                f,
+                &got,
+                "{}: run {r} differs from run 0 (not deterministic)",
+                kernel.name()
+            ),
+        }
+    }
+    first.unwrap_or_default()
+}
+
+fn check(what: &str, expected: &[Expected], got: &[Got]) {
+    assert_eq!(expected.len(), got.len(), "{what}");
+    let bad: Vec<String> = expected
+        .iter()
+        .zip(got)
+        .enumerate()
+        .filter_map(|(i, (e, g))| {
+            let r = match *g {
+                Got::F32(bits) => e.check_f32(f32::from_bits(bits)),
+                Got::I64(x) => e.check_i64(x),
+            };
+            r.err().map(|m| format!("[{i}] {m}"))
+        })
+        .take(8)
+        .collect();
+    assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
+}
+
+/// One spec over one full-array input set: GPU vs twin.
+fn check_full(rt: &Runtime, spec: &ReduceSpec, hosts: &[HostBuffer], offset: usize, runs: usize) {
+    let s = rt.stream();
+    let kernel = rt.reduce(spec).unwrap();
+    let n = hosts[0].len();
+    let devs: Vec<Dev> = hosts.iter().map(|h| Dev::upload(s, h, offset)).collect();
+    let got = run(rt, &kernel, &devs, offset, n, None, 1, runs);
+    let chain = kernel.plan(ReduceShape::All { n: n as u64 }).chain;
+    let refs: Vec<&HostBuffer> = hosts.iter().collect();
+    let want = reference_reduce::all(spec, chain, &refs);
+    check(
+        &format!("{} n={n} offset={offset}", spec.name()),
+        &[want],
+        &got,
+    );
+}
+
+fn inputs_for(rng: &mut common::Rng, spec: &ReduceSpec, n: usize) -> Vec<HostBuffer> {
+    let values = if spec.accum == DType::F32 {
+        Values::Wide
+    } else {
+        Values::Unit
+    };
+    (0..spec.op.info().inputs)
+        .map(|_| host_input(rng, spec.input, n, values))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn full_every_op_dtype_and_accumulator_at_odd_sizes() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let mut rng = common::Rng::fresh("full_every_op_dtype_and_accumulator_at_odd_sizes");
+    for spec in ReduceSpec::matrix(ReduceAxis::All) {
+        for &n in FULL_SIZES {
+            // f16 partial sums overflow past 65504 (lossy by design): the sum of
+            // squares of 2^20 unit values would.
+            if spec.accum == DType::F16 && n > 4096 {
+                continue;
+            }
+            let hosts = inputs_for(&mut rng, &spec, n);
+            check_full(&rt, &spec, &hosts, 0, 2);
+            // A start off the pack boundary (and, for dot, both inputs alike).
+            if n == 1025 || n == 33 {
+                check_full(&rt, &spec, &hosts, 1 + n % 3, 1);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn full_dot_with_inputs_off_each_others_pack_phase() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let mut rng = common::Rng::fresh("full_dot_with_inputs_off_each_others_pack_phase");
+    let s = rt.stream();
+    for input in [DType::F32, DType::BF16] {
+        let spec = ReduceSpec {
+            op: ReduceOp::Dot,
+            input,
+            ..ReduceSpec::default()
+        };
+        let kernel = rt.reduce(&spec).unwrap();
+        let n = 100_003;
+        let hosts = inputs_for(&mut rng, &spec, n);
+        // src0 at element 0, src1 at element 1 of its buffer.
+        let d0 = Dev::upload(s, &hosts[0], 0);
+        let d1 = Dev::upload(s, &hosts[1], 1);
+        let (v0, v1) = (d0.view(0, n), d1.view(1, n));
+        let mut out = Out::new(s, ResultType::F32, 1);
+        out.with_view(1, |o| kernel.launch(s, &[v0.as_ref(), v1.as_ref()], o))
+            .unwrap();
+        let got = out.results(s, 1, kernel.name());
+        let chain = kernel.plan(ReduceShape::All { n: n as u64 }).chain;
+        let want = reference_reduce::all(&spec, chain, &[&hosts[0], &hosts[1]]);
+        check(kernel.name(), &[want], &got);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn full_2_pow_28_sum_max_argmax_var_mean_f32_and_bf16() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let mut rng = common::Rng::fresh("full_2_pow_28");
+    let n = 1 << 28;
+    for input in [DType::F32, DType::BF16] {
+        let host = host_input(&mut rng, input, n, Values::Wide);
+        for op in [
+            ReduceOp::Sum,
+            ReduceOp::Max,
+            ReduceOp::ArgMax,
+            ReduceOp::VarPop,
+            ReduceOp::Mean,
+        ] {
+            let spec = ReduceSpec {
+                op,
+                input,
+                ..ReduceSpec::default()
+            };
+            check_full(&rt, &spec, std::slice::from_ref(&host), 0, 3);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn full_past_2_pow_31_elements_indexes_in_64_bits() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    // bf16 small integers (exact sums in f32 partials of this size are not
+    // guaranteed, so the twin's tolerance applies), the maximum planted past 2^31.
+    let n = (1usize << 31) + 77;
+    let at = (1usize << 31) + 5;
+    let host = HostBuffer::from_fn(DType::BF16, n, |i| {
+        if i == at {
+            1000.0
+        } else {
+            ((i.wrapping_mul(2_654_435_761) >> 7) % 64) as f32 - 31.0
+        }
+    });
+    for op in [ReduceOp::ArgMax, ReduceOp::Sum, ReduceOp::Max] {
+        let spec = ReduceSpec {
+            op,
+            input: DType::BF16,
+            ..ReduceSpec::default()
+        };
+        check_full(&rt, &spec, std::slice::from_ref(&host), 0, 1);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn nan_and_inf_follow_pytorch() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let n = 5000;
+    let cases: Vec<(&str, Vec<(usize, f32)>)> = vec![
+        ("one NaN", vec![(3001, f32::NAN)]),
+        ("two NaNs", vec![(4000, f32::NAN), (17, f32::NAN)]),
+        ("+inf", vec![(2500, f32::INFINITY)]),
+        (
+            "+inf and -inf",
+            vec![(10, f32::INFINITY), (4999, f32::NEG_INFINITY)],
+        ),
+        ("-inf", vec![(0, f32::NEG_INFINITY)]),
+        (
+            "a tie of maxima",
+            vec![(100, 7.0e9), (4100, 7.0e9), (50, -7.0e9), (60, -7.0e9)],
+        ),
+    ];
+    for (what, planted) in &cases {
+        for input in [DType::F32, DType::BF16, DType::F16] {
+            let base = HostBuffer::from_fn(input, n, |i| ((i * 37) % 101) as f32 - 50.0);
+            let host = HostBuffer::from_fn(input, n, |i| {
+                planted
+                    .iter()
+                    .find(|(at, _)| *at == i)
+                    .map_or(base.get_f32(i), |(_, v)| *v)
+            });
+            for &op in ReduceOp::ALL.iter().filter(|o| o.info().inputs == 1) {
+                let spec = ReduceSpec {
+                    op,
+                    input,
+                    ..ReduceSpec::default()
+                };
+                eprintln!("{what}: {}", spec.name());
+                check_full(&rt, &spec, std::slice::from_ref(&host), 0, 1);
+            }
+        }
+    }
+}
+
+/// Row and column reductions of one matrix for one spec.
+fn check_matrix(rt: &Runtime, spec: &ReduceSpec, hosts: &[HostBuffer], m: Matrix, offset: usize) {
+    let s = rt.stream();
+    let kernel = rt.reduce(spec).unwrap();
+    let len = hosts[0].len();
+    let devs: Vec<Dev> = hosts.iter().map(|h| Dev::upload(s, h, offset)).collect();
+    let results = if spec.axis == ReduceAxis::Rows {
+        m.rows
+    } else {
+        m.cols
+    };
+    let got = run(rt, &kernel, &devs, offset, len, Some(m), results, 2);
+    let shape = ReduceShape::Matrix {
+        rows: m.rows as u64,
+        cols: m.cols as u64,
+        ld: m.ld as u64,
+    };
+    let chain = kernel.plan(shape).chain;
+    let refs: Vec<&HostBuffer> = hosts.iter().collect();
+    let dims = (m.rows, m.cols, m.ld);
+    let want = if spec.axis == ReduceAxis::Rows {
+        reference_reduce::rows(spec, chain, &refs, dims)
+    } else {
+        reference_reduce::cols(spec, chain, &refs, dims)
+    };
+    check(
+        &format!("{} {m:?} offset={offset}", spec.name()),
+        &want,
+        &got,
+    );
+}
+
+fn matrix_inputs(rng: &mut common::Rng, spec: &ReduceSpec, m: Matrix) -> Vec<HostBuffer> {
+    inputs_for(rng, spec, (m.rows - 1) * m.ld + m.cols)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rows_and_cols_every_op_on_small_and_strided_shapes() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let mut rng = common::Rng::fresh("rows_and_cols_every_op_on_small_and_strided_shapes");
+    let shapes = [
+        Matrix {
+            rows: 1,
+            cols: 1,
+            ld: 1,
+        },
+        Matrix {
+            rows: 7,
+            cols: 1000,
+            ld: 1000,
+        },
+        // Strided (ld > cols), rows past the warp-per-row limit.
+        Matrix {
+            rows: 33,
+            cols: 1025,
+            ld: 1031,
+        },
+        Matrix {
+            rows: 5,
+            cols: 3,
+            ld: 7,
+        },
+        // Tall and narrow: many column splits, the last-split finish.
+        Matrix {
+            rows: 20_000,
+            cols: 45,
+            ld: 47,
+        },
+    ];
+    for axis in [ReduceAxis::Rows, ReduceAxis::Cols] {
+        for spec in ReduceSpec::matrix(axis) {
+            for (k, &m) in shapes.iter().enumerate() {
+                let hosts = matrix_inputs(&mut rng, &spec, m);
+                check_matrix(&rt, &spec, &hosts, m, k % 2);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rows_and_cols_at_the_issue_shapes() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let mut rng = common::Rng::fresh("rows_and_cols_at_the_issue_shapes");
+    let shapes = [
+        Matrix {
+            rows: 32_768,
+            cols: 4096,
+            ld: 4096,
+        },
+        Matrix {
+            rows: 4096,
+            cols: 32_768,
+            ld: 32_768,
+        },
+        Matrix {
+            rows: 262_144,
+            cols: 128,
+            ld: 128,
+        },
+        // A strided view of the same size class.
+        Matrix {
+            rows: 262_144,
+            cols: 120,
+            ld: 128,
+        },
+    ];
+    for &m in &shapes {
+        for input in [DType::F32, DType::BF16] {
+            let probe = ReduceSpec {
+                input,
+                ..ReduceSpec::default()
+            };
+            let hosts = matrix_inputs(&mut rng, &probe, m);
+            for axis in [ReduceAxis::Rows, ReduceAxis::Cols] {
+                for op in [ReduceOp::Sum, ReduceOp::ArgMax, ReduceOp::VarSamp] {
+                    let spec = ReduceSpec {
+                        axis,
+                        op,
+                        input,
+                        ..ReduceSpec::default()
+                    };
+                    check_matrix(&rt, &spec, &hosts, m, 0);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_calls_fail_and_leave_the_kernel_usable() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let s = rt.stream();
+    let spec: ReduceSpec = "reduce_all_argmax_f32_f32".parse().unwrap();
+    assert!(matches!(
+        rt.reduce(&spec.for_warp_per_row()),
+        Err(Error::Spec(_))
+    ));
+    let kernel = rt.reduce(&spec).unwrap();
+    let x = s
+        .clone_htod(&(0..100_000).map(|i| (i % 977) as f32).collect::<Vec<_>>())
+        .unwrap();
+    let mut wrong = s.alloc_zeros::<f32>(1).unwrap();
+    let err = kernel.launch(s, &[&x], &mut wrong).unwrap_err();
+    assert!(err.to_string().contains("argmax writes i64"), "{err}");
+    let mut at = s.alloc_zeros::<i64>(1).unwrap();
+    kernel.launch(s, &[&x], &mut at).unwrap();
+    // 976 first appears at index 976.
+    assert_eq!(s.clone_dtoh(&at).unwrap(), vec![976]);
+    // The plan is the device's: one wave of resident blocks at most.
+    let plan = kernel.plan(ReduceShape::All { n: 1 << 28 });
+    assert!(plan.grid.0 >= rt.device().sm_count, "{plan:?}");
+}
