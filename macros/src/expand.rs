@@ -2,8 +2,9 @@
 //! the same name so that callers see the one real error, not a cascade.
 
 use proc_macro2::{Ident, TokenStream};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 use redjit_codegen::{KernelSpec, Rounding};
+use syn::spanned::Spanned as _;
 
 use crate::ast::{Args, Item};
 use crate::valid::{self, Checked, Dir};
@@ -81,10 +82,11 @@ fn launcher(item: &Item, checked: &Checked) -> TokenStream {
         let elem = &b.elem;
         let variant = variant(b.dtype);
         let message = format!(
-            "#[reduce_copy]: the element type of `{}` must be redjit's {} (half::{0} for bf16/f16)",
+            "#[reduce_copy]: `{}` is a buffer of {}, so its element type must be the host type redjit maps to {1} (f32, half::bf16, half::f16)",
             b.name, b.dtype
         );
-        quote! {
+        // Spanned at the type, so a failure points at it.
+        quote_spanned! {elem.span()=>
             ::core::assert!(
                 ::core::matches!(<#elem as ::redjit::DeviceElem>::DTYPE, ::redjit::DType::#variant),
                 #message
@@ -119,9 +121,14 @@ fn launcher(item: &Item, checked: &Checked) -> TokenStream {
         (None, Rounding::Nearest) => String::new(),
     };
 
+    // A blank line between the caller's docs and the generated paragraph.
+    let separator = attrs
+        .iter()
+        .any(|a| a.path().is_ident("doc"))
+        .then(|| quote!(#[doc = ""]));
     quote! {
         #(#attrs)*
-        #[doc = ""]
+        #separator
         #[doc = #doc_kernel]
         #[doc = " `rt` compiles it (once, at `redjit::prepare_registered` or on the first call) and"]
         #[doc = " `stream` (of `rt`'s context) runs it; every buffer has the same length."]
@@ -202,6 +209,21 @@ fn stub(item: &Item, args: Option<&Args>) -> TokenStream {
     let sr = rounding
         .filter(|r| r == "stochastic" || r == Rounding::Stochastic.slug())
         .map(|_| quote!(sr: ::redjit::Stochastic,));
+    // The parameter types, named once so their imports stay used (no
+    // "unused import" warning on top of the error); not where they would name
+    // generic parameters the stub does not declare.
+    let types = sig
+        .generics
+        .params
+        .is_empty()
+        .then(|| {
+            sig.inputs.iter().filter_map(|arg| match arg {
+                syn::FnArg::Typed(p) => Some(&*p.ty),
+                syn::FnArg::Receiver(_) => None,
+            })
+        })
+        .into_iter()
+        .flatten();
     let docs = attrs.iter().filter(|a| a.path().is_ident("doc"));
     quote! {
         #(#docs)*
@@ -213,6 +235,7 @@ fn stub(item: &Item, args: Option<&Args>) -> TokenStream {
             #scalar
             #sr
         ) -> ::redjit::Result<()> {
+            let _: ::core::marker::PhantomData<(#(#types,)*)>;
             ::core::unreachable!()
         }
     }

@@ -1,0 +1,6 @@
+use redjit::half::bf16;
+
+#[redjit::reduce_copy(unroll = 4, threads = 512)]
+fn step(a: &[bf16], b: &[f32], out: &mut [bf16]);
+
+fn main() {}
