@@ -141,6 +141,7 @@ fn host_input(rng: &mut common::Rng, dtype: DType, n: usize, values: Values) -> 
 /// Launches `kernel` over the inputs (each `offset` elements into its device
 /// buffer), `runs` times into fresh poisoned outputs, asserts every run gave the
 /// same bits, and returns them.
+#[allow(clippy::too_many_arguments)]
 fn run(
     rt: &Runtime,
     kernel: &ReduceKernel<'_>,

@@ -298,7 +298,7 @@ pub fn check_call(
             ));
         }
     }
-    let want = ResultType::of(&spec);
+    let want = ResultType::of(spec);
     if out.0 != want {
         return Err(err(
             "output type",
