@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no Rust there), from the repo root, over what
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
-#   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench]   (default: all four)
+#   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro]   (default: all five)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
 OUT="${OUT:-/tmp/redjit-out}"
@@ -9,7 +9,7 @@ mkdir -p "$OUT"
 BIN=stage/bin
 export REDJIT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(selftest tests jit bench)
+[ ${#steps[@]} -eq 0 ] && steps=(selftest tests jit bench macro)
 status=0
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
@@ -45,6 +45,37 @@ for step in "${steps[@]}"; do
     echo "== PyTorch reference, then redjit, same machine, same call"
     python3 stage/scripts/torch_ref.py --out "$OUT/torch.json" 2>&1 | tee "$OUT/torch.log" || status=1
     "$BIN/redjit" bench reduce-copy --unroll 1,2,4,8 --json "$OUT/bench.json" --compare "$OUT/torch.json" 2>&1 | tee "$OUT/bench.log" || status=1
+    ;;
+  macro)
+    echo "== #[reduce_copy] example: cold then warm start-up (fresh cache dir), each a fresh process"
+    # A subshell (it is piped into tee): it exits with its own status.
+    (
+      st=0
+      dir=$(mktemp -d)
+      for phase in cold warm; do
+        t0=$(date +%s%N)
+        REDJIT_CACHE_DIR="$dir" "$BIN/redjit-example-collectives" || st=1
+        echo "process wall ($phase, incl. the CPU check of 2^24 + 3 elements): $((($(date +%s%N) - t0) / 1000000)) ms"
+      done
+      echo "-- 5 more cold/warm pairs, small n (start-up spread)"
+      for i in 1 2 3 4 5; do
+        dir=$(mktemp -d)
+        for phase in cold warm; do
+          t0=$(date +%s%N)
+          REDJIT_CACHE_DIR="$dir" "$BIN/redjit-example-collectives" 4099 | grep -E "^startup:|MISMATCH"
+          [ "${PIPESTATUS[0]}" -eq 0 ] || st=1
+          echo "process wall ($phase): $((($(date +%s%N) - t0) / 1000000)) ms"
+        done
+      done
+      exit $st
+    ) 2>&1 | tee "$OUT/macro.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    echo "== #[reduce_copy] GPU tests"
+    export REDJIT_CACHE_DIR=/tmp/redjit-cache-macro-tests
+    for t in "$BIN/macro_gpu" "$BIN/example"; do
+      "$t" --ignored --test-threads=1 2>&1 | tee -a "$OUT/macro-tests.log" | grep -E "^test |test result|panicked|seed" || status=1
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    done
     ;;
   *) echo "unknown step $step"; status=2 ;;
   esac

@@ -5,13 +5,15 @@
 #   stage/bin/<test>     the integration-test binaries (GPU tests are #[ignore]d;
 #                        run with --ignored)
 #   stage/bin/redjit     the CLI (bench, info, selftest)
+#   stage/bin/redjit-example-collectives   the #[reduce_copy] example (its GPU
+#                        test binary is stage/bin/example)
 #   stage/scripts/       torch_ref.py and gpu-run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/cuda-tools.sh
 rm -rf stage && mkdir -p stage/bin stage/scripts
-cargo build --release -p redjit-cli
-cargo test --release --no-run --message-format=json -p redjit 2>/dev/null |
+cargo build --release -p redjit-cli -p redjit-example-collectives
+cargo test --release --no-run --message-format=json -p redjit -p redjit-example-collectives 2>/dev/null |
   python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -23,7 +25,8 @@ for line in sys.stdin:
   name=$(basename "$exe" | sed 's/-[0-9a-f]\{16\}$//')
   cp "$exe" "stage/bin/$name"
 done
-cp target/release/redjit stage/bin/redjit
+cp "${CARGO_TARGET_DIR:-target}/release/redjit" stage/bin/redjit
+cp "${CARGO_TARGET_DIR:-target}/release/redjit-example-collectives" stage/bin/
 # Debug info stays here; the GPU machine needs only code (the carry limit is 64 MiB).
 strip stage/bin/* 2>/dev/null || true
 cp scripts/torch_ref.py scripts/gpu-run.sh stage/scripts/ 2>/dev/null || true

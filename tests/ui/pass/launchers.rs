@@ -23,22 +23,44 @@ mod nested {
 /// Views and sub-slices are buffers too (a view's lifetime is named: a fn
 /// pointer generic over it is more general than the launcher's instantiation).
 fn views<'v>() {
-    let _: fn(&Runtime, &CudaStream, &CudaSlice<bf16>, &CudaView<'v, f32>, &mut CudaViewMut<'v, bf16>, Stochastic) -> Result<()> = quantize;
+    let _: fn(
+        &Runtime,
+        &CudaStream,
+        &CudaSlice<bf16>,
+        &CudaView<'v, f32>,
+        &mut CudaViewMut<'v, bf16>,
+        Stochastic,
+    ) -> Result<()> = quantize;
 }
 
 fn main() {
     views();
-    let _: fn(&Runtime, &CudaStream, &CudaSlice<f16>, &CudaSlice<f16>, &mut CudaSlice<f32>, &mut CudaSlice<f16>, f32) -> Result<()> = scaled;
+    let _: fn(
+        &Runtime,
+        &CudaStream,
+        &CudaSlice<f16>,
+        &CudaSlice<f16>,
+        &mut CudaSlice<f32>,
+        &mut CudaSlice<f16>,
+        f32,
+    ) -> Result<()> = scaled;
     let _: fn(&Runtime, &CudaStream, &CudaSlice<f32>, &mut CudaSlice<f32>) -> Result<()> = copy;
-    let _: fn(&Runtime, &CudaStream, &CudaSlice<f32>, &mut CudaSlice<f32>) -> Result<()> = nested::copy_again;
+    let _: fn(&Runtime, &CudaStream, &CudaSlice<f32>, &mut CudaSlice<f32>) -> Result<()> =
+        nested::copy_again;
 
     // Paths start with the crate's name (trybuild's, here).
     let mut functions: Vec<&str> = redjit::registered()
         .map(|r| r.function().split_once("::").map_or("", |(_, path)| path))
         .collect();
     functions.sort();
-    assert_eq!(functions, ["copy", "nested::copy_again", "quantize", "scaled"]);
-    let names: Vec<String> = redjit::registered_specs().iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        functions,
+        ["copy", "nested::copy_again", "quantize", "scaled"]
+    );
+    let names: Vec<String> = redjit::registered_specs()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     assert_eq!(
         names,
         [
