@@ -26,7 +26,7 @@ pub struct PtxArgs {
     pub select: SpecSelect,
 }
 
-fn parse_arch(s: &str) -> Result<Arch, String> {
+pub fn parse_arch(s: &str) -> Result<Arch, String> {
     s.parse()
         .map_err(|e: redjit_codegen::SpecError| e.to_string())
 }

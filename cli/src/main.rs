@@ -49,6 +49,9 @@ enum Command {
     /// Check every kernel family against its CPU twin on the GPU (without one:
     /// generation and NVRTC compilation only, exit 3).
     Selftest(selftest::SelftestArgs),
+    /// Internal: compiles the kernel names on stdin (selftest's worker processes).
+    #[command(name = "__compile-worker", hide = true)]
+    CompileWorker(selftest::compile::WorkerArgs),
 }
 
 fn run(cli: &Cli) -> CliResult {
@@ -59,12 +62,32 @@ fn run(cli: &Cli) -> CliResult {
         Command::Cache(a) => cmd_cache::cache_cmd(a),
         Command::Bench(a) => bench::bench_cmd(a),
         Command::Selftest(a) => selftest::selftest_cmd(a),
+        Command::CompileWorker(a) => selftest::compile::worker_cmd(a),
     }
 }
 
 fn main() -> ExitCode {
-    // Clap prints its own `error: ...` and exits with 2 on bad flags.
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version print to stdout and exit 0.
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            e.exit()
+        }
+        // A bad flag or value: clap's first line (it names the flag, the value
+        // and the allowed ones), without the usage block under it; exit 2.
+        Err(e) => {
+            let text = e.to_string();
+            let line = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("error: bad arguments");
+            eprintln!("{line} (see --help)");
+            return ExitCode::from(2);
+        }
+    };
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,39 +1,33 @@
-//! `redjit selftest`: every kernel family present, checked against its CPU twin on
-//! random inputs (with a GPU), or generated and compiled with NVRTC (without one).
-//!
-//! Exit codes: 0 every check passed on the GPU; 3 no GPU, but every kernel was
-//! generated and compiled by NVRTC; 1 a check failed, or NVRTC is missing.
+//! reduce_copy in selftest: every type configuration at every unroll and
+//! transport, every op x rounding for config 2 (Ta_T) and for eight sources
+//! with two destinations; each once with every buffer aligned and once through
+//! the `_any` twin (src0 and every destination one element in, and a stochastic
+//! base that is not a multiple of 4), outputs poisoned on both sides, compared
+//! bit for bit with the CPU twin.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use clap::Args;
 use cudarc::driver::CudaStream;
 use half::{bf16, f16};
 use redjit_codegen::{DType, KernelSpec, Op, ReduceCopySpec, Role, Rounding, Src};
 use redjit_runtime::reference::{self, HostBuffer, Params};
 use redjit_runtime::{
-    Arch, CompileCache, Jit, KernelInput, KernelOutput, LaunchOptions, Output, ReduceCopyArgs,
-    Runtime, Stochastic, Target,
+    KernelInput, KernelOutput, LaunchOptions, ReduceCopyArgs, Runtime, Stochastic,
 };
 
+use super::FamilyResult;
+use crate::args::AnySpec;
 use crate::devbuf::{DevBuf, random_block};
-use crate::error::{CliError, CliResult, DriverContext};
+use crate::error::{CliResult, DriverContext};
 
-/// Exit code when there is no GPU but generation and compilation passed.
-pub const NO_GPU_EXIT: u8 = 3;
+/// Poisoned elements before each output view: 16 bytes of bf16, so the aligned
+/// run's destination stays on a pack boundary.
+const HEAD: usize = 8;
+/// Poisoned elements after each output view.
+const TAIL: usize = 5;
 
-#[derive(Debug, Clone, Args)]
-pub struct SelftestArgs {
-    /// Elements per buffer (odd by default: the scalar tail is exercised).
-    #[arg(long, default_value_t = 100_003)]
-    pub n: usize,
-}
-
-/// What selftest checks: every type configuration at every unroll and transport,
-/// and every op x rounding for config 2 (Ta_T) and for eight sources with two
-/// destinations.
-pub fn selftest_specs() -> Vec<ReduceCopySpec> {
+pub fn specs() -> Vec<ReduceCopySpec> {
     let mut out = Vec::new();
     for &unroll in redjit_codegen::spec::reduce_copy::UNROLLS {
         for transport in [DType::BF16, DType::F16] {
@@ -67,91 +61,23 @@ pub fn selftest_specs() -> Vec<ReduceCopySpec> {
     out
 }
 
-pub fn selftest_cmd(args: &SelftestArgs) -> CliResult {
-    if args.n == 0 {
-        return Err(CliError::usage("--n must be at least 1"));
-    }
-    let specs = selftest_specs();
-    match redjit_runtime::gpu_available() {
-        Ok(_) => on_gpu(&specs, args.n),
-        Err(e) => {
-            println!("no GPU ({e}): checking generation and NVRTC compilation only");
-            compile_only(&specs)
-        }
-    }
-}
-
-fn row(family: &str, kernels: usize, checks: usize, failed: usize, ms: f64) {
-    let verdict = if failed == 0 { "pass" } else { "FAIL" };
-    println!("{family:<22} {kernels:>8} {checks:>8} {failed:>7}  {verdict:<5} {ms:>9.0}");
-}
-
-fn header() {
-    println!(
-        "{:<22} {:>8} {:>8} {:>7}  {:<5} {:>9}",
-        "family", "kernels", "checks", "failed", "", "ms"
-    );
-}
-
-/// Without a GPU: every kernel and its `_any` twin rendered and compiled to sm_90
-/// cubin. Exit 3 when all pass.
-fn compile_only(specs: &[ReduceCopySpec]) -> CliResult {
-    let t0 = Instant::now();
-    let jit = Jit::with_target(
-        Target {
-            arch: Arch::SM90,
-            output: Output::Cubin,
-        },
-        CompileCache::in_memory(),
-    );
-    let all: Vec<ReduceCopySpec> = specs
+/// Each spec and its `_any` twin (the launcher picks it for misaligned views).
+pub fn compile_list(specs: &[ReduceCopySpec]) -> Vec<AnySpec> {
+    specs
         .iter()
         .flat_map(|s| [s.clone(), s.for_any_alignment()])
-        .collect();
-    let results = jit.compile_all(&all);
-    let failed: Vec<String> = all
-        .iter()
-        .zip(&results)
-        .filter_map(|(s, r)| r.as_ref().err().map(|e| format!("{}: {e}", s.name())))
-        .collect();
-    header();
-    row(
-        "reduce_copy (compile)",
-        all.len(),
-        all.len(),
-        failed.len(),
-        t0.elapsed().as_secs_f64() * 1e3,
-    );
-    if let Some(first) = failed.first() {
-        return Err(CliError::failure(format!(
-            "{} kernel(s) failed to compile; first: {first}",
-            failed.len()
-        )));
-    }
-    Err(CliError::NoGpu(format!(
-        "no GPU: {} kernels generated and compiled for sm_90; nothing was run (exit {NO_GPU_EXIT})",
-        all.len()
-    )))
+        .map(|s| Box::new(s) as AnySpec)
+        .collect()
 }
 
-/// On the GPU: each kernel at n elements, once with every buffer aligned and once
-/// with src0 one element in (and, rounding stochastically, a base offset that is
-/// not a multiple of 4), both kernels of a spec; outputs poisoned first and
-/// compared bit for bit with the CPU twin.
-fn on_gpu(specs: &[ReduceCopySpec], n: usize) -> CliResult {
-    let rt = Runtime::new(0)?;
-    println!("GPU: {} ({})", rt.device().name, rt.device().arch);
+pub fn check(rt: &Runtime, n: usize) -> CliResult<FamilyResult> {
     let t0 = Instant::now();
-    let prep = rt.prepare(specs)?;
-    println!(
-        "prepared {} kernels in {:.0} ms ({} compiled)",
-        prep.kernels,
-        prep.wall.as_secs_f64() * 1e3,
-        prep.compiled
-    );
+    let specs = specs();
     let stream = rt.stream();
-    let mut checks = 0;
-    let mut failures = Vec::new();
+    let mut r = FamilyResult {
+        kernels: specs.len(),
+        ..FamilyResult::default()
+    };
     for (k, spec) in specs.iter().enumerate() {
         let kernel = rt.reduce_copy(spec)?;
         // Distinct random data per source, n + 1 elements so a view can start one in.
@@ -168,68 +94,76 @@ fn on_gpu(specs: &[ReduceCopySpec], n: usize) -> CliResult {
             .iter()
             .map(|h| upload(stream, h))
             .collect::<CliResult<_>>()?;
+        let scalar = match spec.op {
+            Op::PreMulSum => Some(0.37),
+            Op::Avg => Some(3.0),
+            _ => None,
+        };
+        // (offset of src0 and of every destination, stochastic base).
         for (offset, base) in [(0usize, 0u64), (1, 5)] {
-            let scalar = match spec.op {
-                Op::PreMulSum => Some(0.37),
-                Op::Avg => Some(3.0),
-                _ => None,
-            };
             let stochastic = (spec.rounding == Rounding::Stochastic).then_some(Stochastic {
                 seed: 0x5e1f + k as u64,
                 base,
             });
             let call = ReduceCopyArgs { scalar, stochastic };
+            let len = HEAD + n + TAIL;
             let mut outs: Vec<DevBuf> = spec
                 .dsts
                 .iter()
-                .map(|&r| poisoned(stream, spec.dtype_of(r), n))
+                .map(|&r| poisoned(stream, spec.dtype_of(r), len))
                 .collect::<CliResult<_>>()?;
+            let src_offsets: Vec<usize> = (0..devs.len())
+                .map(|i| if i == 0 { offset } else { 0 })
+                .collect();
             {
-                let views: Vec<_> = devs.iter().map(|d| d.view(offset, n)).collect();
+                let views: Vec<_> = devs
+                    .iter()
+                    .zip(&src_offsets)
+                    .map(|(d, &o)| d.view(o, n))
+                    .collect();
                 let ins: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
-                let mut views_mut: Vec<_> = outs.iter_mut().map(|o| o.view_mut(0, n)).collect();
+                let mut views_mut: Vec<_> = outs
+                    .iter_mut()
+                    .map(|o| o.view_mut(HEAD + offset, n))
+                    .collect();
                 let mut outs_dyn: Vec<&mut dyn KernelOutput> =
                     views_mut.iter_mut().map(|v| v.output()).collect();
                 kernel.launch_with(stream, &ins, &mut outs_dyn, call, LaunchOptions::default())?;
             }
-            stream
-                .synchronize()
-                .during(|| format!("running {}", spec.name()))?;
             let params = Params {
                 op_arg: scalar.unwrap_or(0.0),
                 sr_seed: stochastic.map_or(0, |s| s.seed),
                 sr_base: stochastic.map_or(0, |s| s.base),
             };
             let srcs: Vec<&HostBuffer> = hosts.iter().collect();
-            let want = reference::reduce_copy(spec, &srcs, &vec![offset; srcs.len()], n, params);
+            // The twin runs while the GPU does (the download below synchronises).
+            let want = reference::reduce_copy(spec, &srcs, &src_offsets, n, params);
             for (d, (out, want)) in outs.iter().zip(&want).enumerate() {
                 let got = download(stream, out)?;
-                let bad = (0..n).filter(|&i| got.bits(i) != want.bits(i)).count();
-                checks += 1;
-                if bad > 0 {
-                    failures.push(format!(
-                        "{} (src offset {offset}) dst{d}: {bad} of {n} elements differ",
+                r.checks += 1;
+                let start = HEAD + offset;
+                let bad = (0..n)
+                    .filter(|&i| got.bits(start + i) != want.bits(i))
+                    .count();
+                let poison = poison_bits(got.dtype());
+                let clobbered = (0..start)
+                    .chain(start + n..len)
+                    .filter(|&i| got.bits(i) != poison)
+                    .count();
+                if bad > 0 || clobbered > 0 {
+                    r.failures.push(format!(
+                        "{} (src0 and dsts {offset} in, base {base}) dst{d}: {bad} of {n} elements differ, {clobbered} written outside the view",
                         spec.name()
                     ));
                 }
             }
         }
     }
-    header();
-    row(
-        "reduce_copy",
-        specs.len(),
-        checks,
-        failures.len(),
-        t0.elapsed().as_secs_f64() * 1e3,
-    );
-    match failures.first() {
-        None => Ok(()),
-        Some(first) => Err(CliError::failure(format!(
-            "{} check(s) failed; first: {first}",
-            failures.len()
-        ))),
-    }
+    stream
+        .synchronize()
+        .during(|| "finishing the reduce_copy checks".into())?;
+    r.time = t0.elapsed();
+    Ok(r)
 }
 
 fn upload(stream: &Arc<CudaStream>, host: &HostBuffer) -> CliResult<DevBuf> {
@@ -242,6 +176,13 @@ fn upload(stream: &Arc<CudaStream>, host: &HostBuffer) -> CliResult<DevBuf> {
 }
 
 /// All-ones bits: a NaN no finite input produces, so an unwritten element fails.
+fn poison_bits(dtype: DType) -> u32 {
+    match dtype {
+        DType::F32 => u32::MAX,
+        DType::BF16 | DType::F16 => u32::from(u16::MAX),
+    }
+}
+
 fn poisoned(stream: &Arc<CudaStream>, dtype: DType, n: usize) -> CliResult<DevBuf> {
     let what = || "allocating a selftest output".to_string();
     Ok(match dtype {
@@ -278,12 +219,39 @@ mod tests {
 
     #[test]
     fn the_spec_list_is_valid_and_distinct() {
-        let specs = selftest_specs();
+        let specs = specs();
         assert_eq!(specs.len(), 96 + 2 * 6 * 2 * 2);
         let names: std::collections::HashSet<_> = specs.iter().map(|s| s.name()).collect();
         assert_eq!(names.len(), specs.len());
         for s in &specs {
             s.validate().unwrap();
         }
+        assert_eq!(compile_list(&specs).len(), 2 * specs.len());
+    }
+
+    /// The host half of a check (inputs and the twin at the default size) is
+    /// cheap: the whole family's stays far below the time budget.
+    #[test]
+    fn the_twin_at_selftest_size_is_fast() {
+        let spec = &specs()[specs().len() - 1]; // 8 sources, 2 destinations
+        let n = 100_003;
+        let t0 = Instant::now();
+        let hosts: Vec<HostBuffer> = spec
+            .srcs
+            .iter()
+            .map(|s| {
+                let v = random_block(n + 1, 7);
+                HostBuffer::from_fn(spec.dtype_of(s.role), n + 1, |j| v[j])
+            })
+            .collect();
+        let srcs: Vec<&HostBuffer> = hosts.iter().collect();
+        let params = Params {
+            op_arg: 3.0,
+            sr_seed: 1,
+            sr_base: 5,
+        };
+        let want = reference::reduce_copy(spec, &srcs, &[1, 0, 0, 0, 0, 0, 0, 0], n, params);
+        assert_eq!(want.len(), 2);
+        eprintln!("host work of one check: {:?}", t0.elapsed());
     }
 }
