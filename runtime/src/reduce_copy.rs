@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
-use redjit_codegen::{KernelSpec, Op, ReduceCopySpec, Rounding};
+use redjit_codegen::{DType, KernelSpec, Op, ReduceCopySpec, Rounding};
 
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
@@ -116,8 +116,32 @@ impl ReduceCopyKernel<'_> {
         if n == 0 {
             return Ok(());
         }
+        let src_addresses: Vec<u64> = srcs.iter().map(|b| b.address(stream)).collect();
+        let dst_addresses: Vec<u64> = dsts.iter().map(|b| b.address(stream)).collect();
+        let extent = |address: u64, dtype: DType| Extent {
+            address,
+            bytes: n as u64 * dtype.info().bytes as u64,
+        };
+        let src_extents: Vec<Extent> = src_addresses
+            .iter()
+            .zip(srcs)
+            .map(|(&a, b)| extent(a, b.dtype()))
+            .collect();
+        let dst_extents: Vec<Extent> = dst_addresses
+            .iter()
+            .zip(dsts.iter())
+            .map(|(&a, b)| extent(a, b.dtype()))
+            .collect();
+        if let Some((value, rule)) = overlap_violation(&src_extents, &dst_extents) {
+            return Err(Error::Launch {
+                kernel: self.name.clone(),
+                what: "buffers",
+                value,
+                rule,
+            });
+        }
         let cfg = self.config(n, opts);
-        let func = self.pick(stream, srcs, dsts, call)?;
+        let func = self.pick(&src_addresses, &dst_addresses, call)?;
         let n = n as u64;
         let mut args = stream.launch_builder(func);
         for s in srcs {
@@ -142,16 +166,13 @@ impl ReduceCopyKernel<'_> {
     /// is not a multiple of 4.
     fn pick(
         &self,
-        stream: &CudaStream,
-        srcs: &[&dyn KernelInput],
-        dsts: &[&mut dyn KernelOutput],
+        src_addresses: &[u64],
+        dst_addresses: &[u64],
         call: ReduceCopyArgs,
     ) -> Result<&CudaFunction> {
-        let src_addresses: Vec<u64> = srcs.iter().map(|b| b.address(stream)).collect();
-        let dst_addresses: Vec<u64> = dsts.iter().map(|b| b.address(stream)).collect();
         let misaligned = self.spec.needs_any_alignment(
-            &src_addresses,
-            &dst_addresses,
+            src_addresses,
+            dst_addresses,
             call.stochastic.map(|sr| sr.base),
         );
         if !misaligned {
@@ -166,7 +187,7 @@ impl ReduceCopyKernel<'_> {
 
     fn threads(&self, opts: LaunchOptions) -> u32 {
         opts.threads
-            .unwrap_or(DEFAULT_THREADS.min(self.spec.max_threads()))
+            .unwrap_or(DEFAULT_THREADS.min(self.spec.max_launch_threads()))
     }
 
     /// Validates a call; returns the element count.
@@ -183,14 +204,14 @@ impl ReduceCopyKernel<'_> {
             value,
             rule,
         };
-        let max_threads = self.spec.max_threads();
+        let max_threads = self.spec.max_launch_threads();
         let threads = self.threads(opts);
         if threads == 0 || !threads.is_multiple_of(32) || threads > max_threads {
             return Err(err(
                 "threads",
                 threads.to_string(),
                 format!(
-                    "must be a multiple of 32 between 32 and {max_threads}, this kernel's launch bound"
+                    "must be a multiple of 32 between 32 and {max_threads}, the launch bound of this kernel and its _any twin"
                 ),
             ));
         }
@@ -336,5 +357,80 @@ impl ReduceCopyKernel<'_> {
             block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         }
+    }
+}
+
+/// The bytes a buffer covers in one launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Extent {
+    address: u64,
+    bytes: u64,
+}
+
+impl Extent {
+    fn overlaps(&self, other: &Extent) -> bool {
+        self.address < other.address.saturating_add(other.bytes)
+            && other.address < self.address.saturating_add(self.bytes)
+    }
+}
+
+/// Element i of a destination is written by the thread that reads element i of
+/// every source, so a destination may be a source exactly (in place: same start,
+/// same dtype, hence the same bytes); any other overlap, with a source or with the
+/// other destination, races (and the `_any` twin reads whole aligned blocks around
+/// its elements). `(value, rule)` of the first violation.
+fn overlap_violation(srcs: &[Extent], dsts: &[Extent]) -> Option<(String, String)> {
+    let at = |e: &Extent| format!("[{:#x}, {:#x})", e.address, e.address + e.bytes);
+    for (d, dst) in dsts.iter().enumerate() {
+        for (s, src) in srcs.iter().enumerate() {
+            if dst != src && dst.overlaps(src) {
+                return Some((
+                    format!("dst{d} {} and src{s} {}", at(dst), at(src)),
+                    "a destination may be a source exactly (in place) but must not partly overlap one".into(),
+                ));
+            }
+        }
+        for (e, other) in dsts.iter().enumerate().skip(d + 1) {
+            if dst.overlaps(other) {
+                return Some((
+                    format!("dst{d} {} and dst{e} {}", at(dst), at(other)),
+                    "destinations must not overlap".into(),
+                ));
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Extent, overlap_violation};
+
+    fn e(address: u64, bytes: u64) -> Extent {
+        Extent { address, bytes }
+    }
+
+    #[test]
+    fn in_place_is_allowed_and_partial_overlap_is_not() {
+        let src0 = e(0x1000, 400);
+        let src1 = e(0x2000, 800);
+        // Disjoint, and exactly in place on either source.
+        assert_eq!(overlap_violation(&[src0, src1], &[e(0x3000, 400)]), None);
+        assert_eq!(overlap_violation(&[src0, src1], &[src0]), None);
+        assert_eq!(overlap_violation(&[src0, src1], &[src1]), None);
+        // Touching ends do not overlap.
+        assert_eq!(overlap_violation(&[src0], &[e(0x1000 + 400, 400)]), None);
+        // One element off, or the same start with another dtype's size.
+        let (value, rule) = overlap_violation(&[src0, src1], &[e(0x1002, 400)]).unwrap();
+        assert!(value.contains("dst0 [0x1002, 0x1192) and src0"), "{value}");
+        assert!(rule.contains("partly overlap"), "{rule}");
+        assert!(overlap_violation(&[src1], &[e(0x2000, 400)]).is_some());
+        // Two destinations sharing bytes, even identical ones.
+        let (value, rule) = overlap_violation(&[src0], &[e(0x3000, 400), e(0x3000, 400)]).unwrap();
+        assert!(
+            value.starts_with("dst0") && value.contains("dst1"),
+            "{value}"
+        );
+        assert_eq!(rule, "destinations must not overlap");
     }
 }

@@ -91,11 +91,25 @@ impl ReduceCopySpec {
             0
         };
         let addresses = 2 * (self.srcs.len() + self.dsts.len()) as u32;
-        match self.unroll * self.pack_elts() * 2 + philox + addresses {
+        let bound = match self.unroll * self.pack_elts() * 2 + philox + addresses {
             0..=48 => 1024,
             49..=80 => 512,
             _ => 256,
+        };
+        // The _any twin also holds each source's aligned blocks and the shuffled
+        // words: at 64 registers its unroll-4 four-buffer kernels spilled.
+        if self.any_alignment {
+            bound.min(512)
+        } else {
+            bound
         }
+    }
+
+    /// Most threads per block a launch of this spec may use: its own bound and
+    /// its `_any` twin's, which the launcher picks by the buffers' addresses.
+    pub fn max_launch_threads(&self) -> u32 {
+        self.max_threads()
+            .min(self.for_any_alignment().max_threads())
     }
 
     /// Elements one warp handles per iteration (`unroll * 32 * pack_elts`).
@@ -495,6 +509,16 @@ mod tests {
         };
         assert!(!sr.needs_any_alignment(&[base, base + 256], &[base + 512], Some(8)));
         assert!(sr.needs_any_alignment(&[base, base + 256], &[base + 512], Some(3)));
+    }
+
+    #[test]
+    fn a_launch_is_bounded_by_the_kernel_and_its_any_twin() {
+        let spec = ReduceCopySpec::default();
+        assert_eq!(spec.max_threads(), 1024);
+        assert_eq!(spec.for_any_alignment().max_threads(), 512);
+        assert_eq!(spec.max_launch_threads(), 512);
+        let u8_sr: ReduceCopySpec = "reduce_copy_u8_f32_bf16_TA_T_sum_sr".parse().unwrap();
+        assert_eq!(u8_sr.max_launch_threads(), u8_sr.max_threads());
     }
 
     #[test]
