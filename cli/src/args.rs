@@ -5,7 +5,8 @@ use std::fmt;
 
 use clap::{Args, Subcommand};
 use redjit_codegen::{
-    DType, Family, KernelSpec, Load, Op, ReduceCopySpec, ReduceSpec, Role, Rounding, Src,
+    AllReduceSpec, DType, Family, KernelSpec, Load, Op, ReduceCopySpec, ReduceSpec, Role, Rounding,
+    Src,
 };
 
 use crate::error::{CliError, CliResult};
@@ -73,6 +74,7 @@ pub fn parse_spec_name(name: &str) -> CliResult<AnySpec> {
     match family {
         Family::ReduceCopy => Ok(Box::new(name.parse::<ReduceCopySpec>()?)),
         Family::Reduce => Ok(Box::new(name.parse::<ReduceSpec>()?)),
+        Family::AllReduce => Ok(Box::new(name.parse::<AllReduceSpec>()?)),
     }
 }
 

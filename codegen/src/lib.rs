@@ -25,8 +25,11 @@ mod render;
 pub mod spec;
 
 pub use error::SpecError;
-pub use registry::{Arch, DType, Family, Load, Op, ReduceAxis, ReduceOp, Role, Rounding, Src};
+pub use registry::{
+    AllReduceAlgo, Arch, DType, Family, Load, Op, ReduceAxis, ReduceOp, Role, Rounding, Src,
+};
 pub use render::{KernelSource, render_batch};
 pub use spec::KernelSpec;
+pub use spec::all_reduce::AllReduceSpec;
 pub use spec::reduce::ReduceSpec;
 pub use spec::reduce_copy::ReduceCopySpec;

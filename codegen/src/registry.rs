@@ -389,6 +389,34 @@ registry_enum! {
                 "prelude/warp.cuh", "prelude/reduce.cuh",
             ],
         },
+        // The dtype file of the spec's element type comes after these (the spec
+        // adds it); peer.cuh's pack helpers are templates over the dtype struct.
+        AllReduce => FamilyInfo {
+            slug: "all_reduce",
+            template: "all_reduce.cu",
+            preludes: &["prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh", "prelude/peer.cuh"],
+        },
+    }
+}
+
+/// Facts about one all-reduce algorithm.
+#[derive(Debug)]
+pub struct AllReduceAlgoInfo {
+    pub slug: &'static str,
+    /// Signal barriers per call: one-shot start + end, two-stage start + middle
+    /// (the runtime's protocol model shows why no third one is needed).
+    pub barriers: u32,
+}
+
+registry_enum! {
+    /// How an all-reduce moves data between ranks (seed 003).
+    AllReduceAlgo: AllReduceAlgoInfo, what = "all-reduce algorithm" {
+        /// Every rank reads every peer's whole input and reduces it: one round of
+        /// peer reads, latency-bound messages.
+        OneShot => AllReduceAlgoInfo { slug: "oneshot", barriers: 2 },
+        /// Reduce-scatter into a per-rank slice, barrier, all-gather of the
+        /// slices: each byte crosses the fabric twice, not R - 1 times.
+        TwoStage => AllReduceAlgoInfo { slug: "twostage", barriers: 2 },
     }
 }
 

@@ -62,6 +62,14 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/prelude/reduce.cuh"),
     ),
     ("reduce.cu", include_str!("../../templates/reduce.cu")),
+    (
+        "prelude/peer.cuh",
+        include_str!("../../templates/prelude/peer.cuh"),
+    ),
+    (
+        "all_reduce.cu",
+        include_str!("../../templates/all_reduce.cu"),
+    ),
 ];
 
 fn engine() -> Result<&'static tera::Tera, SpecError> {

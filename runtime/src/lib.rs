@@ -16,6 +16,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod all_reduce;
 pub mod cache;
 mod elem;
 mod error;
@@ -37,8 +38,8 @@ pub use jit::{Compiled, Jit};
 pub use nvrtc::{Artifact, Nvrtc, NvrtcFacts, Output, Target};
 pub use redjit_codegen::spec::reduce::{Plan as ReducePlan, Shape as ReduceShape};
 pub use redjit_codegen::{
-    Arch, DType, KernelSource, KernelSpec, Load, Op, ReduceAxis, ReduceCopySpec, ReduceOp,
-    ReduceSpec, Role, Rounding, SpecError, Src,
+    AllReduceAlgo, AllReduceSpec, Arch, DType, KernelSource, KernelSpec, Load, Op, ReduceAxis,
+    ReduceCopySpec, ReduceOp, ReduceSpec, Role, Rounding, SpecError, Src,
 };
 pub use reduce::{Matrix, ReduceKernel, ReduceOutput, ResultType, check_call as check_reduce_call};
 pub use reduce_copy::{

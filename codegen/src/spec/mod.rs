@@ -1,5 +1,6 @@
 //! Kernel specs: plain Rust values that describe one kernel configuration.
 
+pub mod all_reduce;
 pub mod reduce;
 pub mod reduce_copy;
 

@@ -1,0 +1,426 @@
+//! `all_reduce`: R ranks of one host sum (or prod, min, max, premulsum, avg)
+//! their inputs through peer memory (seed 003), one-shot or two-stage, with the
+//! two-stage reduce-scatter optionally double-buffered through shared memory
+//! with `cp.async` (seed 004). Every kernel carries the signal barrier of
+//! `prelude/peer.cuh`; `redjit_runtime::all_reduce::protocol` models it.
+//!
+//! ```
+//! use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
+//!
+//! let spec = AllReduceSpec { world: 4, dtype: DType::BF16, op: Op::Sum, algo: AllReduceAlgo::TwoStage, cp_async: true };
+//! assert_eq!(spec.name(), "all_reduce_r4_bf16_sum_twostage_cpasync");
+//! assert_eq!(spec.name().parse::<AllReduceSpec>().unwrap(), spec);
+//! let src = spec.render().unwrap();
+//! assert!(src.code.contains("cp.async.cg.shared.global"));
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::error::SpecError;
+use crate::registry::{AllReduceAlgo, Arch, DType, Family, Op};
+use crate::render;
+use crate::spec::KernelSpec;
+
+/// Fewest and most ranks a kernel is generated for (one host: up to 8 GPUs).
+pub const MIN_WORLD: u32 = 2;
+pub const MAX_WORLD: u32 = 8;
+/// Most blocks per rank: the signal buffer has a counter and flag slots for
+/// this many blocks (`prelude/peer.cuh` holds the same number; a test checks).
+pub const MAX_BLOCKS: u32 = 64;
+/// Alternating flag sets per block (see the protocol module).
+pub const SLOTS: u32 = 2;
+/// Bytes of every packed access: all buffers a kernel touches are 16-byte aligned
+/// (the communicator's own allocations, or a checked user output).
+pub const PACK_BYTES: u32 = 16;
+/// Threads per block of the one-shot and two-stage kernels.
+pub const THREADS: u32 = 512;
+/// Shared memory the cp.async kernel stages through: two buffers of one pack
+/// per rank per thread; its block size is chosen to stay within this.
+pub const CP_ASYNC_SMEM_BYTES: u32 = 32 * 1024;
+
+/// Byte layout of one rank's signal buffer: `flag[SLOTS][MAX_BLOCKS][MAX_WORLD]`
+/// u32 words that peers write (flag[s][b][r] is written by rank r only: one
+/// writer per 32-bit word), then `counter[MAX_BLOCKS]` that only this rank's
+/// block b touches.
+pub mod signal {
+    use super::{MAX_BLOCKS, MAX_WORLD, SLOTS};
+
+    /// Byte offset of the flag rank `from` writes for `block` in `slot`.
+    pub const fn flag_offset(slot: u32, block: u32, from: u32) -> usize {
+        (((slot * MAX_BLOCKS + block) * MAX_WORLD + from) * 4) as usize
+    }
+    /// Byte offset of block `block`'s barrier counter.
+    pub const fn counter_offset(block: u32) -> usize {
+        ((SLOTS * MAX_BLOCKS * MAX_WORLD + block) * 4) as usize
+    }
+    /// Bytes the layout uses.
+    pub const USED_BYTES: usize = counter_offset(MAX_BLOCKS);
+    /// Bytes allocated per signal buffer (a round size; the rest is unused).
+    pub const BYTES: usize = 8192;
+    const _: () = assert!(USED_BYTES <= BYTES);
+}
+
+/// One all-reduce kernel configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AllReduceSpec {
+    /// Ranks taking part (2..=8).
+    pub world: u32,
+    /// Element type of inputs and output; 16-bit types are reduced in f32.
+    pub dtype: DType,
+    pub op: Op,
+    pub algo: AllReduceAlgo,
+    /// Stage the reduce-scatter's peer loads through shared memory with
+    /// `cp.async`, prefetching the next packs while the current ones are
+    /// reduced (two-stage only; sm_80+).
+    pub cp_async: bool,
+}
+
+impl Default for AllReduceSpec {
+    fn default() -> Self {
+        AllReduceSpec {
+            world: 2,
+            dtype: DType::BF16,
+            op: Op::Sum,
+            algo: AllReduceAlgo::OneShot,
+            cp_async: false,
+        }
+    }
+}
+
+impl AllReduceSpec {
+    /// Elements per 16-byte pack.
+    pub fn pack_elts(&self) -> u32 {
+        PACK_BYTES / self.dtype.info().bytes
+    }
+
+    /// Threads per block, the kernel's launch bound and the only block size it is
+    /// launched with: 512, or for cp.async as many as keep two staged packs per
+    /// rank per thread within `CP_ASYNC_SMEM_BYTES` (R = 8: 128 threads).
+    pub fn threads(&self) -> u32 {
+        if self.cp_async {
+            let per_thread = 2 * self.world * PACK_BYTES;
+            (CP_ASYNC_SMEM_BYTES / per_thread / 32 * 32).clamp(32, THREADS)
+        } else {
+            THREADS
+        }
+    }
+
+    /// Static shared memory the kernel declares.
+    pub fn shared_bytes(&self) -> u32 {
+        if self.cp_async {
+            2 * self.world * self.threads() * PACK_BYTES
+        } else {
+            0
+        }
+    }
+
+    /// Every valid spec for `world` ranks: dtype x op x algorithm (+ cp.async).
+    pub fn matrix(world: u32) -> Vec<AllReduceSpec> {
+        let mut out = Vec::new();
+        for &dtype in DType::ALL {
+            for &op in Op::ALL {
+                for (algo, cp_async) in [
+                    (AllReduceAlgo::OneShot, false),
+                    (AllReduceAlgo::TwoStage, false),
+                    (AllReduceAlgo::TwoStage, true),
+                ] {
+                    let spec = AllReduceSpec {
+                        world,
+                        dtype,
+                        op,
+                        algo,
+                        cp_async,
+                    };
+                    if spec.validate().is_ok() {
+                        out.push(spec);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn context(&self) -> AllReduceContext {
+        AllReduceContext {
+            name: self.name(),
+            world: self.world,
+            dtype: self.dtype.slug(),
+            pack_elts: self.pack_elts(),
+            op_functor: self.op.info().functor,
+            two_stage: self.algo == AllReduceAlgo::TwoStage,
+            cp_async: self.cp_async,
+            threads: self.threads(),
+        }
+    }
+}
+
+/// What `all_reduce.cu` is rendered from.
+#[derive(Serialize)]
+struct AllReduceContext {
+    name: String,
+    world: u32,
+    dtype: &'static str,
+    pack_elts: u32,
+    op_functor: &'static str,
+    two_stage: bool,
+    cp_async: bool,
+    threads: u32,
+}
+
+impl KernelSpec for AllReduceSpec {
+    fn family(&self) -> Family {
+        Family::AllReduce
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        if !(MIN_WORLD..=MAX_WORLD).contains(&self.world) {
+            return Err(SpecError::invalid(
+                "world",
+                self.world,
+                format!("an all-reduce has {MIN_WORLD} to {MAX_WORLD} ranks (one host)"),
+            ));
+        }
+        if !PACK_BYTES.is_multiple_of(self.dtype.info().bytes) {
+            return Err(SpecError::invalid(
+                "dtype",
+                self.dtype,
+                "its size must divide 16 bytes",
+            ));
+        }
+        if self.cp_async && self.algo != AllReduceAlgo::TwoStage {
+            return Err(SpecError::invalid(
+                "cp_async",
+                "true",
+                format!(
+                    "cp.async double buffering is a variant of the {} kernel, not of {}",
+                    AllReduceAlgo::TwoStage,
+                    self.algo
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "{}_r{}_{}_{}_{}",
+            Family::AllReduce.slug(),
+            self.world,
+            self.dtype,
+            self.op,
+            self.algo
+        ) + if self.cp_async { "_cpasync" } else { "" }
+    }
+
+    /// `ld.acquire.sys` / `st.release.sys` are sm_70+, cp.async sm_80+.
+    fn min_arch(&self) -> Arch {
+        let base = if self.cp_async { Arch::SM80 } else { Arch(70) };
+        base.max(self.dtype.info().min_arch).max(self.op.min_arch())
+    }
+
+    fn preludes(&self) -> Vec<&'static str> {
+        let mut out = Family::AllReduce.info().preludes.to_vec();
+        out.push(self.dtype.info().prelude);
+        out
+    }
+
+    fn render_body(&self) -> Result<String, SpecError> {
+        self.validate()?;
+        render::render_template(Family::AllReduce.info().template, &self.context())
+    }
+}
+
+impl fmt::Display for AllReduceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl FromStr for AllReduceSpec {
+    type Err = SpecError;
+
+    /// Parses a kernel name, e.g. `all_reduce_r8_f16_max_twostage_cpasync`, and
+    /// validates it; only the canonical spelling parses.
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        let parse_err = |rule: &str| SpecError::Parse {
+            what: "all_reduce kernel name",
+            input: s.to_string(),
+            rule: rule.to_string(),
+        };
+        let format = "expected all_reduce_r<world>_<dtype>_<op>_<algorithm>[_cpasync], e.g. all_reduce_r4_bf16_sum_twostage";
+        let rest = s
+            .strip_prefix(Family::AllReduce.slug())
+            .and_then(|r| r.strip_prefix('_'))
+            .ok_or_else(|| parse_err(format))?;
+        let (rest, cp_async) = match rest.strip_suffix("_cpasync") {
+            Some(r) => (r, true),
+            None => (rest, false),
+        };
+        let parts: Vec<&str> = rest.split('_').collect();
+        let [world, dtype, op, algo] = parts.as_slice() else {
+            return Err(parse_err(format));
+        };
+        let world = world
+            .strip_prefix('r')
+            .and_then(|w| w.parse::<u32>().ok())
+            .ok_or_else(|| parse_err("the world part is r<ranks>, e.g. r4"))?;
+        let spec = AllReduceSpec {
+            world,
+            dtype: dtype.parse()?,
+            op: op.parse()?,
+            algo: algo.parse()?,
+            cp_async,
+        };
+        spec.validate()?;
+        if spec.name() != s {
+            return Err(parse_err(&format!(
+                "not the canonical spelling; did you mean {}?",
+                spec.name()
+            )));
+        }
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_for_every_world() {
+        for world in MIN_WORLD..=MAX_WORLD {
+            let m = AllReduceSpec::matrix(world);
+            assert_eq!(m.len(), DType::ALL.len() * Op::ALL.len() * 3);
+            for spec in m {
+                assert_eq!(spec.name().parse::<AllReduceSpec>().unwrap(), spec);
+            }
+        }
+    }
+
+    #[test]
+    fn cp_async_blocks_fit_the_staging_budget() {
+        for world in MIN_WORLD..=MAX_WORLD {
+            let spec = AllReduceSpec {
+                world,
+                algo: AllReduceAlgo::TwoStage,
+                cp_async: true,
+                ..AllReduceSpec::default()
+            };
+            let t = spec.threads();
+            assert!(t.is_multiple_of(32) && (32..=THREADS).contains(&t), "{t}");
+            assert!(spec.shared_bytes() <= CP_ASYNC_SMEM_BYTES, "{world}");
+            // As many threads as fit: one more warp would exceed the budget
+            // (or the 512 bound).
+            assert!(t == THREADS || 2 * world * (t + 32) * PACK_BYTES > CP_ASYNC_SMEM_BYTES);
+        }
+        assert_eq!(
+            AllReduceSpec {
+                world: 8,
+                algo: AllReduceAlgo::TwoStage,
+                cp_async: true,
+                ..AllReduceSpec::default()
+            }
+            .threads(),
+            128
+        );
+    }
+
+    #[test]
+    fn the_prelude_lays_signals_out_as_this_module_does() {
+        let peer = render::TEMPLATES
+            .iter()
+            .find(|(n, _)| *n == "prelude/peer.cuh")
+            .map(|(_, t)| *t)
+            .unwrap();
+        for line in [
+            format!("static const rj_u32 kArMaxRanks = {MAX_WORLD};"),
+            format!("static const rj_u32 kArMaxBlocks = {MAX_BLOCKS};"),
+            format!("static const rj_u32 kArSlots = {SLOTS};"),
+            "return (rj_u64)(((slot * kArMaxBlocks + block) * kArMaxRanks + from) * 4u);".into(),
+            "return (rj_u64)((kArSlots * kArMaxBlocks * kArMaxRanks + block) * 4u);".into(),
+            "struct rj_ar_ptrs { rj_u64 p[8]; };".into(),
+        ] {
+            assert!(peer.contains(&line), "peer.cuh lacks {line:?}");
+        }
+        assert_eq!(signal::flag_offset(1, 2, 3), ((64 + 2) * 8 + 3) * 4);
+        assert_eq!(signal::counter_offset(5), (2 * 64 * 8 + 5) * 4);
+    }
+
+    #[test]
+    fn invalid_specs_name_the_field_and_the_rule() {
+        let bad = |s: AllReduceSpec| s.validate().unwrap_err().to_string();
+        for world in [0, 1, 9, 16] {
+            let e = bad(AllReduceSpec {
+                world,
+                ..AllReduceSpec::default()
+            });
+            assert!(
+                e.contains(&format!("invalid world = {world}")) && e.contains("2 to 8 ranks"),
+                "{e}"
+            );
+        }
+        let e = bad(AllReduceSpec {
+            cp_async: true,
+            ..AllReduceSpec::default()
+        });
+        assert!(
+            e.contains("invalid cp_async") && e.contains("not of oneshot"),
+            "{e}"
+        );
+        for (name, want) in [
+            ("all_reduce_r9_bf16_sum_oneshot", "invalid world = 9"),
+            ("all_reduce_r4_bf16_sum_oneshot_cpasync", "invalid cp_async"),
+            ("all_reduce_r4_f64_sum_oneshot", "\"f64\""),
+            ("all_reduce_r4_bf16_sum_threestage", "all-reduce algorithm"),
+            (
+                "all_reduce_r04_bf16_sum_oneshot",
+                "did you mean all_reduce_r4_bf16_sum_oneshot",
+            ),
+            ("all_reduce_4_bf16_sum_oneshot", "r<ranks>"),
+            ("all_reduce_r4_bf16_oneshot", "expected all_reduce_r<world>"),
+        ] {
+            let e = name.parse::<AllReduceSpec>().unwrap_err().to_string();
+            assert!(e.contains(want), "{name}: {e}");
+        }
+    }
+
+    #[test]
+    fn arch_gates() {
+        let f32_sum = AllReduceSpec {
+            dtype: DType::F32,
+            ..AllReduceSpec::default()
+        };
+        assert_eq!(f32_sum.min_arch(), Arch(70));
+        assert_eq!(AllReduceSpec::default().min_arch(), Arch::SM80);
+        let cp = AllReduceSpec {
+            algo: AllReduceAlgo::TwoStage,
+            cp_async: true,
+            ..f32_sum.clone()
+        };
+        assert_eq!(cp.min_arch(), Arch::SM80);
+        let e = cp.check_arch(Arch(75)).unwrap_err().to_string();
+        assert!(
+            e.contains("not supported on sm_75") && e.contains("needs sm_80"),
+            "{e}"
+        );
+        assert!(f32_sum.check_arch(Arch(75)).is_ok());
+    }
+
+    #[test]
+    fn signal_layout_gives_each_word_one_writer() {
+        let mut seen = std::collections::HashSet::new();
+        for slot in 0..SLOTS {
+            for block in 0..MAX_BLOCKS {
+                for from in 0..MAX_WORLD {
+                    let o = signal::flag_offset(slot, block, from);
+                    assert!(o.is_multiple_of(4) && o < signal::counter_offset(0));
+                    assert!(seen.insert(o));
+                }
+            }
+        }
+        assert_eq!(signal::counter_offset(0), seen.len() * 4);
+    }
+}

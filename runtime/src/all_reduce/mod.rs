@@ -1,0 +1,3 @@
+//! The intra-node all-reduce (issue 12, seeds 003 and 004).
+
+pub mod protocol;

@@ -1,0 +1,470 @@
+//! The signal barrier of the all-reduce kernels (`templates/prelude/peer.cuh`),
+//! as the host reads it (the error word) and as a model that runs it on the CPU.
+//!
+//! The protocol, per block b of every rank (thread t < R talks to rank t):
+//!
+//! ```text
+//! barrier(kind):
+//!   bar.sync                                   every access before it is done
+//!   c    = counter[b] + 1                      (u32, wraps)
+//!   slot = c & 1
+//!   st.release.sys  peer t's flag[slot][b][rank] = c
+//!   spin ld.acquire.sys own flag[slot][b][t] until == c, at most timeout_ns
+//!        (%globaltimer); on expiry: error word = (kind, t, b), the block returns
+//!   bar.red.and                                every thread learns the outcome
+//!   counter[b] = c                             (thread 0)
+//! ```
+//!
+//! Why it is safe (and what the model checks under random interleavings):
+//! - a block passes barrier k only after every peer's block b has arrived at k;
+//! - data written before barrier k by any rank is what peers read after it (the
+//!   model's inputs and scratch slices carry the call number; a stale or early
+//!   value is a violation); one-shot calls are start + end barrier, two-stage
+//!   calls start + middle (see [`Shape`] for why no end barrier);
+//! - a fast rank can be at most one barrier ahead of a slow one, and that next
+//!   barrier uses the other slot, so it never overwrites the value a slow rank
+//!   still waits for (with one slot the model finds that hang: `slots: 1`);
+//! - the flags are compared for equality, so counter wrap-around at 2^32 is
+//!   harmless (the model starts counters just below it);
+//! - a rank that never arrives makes every waiting block give up within the
+//!   bound, record the error and return, instead of hanging.
+//!
+//! The model is sequentially consistent: it checks the protocol's logic, not the
+//! memory ordering, which comes from release/acquire at system scope (argued in
+//! `peer.cuh`).
+
+use redjit_codegen::spec::all_reduce::{MAX_BLOCKS, MAX_WORLD};
+
+/// Which barrier of a call a block waited at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BarrierKind {
+    Start,
+    Middle,
+    End,
+}
+
+impl BarrierKind {
+    /// The code the kernel writes (`kArStart`, `kArMiddle`, `kArEnd`).
+    pub const fn code(self) -> u32 {
+        match self {
+            BarrierKind::Start => 1,
+            BarrierKind::Middle => 2,
+            BarrierKind::End => 3,
+        }
+    }
+}
+
+/// A barrier a block gave up on: the kernel's error word, decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BarrierTimeout {
+    pub kind: BarrierKind,
+    /// The rank that did not arrive.
+    pub peer: u32,
+    pub block: u32,
+}
+
+impl BarrierTimeout {
+    /// The word the kernel stores: bit 31, kind in bits 24..30, peer in 16..23,
+    /// block in 0..15.
+    pub const fn encode(self) -> u32 {
+        0x8000_0000 | (self.kind.code() << 24) | (self.peer << 16) | self.block
+    }
+
+    /// `None` for 0 (no error) or a word the kernel never writes.
+    pub fn decode(word: u32) -> Option<BarrierTimeout> {
+        if word & 0x8000_0000 == 0 {
+            return None;
+        }
+        let kind = match (word >> 24) & 0x7f {
+            1 => BarrierKind::Start,
+            2 => BarrierKind::Middle,
+            3 => BarrierKind::End,
+            _ => return None,
+        };
+        let peer = (word >> 16) & 0xff;
+        let block = word & 0xffff;
+        (peer < MAX_WORLD && block < MAX_BLOCKS).then_some(BarrierTimeout { kind, peer, block })
+    }
+}
+
+impl std::fmt::Display for BarrierTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "block {} timed out at the {:?} barrier waiting for rank {}",
+            self.block, self.kind, self.peer
+        )
+    }
+}
+
+/// What a simulated call does between its barriers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// write input; start; read every rank's input; end. The end barrier keeps a
+    /// fast rank from writing its next input while a peer still reads this one.
+    OneShot,
+    /// write input; start; read inputs, write own scratch; middle; read every
+    /// scratch. No end barrier: inputs are last read before the middle barrier,
+    /// and a rank writes its scratch again only after the next start barrier,
+    /// which every peer reaches only when done reading it (the model found a
+    /// third barrier redundant: it never changes an outcome).
+    TwoStage,
+}
+
+/// One model run.
+#[derive(Debug, Clone)]
+pub struct ModelConfig {
+    pub ranks: u32,
+    pub blocks: u32,
+    pub calls: u32,
+    pub shape: Shape,
+    /// Every counter (and the flags, consistently) starts here, as after that many
+    /// barriers: `u32::MAX - 3` crosses the wrap-around within two calls.
+    pub initial_counter: u32,
+    /// Spin polls before a waiting thread gives up (the model's `timeout_ns`).
+    pub timeout_polls: u64,
+    /// A rank whose kernel never runs.
+    pub absent: Option<u32>,
+    /// Protocol variants the model must catch: 1 slot instead of 2, or one
+    /// barrier left out. The real kernels are `slots: 2, omit: None`.
+    pub slots: u32,
+    pub omit: Option<BarrierKind>,
+}
+
+impl ModelConfig {
+    /// The protocol as the kernels run it.
+    pub fn new(ranks: u32, blocks: u32, calls: u32, shape: Shape) -> ModelConfig {
+        ModelConfig {
+            ranks,
+            blocks,
+            calls,
+            shape,
+            initial_counter: 0,
+            timeout_polls: 1 << 20,
+            absent: None,
+            slots: 2,
+            omit: None,
+        }
+    }
+}
+
+/// How a model run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every block of every rank finished every call.
+    Completed { steps: u64 },
+    /// Some blocks gave up; `errors` are (rank, timeout) as the error words say.
+    /// No block passed a barrier it should not have.
+    TimedOut {
+        steps: u64,
+        errors: Vec<(u32, BarrierTimeout)>,
+    },
+    /// A safety property failed: the protocol is wrong.
+    Violation(String),
+}
+
+/// The operations of one call on one block, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    /// The host's stream writes this call's input before the kernel.
+    WriteInput,
+    Barrier(BarrierKind),
+    /// Read rank q's input (must hold this call's number).
+    ReadInput(u32),
+    /// Write own scratch slice.
+    WriteScratch,
+    /// Read rank q's scratch (must hold this call's number).
+    ReadScratch(u32),
+}
+
+fn program(cfg: &ModelConfig) -> Vec<Op> {
+    let barrier = |kind: BarrierKind| (cfg.omit != Some(kind)).then_some(Op::Barrier(kind));
+    let mut ops = vec![Op::WriteInput];
+    ops.extend(barrier(BarrierKind::Start));
+    ops.extend((0..cfg.ranks).map(Op::ReadInput));
+    match cfg.shape {
+        Shape::OneShot => ops.extend(barrier(BarrierKind::End)),
+        Shape::TwoStage => {
+            ops.push(Op::WriteScratch);
+            ops.extend(barrier(BarrierKind::Middle));
+            ops.extend((0..cfg.ranks).map(Op::ReadScratch));
+        }
+    }
+    ops
+}
+
+/// A signalling thread's place in a barrier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sig {
+    /// Not yet signalled its peer.
+    Signal,
+    /// Spinning, with polls so far.
+    Wait(u64),
+    Done,
+    Gave,
+}
+
+/// One block of one rank.
+#[derive(Debug, Clone)]
+struct Block {
+    call: u32,
+    pc: usize,
+    /// Value of the barrier in progress (`Some` while in one).
+    c: Option<u32>,
+    threads: Vec<Sig>,
+    /// Barriers this block has entered (for the safety check).
+    entered: u64,
+    finished: bool,
+}
+
+/// Shared memory of the model: every rank's signal buffer, counters, inputs and
+/// scratch, each as the kernels lay them out (flag[slot][block][from]).
+struct World {
+    flags: Vec<u32>,
+    counters: Vec<u32>,
+    input: Vec<Option<u32>>,
+    scratch: Vec<Option<u32>>,
+    errors: Vec<Option<BarrierTimeout>>,
+    cfg: ModelConfig,
+}
+
+impl World {
+    fn flag(&mut self, rank: u32, slot: u32, block: u32, from: u32) -> &mut u32 {
+        let c = &self.cfg;
+        let i = (((rank * c.slots + slot) * c.blocks + block) * c.ranks + from) as usize;
+        &mut self.flags[i]
+    }
+    fn cell(&self, rank: u32, block: u32) -> usize {
+        (rank * self.cfg.blocks + block) as usize
+    }
+}
+
+/// A deterministic generator (SplitMix64) for the scheduler.
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) % n as u64) as usize
+    }
+}
+
+/// Runs the protocol for `cfg` under the interleaving `seed` picks: at each step
+/// one runnable actor (a block between barriers, or one signalling thread in a
+/// barrier) does one atomic step.
+pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
+    assert!((1..=2).contains(&cfg.slots) && cfg.ranks >= 1 && cfg.blocks >= 1);
+    let ops = program(cfg);
+    let n_cells = (cfg.ranks * cfg.blocks) as usize;
+    let k = cfg.initial_counter;
+    let mut world = World {
+        flags: vec![0; (cfg.ranks * cfg.slots * cfg.blocks * cfg.ranks) as usize],
+        counters: vec![k; n_cells],
+        input: vec![None; n_cells],
+        scratch: vec![None; n_cells],
+        errors: vec![None; cfg.ranks as usize],
+        cfg: cfg.clone(),
+    };
+    // The state after k barriers: the last value k in slot k's, k - 1 in the other
+    // (for k = 0, the zeroed buffer the communicator starts from).
+    for r in (0..cfg.ranks).filter(|_| k != 0) {
+        for b in 0..cfg.blocks {
+            for from in 0..cfg.ranks {
+                *world.flag(r, k % cfg.slots, b, from) = k;
+                if cfg.slots == 2 {
+                    *world.flag(r, (k.wrapping_sub(1)) % 2, b, from) = k.wrapping_sub(1);
+                }
+            }
+        }
+    }
+    let mut blocks: Vec<Block> = (0..n_cells)
+        .map(|_| Block {
+            call: 0,
+            pc: 0,
+            c: None,
+            threads: vec![Sig::Done; cfg.ranks as usize],
+            entered: 0,
+            finished: cfg.calls == 0,
+        })
+        .collect();
+    let mut rng = Rng(seed);
+    let mut steps = 0u64;
+    let present = |r: u32| cfg.absent != Some(r);
+    loop {
+        // Runnable actors: (cell, None) for a block step, (cell, Some(t)) for a thread.
+        let mut actors: Vec<(usize, Option<usize>)> = Vec::new();
+        for (cell, blk) in blocks.iter().enumerate() {
+            let rank = cell as u32 / cfg.blocks;
+            if blk.finished || !present(rank) {
+                continue;
+            }
+            match blk.c {
+                None => actors.push((cell, None)),
+                Some(_) => {
+                    let all_done = blk
+                        .threads
+                        .iter()
+                        .all(|s| matches!(s, Sig::Done | Sig::Gave));
+                    if all_done {
+                        actors.push((cell, None));
+                    } else {
+                        for (t, s) in blk.threads.iter().enumerate() {
+                            if matches!(s, Sig::Signal | Sig::Wait(_)) {
+                                actors.push((cell, Some(t)));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if actors.is_empty() {
+            break;
+        }
+        steps += 1;
+        let (cell, thread) = actors[rng.below(actors.len())];
+        let rank = cell as u32 / cfg.blocks;
+        let block = cell as u32 % cfg.blocks;
+        let blk = &mut blocks[cell];
+        let call_tag = blk.call;
+        match (thread, blk.c) {
+            // A signalling thread's step.
+            (Some(t), Some(c)) => {
+                let slot = c % cfg.slots;
+                match blk.threads[t] {
+                    Sig::Signal => {
+                        *world.flag(t as u32, slot, block, rank) = c;
+                        blk.threads[t] = Sig::Wait(0);
+                    }
+                    Sig::Wait(polls) => {
+                        if *world.flag(rank, slot, block, t as u32) == c {
+                            blk.threads[t] = Sig::Done;
+                        } else if polls + 1 > cfg.timeout_polls {
+                            let kind = match ops[blk.pc] {
+                                Op::Barrier(kind) => kind,
+                                _ => unreachable!("threads run only inside a barrier"),
+                            };
+                            world.errors[rank as usize] = Some(BarrierTimeout {
+                                kind,
+                                peer: t as u32,
+                                block,
+                            });
+                            blk.threads[t] = Sig::Gave;
+                        } else {
+                            blk.threads[t] = Sig::Wait(polls + 1);
+                        }
+                    }
+                    Sig::Done | Sig::Gave => unreachable!("not runnable"),
+                }
+            }
+            // The block leaves a barrier (all its threads are done).
+            (None, Some(c)) => {
+                if blk.threads.contains(&Sig::Gave) {
+                    blk.finished = true;
+                    continue;
+                }
+                // Safety: block b of every rank has entered this barrier.
+                let entered = blk.entered;
+                for p in 0..cfg.ranks {
+                    let other = &blocks[world.cell(p, block)];
+                    if other.entered < entered {
+                        return Outcome::Violation(format!(
+                            "rank {rank} block {block} passed barrier {entered} (counter {c}) while rank {p} had entered only {}",
+                            other.entered
+                        ));
+                    }
+                }
+                let blk = &mut blocks[cell];
+                world.counters[cell] = c;
+                blk.c = None;
+                advance(blk, ops.len(), cfg.calls);
+            }
+            // A block step between barriers.
+            (None, None) => match ops[blk.pc] {
+                Op::WriteInput => {
+                    let i = world.cell(rank, block);
+                    world.input[i] = Some(call_tag);
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::Barrier(_) => {
+                    let c = world.counters[cell].wrapping_add(1);
+                    blk.c = Some(c);
+                    blk.entered += 1;
+                    blk.threads.fill(Sig::Signal);
+                }
+                Op::ReadInput(q) => {
+                    let got = world.input[world.cell(q, block)];
+                    if got != Some(call_tag) {
+                        return Outcome::Violation(format!(
+                            "rank {rank} block {block} call {call_tag} read rank {q}'s input of call {got:?}"
+                        ));
+                    }
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::WriteScratch => {
+                    let i = world.cell(rank, block);
+                    world.scratch[i] = Some(call_tag);
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::ReadScratch(q) => {
+                    let got = world.scratch[world.cell(q, block)];
+                    if got != Some(call_tag) {
+                        return Outcome::Violation(format!(
+                            "rank {rank} block {block} call {call_tag} read rank {q}'s scratch of call {got:?}"
+                        ));
+                    }
+                    advance(blk, ops.len(), cfg.calls);
+                }
+            },
+            (Some(_), None) => unreachable!("threads run only inside a barrier"),
+        }
+    }
+    let errors: Vec<(u32, BarrierTimeout)> = world
+        .errors
+        .iter()
+        .enumerate()
+        .filter_map(|(r, e)| e.map(|e| (r as u32, e)))
+        .collect();
+    let all_done = blocks
+        .iter()
+        .enumerate()
+        .all(|(cell, b)| b.finished && (b.call == cfg.calls || !present(cell as u32 / cfg.blocks)));
+    if errors.is_empty() && all_done {
+        Outcome::Completed { steps }
+    } else if errors.is_empty() {
+        Outcome::Violation("blocks stopped without finishing and without an error".into())
+    } else {
+        Outcome::TimedOut { steps, errors }
+    }
+}
+
+fn advance(blk: &mut Block, len: usize, calls: u32) {
+    blk.pc += 1;
+    if blk.pc == len {
+        blk.pc = 0;
+        blk.call += 1;
+        if blk.call == calls {
+            blk.finished = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_words_round_trip() {
+        for kind in [BarrierKind::Start, BarrierKind::Middle, BarrierKind::End] {
+            let t = BarrierTimeout {
+                kind,
+                peer: 7,
+                block: 63,
+            };
+            assert_eq!(BarrierTimeout::decode(t.encode()), Some(t));
+        }
+        assert_eq!(BarrierTimeout::decode(0), None);
+        assert_eq!(BarrierTimeout::decode(0x8000_0000), None);
+    }
+}

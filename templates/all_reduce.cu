@@ -1,0 +1,157 @@
+// ---- {{ name }} ----
+// all_reduce (seed 003{% if cp_async %}, seed 004{% endif %}): {{ world }} ranks, {{ dtype }} in and out, reduced in f32
+// with {{ op_functor }} in rank order 0..{{ world - 1 }} on every rank, so every rank gets identical bits.
+{%- if two_stage %}
+// Two-stage: start barrier; reduce-scatter (rank r reduces slice r of the packs
+// into its scratch buffer and its output){% if cp_async %}, its peer loads double-buffered through
+// shared memory with cp.async (the next packs of every rank in flight while the
+// current ones are reduced){% endif %}; middle barrier; all-gather (every rank copies the
+// other slices from their owners' scratch). No end barrier: inputs are last read
+// before the middle barrier, and a rank rewrites its scratch only after the next
+// call's start barrier, which no peer reaches before it is done reading it (the
+// CPU model in all_reduce::protocol checks both).
+{%- else %}
+// One-shot: start barrier; every rank reads every rank's input and writes its own
+// output; end barrier (no rank overwrites its input while a peer still reads it).
+{%- endif %}
+// Block b of every rank covers the same packs in every phase (same grid on every
+// rank), so each block waits only for block b of its peers.
+// 16-byte packs of {{ pack_elts }} elements; the n % {{ pack_elts }} elements past the last pack
+// are reduced one by one. Every pointer is 16-byte aligned (the launcher checks).
+namespace {{ name }}_impl {
+typedef rj_dtype_{{ dtype }} T;
+typedef {{ op_functor }} Op;
+static const int kRanks = {{ world }};
+static const int kElts = {{ pack_elts }};
+{%- if cp_async %}
+static const int kThreads = {{ threads }};
+{%- endif %}
+
+// The pack at byte offset `off` of every rank's input, reduced in rank order.
+__device__ __forceinline__ void reduce_pack(const rj_ar_ptrs& in, rj_u64 off, const Op op, float (&acc)[kElts]) {
+  rj_ar_unpack16<T>(rj_load_plain::b128(in.p[0] + off), acc);
+#pragma unroll
+  for (int e = 0; e < kElts; ++e) acc[e] = op.pre(acc[e]);
+#pragma unroll
+  for (int q = 1; q < kRanks; ++q) {
+    float x[kElts];
+    rj_ar_unpack16<T>(rj_load_plain::b128(in.p[q] + off), x);
+#pragma unroll
+    for (int e = 0; e < kElts; ++e) acc[e] = op.apply(acc[e], op.pre(x[e]));
+  }
+#pragma unroll
+  for (int e = 0; e < kElts; ++e) acc[e] = op.post(acc[e]);
+}
+
+// Elements [first, n) past the last whole pack, one per thread, in rank order.
+__device__ __forceinline__ void reduce_tail(const rj_ar_ptrs& in, rj_u64 out, rj_u64 first, rj_u64 n, const Op op,
+                                            rj_u64 thread, rj_u64 n_threads) {
+  for (rj_u64 i = first + thread; i < n; i += n_threads) {
+    float acc = op.pre(rj_ld1<T, rj_load_plain>(in.p[0], i));
+#pragma unroll
+    for (int q = 1; q < kRanks; ++q) acc = op.apply(acc, op.pre(rj_ld1<T, rj_load_plain>(in.p[q], i)));
+    rj_st1<T>(out, i, op.post(acc));
+  }
+}
+{%- if cp_async %}
+
+// Issues the cp.async of every rank's pack at byte offset `off` into staging
+// buffer `buf` (this thread's own slots: no other thread reads them, so the
+// thread's wait_group is all the synchronisation they need).
+__device__ __forceinline__ void stage_pack(const rj_ar_ptrs& in, rj_u64 off, rj_u32 stage, rj_u32 buf) {
+#pragma unroll
+  for (int q = 0; q < kRanks; ++q) rj_cp_async16(stage + (buf * kRanks + q) * kThreads * 16u, in.p[q] + off);
+}
+// The staged packs of buffer `buf`, reduced in rank order.
+__device__ __forceinline__ void reduce_staged(rj_u32 stage, rj_u32 buf, const Op op, float (&acc)[kElts]) {
+  rj_ar_unpack16<T>(rj_ld_shared_b128(stage + buf * kRanks * kThreads * 16u), acc);
+#pragma unroll
+  for (int e = 0; e < kElts; ++e) acc[e] = op.pre(acc[e]);
+#pragma unroll
+  for (int q = 1; q < kRanks; ++q) {
+    float x[kElts];
+    rj_ar_unpack16<T>(rj_ld_shared_b128(stage + (buf * kRanks + q) * kThreads * 16u), x);
+#pragma unroll
+    for (int e = 0; e < kElts; ++e) acc[e] = op.apply(acc[e], op.pre(x[e]));
+  }
+#pragma unroll
+  for (int e = 0; e < kElts; ++e) acc[e] = op.post(acc[e]);
+}
+{%- endif %}
+}  // namespace {{ name }}_impl
+
+// Launched with exactly {{ threads }} threads per block, the same grid on every rank, at
+// most 64 blocks (the signal buffer's slots).
+extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
+    rj_ar_ptrs in, rj_ar_ptrs sig, rj_ar_ptrs tmp, void* out_ptr, rj_u32 rank, rj_u64 n,
+    float op_arg, rj_u64 timeout_ns, rj_u32* error_ptr) {
+  using namespace {{ name }}_impl;
+  const Op op = {op_arg};
+  const rj_u64 out = rj_cvta_global(out_ptr);
+  const rj_u64 error = rj_cvta_global(error_ptr);
+  const rj_u64 thread = (rj_u64)blockIdx.x * blockDim.x + threadIdx.x;
+  const rj_u64 n_threads = (rj_u64)gridDim.x * blockDim.x;
+  const rj_u64 n_packs = n / kElts;
+
+  if (!rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArStart)) return;
+{%- if two_stage %}
+  // Slice q is packs [q * part, min((q + 1) * part, n_packs)).
+  const rj_u64 part = (n_packs + kRanks - 1) / kRanks;
+  const rj_u64 mine = rank * part;
+  const rj_u64 mine_len = mine < n_packs ? (n_packs - mine < part ? n_packs - mine : part) : 0;
+  const rj_u64 scratch = rj_ar_pick<kRanks>(tmp, rank);
+{%- if cp_async %}
+  {
+    __shared__ __align__(16) rj_u32 staged[2 * kRanks * kThreads * 4];
+    const rj_u32 stage = rj_smem_addr(&staged[threadIdx.x * 4]);
+    rj_u64 i = thread;
+    rj_u32 buf = 0;
+    if (i < mine_len) stage_pack(in, (mine + i) * 16u, stage, 0);
+    rj_cp_async_commit();
+    for (; i < mine_len; i += n_threads) {
+      const rj_u64 next = i + n_threads;
+      if (next < mine_len) stage_pack(in, (mine + next) * 16u, stage, buf ^ 1u);
+      // Always one group per iteration (perhaps empty), so "all but the newest
+      // group" is always this iteration's packs.
+      rj_cp_async_commit();
+      rj_cp_async_wait<1>();
+      float acc[kElts];
+      reduce_staged(stage, buf, op, acc);
+      const rj_b128 packed = rj_ar_pack16<T>(acc);
+      rj_st_b128(scratch + i * 16u, packed);
+      rj_st_b128(out + (mine + i) * 16u, packed);
+      buf ^= 1u;
+    }
+    rj_cp_async_wait<0>();
+  }
+{%- else %}
+  for (rj_u64 i = thread; i < mine_len; i += n_threads) {
+    float acc[kElts];
+    reduce_pack(in, (mine + i) * 16u, op, acc);
+    const rj_b128 packed = rj_ar_pack16<T>(acc);
+    rj_st_b128(scratch + i * 16u, packed);
+    rj_st_b128(out + (mine + i) * 16u, packed);
+  }
+{%- endif %}
+  // Inputs are valid until the middle barrier: every rank reduces the tail itself.
+  reduce_tail(in, out, n_packs * kElts, n, op, thread, n_threads);
+  if (!rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArMiddle)) return;
+#pragma unroll 1
+  for (int q = 0; q < kRanks; ++q) {
+    if (q == (int)rank) continue;
+    const rj_u64 start = (rj_u64)q * part;
+    const rj_u64 len = start < n_packs ? (n_packs - start < part ? n_packs - start : part) : 0;
+    const rj_u64 from = rj_ar_pick<kRanks>(tmp, q);
+    for (rj_u64 i = thread; i < len; i += n_threads)
+      rj_st_b128(out + (start + i) * 16u, rj_load_plain::b128(from + i * 16u));
+  }
+{%- else %}
+  for (rj_u64 p = thread; p < n_packs; p += n_threads) {
+    float acc[kElts];
+    reduce_pack(in, p * 16u, op, acc);
+    rj_st_b128(out + p * 16u, rj_ar_pack16<T>(acc));
+  }
+  reduce_tail(in, out, n_packs * kElts, n, op, thread, n_threads);
+  rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArEnd);
+{%- endif %}
+}

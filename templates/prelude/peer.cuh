@@ -1,0 +1,173 @@
+// ---- redjit prelude: peer memory (all-reduce) ------------------------------
+// The pointer table, the signal barrier and 16-byte packs of any dtype, for
+// kernels that read and write other ranks' memory (peer-mapped or IPC-opened
+// allocations, or, in the test placement, other buffers of the same GPU).
+
+// One device address per rank, passed by value as a kernel parameter (no device
+// table to keep in sync with the host; entries past the world size are 0).
+struct rj_ar_ptrs { rj_u64 p[8]; };
+
+// Entry i of a table, for an i known only at run time: a chain of selects keeps
+// the table in the parameter space. Indexing it copies it to local memory, and
+// so did plain C selects, which the compiler turned back into an indexed load:
+// the selects are PTX.
+template <int R>
+__device__ __forceinline__ rj_u64 rj_ar_pick(const rj_ar_ptrs& t, rj_u32 i) {
+  rj_u64 r = t.p[0];
+#pragma unroll
+  for (int k = 1; k < R; ++k)
+    asm("{ .reg .pred p; setp.eq.u32 p, %2, %3; selp.b64 %0, %1, %4, p; }"
+        : "=l"(r) : "l"(t.p[k]), "r"(i), "r"((rj_u32)k), "l"(r));
+  return r;
+}
+
+// Signal buffer layout; codegen's spec::all_reduce::signal computes the same
+// offsets (a test compares these constants with it):
+//   flag[kSlots][kMaxBlocks][kMaxRanks] u32 -- flag[s][b][r] is written only by rank r
+//   counter[kMaxBlocks] u32                 -- counter[b] only by this rank's block b
+static const rj_u32 kArMaxRanks = 8;
+static const rj_u32 kArMaxBlocks = 64;
+static const rj_u32 kArSlots = 2;
+__device__ __forceinline__ rj_u64 rj_ar_flag_off(rj_u32 slot, rj_u32 block, rj_u32 from) {
+  return (rj_u64)(((slot * kArMaxBlocks + block) * kArMaxRanks + from) * 4u);
+}
+__device__ __forceinline__ rj_u64 rj_ar_counter_off(rj_u32 block) {
+  return (rj_u64)((kArSlots * kArMaxBlocks * kArMaxRanks + block) * 4u);
+}
+
+__device__ __forceinline__ rj_u64 rj_globaltimer() {
+  rj_u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void rj_st_release_sys(rj_u64 a, rj_u32 v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" :: "l"(a), "r"(v) : "memory");
+}
+__device__ __forceinline__ rj_u32 rj_ld_acquire_sys(rj_u64 a) {
+  rj_u32 v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ void rj_st_relaxed_sys(rj_u64 a, rj_u32 v) {
+  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" :: "l"(a), "r"(v) : "memory");
+}
+// __syncthreads_and without a toolkit header.
+__device__ __forceinline__ bool rj_block_all(bool p) {
+  rj_u32 r;
+  asm volatile("{ .reg .pred pi, po; setp.ne.u32 pi, %1, 0; bar.red.and.pred po, 0, pi; selp.u32 %0, 1, 0, po; }"
+               : "=r"(r) : "r"((rj_u32)p) : "memory");
+  return r != 0u;
+}
+
+// The error word's encoding (the host decodes it: all_reduce::protocol):
+// bit 31 set, barrier kind in bits 24..30, the peer waited for in 16..23, the
+// block in 0..15.
+enum : rj_u32 { kArStart = 1, kArMiddle = 2, kArEnd = 3 };
+
+// The signal barrier (seed 003 step 3; modelled on the CPU in
+// all_reduce::protocol). Block b of every rank takes part; thread t < R talks to
+// rank t:
+//   c = counter[b] + 1, slot = c & 1
+//   st.release.sys  peer t's flag[slot][b][rank] = c
+//   spin            ld.acquire.sys own flag[slot][b][t] == c   (bounded)
+// Counters only grow (u32, compared for equality, so wrap-around is harmless) and
+// each barrier uses the other slot than the one before: a fast rank that is
+// already at the next barrier writes c + 1 into the other slot and cannot
+// overwrite the c a slow rank still watches; it cannot get two barriers ahead,
+// since the one after next needs the slow rank's c + 1. Every word has one
+// writer (no bytes of a shared word: vLLM PR #2760).
+//
+// Memory ordering. Release/acquire at system scope, not relaxed flags plus
+// fences: the data a rank wrote before the barrier (its input, written by
+// earlier work on its stream; its reduce-scatter slice; or nothing but its
+// reads, at the end barrier) happens before its release: the CTA barrier
+// (bar.sync) orders every thread's accesses before thread t's st.release, and
+// release is cumulative over what happens before it. A peer's ld.acquire that
+// reads c then orders that peer's later loads after those writes, and its own
+// bar.sync hands this on to the rest of its block. At the end barrier the same
+// release orders this rank's reads of peer memory before the peer may overwrite
+// it (its next call's input or slice). .sys, not .gpu: peers are other GPUs.
+//
+// Bounded: a peer that does not arrive within timeout_ns (measured with
+// %globaltimer) makes the waiting thread record the error word and the whole
+// block return false; the kernel then returns (never __trap(), which would
+// poison the context), and the host marks the communicator broken.
+template <int R>
+__device__ __forceinline__ bool rj_ar_barrier(const rj_ar_ptrs& sig, rj_u32 rank, rj_u64 timeout_ns,
+                                              rj_u64 error, rj_u32 kind) {
+  const rj_u32 b = blockIdx.x;
+  const rj_u64 self = rj_ar_pick<R>(sig, rank);
+  rj_u32 c = 0;
+  bool ok = true;
+  // Every thread's accesses before this barrier are done before any release.
+  __syncthreads();
+  if (threadIdx.x < (rj_u32)R) {
+    c = rj_load_volatile::b32(self + rj_ar_counter_off(b)) + 1u;
+    const rj_u32 slot = c & 1u;
+    rj_st_release_sys(rj_ar_pick<R>(sig, threadIdx.x) + rj_ar_flag_off(slot, b, rank), c);
+    const rj_u64 watch = self + rj_ar_flag_off(slot, b, threadIdx.x);
+    const rj_u64 t0 = rj_globaltimer();
+    while (rj_ld_acquire_sys(watch) != c) {
+      if (rj_globaltimer() - t0 > timeout_ns) {
+        rj_st_relaxed_sys(error, 0x80000000u | (kind << 24) | (threadIdx.x << 16) | (b & 0xffffu));
+        ok = false;
+        break;
+      }
+    }
+  }
+  // Every thread learns whether all peers arrived; the counter is written after
+  // every signalling thread has read it.
+  ok = rj_block_all(ok);
+  if (threadIdx.x == 0) rj_st_b32(self + rj_ar_counter_off(b), c);
+  return ok;
+}
+
+// ---- 16-byte packs of a dtype: 16 / T::kBytes elements, widened to f32.
+template <class T>
+__device__ __forceinline__ void rj_ar_unpack16(const rj_b128 p, float (&v)[16 / T::kBytes]) {
+  const rj_u32 w[4] = {p.x, p.y, p.z, p.w};
+#pragma unroll
+  for (int g = 0; g < 4 / T::kWords; ++g) {
+    rj_u32 ww[T::kWords];
+#pragma unroll
+    for (int k = 0; k < T::kWords; ++k) ww[k] = w[g * T::kWords + k];
+    float vv[4];
+    T::unpack4(ww, vv);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[g * 4 + e] = vv[e];
+  }
+}
+template <class T>
+__device__ __forceinline__ rj_b128 rj_ar_pack16(const float (&v)[16 / T::kBytes]) {
+  rj_u32 w[4];
+#pragma unroll
+  for (int g = 0; g < 4 / T::kWords; ++g) {
+    float vv[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) vv[e] = v[g * 4 + e];
+    rj_u32 ww[T::kWords];
+    T::pack4(vv, ww);
+#pragma unroll
+    for (int k = 0; k < T::kWords; ++k) w[g * T::kWords + k] = ww[k];
+  }
+  return rj_b128{w[0], w[1], w[2], w[3]};
+}
+
+// ---- cp.async (sm_80+): 16 bytes global -> shared, bypassing L1 (.cg).
+__device__ __forceinline__ rj_u32 rj_smem_addr(const void* p) {
+  rj_u32 a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+__device__ __forceinline__ void rj_cp_async16(rj_u32 smem, rj_u64 global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem), "l"(global) : "memory");
+}
+__device__ __forceinline__ void rj_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void rj_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ rj_b128 rj_ld_shared_b128(rj_u32 a) {
+  rj_b128 v;
+  asm volatile("ld.shared.v4.u32 { %0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
+  return v;
+}

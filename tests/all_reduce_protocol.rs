@@ -1,0 +1,114 @@
+//! The all-reduce signal barrier (prelude/peer.cuh), modelled on the CPU: 2, 4
+//! and 8 ranks, one-shot and two-stage calls, thousands of random interleavings
+//! each (deterministic seeds), counters crossing 2^32, a rank that never
+//! arrives; and two broken variants the model must catch, so a pass means
+//! something. Pure CPU.
+
+use redjit::all_reduce::protocol::{BarrierKind, ModelConfig, Outcome, Shape, run};
+
+const SEEDS: u64 = 400;
+
+fn completes(cfg: &ModelConfig, seeds: std::ops::Range<u64>) {
+    for seed in seeds {
+        match run(cfg, seed) {
+            Outcome::Completed { .. } => {}
+            other => panic!("{cfg:?} seed {seed}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn every_interleaving_tried_completes_with_correct_data() {
+    for ranks in [2, 4, 8] {
+        for shape in [Shape::OneShot, Shape::TwoStage] {
+            let cfg = ModelConfig::new(ranks, 2, 6, shape);
+            completes(&cfg, 0..SEEDS);
+        }
+    }
+}
+
+#[test]
+fn counters_crossing_the_wrap_around_are_harmless() {
+    for ranks in [2, 4, 8] {
+        for shape in [Shape::OneShot, Shape::TwoStage] {
+            for initial in [u32::MAX - 3, u32::MAX - 2, u32::MAX] {
+                let cfg = ModelConfig {
+                    initial_counter: initial,
+                    ..ModelConfig::new(ranks, 2, 4, shape)
+                };
+                completes(&cfg, 0..SEEDS / 4);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_rank_that_never_arrives_gives_timeouts_not_a_hang() {
+    for ranks in [2, 4, 8] {
+        for shape in [Shape::OneShot, Shape::TwoStage] {
+            for absent in [0, ranks - 1] {
+                let cfg = ModelConfig {
+                    absent: Some(absent),
+                    timeout_polls: 200,
+                    ..ModelConfig::new(ranks, 2, 3, shape)
+                };
+                for seed in 0..SEEDS / 8 {
+                    match run(&cfg, seed) {
+                        Outcome::TimedOut { errors, .. } => {
+                            // Every present rank reports, each for the absent rank at
+                            // the start barrier (nobody got past it).
+                            assert_eq!(errors.len(), ranks as usize - 1, "{errors:?}");
+                            for (rank, e) in errors {
+                                assert_ne!(rank, absent);
+                                assert_eq!(e.kind, BarrierKind::Start, "{e}");
+                                assert_eq!(e.peer, absent, "{e}");
+                            }
+                        }
+                        other => panic!("{cfg:?} seed {seed}: {other:?}"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn one_flag_slot_is_caught_hanging() {
+    // A fast rank's next barrier overwrites the value a slow rank still waits
+    // for: the slow rank spins until its timeout.
+    let mut caught = 0;
+    for seed in 0..SEEDS {
+        let cfg = ModelConfig {
+            slots: 1,
+            timeout_polls: 2000,
+            ..ModelConfig::new(2, 1, 6, Shape::OneShot)
+        };
+        match run(&cfg, seed) {
+            Outcome::Completed { .. } => {}
+            Outcome::TimedOut { .. } => caught += 1,
+            Outcome::Violation(v) => panic!("one slot should hang, not pass early: {v}"),
+        }
+    }
+    assert!(caught > 0, "no interleaving exposed the single-slot hang");
+}
+
+#[test]
+fn every_barrier_left_out_is_caught_reading_wrong_data() {
+    for (shape, omit) in [
+        (Shape::OneShot, BarrierKind::Start),
+        (Shape::OneShot, BarrierKind::End),
+        (Shape::TwoStage, BarrierKind::Start),
+        (Shape::TwoStage, BarrierKind::Middle),
+    ] {
+        let caught = (0..SEEDS)
+            .filter(|&seed| {
+                let cfg = ModelConfig {
+                    omit: Some(omit),
+                    ..ModelConfig::new(4, 1, 6, shape)
+                };
+                matches!(run(&cfg, seed), Outcome::Violation(_))
+            })
+            .count();
+        assert!(caught > 0, "{shape:?} without {omit:?}: went unnoticed");
+    }
+}
