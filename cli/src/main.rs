@@ -12,8 +12,10 @@ mod cmd_gen;
 mod cmd_info;
 mod devbuf;
 mod error;
+mod plot;
 mod report;
 mod selftest;
+mod sizes;
 mod timing;
 mod torch_ref;
 

@@ -20,10 +20,24 @@ pub struct TorchRef {
     pub entries: Vec<TorchEntry>,
 }
 
+/// One measured PyTorch expression. reduce_copy entries are keyed by
+/// (transport, srcs, dsts); others (`family` set) by the redjit kernel `name`
+/// and `shape`. `n`, when present, is the entry's own size (a sweep).
 #[derive(Debug, Clone, Deserialize)]
 pub struct TorchEntry {
+    #[serde(default)]
+    pub family: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub shape: Option<String>,
+    #[serde(default)]
+    pub n: Option<u64>,
+    #[serde(default)]
     pub transport: String,
+    #[serde(default)]
     pub srcs: String,
+    #[serde(default)]
     pub dsts: String,
     #[serde(default)]
     pub eager_gbps: Option<f64>,
@@ -31,10 +45,13 @@ pub struct TorchEntry {
     pub compile_gbps: Option<f64>,
 }
 
-/// The reference's GB/s, keyed by (transport, src roles, dst roles), e.g. ("bf16", "TA", "T").
+/// The reference's GB/s: reduce_copy entries keyed by (transport, src roles, dst
+/// roles, n), e.g. ("bf16", "TA", "T", 2^28); other families' by (kernel name,
+/// n, shape).
 pub struct TorchTable {
     pub meta: TorchRef,
-    by_key: HashMap<(String, String, String), TorchEntry>,
+    by_key: HashMap<(String, String, String, u64), TorchEntry>,
+    by_name: HashMap<(String, u64, Option<String>), TorchEntry>,
 }
 
 impl TorchTable {
@@ -51,26 +68,42 @@ impl TorchTable {
                 path.display()
             ))
         })?;
-        let by_key = meta
-            .entries
-            .iter()
-            .map(|e| {
-                (
-                    (
+        let n_of = |e: &TorchEntry| e.n.or(meta.n).unwrap_or(0);
+        let mut by_key = HashMap::new();
+        let mut by_name = HashMap::new();
+        for e in &meta.entries {
+            match (&e.family, &e.name) {
+                (Some(f), Some(name)) if f != "reduce_copy" => {
+                    by_name.insert((name.clone(), n_of(e), e.shape.clone()), e.clone());
+                }
+                _ => {
+                    let key = (
                         e.transport.clone(),
                         e.srcs.to_uppercase(),
                         e.dsts.to_uppercase(),
-                    ),
-                    e.clone(),
-                )
-            })
-            .collect();
-        Ok(TorchTable { meta, by_key })
+                        n_of(e),
+                    );
+                    by_key.insert(key, e.clone());
+                }
+            }
+        }
+        Ok(TorchTable {
+            meta,
+            by_key,
+            by_name,
+        })
     }
 
-    pub fn get(&self, transport: &str, srcs: &str, dsts: &str) -> Option<&TorchEntry> {
+    /// A reduce_copy form at n elements.
+    pub fn get(&self, transport: &str, srcs: &str, dsts: &str, n: u64) -> Option<&TorchEntry> {
         self.by_key
-            .get(&(transport.to_string(), srcs.to_string(), dsts.to_string()))
+            .get(&(transport.to_string(), srcs.to_string(), dsts.to_string(), n))
+    }
+
+    /// Another family's kernel at n elements (and shape, for row and column kernels).
+    pub fn get_named(&self, name: &str, n: u64, shape: Option<&str>) -> Option<&TorchEntry> {
+        self.by_name
+            .get(&(name.to_string(), n, shape.map(str::to_string)))
     }
 }
 
@@ -87,14 +120,31 @@ mod tests {
                "entries":[{"config":2,"transport":"bf16","srcs":"TA","dsts":"T","eager_gbps":900.0,
                            "compile_gbps":2500.0,"eager_us":1.0,"compile_us":1.0},
                           {"config":null,"transport":"f16","srcs":"A","dsts":"T","eager_gbps":1.0,
-                           "compile_gbps":null,"compile_error":"boom"}]}"#,
+                           "compile_gbps":null,"compile_error":"boom"},
+                          {"config":null,"transport":"bf16","srcs":"A","dsts":"A","n":1024,"eager_gbps":5.0},
+                          {"family":"reduce","name":"reduce_all_sum_f32_f32","n":1024,"eager_gbps":7.0},
+                          {"family":"reduce","name":"reduce_rows_sum_bf16_f32","n":8,"shape":"2x4",
+                           "eager_gbps":1.0,"compile_gbps":9.0}]}"#,
         )
         .unwrap();
         let t = TorchTable::load(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
-        assert_eq!(t.get("bf16", "TA", "T").unwrap().compile_gbps, Some(2500.0));
-        assert_eq!(t.get("f16", "A", "T").unwrap().compile_gbps, None);
-        assert!(t.get("f16", "TA", "T").is_none());
+        let n = 268435456;
+        assert_eq!(
+            t.get("bf16", "TA", "T", n).unwrap().compile_gbps,
+            Some(2500.0)
+        );
+        assert_eq!(t.get("f16", "A", "T", n).unwrap().compile_gbps, None);
+        assert!(t.get("f16", "TA", "T", n).is_none());
+        assert!(t.get("bf16", "TA", "T", 1024).is_none());
+        assert_eq!(t.get("bf16", "A", "A", 1024).unwrap().eager_gbps, Some(5.0));
+        let sum = t.get_named("reduce_all_sum_f32_f32", 1024, None).unwrap();
+        assert_eq!(sum.eager_gbps, Some(7.0));
+        let rows = t
+            .get_named("reduce_rows_sum_bf16_f32", 8, Some("2x4"))
+            .unwrap();
+        assert_eq!(rows.compile_gbps, Some(9.0));
+        assert!(t.get_named("reduce_rows_sum_bf16_f32", 8, None).is_none());
         assert!(TorchTable::load(Path::new("/nonexistent/x.json")).is_err());
     }
 }

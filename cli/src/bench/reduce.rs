@@ -1,0 +1,335 @@
+//! `redjit bench reduce`: full-array reductions at each size, row and column
+//! sums at fixed matrix shapes.
+
+use clap::Args;
+use cudarc::driver::CudaSlice;
+use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceOp, ReduceSpec};
+use redjit_runtime::{KernelInput, Matrix};
+
+use super::{Bench, Common, KernelRow};
+use crate::devbuf::DevBuf;
+use crate::error::{CliError, CliResult, DriverContext};
+use crate::timing::median_us;
+
+#[derive(Debug, Clone, Args)]
+pub struct ReduceBenchArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    /// Full-array reductions, comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = parse_op, default_values_t = default_ops())]
+    pub ops: Vec<ReduceOp>,
+
+    /// Input dtypes, comma-separated (the accumulator is f32).
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_dtype, default_values_t = vec![DType::F32, DType::BF16])]
+    pub inputs: Vec<DType>,
+
+    /// Matrix shapes ROWSxCOLS of the row and column sums, comma-separated
+    /// ("none" for no matrix kernels).
+    #[arg(long, default_value = "32768x4096,8192x16384")]
+    pub shapes: String,
+
+    /// Bench these kernels (names as the runtime prints them) instead: full-array
+    /// kernels at each size, row and column kernels at each shape.
+    #[arg(long = "spec", value_name = "NAME")]
+    pub specs: Vec<String>,
+}
+
+fn default_ops() -> Vec<ReduceOp> {
+    vec![
+        ReduceOp::Sum,
+        ReduceOp::Max,
+        ReduceOp::ArgMax,
+        ReduceOp::VarSamp,
+        ReduceOp::Dot,
+        ReduceOp::LogSumExp,
+    ]
+}
+
+fn parse_op(s: &str) -> Result<ReduceOp, String> {
+    s.trim()
+        .parse()
+        .map_err(|e: redjit_codegen::SpecError| e.to_string())
+}
+
+impl ReduceBenchArgs {
+    /// What `bench all` runs: the defaults of every flag.
+    pub fn defaults(common: Common) -> Self {
+        ReduceBenchArgs {
+            common,
+            ops: default_ops(),
+            inputs: vec![DType::F32, DType::BF16],
+            shapes: "32768x4096,8192x16384".into(),
+            specs: Vec::new(),
+        }
+    }
+}
+
+/// `ROWSxCOLS,...` (sizes in any `--sizes` form), or `none`.
+pub fn parse_shapes(s: &str) -> CliResult<Vec<(usize, usize)>> {
+    if s.trim().eq_ignore_ascii_case("none") || s.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    s.split(',')
+        .map(|item| {
+            let (r, c) = item.trim().split_once(['x', 'X']).ok_or_else(|| {
+                CliError::usage(format!(
+                    "bad shape list {s:?}: {item:?} is not ROWSxCOLS (e.g. 32768x4096)"
+                ))
+            })?;
+            let dim = |d: &str| {
+                crate::sizes::parse_size(d)
+                    .map_err(|e| CliError::usage(format!("bad shape list {s:?}: {e}")))
+            };
+            Ok((dim(r)?, dim(c)?))
+        })
+        .collect()
+}
+
+/// One measurement: a kernel at a size (full array) or a shape (rows, cols).
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub spec: ReduceSpec,
+    pub n: usize,
+    pub matrix: Option<Matrix>,
+}
+
+impl Case {
+    fn shape_label(&self) -> Option<String> {
+        self.matrix.map(|m| format!("{}x{}", m.rows, m.cols))
+    }
+
+    fn results(&self) -> usize {
+        match (self.spec.axis, self.matrix) {
+            (ReduceAxis::Rows, Some(m)) => m.rows,
+            (ReduceAxis::Cols, Some(m)) => m.cols,
+            _ => 1,
+        }
+    }
+
+    /// Bytes a launch moves: every input element read once, results written.
+    fn bytes(&self) -> u64 {
+        let inputs = self.spec.op.info().inputs as u64;
+        let elem = u64::from(self.spec.input.info().bytes);
+        let result = if self.spec.op.info().index { 8 } else { 4 };
+        inputs * elem * self.n as u64 + result * self.results() as u64
+    }
+}
+
+/// The cases: each full-array kernel at each size, each row and column sum at
+/// each shape (`--spec` names instead, when given).
+pub fn cases(a: &ReduceBenchArgs, sizes: &[usize]) -> CliResult<Vec<Case>> {
+    let shapes = parse_shapes(&a.shapes)?;
+    let mut specs: Vec<ReduceSpec> = Vec::new();
+    if a.specs.is_empty() {
+        for &input in &a.inputs {
+            for &op in &a.ops {
+                specs.push(ReduceSpec {
+                    op,
+                    input,
+                    ..ReduceSpec::default()
+                });
+            }
+        }
+        for axis in [ReduceAxis::Rows, ReduceAxis::Cols] {
+            for &input in &a.inputs {
+                specs.push(ReduceSpec {
+                    axis,
+                    input,
+                    ..ReduceSpec::default()
+                });
+            }
+        }
+    } else {
+        for name in &a.specs {
+            specs.push(name.parse()?);
+        }
+    }
+    let mut out = Vec::new();
+    for spec in specs {
+        spec.validate()?;
+        if spec.warp_per_row {
+            return Err(CliError::usage(format!(
+                "{}: name the row kernel without _w; its launcher picks the warp-per-row twin",
+                spec.name()
+            )));
+        }
+        if spec.axis == ReduceAxis::All {
+            out.extend(sizes.iter().map(|&n| Case {
+                spec: spec.clone(),
+                n,
+                matrix: None,
+            }));
+        } else {
+            out.extend(shapes.iter().map(|&(rows, cols)| Case {
+                spec: spec.clone(),
+                n: rows * cols,
+                matrix: Some(Matrix {
+                    rows,
+                    cols,
+                    ld: cols,
+                }),
+            }));
+        }
+    }
+    Ok(out)
+}
+
+enum Out {
+    F32(CudaSlice<f32>),
+    I64(CudaSlice<i64>),
+}
+
+pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
+    if cases.is_empty() {
+        return Err(CliError::usage("no reduce kernel to bench"));
+    }
+    let rt = b.rt;
+    let mut specs: Vec<ReduceSpec> = Vec::new();
+    for c in cases {
+        for s in [c.spec.clone(), c.spec.for_warp_per_row()] {
+            if (s.axis == ReduceAxis::Rows || !s.warp_per_row) && !specs.contains(&s) {
+                specs.push(s);
+            }
+        }
+    }
+    b.progress
+        .set_message(format!("compiling {} reduce kernels", specs.len()));
+    let prep = rt.prepare(&specs)?;
+    b.println(format!(
+        "reduce: prepared {} kernels in {:.1} ms (compiled {}, from disk {})",
+        prep.kernels,
+        prep.wall.as_secs_f64() * 1e3,
+        prep.compiled,
+        prep.from_disk
+    ));
+    b.expect(cases.len() as u64);
+    let (ctx, stream) = (rt.context(), rt.stream());
+    // Sizes in order, so the copy of each is measured before its kernels.
+    let mut order: Vec<&Case> = cases.iter().collect();
+    order.sort_by_key(|c| c.n);
+    for case in order {
+        let name = case.spec.name();
+        let label = case
+            .shape_label()
+            .unwrap_or_else(|| crate::sizes::fmt_size(case.n as u64));
+        b.progress.set_message(format!("{name} {label}"));
+        let copy_gbps = b.copy_gbps(case.n)?;
+        let kernel = rt.reduce(&case.spec)?;
+        let bytes = case.bytes();
+        b.check_fits(&format!("{name} at {label}"), bytes)?;
+        let rotations = b.rotations(bytes);
+        let inputs = case.spec.op.info().inputs;
+        let mut sets: Vec<Vec<DevBuf>> = Vec::new();
+        for _ in 0..rotations {
+            sets.push(
+                (0..inputs)
+                    .map(|_| b.filler.alloc(case.spec.input, case.n))
+                    .collect::<CliResult<_>>()?,
+            );
+        }
+        let results = case.results();
+        let what = || "allocating a bench output".to_string();
+        let mut out = if case.spec.op.info().index {
+            Out::I64(stream.alloc_zeros::<i64>(results).during(what)?)
+        } else {
+            Out::F32(stream.alloc_zeros::<f32>(results).during(what)?)
+        };
+        let mut i = 0usize;
+        let (warmup, iters) = (b.common.warmup, b.common.iters);
+        let us = median_us(ctx, stream, warmup, iters, || {
+            let set = &sets[i % rotations as usize];
+            i += 1;
+            let views: Vec<_> = set.iter().map(|d| d.view(0, case.n)).collect();
+            let srcs: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
+            match (&mut out, case.matrix) {
+                (Out::F32(o), None) => kernel.launch(stream, &srcs, o)?,
+                (Out::I64(o), None) => kernel.launch(stream, &srcs, o)?,
+                (Out::F32(o), Some(m)) => kernel.launch_matrix(stream, &srcs, m, o)?,
+                (Out::I64(o), Some(m)) => kernel.launch_matrix(stream, &srcs, m, o)?,
+            }
+            Ok(())
+        })?;
+        drop(sets);
+        stream
+            .synchronize()
+            .during(|| format!("finishing {name}"))?;
+        let gbps = bytes as f64 / us / 1e3;
+        let shape = case.shape_label();
+        let reference = b
+            .torch
+            .as_ref()
+            .and_then(|t| t.get_named(&name, case.n as u64, shape.as_deref()));
+        b.push(KernelRow {
+            family: "reduce".into(),
+            name,
+            n: case.n as u64,
+            shape,
+            config: None,
+            unroll: None,
+            transport: None,
+            srcs: None,
+            dsts: None,
+            bytes_per_elem: None,
+            bytes,
+            rotations,
+            median_us: us,
+            gbps,
+            pct_of_copy: 100.0 * gbps / copy_gbps,
+            torch_eager_gbps: reference.and_then(|r| r.eager_gbps),
+            torch_compile_gbps: reference.and_then(|r| r.compile_gbps),
+            misaligned: Vec::new(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ReduceBenchArgs {
+        ReduceBenchArgs::defaults(Common {
+            sizes: None,
+            iters: 1,
+            warmup: 0,
+            json: None,
+            compare: None,
+            plot: None,
+        })
+    }
+
+    #[test]
+    fn default_cases_sweep_full_arrays_and_fix_matrices() {
+        let c = cases(&args(), &[1 << 20, 1 << 28]).unwrap();
+        // 6 ops x 2 inputs x 2 sizes, and rows/cols x 2 inputs x 2 shapes.
+        assert_eq!(c.len(), 6 * 2 * 2 + 2 * 2 * 2);
+        let rows = c.iter().find(|c| c.spec.axis == ReduceAxis::Rows).unwrap();
+        assert_eq!(rows.shape_label().as_deref(), Some("32768x4096"));
+        assert_eq!(rows.bytes(), 4 * 32768 * 4096 + 4 * 32768);
+        let dot = c.iter().find(|c| c.spec.op == ReduceOp::Dot).unwrap();
+        assert_eq!(dot.bytes(), 2 * 4 * (1 << 20) + 4);
+    }
+
+    #[test]
+    fn shapes_parse_and_fail_on_one_line() {
+        assert_eq!(
+            parse_shapes("32768x4096, 8Kx16K").unwrap(),
+            vec![(32768, 4096), (8192, 16384)]
+        );
+        assert!(parse_shapes("none").unwrap().is_empty());
+        for bad in ["32768", "axb", "0x5"] {
+            let e = parse_shapes(bad).unwrap_err().to_string();
+            assert!(e.starts_with("bad shape list"), "{e}");
+        }
+    }
+
+    #[test]
+    fn spec_names_select_kernels() {
+        let mut a = args();
+        a.specs = vec!["reduce_rows_sum_bf16_f32".into()];
+        assert_eq!(cases(&a, &[1024]).unwrap().len(), 2);
+        a.specs = vec!["reduce_rows_sum_bf16_f32_w".into()];
+        assert!(cases(&a, &[1024]).is_err());
+    }
+}

@@ -1,0 +1,279 @@
+//! `redjit bench reduce-copy`: every reduce_copy configuration at each size.
+
+use std::collections::HashSet;
+
+use clap::Args;
+use redjit_codegen::{DType, KernelSpec, ReduceCopySpec, Role, Rounding};
+use redjit_runtime::{KernelInput, KernelOutput, LaunchOptions, ReduceCopyArgs, Stochastic};
+
+use super::{Bench, Common, KernelRow};
+use crate::devbuf::DevBuf;
+use crate::error::{CliError, CliResult, DriverContext};
+use crate::timing::median_us;
+
+#[derive(Debug, Clone, Args)]
+pub struct ReduceCopyBenchArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    /// Unroll factor(s), comma-separated, e.g. 4 or 1,2,4,8.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![ReduceCopySpec::default().unroll])]
+    pub unroll: Vec<u32>,
+
+    /// Rounding mode(s), comma-separated: rn (nearest), sr (stochastic; only
+    /// for kernels with a transport destination).
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_rounding, default_values_t = vec![Rounding::Nearest])]
+    pub rounding: Vec<Rounding>,
+
+    /// Bench these kernels (names as the runtime prints them) instead of the
+    /// matrix of every type configuration.
+    #[arg(long = "spec", value_name = "NAME")]
+    pub specs: Vec<String>,
+
+    /// Also time every misaligned mix: each buffer in turn offset by 1, 2, 3
+    /// elements, reported beside the aligned figure.
+    #[arg(long)]
+    pub misaligned: bool,
+}
+
+impl ReduceCopyBenchArgs {
+    /// What `bench all` runs: the defaults of every flag.
+    pub fn defaults(common: Common) -> Self {
+        ReduceCopyBenchArgs {
+            common,
+            unroll: vec![ReduceCopySpec::default().unroll],
+            rounding: vec![Rounding::Nearest],
+            specs: Vec::new(),
+            misaligned: false,
+        }
+    }
+}
+
+/// The kernels: `--spec` names, or the matrix.
+pub fn specs(a: &ReduceCopyBenchArgs) -> CliResult<Vec<ReduceCopySpec>> {
+    if a.specs.is_empty() {
+        return bench_specs(&a.unroll, &a.rounding);
+    }
+    a.specs
+        .iter()
+        .map(|n| {
+            let s = n.parse::<ReduceCopySpec>()?;
+            s.validate()?;
+            Ok(s)
+        })
+        .collect()
+}
+
+/// `ReduceCopySpec::matrix` for each unroll and transport dtype, without repeats
+/// (a kernel whose buffers are all accum is the same for every transport: the
+/// first is kept).
+pub fn bench_specs(unrolls: &[u32], roundings: &[Rounding]) -> CliResult<Vec<ReduceCopySpec>> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for &rounding in roundings {
+        for &unroll in unrolls {
+            for &t in DType::ALL.iter().filter(|d| d.info().transport) {
+                for spec in ReduceCopySpec::matrix(unroll, t) {
+                    let spec = ReduceCopySpec { rounding, ..spec };
+                    if rounding == Rounding::Stochastic && !spec.dsts.contains(&Role::Transport) {
+                        continue;
+                    }
+                    spec.validate()?;
+                    let dtypes: Vec<DType> = spec.roles().map(|r| spec.dtype_of(r)).collect();
+                    let key = (spec.unroll, dtypes, spec.srcs.len(), spec.op, spec.rounding);
+                    if seen.insert(key) {
+                        out.push(spec);
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Bytes one launch moves per element: each source read once, each destination written once.
+pub fn bytes_per_elem(spec: &ReduceCopySpec) -> u64 {
+    spec.roles()
+        .map(|r| u64::from(spec.dtype_of(r).info().bytes))
+        .sum()
+}
+
+/// Role letters without load kinds, as scripts/torch_ref.py keys its entries.
+fn letters(roles: impl Iterator<Item = Role>) -> String {
+    roles.map(|r| r.info().letter).collect()
+}
+
+/// Host values every bench launch passes: a scalar for ops that take one, a
+/// fixed seed for stochastic rounding.
+fn call_args(spec: &ReduceCopySpec) -> ReduceCopyArgs {
+    ReduceCopyArgs {
+        scalar: spec.op.info().scalar.map(|_| 2.0),
+        stochastic: (spec.rounding == Rounding::Stochastic).then_some(Stochastic {
+            seed: 0x5eed,
+            base: 0,
+        }),
+    }
+}
+
+pub fn bench(
+    b: &mut Bench<'_>,
+    a: &ReduceCopyBenchArgs,
+    specs: &[ReduceCopySpec],
+    sizes: &[usize],
+) -> CliResult {
+    let rt = b.rt;
+    b.progress
+        .set_message(format!("compiling {} reduce_copy kernels", specs.len()));
+    let prep = rt.prepare(specs)?;
+    b.println(format!(
+        "reduce_copy: prepared {} kernels in {:.1} ms (compiled {}, from disk {})",
+        prep.kernels,
+        prep.wall.as_secs_f64() * 1e3,
+        prep.compiled,
+        prep.from_disk
+    ));
+    b.expect((specs.len() * sizes.len()) as u64);
+    let (ctx, stream) = (rt.context(), rt.stream());
+    for &n in sizes {
+        let copy_gbps = b.copy_gbps(n)?;
+        for spec in specs {
+            b.progress.set_message(format!(
+                "{} n={}",
+                spec.name(),
+                crate::sizes::fmt_size(n as u64)
+            ));
+            let kernel = rt.reduce_copy(spec)?;
+            let bpe = bytes_per_elem(spec);
+            let bytes = bpe * n as u64;
+            b.check_fits(&format!("{} at n = {n}", spec.name()), bytes)?;
+            let rotations = b.rotations(bytes);
+            // Spare elements let a buffer be viewed 1..3 elements in.
+            let slack = if a.misaligned { 3 } else { 0 };
+            let mut sets = Vec::new();
+            for _ in 0..rotations {
+                let srcs: Vec<DevBuf> = spec
+                    .srcs
+                    .iter()
+                    .map(|s| b.filler.alloc(spec.dtype_of(s.role), n + slack))
+                    .collect::<CliResult<_>>()?;
+                let dsts: Vec<DevBuf> = spec
+                    .dsts
+                    .iter()
+                    .map(|&r| b.filler.alloc(spec.dtype_of(r), n + slack))
+                    .collect::<CliResult<_>>()?;
+                sets.push((srcs, dsts));
+            }
+            let call = call_args(spec);
+            let (warmup, iters) = (a.common.warmup, a.common.iters);
+            let mut time_at = |src_off: &[usize], dst_off: &[usize]| -> CliResult<f64> {
+                let mut i = 0usize;
+                median_us(ctx, stream, warmup, iters, || {
+                    let (srcs, dsts) = &mut sets[i % rotations as usize];
+                    i += 1;
+                    let views: Vec<_> = srcs
+                        .iter()
+                        .zip(src_off)
+                        .map(|(b, &o)| b.view(o, n))
+                        .collect();
+                    let mut views_mut: Vec<_> = dsts
+                        .iter_mut()
+                        .zip(dst_off)
+                        .map(|(b, &o)| b.view_mut(o, n))
+                        .collect();
+                    let ins: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
+                    let mut outs: Vec<&mut dyn KernelOutput> =
+                        views_mut.iter_mut().map(|v| v.output()).collect();
+                    kernel.launch_with(stream, &ins, &mut outs, call, LaunchOptions::default())?;
+                    Ok(())
+                })
+            };
+            let (ns, nd) = (spec.srcs.len(), spec.dsts.len());
+            let us = time_at(&vec![0; ns], &vec![0; nd])?;
+            let mut misaligned = Vec::new();
+            if a.misaligned {
+                for buffer in 0..ns + nd {
+                    for off in 1..=3 {
+                        let mut so = vec![0; ns];
+                        let mut dof = vec![0; nd];
+                        let label = if buffer < ns {
+                            so[buffer] = off;
+                            format!("src{buffer}+{off}")
+                        } else {
+                            dof[buffer - ns] = off;
+                            format!("dst{}+{off}", buffer - ns)
+                        };
+                        misaligned.push((label, time_at(&so, &dof)?));
+                    }
+                }
+            }
+            // Free this configuration's buffers before the next one allocates.
+            drop(sets);
+            stream
+                .synchronize()
+                .during(|| format!("finishing {}", spec.name()))?;
+            let gbps = bytes as f64 / us / 1e3;
+            let (srcs_l, dsts_l) = (
+                letters(spec.srcs.iter().map(|s| s.role)),
+                letters(spec.dsts.iter().copied()),
+            );
+            let transport = spec.transport.slug().to_string();
+            let reference = b
+                .torch
+                .as_ref()
+                .and_then(|t| t.get(&transport, &srcs_l, &dsts_l, n as u64));
+            let row = KernelRow {
+                family: "reduce_copy".into(),
+                name: spec.name(),
+                n: n as u64,
+                shape: None,
+                config: spec.seed_config(),
+                unroll: Some(spec.unroll),
+                transport: Some(transport.clone()),
+                srcs: Some(srcs_l),
+                dsts: Some(dsts_l),
+                bytes_per_elem: Some(bpe),
+                bytes,
+                rotations,
+                median_us: us,
+                gbps,
+                pct_of_copy: 100.0 * gbps / copy_gbps,
+                torch_eager_gbps: reference.and_then(|r| r.eager_gbps),
+                torch_compile_gbps: reference.and_then(|r| r.compile_gbps),
+                misaligned: misaligned.clone(),
+            };
+            b.push(row);
+            for (label, t) in &misaligned {
+                let g = bytes as f64 / t / 1e3;
+                b.println(format!(
+                    "    misaligned {label:<8} {t:10.1} us {g:9.1} GB/s  {:5.1}% of aligned",
+                    100.0 * us / t
+                ));
+            }
+        }
+    }
+    if specs.is_empty() {
+        return Err(CliError::usage("no reduce_copy kernel to bench"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matrix_is_deduplicated_across_transports() {
+        let specs = bench_specs(&[4], &[Rounding::Nearest]).unwrap();
+        // 12 per transport; config 7 (AA_A) and the A_A copy are shared.
+        assert_eq!(specs.len(), 22);
+        let names: HashSet<_> = specs.iter().map(|s| s.name()).collect();
+        assert_eq!(names.len(), specs.len());
+        assert!(bench_specs(&[3], &[Rounding::Nearest]).is_err());
+    }
+
+    #[test]
+    fn bytes_per_element() {
+        let spec = ReduceCopySpec::default(); // bf16 + f32 -> bf16
+        assert_eq!(bytes_per_elem(&spec), 8);
+    }
+}
