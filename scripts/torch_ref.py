@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch reference for `redjit bench reduce-copy --compare`.
+"""PyTorch reference for `redjit bench <reduce-copy|reduce|all> --compare`.
 
 For every reduce_copy form redjit benchmarks -- the 8 two-source seed configs and
 the 4 one-source forms, for transport bf16 and f16 (accum is float32) -- times
@@ -21,7 +21,18 @@ Writes JSON to --out:
                 "compile_error"?}]}
 A failed torch.compile records null and its error; the run goes on.
 
-Stdlib + torch only. Usage: python3 scripts/torch_ref.py --out torch.json [--n N]
+With --sizes (a sweep, as `redjit bench --sizes` takes it: 1M,16M,2^28) every
+entry carries its own "n", and the copy is measured at each size ("copy": [{n,
+gbps, us}]). --families picks reduce_copy and/or reduce. reduce entries carry
+"family": "reduce", the redjit kernel "name" they stand for and, for row and
+column sums, "shape" ROWSxCOLS: torch.sum(x, dtype=float32), torch.amax,
+torch.argmax, torch.var (unbiased), torch.dot, torch.logsumexp over the whole
+array at each size, and x.view(R, C).sum(dim=1 or 0, dtype=float32) at
+32768x4096 and 8192x16384; inputs float32 and bfloat16. GB/s counts what redjit
+counts: every input element read once, the results written once.
+
+Stdlib + torch only. Usage:
+  python3 scripts/torch_ref.py --out torch.json [--n N | --sizes 1M,2^28] [--families reduce_copy,reduce]
 """
 
 import argparse
@@ -38,6 +49,95 @@ TRANSPORTS = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 def log(*args):
     print(*args, flush=True)
+
+
+def parse_size(text):
+    """N, NK, NM, NG (binary) or 2^P, as redjit's --sizes takes them."""
+    t = text.strip()
+    if t.startswith("2^"):
+        return 1 << int(t[2:])
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(t[-1:].lower(), 1)
+    digits = t[:-1] if scale > 1 else t
+    n = int(digits.replace("_", "")) * scale
+    if n < 1:
+        raise ValueError(text)
+    return n
+
+
+def parse_sizes(text):
+    out = []
+    for item in text.split(","):
+        n = parse_size(item)
+        if n not in out:
+            out.append(n)
+    return out
+
+
+REDUCE_INPUTS = {"f32": torch.float32, "bf16": torch.bfloat16}
+# (redjit op slug, inputs, eager expression text, function)
+REDUCE_OPS = [
+    ("sum", 1, "torch.sum(x, dtype=torch.float32)", lambda x: torch.sum(x, dtype=torch.float32)),
+    ("max", 1, "torch.amax(x)", lambda x: torch.amax(x)),
+    ("argmax", 1, "torch.argmax(x)", lambda x: torch.argmax(x)),
+    ("varsamp", 1, "torch.var(x)", lambda x: torch.var(x)),
+    ("dot", 2, "torch.dot(x, y)", lambda x, y: torch.dot(x, y)),
+    ("lse", 1, "torch.logsumexp(x, dim=0)", lambda x: torch.logsumexp(x, dim=0)),
+]
+REDUCE_SHAPES = [(32768, 4096), (8192, 16384)]
+
+
+def reduce_entries(sizes, shapes, a, dev):
+    """The reduce family's PyTorch equivalents (see the module doc)."""
+    entries = []
+    header = f"{'kernel':<34} {'size':>12} {'eager us':>10} {'eager GB/s':>10} {'compile us':>10} {'compile GB/s':>12}"
+    log(header)
+    log("-" * len(header))
+
+    def measure(name, n, shape, fn, ins, nbytes, expr):
+        eager_us = time_us(fn, ins, a.warmup, a.iters)
+        e = {
+            "family": "reduce",
+            "name": name,
+            "n": n,
+            "eager_us": eager_us,
+            "eager_gbps": gbps(nbytes, eager_us),
+            "eager_expr": expr,
+            "compile_us": None,
+            "compile_gbps": None,
+            "compile_expr": None,
+        }
+        if shape:
+            e["shape"] = shape
+        if not a.no_compile and n in a.compile_sizes_set:
+            c_us, c_expr, variants, c_err = compiled_time([(expr, fn)], ins, a.warmup, a.iters)
+            e.update(compile_us=c_us, compile_gbps=gbps(nbytes, c_us), compile_expr=c_expr,
+                     compile_variants_us=variants)
+            if c_err:
+                e["compile_error"] = c_err
+        fmt = lambda v, w: f"{v:>{w}.1f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
+        log(f"{name:<34} {shape or n:>12} {fmt(e['eager_us'], 10)} {fmt(e['eager_gbps'], 10)} "
+            f"{fmt(e['compile_us'], 10)} {fmt(e['compile_gbps'], 12)}")
+        entries.append(e)
+
+    for iname, dt in REDUCE_INPUTS.items():
+        for n in sizes:
+            xs = [torch.randn(n, device=dev, dtype=dt) for _ in range(2)]
+            for op, nin, expr, fn in REDUCE_OPS:
+                out_bytes = 8 if op == "argmax" else 4
+                nbytes = nin * n * xs[0].element_size() + out_bytes
+                measure(f"reduce_all_{op}_{iname}_f32", n, None, fn, tuple(xs[:nin]), nbytes, expr)
+            del xs
+            torch.cuda.empty_cache()
+        for rows, cols in shapes:
+            x = torch.randn(rows, cols, device=dev, dtype=dt)
+            for axis, dim, results in (("rows", 1, rows), ("cols", 0, cols)):
+                fn = (lambda d: (lambda m: torch.sum(m, dim=d, dtype=torch.float32)))(dim)
+                expr = f"torch.sum(x, dim={dim}, dtype=torch.float32)"
+                nbytes = rows * cols * x.element_size() + 4 * results
+                measure(f"reduce_{axis}_sum_{iname}_f32", rows * cols, f"{rows}x{cols}", fn, (x,), nbytes, expr)
+            del x
+            torch.cuda.empty_cache()
+    return entries
 
 
 def forms():
@@ -127,6 +227,10 @@ def compiled_time(candidates, args, warmup, iters):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1 << 28, help="elements per buffer")
+    ap.add_argument("--sizes", default=None, help="a sweep instead of --n, e.g. 1M,16M,2^28")
+    ap.add_argument("--families", default="reduce_copy", help="comma-separated: reduce_copy,reduce")
+    ap.add_argument("--compile-sizes", default=None,
+                    help="sizes that also get torch.compile (default: every size)")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out", required=True, help="JSON output path")
@@ -147,6 +251,17 @@ def main():
     if a.n < 1 or a.iters < 1:
         log("error: --n and --iters must be at least 1")
         return 2
+    try:
+        sizes = parse_sizes(a.sizes) if a.sizes else [a.n]
+        a.compile_sizes_set = set(parse_sizes(a.compile_sizes) if a.compile_sizes else sizes)
+    except ValueError as e:
+        log(f"error: bad size list: {e} (expected N, NK, NM, NG or 2^P, e.g. 1K,1M,2^28)")
+        return 2
+    families = [f.strip().replace("-", "_") for f in a.families.split(",") if f.strip()]
+    for f in families:
+        if f not in ("reduce_copy", "reduce"):
+            log(f"error: unknown family {f!r}: expected reduce_copy, reduce")
+            return 2
 
     # Large recompile limits: every form is compiled afresh anyway (reset_dynamo).
     for knob in ("recompile_limit", "cache_size_limit"):
@@ -161,17 +276,20 @@ def main():
         triton_version = triton.__version__
     except Exception:  # noqa: BLE001
         triton_version = None
-    n = a.n
+    n = max(sizes)
     log(f"GPU: {gpu}, torch {torch.__version__}, triton {triton_version}")
-    log(f"n = {n} elements, median of {a.iters} launches after {a.warmup} warm-up")
+    log(f"sizes {sizes}, median of {a.iters} launches after {a.warmup} warm-up")
 
-    src = torch.randn(n, dtype=torch.float32, device=dev)
-    dst = torch.empty_like(src)
-    copy_us = time_us(lambda: dst.copy_(src), (), a.warmup, a.iters)
-    copy_gbps = gbps(2 * 4 * n, copy_us)
-    log(f"d2d copy of {4 * n} bytes f32: {copy_us:.1f} us, {copy_gbps:.1f} GB/s (read + write)")
-    del src, dst
-    torch.cuda.empty_cache()
+    copies = []
+    for cn in sorted(sizes):
+        src = torch.randn(cn, dtype=torch.float32, device=dev)
+        dst = torch.empty_like(src)
+        c_us = time_us(lambda: dst.copy_(src), (), a.warmup, a.iters)  # noqa: B023
+        copies.append({"n": cn, "us": c_us, "gbps": gbps(2 * 4 * cn, c_us)})
+        log(f"d2d copy of {4 * cn} bytes f32: {c_us:.1f} us, {copies[-1]['gbps']:.1f} GB/s (read + write)")
+        del src, dst
+        torch.cuda.empty_cache()
+    copy_gbps = copies[-1]["gbps"]
 
     log("")
     header = (
@@ -182,7 +300,8 @@ def main():
     log("-" * len(header))
 
     entries = []
-    for tname in transports:
+    rc_sizes = sizes if "reduce_copy" in families else []
+    for tname, n in [(t, n) for t in transports for n in rc_sizes]:
         t = TRANSPORTS[tname]
         for config, srcs, dsts in forms():
             ins = [torch.randn(n, device=dev, dtype=dtype_of(s, t)) for s in srcs]
@@ -202,6 +321,7 @@ def main():
 
             eager_us = time_us(eager_fn, args, a.warmup, a.iters)
             entry = {
+                "n": n,
                 "config": config,
                 "transport": tname,
                 "srcs": srcs,
@@ -214,7 +334,7 @@ def main():
                 "compile_gbps": None,
                 "compile_expr": None,
             }
-            if not a.no_compile:
+            if not a.no_compile and n in a.compile_sizes_set:
                 c_us, c_expr, variants, c_err = compiled_time(
                     candidates, args, a.warmup, a.iters
                 )
@@ -236,14 +356,20 @@ def main():
             del ins, out, args
             torch.cuda.empty_cache()
 
+    if "reduce" in families:
+        log("")
+        entries.extend(reduce_entries(sizes, REDUCE_SHAPES, a, dev))
+
     result = {
         "gpu": gpu,
         "torch": torch.__version__,
         "triton": triton_version,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-        "n": n,
+        "n": max(sizes),
         "iters": a.iters,
+        "sizes": sizes,
         "copy_gbps": copy_gbps,
+        "copy": copies,
         "entries": entries,
     }
     with open(a.out, "w") as f:
