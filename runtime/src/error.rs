@@ -48,6 +48,15 @@ pub enum Error {
         rule: String,
     },
 
+    /// A communicator (all-reduce) setup or call that cannot work as asked.
+    #[error("communicator: {what}: {rule}")]
+    Comm { what: String, rule: String },
+
+    /// A communicator whose barrier timed out (or whose setup failed half-way):
+    /// every call is refused until it is rebuilt.
+    #[error("communicator is broken: {reason}; rebuild it")]
+    Broken { reason: String },
+
     /// The compile cache's directory could not be used at all.
     #[error("compile cache at {path}: {message}")]
     Cache { path: String, message: String },

@@ -24,6 +24,7 @@ mod hash;
 pub mod identity;
 pub mod jit;
 pub mod nvrtc;
+pub mod peer;
 pub mod philox;
 mod reduce;
 mod reduce_copy;

@@ -1,3 +1,4 @@
 //! The intra-node all-reduce (issue 12, seeds 003 and 004).
 
+pub mod bootstrap;
 pub mod protocol;
