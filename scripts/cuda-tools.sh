@@ -24,3 +24,26 @@ fi
 export LD_LIBRARY_PATH="$REDJIT_CUDA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$REDJIT_CUDA_BIN:$PATH"
 export REDJIT_PTXAS="$REDJIT_CUDA_BIN/ptxas"
+
+# Optional: cuobjdump and nvdisasm for `redjit sass`, in their own folder (pip
+# --target replaces a target's top-level folders, so sharing .tools/cuda would
+# remove NVRTC). PyPI has no 13.0 cuobjdump; these versions read sm_90 cubins.
+# A failed install (offline) only warns, and is not retried until
+# .tools/cuda-sass/.install-failed is removed: the tests do not need them.
+REDJIT_SASS_TOOLS="$REDJIT_ROOT/.tools/cuda-sass"
+REDJIT_SASS_BIN="$REDJIT_SASS_TOOLS/nvidia/cu13/bin"
+CUOBJDUMP_PIN="nvidia-cuda-cuobjdump==13.2.78"
+NVDISASM_PIN="nvidia-cuda-nvdisasm==13.5.37"
+if { [ ! -x "$REDJIT_SASS_BIN/cuobjdump" ] || [ ! -x "$REDJIT_SASS_BIN/nvdisasm" ]; } &&
+  [ ! -f "$REDJIT_SASS_TOOLS/.install-failed" ]; then
+  echo "redjit: installing $CUOBJDUMP_PIN and $NVDISASM_PIN into $REDJIT_SASS_TOOLS (optional, for redjit sass)" >&2
+  mkdir -p "$REDJIT_SASS_TOOLS"
+  if ! python3 -m pip install --quiet --disable-pip-version-check --no-deps --retries 0 --timeout 20 \
+    --target "$REDJIT_SASS_TOOLS" --upgrade "$CUOBJDUMP_PIN" "$NVDISASM_PIN" >&2; then
+    echo "redjit: warning: could not install cuobjdump/nvdisasm; redjit sass will say so (rm $REDJIT_SASS_TOOLS/.install-failed to retry)" >&2
+    touch "$REDJIT_SASS_TOOLS/.install-failed"
+  fi
+fi
+if [ -d "$REDJIT_SASS_BIN" ]; then
+  export PATH="$REDJIT_SASS_BIN:$PATH"
+fi

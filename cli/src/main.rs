@@ -10,6 +10,7 @@ mod bench_jit;
 mod cmd_cache;
 mod cmd_gen;
 mod cmd_info;
+mod cmd_sass;
 mod devbuf;
 mod error;
 mod plot;
@@ -42,6 +43,8 @@ enum Command {
     Gen(cmd_gen::GenArgs),
     /// Compile a kernel with NVRTC and print its PTX (no GPU needed).
     Ptx(cmd_gen::PtxArgs),
+    /// Compile a kernel to cubin and print its SASS (cuobjdump/nvdisasm; no GPU needed).
+    Sass(cmd_sass::SassArgs),
     /// Show the GPU, NVRTC and compile cache this process would use.
     Info,
     /// Inspect or clear the compile cache on disk.
@@ -60,6 +63,7 @@ fn run(cli: &Cli) -> CliResult {
     match &cli.command {
         Command::Gen(a) => cmd_gen::gen_cmd(a),
         Command::Ptx(a) => cmd_gen::ptx_cmd(a),
+        Command::Sass(a) => cmd_sass::sass_cmd(a),
         Command::Info => cmd_info::info_cmd(),
         Command::Cache(a) => cmd_cache::cache_cmd(a),
         Command::Bench(a) => bench::bench_cmd(a),
