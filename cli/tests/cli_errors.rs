@@ -1,0 +1,83 @@
+//! The `redjit` binary's errors: each is one line on stderr, starting with
+//! `error:`, and a non-zero exit (2 bad input, 1 the environment). No GPU needed:
+//! the missing-GPU case is checked only where there is none.
+
+use std::process::{Command, Output};
+
+fn redjit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_redjit"))
+        .args(args)
+        .output()
+        .expect("the redjit binary runs")
+}
+
+/// Asserts exit `code` and one `error:` line on stderr containing every `needle`.
+fn one_line_error(args: &[&str], code: i32, needles: &[&str]) {
+    let out = redjit(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "redjit {args:?}: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "redjit {args:?}: not one line:\n{stderr}");
+    assert!(lines[0].starts_with("error:"), "{stderr}");
+    for n in needles {
+        assert!(lines[0].contains(n), "redjit {args:?}: {n:?} missing in {stderr}");
+    }
+}
+
+fn has_gpu() -> bool {
+    redjit_runtime::gpu_available().is_ok()
+}
+
+#[test]
+fn unknown_family() {
+    one_line_error(&["bench", "softmax"], 2, &["softmax"]);
+    one_line_error(
+        &["selftest", "--family", "softmax"],
+        2,
+        &["unknown kernel family \"softmax\"", "reduce-copy"],
+    );
+    one_line_error(&["gen", "--spec", "softmax_f32"], 2, &["no known family"]);
+}
+
+#[test]
+fn bad_size_list() {
+    one_line_error(
+        &["bench", "all", "--sizes", "1K,x"],
+        2,
+        &["bad size list", "\"x\"", "2^28"],
+    );
+    one_line_error(&["bench", "reduce-copy", "--sizes", "2^99"], 2, &["bad size list"]);
+    one_line_error(&["bench", "reduce", "--shapes", "32768"], 2, &["bad shape list"]);
+}
+
+#[test]
+fn unreadable_or_malformed_compare_json() {
+    one_line_error(
+        &["bench", "reduce", "--compare", "/nonexistent/torch.json"],
+        2,
+        &["cannot read --compare file"],
+    );
+    let path = std::env::temp_dir().join(format!("redjit-cli-bad-{}.json", std::process::id()));
+    std::fs::write(&path, "{ not json").unwrap();
+    let p = path.to_string_lossy().into_owned();
+    one_line_error(&["bench", "all", "--compare", &p], 2, &["is not a torch_ref.py JSON"]);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn bad_plot_file_and_flags() {
+    one_line_error(&["bench", "all", "--plot", "out.pdf"], 2, &[".svg or .png"]);
+    one_line_error(&["bench", "reduce", "--iters", "0"], 2, &["--iters"]);
+    one_line_error(&["selftest", "--n", "1"], 2, &["--n"]);
+    one_line_error(&["bench", "reduce-copy", "--unroll", "3"], 2, &["unroll"]);
+}
+
+#[test]
+fn missing_gpu() {
+    if has_gpu() {
+        eprintln!("skipping: this machine has a GPU");
+        return;
+    }
+    one_line_error(&["bench", "all", "--sizes", "1K"], 1, &["cannot run", "GPU"]);
+    one_line_error(&["bench", "reduce"], 1, &["`redjit bench reduce` cannot run"]);
+}
