@@ -1,0 +1,532 @@
+//! The communicator of one process: R ranks driven from this process, either on
+//! R GPUs with peer access (proven by `peer::enable_and_prove`), or, for tests on
+//! one GPU, all R ranks on the same GPU (R buffer sets, R streams). The kernels
+//! and the barrier are the same; only the pointers differ.
+//!
+//! ```no_run
+//! use redjit_runtime::all_reduce::{Call, CommOptions, Communicator, Placement};
+//! use redjit_runtime::{AllReduceAlgo, KernelInput, KernelOutput, Op};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let comm = Communicator::new(Placement::SameGpu { ordinal: 0, world: 4 }, CommOptions::default())?;
+//! let s = comm.stream();
+//! let ins: Vec<_> = (0..4).map(|r| s.clone_htod(&vec![r as f32; 1000])).collect::<Result<_, _>>()?;
+//! let mut outs: Vec<_> = (0..4).map(|_| s.alloc_zeros::<f32>(1000)).collect::<Result<_, _>>()?;
+//! let inputs: Vec<&dyn KernelInput> = ins.iter().map(|b| b as &dyn KernelInput).collect();
+//! let mut outputs: Vec<&mut dyn KernelOutput> = outs.iter_mut().map(|b| b as &mut dyn KernelOutput).collect();
+//! comm.all_reduce(&inputs, &mut outputs, Call::sum(AllReduceAlgo::OneShot))?;
+//! comm.synchronize()?; // a barrier timeout surfaces here, and breaks the communicator
+//! # Ok(()) }
+//! ```
+//!
+//! Ordering: a call is ordered after earlier work on the communicator's main
+//! stream (`stream()`; the rank streams wait for it) and later work there waits
+//! for it. Inputs are copied into each rank's registered staging buffer (any
+//! alignment; an input that is the staging buffer itself is not copied);
+//! outputs must start on 16 bytes. One call is issued at a time: a second
+//! thread issuing meanwhile gets an error (an interleaved issue order across
+//! ranks would deadlock the barrier: SGLang issue #31117).
+//!
+//! Not built yet (designed here, taken up by the two-GPU issue):
+//! - one process per GPU: each process creates its rank's buffers, zeroes its
+//!   signal buffer and synchronises, then exchanges `peer::get_mem_handle` of
+//!   signal, staging and scratch through `bootstrap::exchange`, and opens the
+//!   peers' with `peer::OpenedIpc` (the pointer tables then hold those
+//!   addresses); the kernels and this launch code are unchanged.
+//! - CUDA-graph capture: while the main stream captures, a call records the
+//!   user's input/output addresses in a pending list and launches with pointer
+//!   tables reserved for them; after capture, ranks agree on the list's length,
+//!   exchange the addresses (IPC handles in the per-process mode) and fill the
+//!   reserved tables, so replays see the captured arguments. Until then a call
+//!   under capture is refused (`Error::Comm`).
+//! - NCCL backend (cudarc's `nccl` feature, library from PyTorch's venv
+//!   `nvidia/nccl/lib` at run time) when peer access is missing or ranks span
+//!   hosts, and the hierarchical mode (peer reduce-scatter, NCCL across hosts,
+//!   peer all-gather).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cudarc::driver::sys;
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use redjit_codegen::spec::all_reduce::{MAX_BLOCKS, PACK_BYTES, signal};
+use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
+
+use super::protocol::BarrierTimeout;
+use crate::elem::{KernelInput, KernelOutput};
+use crate::error::{DriverContext, Error, Result};
+use crate::runtime::Runtime;
+
+/// Where the ranks live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// Rank r on GPU `ordinals[r]`, peer access enabled and proven between all.
+    Devices { ordinals: Vec<usize> },
+    /// Test only: `world` ranks on one GPU; grids are sized so every rank's
+    /// blocks are resident at once (a spinning block never waits on one that
+    /// cannot be scheduled).
+    SameGpu { ordinal: usize, world: u32 },
+}
+
+/// How a communicator is set up.
+#[derive(Debug, Clone)]
+pub struct CommOptions {
+    /// How long a block waits for a peer at a barrier before giving up.
+    pub timeout: Duration,
+    /// Bytes of each rank's registered staging buffer: the largest message.
+    pub max_bytes: usize,
+}
+
+impl Default for CommOptions {
+    fn default() -> Self {
+        CommOptions {
+            timeout: Duration::from_secs(10),
+            max_bytes: 64 << 20,
+        }
+    }
+}
+
+/// One call's reduction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Call {
+    pub algo: AllReduceAlgo,
+    pub cp_async: bool,
+    pub op: Op,
+    /// premulsum's factor, avg's count; `None` for other ops.
+    pub scalar: Option<f32>,
+    /// Test hook: this rank's kernel is not launched (the others must time out).
+    #[doc(hidden)]
+    pub skip_rank: Option<u32>,
+}
+
+impl Call {
+    pub fn sum(algo: AllReduceAlgo) -> Call {
+        Call {
+            algo,
+            cp_async: false,
+            op: Op::Sum,
+            scalar: None,
+            skip_rank: None,
+        }
+    }
+}
+
+/// The pointer table the kernels take by value (`rj_ar_ptrs`).
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+struct PtrTable([u64; 8]);
+// SAFETY: plain old data with the layout of `struct rj_ar_ptrs { rj_u64 p[8]; }`.
+unsafe impl DeviceRepr for PtrTable {}
+
+struct Rank {
+    /// Index into `runtimes`.
+    rt: usize,
+    stream: Arc<CudaStream>,
+    staging: CudaSlice<u8>,
+    scratch: CudaSlice<u8>,
+    signal: CudaSlice<u8>,
+    error: CudaSlice<u32>,
+}
+
+pub struct Communicator {
+    placement: Placement,
+    runtimes: Vec<Runtime>,
+    ranks: Vec<Rank>,
+    opts: CommOptions,
+    broken: Mutex<Option<String>>,
+    issuing: Mutex<()>,
+}
+
+fn addr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
+    cudarc::driver::DevicePtr::device_ptr(s, stream).0
+}
+
+fn comm_err(what: &str, rule: String) -> Error {
+    Error::Comm {
+        what: what.into(),
+        rule,
+    }
+}
+
+impl Communicator {
+    pub fn new(placement: Placement, opts: CommOptions) -> Result<Communicator> {
+        let (ordinals, world): (Vec<usize>, u32) = match &placement {
+            Placement::Devices { ordinals } => (ordinals.clone(), ordinals.len() as u32),
+            Placement::SameGpu { ordinal, world } => (vec![*ordinal], *world),
+        };
+        let spec = AllReduceSpec {
+            world,
+            ..AllReduceSpec::default()
+        };
+        spec.validate()?;
+        if opts.max_bytes == 0 || opts.timeout.is_zero() {
+            return Err(comm_err(
+                "options",
+                format!(
+                    "max_bytes {} and timeout {:?} must be positive",
+                    opts.max_bytes, opts.timeout
+                ),
+            ));
+        }
+        let runtimes = ordinals
+            .iter()
+            .map(|&o| Runtime::new(o))
+            .collect::<Result<Vec<_>>>()?;
+        for i in 0..runtimes.len() {
+            for j in i + 1..runtimes.len() {
+                crate::peer::enable_and_prove(runtimes[i].context(), runtimes[j].context())?;
+            }
+        }
+        let staging_bytes = opts.max_bytes.next_multiple_of(PACK_BYTES as usize);
+        let scratch_bytes = (staging_bytes / world as usize).next_multiple_of(PACK_BYTES as usize)
+            + PACK_BYTES as usize;
+        let mut ranks = Vec::new();
+        for r in 0..world as usize {
+            let rt = if runtimes.len() == 1 { 0 } else { r };
+            let ctx = runtimes[rt].context();
+            let stream = ctx
+                .new_stream()
+                .during(|| format!("rank {r}: creating its stream"))?;
+            let alloc = |bytes: usize| stream.alloc_zeros::<u8>(bytes);
+            let rank = Rank {
+                rt,
+                staging: alloc(staging_bytes).during(|| format!("rank {r}: staging buffer"))?,
+                scratch: alloc(scratch_bytes).during(|| format!("rank {r}: scratch buffer"))?,
+                // Zeroed (and synchronised below) before any peer learns its address.
+                signal: alloc(signal::BYTES).during(|| format!("rank {r}: signal buffer"))?,
+                error: stream
+                    .alloc_zeros::<u32>(1)
+                    .during(|| format!("rank {r}: error word"))?,
+                stream,
+            };
+            ranks.push(rank);
+        }
+        for r in &ranks {
+            r.stream
+                .synchronize()
+                .during(|| "zeroing the signal buffers".into())?;
+        }
+        Ok(Communicator {
+            placement,
+            runtimes,
+            ranks,
+            opts,
+            broken: Mutex::new(None),
+            issuing: Mutex::new(()),
+        })
+    }
+
+    pub fn world(&self) -> u32 {
+        self.ranks.len() as u32
+    }
+
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    /// The main stream (rank 0's device): calls are ordered with its work.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        self.runtimes[0].stream()
+    }
+
+    /// The runtime of rank `rank`'s device.
+    pub fn runtime(&self, rank: usize) -> &Runtime {
+        &self.runtimes[self.ranks[rank.min(self.ranks.len() - 1)].rt]
+    }
+
+    /// Why the communicator is broken, if it is.
+    pub fn broken(&self) -> Option<String> {
+        self.broken
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Blocks per rank for a launch of `spec` over `n` elements: enough for the
+    /// work, at most the signal slots, and on one GPU at most what keeps every
+    /// rank's blocks resident together.
+    fn blocks(
+        &self,
+        spec: &AllReduceSpec,
+        func: &CudaFunction,
+        rt: &Runtime,
+        n: usize,
+    ) -> Result<u32> {
+        let per_sm = func
+            .occupancy_max_active_blocks_per_multiprocessor(spec.threads(), 0, None)
+            .during(|| format!("occupancy of {}", spec.name()))?;
+        let resident = per_sm * rt.device().sm_count;
+        let share = match self.placement {
+            Placement::SameGpu { .. } => resident / self.world(),
+            Placement::Devices { .. } => resident,
+        };
+        if share == 0 {
+            return Err(comm_err(
+                "placement",
+                format!(
+                    "{} ranks of {} cannot all be resident on this GPU",
+                    self.world(),
+                    spec.name()
+                ),
+            ));
+        }
+        let packs = n.div_ceil(spec.pack_elts() as usize);
+        let work = match spec.algo {
+            AllReduceAlgo::OneShot => packs,
+            AllReduceAlgo::TwoStage => packs.div_ceil(self.world() as usize),
+        };
+        let wanted = work.div_ceil(spec.threads() as usize).max(1) as u32;
+        Ok(wanted.min(share).min(MAX_BLOCKS))
+    }
+
+    /// `outputs[r] = op(inputs[0], ..., inputs[R-1])` on every rank r.
+    pub fn all_reduce(
+        &self,
+        inputs: &[&dyn KernelInput],
+        outputs: &mut [&mut dyn KernelOutput],
+        call: Call,
+    ) -> Result<()> {
+        if let Some(reason) = self.broken() {
+            return Err(Error::Broken { reason });
+        }
+        let Ok(_issuing) = self.issuing.try_lock() else {
+            return Err(comm_err(
+                "concurrent call",
+                "another all-reduce is being issued on this communicator; one at a time".into(),
+            ));
+        };
+        let main = self.stream();
+        let out_addresses: Vec<u64> = outputs.iter().map(|o| o.address(main)).collect();
+        let (dtype, n) = check_call(
+            self.world(),
+            self.opts.max_bytes,
+            inputs,
+            outputs,
+            &out_addresses,
+            call,
+        )?;
+        if n == 0 {
+            return Ok(());
+        }
+        let spec = AllReduceSpec {
+            world: self.world(),
+            dtype,
+            op: call.op,
+            algo: call.algo,
+            cp_async: call.cp_async,
+        };
+        spec.validate()?;
+        let bytes = n * dtype.info().bytes as usize;
+        let mut tables = [PtrTable::default(); 3];
+        for (r, rank) in self.ranks.iter().enumerate() {
+            tables[0].0[r] = addr(&rank.staging, &rank.stream);
+            tables[1].0[r] = addr(&rank.signal, &rank.stream);
+            tables[2].0[r] = addr(&rank.scratch, &rank.stream);
+        }
+        // Inputs into the registered staging buffers, after the main stream's work.
+        for (r, rank) in self.ranks.iter().enumerate() {
+            rank.stream
+                .join(main)
+                .during(|| format!("rank {r}: waiting for the main stream"))?;
+            let src = inputs[r].address(main);
+            if src != tables[0].0[r] {
+                // SAFETY: `src` holds `bytes` bytes (checked: n elements of dtype);
+                // the staging buffer holds max_bytes >= bytes; both are device
+                // memory of contexts with peer access (or the same context).
+                unsafe {
+                    sys::cuMemcpyDtoDAsync_v2(tables[0].0[r], src, bytes, rank.stream.cu_stream())
+                }
+                .result()
+                .during(|| format!("rank {r}: staging its input"))?;
+            }
+        }
+        let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
+        let op_arg = call.scalar.unwrap_or(0.0);
+        let mut grid = None;
+        for (r, rank) in self.ranks.iter().enumerate() {
+            let rt = &self.runtimes[rank.rt];
+            let func = rt.function(&spec)?;
+            let blocks = match grid {
+                Some(b) => b,
+                None => *grid.insert(self.blocks(&spec, &func, rt, n)?),
+            };
+            if call.skip_rank == Some(r as u32) {
+                continue;
+            }
+            let out = out_addresses[r];
+            let err = addr(&rank.error, &rank.stream);
+            let rank_u32 = r as u32;
+            let n64 = n as u64;
+            let cfg = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (spec.threads(), 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut args = rank.stream.launch_builder(&func);
+            args.arg(&tables[0])
+                .arg(&tables[1])
+                .arg(&tables[2])
+                .arg(&out)
+                .arg(&rank_u32)
+                .arg(&n64)
+                .arg(&op_arg)
+                .arg(&timeout_ns)
+                .arg(&err);
+            // SAFETY: the kernel was generated from `spec`: three rj_ar_ptrs by
+            // value, the output pointer, rank (u32), n (u64), the op's scalar
+            // (f32), the timeout (u64) and the error word's pointer, in that
+            // order. Every table entry is a live buffer of this communicator
+            // sized for n elements (check_call); the output holds n elements and
+            // is 16-byte aligned; the grid is the same on every rank.
+            unsafe { args.launch(cfg) }
+                .during(|| format!("rank {r}: launching {}", spec.name()))?;
+        }
+        for (r, rank) in self.ranks.iter().enumerate() {
+            main.join(&rank.stream)
+                .during(|| format!("main stream waiting for rank {r}"))?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every rank and reads the error words: a barrier that timed out
+    /// breaks the communicator (this and every later call is an `Err` until
+    /// `rebuild`).
+    pub fn synchronize(&self) -> Result<()> {
+        let mut reasons = Vec::new();
+        for (r, rank) in self.ranks.iter().enumerate() {
+            rank.stream
+                .synchronize()
+                .during(|| format!("rank {r}: synchronising"))?;
+            let word = rank
+                .stream
+                .clone_dtoh(&rank.error)
+                .during(|| format!("rank {r}: error word"))?[0];
+            if word != 0 {
+                reasons.push(match BarrierTimeout::decode(word) {
+                    Some(t) => format!("rank {r}: {t} ({:?})", self.opts.timeout),
+                    None => format!("rank {r}: error word {word:#x}"),
+                });
+            }
+        }
+        self.stream()
+            .synchronize()
+            .during(|| "synchronising the main stream".into())?;
+        if !reasons.is_empty() {
+            let reason = reasons.join("; ");
+            *self.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason.clone());
+            return Err(Error::Broken { reason });
+        }
+        if let Some(reason) = self.broken() {
+            return Err(Error::Broken { reason });
+        }
+        Ok(())
+    }
+
+    /// Waits for every rank, zeroes signals, counters and error words, and clears
+    /// the broken state.
+    pub fn rebuild(&mut self) -> Result<()> {
+        for (r, rank) in self.ranks.iter_mut().enumerate() {
+            rank.stream
+                .synchronize()
+                .during(|| format!("rank {r}: synchronising"))?;
+            rank.stream
+                .memset_zeros(&mut rank.signal)
+                .during(|| format!("rank {r}: zeroing"))?;
+            rank.stream
+                .memset_zeros(&mut rank.error)
+                .during(|| format!("rank {r}: zeroing"))?;
+            rank.stream
+                .synchronize()
+                .during(|| format!("rank {r}: synchronising"))?;
+        }
+        *self.broken.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(())
+    }
+}
+
+/// Validates one call without a GPU (`out_addresses`: each output's device
+/// address); returns the dtype and element count.
+pub fn check_call(
+    world: u32,
+    max_bytes: usize,
+    inputs: &[&dyn KernelInput],
+    outputs: &[&mut dyn KernelOutput],
+    out_addresses: &[u64],
+    call: Call,
+) -> Result<(DType, usize)> {
+    let w = world as usize;
+    if inputs.len() != w || outputs.len() != w {
+        return Err(comm_err(
+            "rank count",
+            format!(
+                "{} inputs and {} outputs for {world} ranks: one of each per rank",
+                inputs.len(),
+                outputs.len()
+            ),
+        ));
+    }
+    let dtype = inputs[0].dtype();
+    let n = inputs[0].len();
+    for (r, i) in inputs.iter().enumerate() {
+        if i.dtype() != dtype || i.len() != n {
+            return Err(comm_err(
+                "sizes",
+                format!(
+                    "rank {r}'s input is {} x {}, rank 0's {dtype} x {n}: every rank passes the same",
+                    i.dtype(),
+                    i.len()
+                ),
+            ));
+        }
+    }
+    for (r, o) in outputs.iter().enumerate() {
+        if o.dtype() != dtype || o.len() != n {
+            return Err(comm_err(
+                "sizes",
+                format!(
+                    "rank {r}'s output is {} x {}, the inputs {dtype} x {n}",
+                    o.dtype(),
+                    o.len()
+                ),
+            ));
+        }
+        let a = out_addresses.get(r).copied().unwrap_or(0);
+        if n > 0 && !a.is_multiple_of(u64::from(PACK_BYTES)) {
+            return Err(comm_err(
+                "alignment",
+                format!(
+                    "rank {r}'s output starts at {a:#x}: outputs must start on 16 bytes (inputs may not: they are staged)"
+                ),
+            ));
+        }
+    }
+    let bytes = n * dtype.info().bytes as usize;
+    if bytes > max_bytes {
+        return Err(comm_err(
+            "size",
+            format!(
+                "{bytes} bytes per rank: this communicator's buffers hold {max_bytes} (CommOptions::max_bytes)"
+            ),
+        ));
+    }
+    match (call.op.info().scalar, call.scalar) {
+        (Some(meaning), None) => {
+            return Err(comm_err(
+                "scalar",
+                format!("op {} needs {meaning}", call.op),
+            ));
+        }
+        (None, Some(x)) => {
+            return Err(comm_err(
+                "scalar",
+                format!("op {} takes no scalar, got {x}", call.op),
+            ));
+        }
+        _ => {}
+    }
+    if let Some(s) = call.skip_rank.filter(|&s| s >= world) {
+        return Err(comm_err("skip_rank", format!("rank {s} of {world}")));
+    }
+    Ok((dtype, n))
+}
