@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no Rust there), from the repo root, over what
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
-#   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro]   (default: all five)
+#   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro] [bench-all]
+#   (default: the first five; bench-all is a sweep of every family with PyTorch and a plot)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
 OUT="${OUT:-/tmp/redjit-out}"
@@ -76,6 +77,21 @@ for step in "${steps[@]}"; do
       "$t" --ignored --test-threads=1 2>&1 | tee -a "$OUT/macro-tests.log" | grep -E "^test |test result|panicked|seed" || status=1
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     done
+    ;;
+  bench-all)
+    echo "== PyTorch reference (reduce_copy + reduce, size sweep), then redjit bench all, same call"
+    sizes=2^20,2^22,2^24,2^26,2^28
+    python3 stage/scripts/torch_ref.py --families reduce_copy,reduce --sizes "$sizes" --compile-sizes 2^28 \
+      --out "$OUT/torch-all.json" 2>&1 | tee "$OUT/torch-all.log" || status=1
+    # The plot needs a TTF font; without one it is drawn later from the JSON
+    # (redjit report bench-all.json --plot ...).
+    plot=()
+    if [ -n "${REDJIT_PLOT_FONT:-}" ] || ls /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf >/dev/null 2>&1; then
+      plot=(--plot "$OUT/bench-all.svg")
+    fi
+    "$BIN/redjit" bench all --sizes "$sizes" --json "$OUT/bench-all.json" --compare "$OUT/torch-all.json" \
+      "${plot[@]}" 2>&1 | tee "$OUT/bench-all.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     ;;
   *) echo "unknown step $step"; status=2 ;;
   esac

@@ -10,6 +10,7 @@ mod bench_jit;
 mod cmd_cache;
 mod cmd_gen;
 mod cmd_info;
+mod cmd_report;
 mod cmd_sass;
 mod devbuf;
 mod error;
@@ -51,6 +52,8 @@ enum Command {
     Cache(cmd_cache::CacheArgs),
     /// Benchmarks (GPU only).
     Bench(bench::BenchArgs),
+    /// A BENCHMARKS.md section (and plot) from a `redjit bench --json` file (no GPU needed).
+    Report(cmd_report::ReportArgs),
     /// Check every kernel family against its CPU twin on the GPU (without one:
     /// generation and NVRTC compilation only, exit 3).
     Selftest(selftest::SelftestArgs),
@@ -65,6 +68,7 @@ fn run(cli: &Cli) -> CliResult {
         Command::Ptx(a) => cmd_gen::ptx_cmd(a),
         Command::Sass(a) => cmd_sass::sass_cmd(a),
         Command::Info => cmd_info::info_cmd(),
+        Command::Report(a) => cmd_report::report_cmd(a),
         Command::Cache(a) => cmd_cache::cache_cmd(a),
         Command::Bench(a) => bench::bench_cmd(a),
         Command::Selftest(a) => selftest::selftest_cmd(a),

@@ -97,7 +97,9 @@ pub fn draw(path: &Path, title: &str, panels: &[Panel]) -> CliResult {
     if panels.is_empty() {
         return Err(CliError::failure("nothing to plot"));
     }
-    let size = (1100, 560 * panels.len() as u32);
+    // Each panel is tall enough for its legend (drawn to the right of the chart).
+    let heights: Vec<u32> = panels.iter().map(panel_height).collect();
+    let size = (1300, heights.iter().sum::<u32>() + 40);
     let result = match format {
         Format::Svg => render(
             SVGBackend::new(path, size).into_drawing_area(),
@@ -115,6 +117,15 @@ pub fn draw(path: &Path, title: &str, panels: &[Panel]) -> CliResult {
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
+/// Legend line height, pixels.
+const LEGEND_LINE: u32 = 14;
+/// Width of the legend column, pixels.
+const LEGEND_WIDTH: u32 = 330;
+
+fn panel_height(p: &Panel) -> u32 {
+    (80 + LEGEND_LINE * (p.series.len() as u32 + 1)).max(480)
+}
+
 fn render<DB: DrawingBackend>(
     root: DrawingArea<DB, plotters::coord::Shift>,
     title: &str,
@@ -124,15 +135,17 @@ where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE)?;
-    let root = root.titled(title, ("sans-serif", 22))?;
-    let areas = root.split_evenly((panels.len(), 1));
-    for (panel, area) in panels.iter().zip(areas) {
+    let mut rest = root.titled(title, ("sans-serif", 22))?;
+    for panel in panels {
+        let (area, below) = rest.split_vertically(panel_height(panel));
         draw_panel(&area, panel)?;
+        rest = below;
     }
     root.present()?;
     Ok(())
 }
 
+/// x is log2(elements): sizes of a sweep are evenly spaced and labelled 2^k.
 fn bounds(panel: &Panel) -> ((f64, f64), f64) {
     let all = panel
         .series
@@ -141,17 +154,15 @@ fn bounds(panel: &Panel) -> ((f64, f64), f64) {
         .chain(panel.roofline.iter());
     let (mut lo, mut hi, mut top) = (f64::MAX, f64::MIN, 0.0f64);
     for &(x, y) in all {
+        let x = x.max(1.0).log2();
         lo = lo.min(x);
         hi = hi.max(x);
         top = top.max(y);
     }
     if lo > hi {
-        (lo, hi) = (1.0, 2.0);
+        (lo, hi) = (0.0, 1.0);
     }
-    if lo == hi {
-        (lo, hi) = (lo / 2.0, hi * 2.0);
-    }
-    ((lo / 1.3, hi * 1.3), (top * 1.12).max(1.0))
+    ((lo.floor() - 0.5, hi.ceil() + 0.5), (top * 1.12).max(1.0))
 }
 
 fn draw_panel<DB: DrawingBackend>(
@@ -161,52 +172,68 @@ fn draw_panel<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    let (w, _) = area.dim_in_pixel();
+    let (plot_area, legend_area) = area.split_horizontally(w.saturating_sub(LEGEND_WIDTH));
     let ((x0, x1), ymax) = bounds(panel);
-    let mut chart = ChartBuilder::on(area)
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption(&panel.title, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .right_y_label_area_size(10)
-        .build_cartesian_2d((x0..x1).log_scale(), 0.0..ymax)?;
+        .build_cartesian_2d(x0..x1, 0.0..ymax)?;
+    let ticks = ((x1 - x0).round() as usize).clamp(2, 40);
     chart
         .configure_mesh()
         .x_desc("elements per buffer")
         .y_desc("GB/s (read + write)")
-        .x_label_formatter(&|x| crate::sizes::fmt_size(x.round() as u64))
+        .x_labels(ticks)
+        .x_label_formatter(&|x| {
+            if (x - x.round()).abs() < 1e-6 {
+                format!("2^{}", x.round() as i64)
+            } else {
+                String::new()
+            }
+        })
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
     let sorted = |pts: &[(f64, f64)]| {
-        let mut v = pts.to_vec();
+        let mut v: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (x.max(1.0).log2(), y)).collect();
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
         v
     };
+    let mut legend: Vec<(String, RGBAColor, bool)> = Vec::new();
     if !panel.roofline.is_empty() {
         let roof = sorted(&panel.roofline);
         let style = ShapeStyle::from(&BLACK).stroke_width(2);
-        chart
-            .draw_series(DashedLineSeries::new(roof, 8, 5, style))?
-            .label("device-to-device copy (roofline)")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(2)));
+        chart.draw_series(DashedLineSeries::new(roof.clone(), 8, 5, style))?;
+        chart.draw_series(
+            roof.into_iter()
+                .map(|p| Cross::new(p, 6, BLACK.stroke_width(2))),
+        )?;
+        legend.push((
+            "device-to-device copy (roofline)".into(),
+            BLACK.to_rgba(),
+            true,
+        ));
     }
     for (i, s) in panel.series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         let pts = sorted(&s.points);
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
-            .label(s.label.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+        chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
         chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+        legend.push((s.label.clone(), color, false));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font(("sans-serif", 12))
-        .draw()?;
+    let font = ("sans-serif", 11).into_font();
+    for (i, (label, color, dashed)) in legend.iter().enumerate() {
+        let y = 50 + (i as u32 * LEGEND_LINE) as i32;
+        let width = if *dashed { 3 } else { 2 };
+        legend_area.draw(&PathElement::new(
+            vec![(4, y), (26, y)],
+            color.stroke_width(width),
+        ))?;
+        legend_area.draw(&Text::new(label.clone(), (32, y - 6), font.clone()))?;
+    }
     Ok(())
 }
 

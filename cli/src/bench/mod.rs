@@ -19,7 +19,7 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use redjit_codegen::DType;
 use redjit_runtime::{DeviceInfo, Runtime};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::bench_jit::{JitArgs, jit_cmd};
 use crate::cmd_cache::fmt_bytes;
@@ -155,48 +155,57 @@ pub fn bench_cmd(args: &BenchArgs) -> CliResult {
     }
 }
 
-/// One benchmarked kernel at one size.
-#[derive(Debug, Clone, Serialize)]
+/// One benchmarked kernel at one size. Reads older files too (reduce_copy
+/// only, one size): missing fields take their defaults.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelRow {
+    #[serde(default = "reduce_copy_family")]
     pub family: String,
     pub name: String,
-    /// Elements of the (first) input.
+    /// Elements of the (first) input (0 in older files: the report's n).
+    #[serde(default)]
     pub n: u64,
     /// Row and column kernels: `ROWSxCOLS`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<String>,
     /// reduce_copy: the seed's configuration number (null for one-source forms).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unroll: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub srcs: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dsts: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_per_elem: Option<u64>,
     /// Bytes one launch moves: every input read once, every output written once.
+    #[serde(default)]
     pub bytes: u64,
     /// Copies of the buffers the launches rotated over.
+    #[serde(default)]
     pub rotations: u64,
     pub median_us: f64,
     pub gbps: f64,
     /// Against the device-to-device copy of n f32 in the same run.
     pub pct_of_copy: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub torch_eager_gbps: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub torch_compile_gbps: Option<f64>,
     /// reduce_copy with --misaligned: (which buffer + how many elements off, median µs).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub misaligned: Vec<(String, f64)>,
 }
 
+fn reduce_copy_family() -> String {
+    "reduce_copy".into()
+}
+
 /// The copy roofline at one size: n f32 read and written.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CopyPoint {
     pub n: u64,
     pub bytes: u64,
@@ -204,20 +213,23 @@ pub struct CopyPoint {
     pub gbps: f64,
 }
 
-/// The `--json` file.
-#[derive(Debug, Clone, Serialize)]
+/// The `--json` file (older files lack the copy sweep, L2 and warm-up).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchReport {
     pub gpu: String,
     pub arch: String,
     pub driver: String,
     pub date: String,
+    #[serde(default)]
     pub l2_bytes: u64,
     pub iters: usize,
+    #[serde(default)]
     pub warmup: usize,
     /// The largest size measured (older readers take it as the size).
     pub n: u64,
     /// The copy's GB/s at `n`.
     pub copy_gbps: f64,
+    #[serde(default)]
     pub copy: Vec<CopyPoint>,
     pub kernels: Vec<KernelRow>,
 }
