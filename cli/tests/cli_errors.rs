@@ -20,7 +20,10 @@ fn one_line_error(args: &[&str], code: i32, needles: &[&str]) {
     assert_eq!(lines.len(), 1, "redjit {args:?}: not one line:\n{stderr}");
     assert!(lines[0].starts_with("error:"), "{stderr}");
     for n in needles {
-        assert!(lines[0].contains(n), "redjit {args:?}: {n:?} missing in {stderr}");
+        assert!(
+            lines[0].contains(n),
+            "redjit {args:?}: {n:?} missing in {stderr}"
+        );
     }
 }
 
@@ -46,8 +49,16 @@ fn bad_size_list() {
         2,
         &["bad size list", "\"x\"", "2^28"],
     );
-    one_line_error(&["bench", "reduce-copy", "--sizes", "2^99"], 2, &["bad size list"]);
-    one_line_error(&["bench", "reduce", "--shapes", "32768"], 2, &["bad shape list"]);
+    one_line_error(
+        &["bench", "reduce-copy", "--sizes", "2^99"],
+        2,
+        &["bad size list"],
+    );
+    one_line_error(
+        &["bench", "reduce", "--shapes", "32768"],
+        2,
+        &["bad shape list"],
+    );
 }
 
 #[test]
@@ -60,7 +71,11 @@ fn unreadable_or_malformed_compare_json() {
     let path = std::env::temp_dir().join(format!("redjit-cli-bad-{}.json", std::process::id()));
     std::fs::write(&path, "{ not json").unwrap();
     let p = path.to_string_lossy().into_owned();
-    one_line_error(&["bench", "all", "--compare", &p], 2, &["is not a torch_ref.py JSON"]);
+    one_line_error(
+        &["bench", "all", "--compare", &p],
+        2,
+        &["is not a torch_ref.py JSON"],
+    );
     std::fs::remove_file(&path).unwrap();
 }
 
@@ -78,6 +93,14 @@ fn missing_gpu() {
         eprintln!("skipping: this machine has a GPU");
         return;
     }
-    one_line_error(&["bench", "all", "--sizes", "1K"], 1, &["cannot run", "GPU"]);
-    one_line_error(&["bench", "reduce"], 1, &["`redjit bench reduce` cannot run"]);
+    one_line_error(
+        &["bench", "all", "--sizes", "1K"],
+        1,
+        &["cannot run", "GPU"],
+    );
+    one_line_error(
+        &["bench", "reduce"],
+        1,
+        &["`redjit bench reduce` cannot run"],
+    );
 }
