@@ -68,6 +68,8 @@ struct JitRecord {
     kernels: usize,
     /// `Runtime::prepare` wall time: compile (parallel) + module load.
     ms: f64,
+    compile_ms: f64,
+    module_load_ms: f64,
     /// CUDA context + stream creation.
     context_ms: f64,
     /// All of `Runtime::with_options` (context, stream, device queries, cache setup).
@@ -179,8 +181,10 @@ fn run_phase(phase: Phase, specs: &[AnySpec], dir: &Path, json: Option<&Path>) -
     let ms = report.wall.as_secs_f64() * 1e3;
     let context_ms = rt.context_time().as_secs_f64() * 1e3;
     println!(
-        "jit {}: {ms:.2} ms (context {context_ms:.2} ms, compiled {}, from disk {})",
+        "jit {}: {ms:.2} ms (compile {:.2} ms, module load {:.2} ms; context {context_ms:.2} ms, compiled {}, from disk {})",
         phase.label(),
+        report.compile.as_secs_f64() * 1e3,
+        report.load.as_secs_f64() * 1e3,
         report.compiled,
         report.from_disk
     );
@@ -200,6 +204,8 @@ fn run_phase(phase: Phase, specs: &[AnySpec], dir: &Path, json: Option<&Path>) -
             arch: rt.device().arch.to_string(),
             kernels: report.kernels,
             ms,
+            compile_ms: report.compile.as_secs_f64() * 1e3,
+            module_load_ms: report.load.as_secs_f64() * 1e3,
             context_ms,
             runtime_init_ms: runtime_init.as_secs_f64() * 1e3,
             compiled: report.compiled,

@@ -44,6 +44,10 @@ pub struct PrepareReport {
     pub from_memory: usize,
     /// Compile (parallel) plus module load, wall clock.
     pub wall: Duration,
+    /// Of `wall`: cache lookups and NVRTC (waiting for its load, if still under way).
+    pub compile: Duration,
+    /// Of `wall`: loading modules into the context (`cuModuleLoadData`).
+    pub load: Duration,
 }
 
 pub struct Runtime {
@@ -173,8 +177,12 @@ impl Runtime {
             from_disk: 0,
             from_memory: 0,
             wall: Duration::ZERO,
+            compile: Duration::ZERO,
+            load: Duration::ZERO,
         };
-        for compiled in self.jit.compile_all(&pending) {
+        let results = self.jit.compile_all(&pending);
+        report.compile = t0.elapsed();
+        for compiled in results {
             let compiled = compiled?;
             match compiled.origin {
                 Origin::Compiled => report.compiled += 1,
@@ -184,6 +192,7 @@ impl Runtime {
             self.load(&compiled)?;
         }
         report.wall = t0.elapsed();
+        report.load = report.wall - report.compile;
         Ok(report)
     }
 
