@@ -368,9 +368,8 @@ fn any_block_size_and_grid_gives_the_same_bits() {
     let n = 1_034_837;
     let inputs = Inputs::new(&mut rng, rt.stream(), n);
     let spec = ReduceCopySpec::default();
-    // 512: the most a launch may use (the bound of the default kernel's _any twin).
-    assert_eq!(spec.max_launch_threads(), 512);
-    for threads in [32, 96, 256, 512] {
+    assert_eq!(spec.max_launch_threads(), 1024);
+    for threads in [32, 96, 256, 1024] {
         for max_blocks in [None, Some(1), Some(7)] {
             run_and_check(
                 &rt,
@@ -435,8 +434,7 @@ fn bad_calls_are_errors_and_empty_calls_launch_nothing() {
         "length",
         "src1: 99",
     );
-    // 1024: within the aligned kernel's bound but not its _any twin's.
-    for threads in [0, 100, 1024, 2048] {
+    for threads in [0, 100, 2048] {
         let e = k
             .launch_with(
                 s,
