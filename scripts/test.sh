@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # THE test command (README; `.ci/run` runs exactly this). Needs no GPU: installs the
 # pinned NVRTC 13.0.88 and ptxas into .tools/cuda when missing (scripts/cuda-tools.sh),
-# then runs fmt, clippy with warnings as errors, and every test of the workspace.
+# then runs fmt, clippy with warnings as errors, every test of the workspace
+# (doctests included), and rustdoc with warnings as errors.
 # REDJIT_REQUIRE_NVRTC=1 makes the NVRTC and ptxas tests fail, never skip, when
 # those tools are missing. GPU tests are #[ignore]d here (see scripts/gpu.sh).
 set -euo pipefail
@@ -18,4 +19,5 @@ echo "redjit: NVRTC and ptxas from $REDJIT_CUDA_LIB and $REDJIT_PTXAS; REDJIT_RE
 run cargo fmt --all --check
 run cargo clippy --workspace --all-targets -- -D warnings
 run cargo test --workspace
+RUSTDOCFLAGS="-D warnings" run cargo doc --workspace --no-deps
 echo "redjit: all checks passed" >&2

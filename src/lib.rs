@@ -65,6 +65,8 @@
 //! The crates underneath: [`codegen`] (specs -> CUDA source, no GPU needed) and
 //! [`runtime`] (NVRTC, the compile cache, launchers).
 
+#![warn(missing_docs)]
+
 mod buffer;
 pub mod registered;
 

@@ -5,6 +5,21 @@
 //! distributed slice (a linker section: nothing runs before `main`), so the set
 //! is exactly the annotated functions linked into the program. A function that no
 //! code of the program calls may be left out by the linker, with its kernel.
+//!
+//! ```
+//! use redjit::half::bf16;
+//!
+//! /// bf16 received + f32 local input -> bf16.
+//! #[redjit::reduce_copy(read_only(input))]
+//! pub fn forward_hop(recv: &[bf16], input: &[f32], send: &mut [bf16]);
+//!
+//! # fn main() {
+//! // The declaration alone registers its kernel: no code runs before main.
+//! let f = redjit::registered().find(|f| f.function().ends_with("forward_hop")).unwrap();
+//! assert_eq!(f.name(), "reduce_copy_u4_f32_bf16_Ta_T_sum_rn");
+//! assert!(redjit::registered_specs().contains(f.spec()));
+//! # }
+//! ```
 
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -30,16 +45,25 @@ static FIRST_USE: Mutex<()> = Mutex::new(());
 /// time with `ReduceCopySpec::validate`.
 #[derive(Debug, Clone, Copy)]
 pub struct StaticReduceCopy {
+    /// [`ReduceCopySpec::unroll`].
     pub unroll: u32,
+    /// [`ReduceCopySpec::accum`].
     pub accum: DType,
+    /// [`ReduceCopySpec::transport`].
     pub transport: DType,
+    /// [`ReduceCopySpec::srcs`].
     pub srcs: &'static [Src],
+    /// [`ReduceCopySpec::dsts`].
     pub dsts: &'static [Role],
+    /// [`ReduceCopySpec::op`].
     pub op: Op,
+    /// [`ReduceCopySpec::rounding`].
     pub rounding: Rounding,
 }
 
 impl StaticReduceCopy {
+    /// The spec it stands for (the aligned kernel; the launcher picks the `_any`
+    /// twin itself).
     pub fn to_spec(&self) -> ReduceCopySpec {
         ReduceCopySpec {
             unroll: self.unroll,

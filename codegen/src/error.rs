@@ -1,34 +1,59 @@
 //! The one error type of redjit-codegen.
 
+#![warn(missing_docs)]
+
 use crate::registry::Arch;
 
 /// Why a spec was rejected, or could not be rendered.
+///
+/// ```
+/// use redjit_codegen::{KernelSpec, ReduceCopySpec, SpecError};
+///
+/// let spec = ReduceCopySpec { unroll: 3, ..ReduceCopySpec::default() };
+/// let err = spec.validate().unwrap_err();
+/// assert!(matches!(err, SpecError::Invalid { field: "unroll", .. }));
+/// assert!(err.to_string().starts_with("invalid unroll = 3"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
     /// A field holds a value the kernel family does not accept.
     #[error("invalid {field} = {value}: {rule}")]
     Invalid {
+        /// The spec field (or macro argument) holding the value.
         field: &'static str,
+        /// The rejected value, as text.
         value: String,
+        /// The rule it breaks, e.g. "expected one of: 1, 2, 4, 8".
         rule: String,
     },
     /// A kernel name (or a flag) could not be parsed back into a spec.
     #[error("cannot parse {what} {input:?}: {rule}")]
     Parse {
+        /// What was being parsed ("kernel name", "dtype", "arch", ...).
         what: &'static str,
+        /// The text that did not parse.
         input: String,
+        /// What was expected instead.
         rule: String,
     },
     /// The configuration is valid but needs a newer GPU than the target.
     #[error("{what} is not supported on {arch}: it needs {needs} or newer")]
     Unsupported {
+        /// The kernel (its name) or feature that cannot run.
         what: String,
+        /// The target it was asked for.
         arch: Arch,
+        /// The oldest architecture that runs it.
         needs: Arch,
     },
     /// The template engine failed; a bug in redjit, not in the caller's spec.
     #[error("rendering template {template} failed: {message}")]
-    Render { template: String, message: String },
+    Render {
+        /// The template (file name under `templates/`) that failed.
+        template: String,
+        /// tera's message, with its causes.
+        message: String,
+    },
 }
 
 impl SpecError {

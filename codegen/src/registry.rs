@@ -4,6 +4,15 @@
 //! templates' context, the CLI's flags and the test matrix are derived from these
 //! tables, never kept in sync by hand. Adding a dtype or an op is one row here (plus
 //! its device code in the prelude, which the row names).
+//!
+//! ```
+//! use redjit_codegen::{DType, Op};
+//!
+//! assert_eq!(DType::BF16.info().bytes, 2);
+//! assert_eq!("premulsum".parse::<Op>().unwrap(), Op::PreMulSum);
+//! let err = "mean".parse::<Op>().unwrap_err().to_string();
+//! assert!(err.contains("expected one of: sum, prod, min, max, premulsum, avg"), "{err}");
+//! ```
 
 use std::fmt;
 use std::str::FromStr;
@@ -73,13 +82,27 @@ macro_rules! registry_enum {
 }
 
 /// A compute capability, `sm_XY` as the number `10 * X + Y`.
+///
+/// ```
+/// use redjit_codegen::Arch;
+///
+/// let arch: Arch = "sm_90".parse().unwrap();
+/// assert_eq!(arch, Arch::SM90);
+/// assert_eq!(Arch::from_compute_capability(8, 6).to_string(), "sm_86");
+/// assert!(Arch::SM80 < Arch::SM90);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Arch(pub u32);
 
 impl Arch {
+    /// Ampere (A100): the oldest target of the bf16/f16 conversions and of
+    /// `min.NaN` / `max.NaN`.
     pub const SM80: Arch = Arch(80);
+    /// Hopper (H100, H200).
     pub const SM90: Arch = Arch(90);
 
+    /// The arch of a device whose compute capability is `major.minor` (as the
+    /// driver reports it); negative values count as 0.
     pub fn from_compute_capability(major: i32, minor: i32) -> Arch {
         Arch((major.max(0) as u32) * 10 + minor.max(0) as u32)
     }
@@ -114,7 +137,9 @@ impl FromStr for Arch {
 /// Facts about one element type.
 #[derive(Debug)]
 pub struct DTypeInfo {
+    /// Short name in kernel names and flags (`f32`, `bf16`, `f16`).
     pub slug: &'static str,
+    /// Size of one element.
     pub bytes: u32,
     /// The storage type's name in the generated CUDA.
     pub c_type: &'static str,
@@ -139,9 +164,12 @@ pub struct DTypeInfo {
 registry_enum! {
     /// An element type.
     DType: DTypeInfo, what = "dtype" {
+        /// IEEE single precision: the accumulator.
         F32 => DTypeInfo { slug: "f32", bytes: 4, c_type: "float", accum: true, transport: false, min_arch: Arch(50), prelude: "prelude/dtype_f32.cuh", reduce_input: true, reduce_accum: Some("rj_acc_f32") },
+        /// bfloat16 (8 exponent bits, 7 mantissa bits): a transport type.
         // cvt.rn.bf16x2.f32 is sm_80+.
         BF16 => DTypeInfo { slug: "bf16", bytes: 2, c_type: "rj_bf16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_bf16.cuh", reduce_input: true, reduce_accum: Some("rj_acc_bf16") },
+        /// IEEE half precision: a transport type.
         // cvt.rn.f16x2.f32 is sm_80+.
         F16 => DTypeInfo { slug: "f16", bytes: 2, c_type: "rj_f16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_f16.cuh", reduce_input: true, reduce_accum: Some("rj_acc_f16") },
     }
@@ -150,6 +178,7 @@ registry_enum! {
 /// Facts about one reduction operator.
 #[derive(Debug)]
 pub struct OpInfo {
+    /// Short name in kernel names and flags.
     pub slug: &'static str,
     /// The device functor in `prelude/ops.cuh`. Every functor has the same
     /// contract: `pre(x)` applied to each source element, `apply(acc, x)` to
@@ -162,7 +191,9 @@ pub struct OpInfo {
 registry_enum! {
     /// A reduction operator (NCCL's set).
     Op: OpInfo, what = "op" {
+        /// The sum of the sources.
         Sum => OpInfo { slug: "sum", functor: "rj_op_sum", scalar: None },
+        /// The product of the sources.
         Prod => OpInfo { slug: "prod", functor: "rj_op_prod", scalar: None },
         /// NaN if any input is NaN (PTX min.NaN).
         Min => OpInfo { slug: "min", functor: "rj_op_min", scalar: None },
@@ -189,6 +220,7 @@ impl Op {
 /// column-wise kernels share them).
 #[derive(Debug)]
 pub struct ReduceOpInfo {
+    /// Short name in kernel names and flags.
     pub slug: &'static str,
     /// The device functor template in `prelude/reduce.cuh`, instantiated with the
     /// accumulation policy (`rj_red_sum<rj_acc_f32>`). Every functor has the same
@@ -236,6 +268,7 @@ registry_enum! {
 /// Facts about one reduction axis.
 #[derive(Debug)]
 pub struct ReduceAxisInfo {
+    /// Short name in kernel names and flags.
     pub slug: &'static str,
 }
 
@@ -254,6 +287,7 @@ registry_enum! {
 /// Facts about one load kind of a source buffer.
 #[derive(Debug)]
 pub struct LoadInfo {
+    /// Short name in flags (`volatile`, `nc`).
     pub slug: &'static str,
     /// The load struct in `prelude/packs.cuh`.
     pub device: &'static str,
@@ -274,6 +308,7 @@ registry_enum! {
 /// Facts about one rounding mode of a narrowing store.
 #[derive(Debug)]
 pub struct RoundingInfo {
+    /// Short name in kernel names and flags (`rn`, `sr`).
     pub slug: &'static str,
     /// Suffix of the dtype files' store functions (`rj_st4_bf16<suffix>`).
     pub store_suffix: &'static str,
@@ -293,6 +328,7 @@ registry_enum! {
 /// Facts about one buffer role of a reduce+copy.
 #[derive(Debug)]
 pub struct RoleInfo {
+    /// Short name in flags (`accum`, `transport`).
     pub slug: &'static str,
     /// The letter in kernel names (`TA_T`: transport, accum -> transport).
     pub letter: char,
@@ -301,7 +337,9 @@ pub struct RoleInfo {
 registry_enum! {
     /// Whether a buffer holds the accumulation type or the transport type.
     Role: RoleInfo, what = "buffer role" {
+        /// The accumulation type (f32): NCCLX's user buffers.
         Accum => RoleInfo { slug: "accum", letter: 'A' },
+        /// The narrower transport type (bf16, f16): what crosses the wire.
         Transport => RoleInfo { slug: "transport", letter: 'T' },
     }
 }
@@ -314,9 +352,20 @@ impl Role {
 }
 
 /// One source of a reduce+copy: its type role and how it is read.
+///
+/// ```
+/// use redjit_codegen::{Load, Role, Src};
+///
+/// let input = Src::read_only(Role::Accum);
+/// assert_eq!(input.letter(), 'a');
+/// assert_eq!(Src::from_letter('T'), Some(Src { role: Role::Transport, load: Load::Volatile }));
+/// assert_eq!(Src::from_letter('x'), None);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Src {
+    /// Accumulator- or transport-typed.
     pub role: Role,
+    /// Volatile (a peer may write it) or read-only (`ld.global.nc`).
     pub load: Load,
 }
 
@@ -350,6 +399,8 @@ impl Src {
         }
     }
 
+    /// The source a kernel-name letter stands for (the inverse of
+    /// [`Src::letter`]); `None` for a letter that is no role.
     pub fn from_letter(c: char) -> Option<Src> {
         let role = Role::from_letter(c.to_ascii_uppercase())?;
         Some(if c.is_ascii_lowercase() {
@@ -363,6 +414,7 @@ impl Src {
 /// Facts about one kernel family.
 #[derive(Debug)]
 pub struct FamilyInfo {
+    /// Short name, the prefix of the family's kernel names.
     pub slug: &'static str,
     /// The family's template, one family per file.
     pub template: &'static str,
@@ -373,6 +425,7 @@ pub struct FamilyInfo {
 registry_enum! {
     /// A kernel family.
     Family: FamilyInfo, what = "kernel family" {
+        /// 1..8 sources reduced and written to 1..2 destinations (seed 000).
         ReduceCopy => FamilyInfo {
             slug: "reduce_copy",
             template: "reduce_copy.cu",
@@ -380,6 +433,7 @@ registry_enum! {
         },
         // Every dtype file comes before reduce.cuh (its 16-bit accumulation
         // policies round with their conversions), whatever the kernel's input.
+        /// Full-array, row-wise and column-wise reductions (seeds 001, 002).
         Reduce => FamilyInfo {
             slug: "reduce",
             template: "reduce.cu",
@@ -391,6 +445,7 @@ registry_enum! {
         },
         // The dtype file of the spec's element type comes after these (the spec
         // adds it); peer.cuh's pack helpers are templates over the dtype struct.
+        /// Intra-node all-reduce through peer memory (seeds 003, 004).
         AllReduce => FamilyInfo {
             slug: "all_reduce",
             template: "all_reduce.cu",
@@ -402,6 +457,7 @@ registry_enum! {
 /// Facts about one all-reduce algorithm.
 #[derive(Debug)]
 pub struct AllReduceAlgoInfo {
+    /// Short name in kernel names and flags.
     pub slug: &'static str,
     /// Signal barriers per call: one-shot start + end, two-stage start + middle
     /// (the runtime's protocol model shows why no third one is needed).

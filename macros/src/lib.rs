@@ -3,10 +3,18 @@
 //! `#[redjit::reduce_copy(...)]`; its documentation and a compiled example are
 //! there (the expansion names paths under `::redjit`).
 //!
-//! The attribute runs in three steps, each in its own file: [`ast`] parses the
-//! arguments and the signature, [`valid`] turns them into a
+//! The attribute runs in three steps, each in its own file: `ast` parses the
+//! arguments and the signature, `valid` turns them into a
 //! `redjit_codegen::ReduceCopySpec` and checks it with `ReduceCopySpec::validate`
-//! (the runtime's own check), [`expand`] writes the launcher.
+//! (the runtime's own check), `expand` writes the launcher.
+//!
+//! ```ignore
+//! // In a crate that depends on `redjit` (this crate's own doctests cannot name it):
+//! #[redjit::reduce_copy(unroll = 4, op = sum, rounding = nearest, read_only(input))]
+//! pub fn accumulate(recv: &[redjit::half::bf16], input: &[f32], out: &mut [f32]);
+//! ```
+
+#![warn(missing_docs)]
 
 mod ast;
 mod expand;

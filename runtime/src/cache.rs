@@ -7,6 +7,23 @@
 //! and rebuilt, never loaded. A failed write is reported on stderr and the
 //! compiled artifact is still returned: the cache is an optimisation, not a
 //! dependency.
+//!
+//! ```
+//! use redjit_runtime::nvrtc::{Artifact, Output, Target};
+//! use redjit_runtime::{Arch, CacheKey, CompileCache, Origin};
+//!
+//! let cache = CompileCache::in_memory();
+//! let target = Target { arch: Arch::SM90, output: Output::Ptx };
+//! let key = CacheKey::for_spec("my_kernel", redjit_codegen::CODEGEN_FINGERPRINT, target, "13.0");
+//! let compile = || Ok(Artifact { output: Output::Ptx, bytes: b".version 9.0".to_vec() });
+//! assert_eq!(cache.get_or_compile("my_kernel", key, Output::Ptx, compile)?.origin, Origin::Compiled);
+//! let again = cache.get_or_compile("my_kernel", key, Output::Ptx, || unreachable!())?;
+//! assert_eq!(again.origin, Origin::Memory);
+//! assert_eq!(cache.stats().memory_hits, 1);
+//! # Ok::<(), redjit_runtime::Error>(())
+//! ```
+
+#![warn(missing_docs)]
 
 use std::collections::HashMap;
 use std::fs;
@@ -31,6 +48,8 @@ pub const ENTRY_EXTENSION: &str = "rjc";
 pub struct CacheKey(pub u128);
 
 impl CacheKey {
+    /// The key of rendered source: its name and text, the NVRTC version, the
+    /// target and its options.
     pub fn new(source: &KernelSource, target: Target, nvrtc_version: &str) -> CacheKey {
         let mut h = Fnv128::default();
         h.field(b"redjit-cache-v1")
@@ -68,6 +87,7 @@ impl CacheKey {
         CacheKey(h.finish())
     }
 
+    /// 32 hex digits, as in entry file names.
     pub fn hex(&self) -> String {
         format!("{:032x}", self.0)
     }
@@ -76,19 +96,26 @@ impl CacheKey {
 /// Where an artifact came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
+    /// This process had it already.
     Memory,
+    /// Read (and checked) from the cache directory.
     Disk,
+    /// NVRTC compiled it just now.
     Compiled,
 }
 
 /// Counters, for reports and tests.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Lookups answered from memory.
     pub memory_hits: u64,
+    /// Lookups answered from disk.
     pub disk_hits: u64,
+    /// Kernels compiled (a batch counts each of its kernels).
     pub compiled: u64,
     /// Entries found on disk but rejected (truncated, bad checksum, wrong kind).
     pub corrupt: u64,
+    /// Entries that could not be written (reported on stderr, not fatal).
     pub write_failures: u64,
 }
 
@@ -114,8 +141,11 @@ pub struct CompileCache {
 /// sharing it share one module), and where it was found.
 #[derive(Debug, Clone)]
 pub struct Hit {
+    /// The cubin or PTX holding the kernel.
     pub artifact: Arc<Artifact>,
+    /// The key the artifact is stored under (the kernel's, or its batch's).
     pub artifact_key: CacheKey,
+    /// Where it was found.
     pub origin: Origin,
 }
 
@@ -151,10 +181,12 @@ impl CompileCache {
         }
     }
 
+    /// The disk layer's directory; `None` for a memory-only cache.
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
     }
 
+    /// The counters so far.
     pub fn stats(&self) -> CacheStats {
         let c = &self.counters;
         CacheStats {
@@ -453,7 +485,9 @@ fn write_entry(path: &Path, data: &[u8]) -> std::io::Result<()> {
 /// One entry on disk, for `redjit cache ls`.
 #[derive(Debug, Clone)]
 pub struct DiskEntry {
+    /// The entry's file.
     pub path: PathBuf,
+    /// Its size.
     pub bytes: u64,
 }
 

@@ -1,4 +1,13 @@
 //! Host element types and the device buffers a launcher accepts.
+//!
+//! ```
+//! use redjit_runtime::{DType, DeviceElem};
+//!
+//! assert_eq!(<half::bf16 as DeviceElem>::DTYPE, DType::BF16);
+//! assert_eq!(<f32 as DeviceElem>::DTYPE, DType::F32);
+//! ```
+
+#![warn(missing_docs)]
 
 use cudarc::driver::{
     CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DeviceRepr, DeviceSlice, LaunchArgs,
@@ -8,6 +17,7 @@ use redjit_codegen::DType;
 
 /// A host type with a redjit dtype.
 pub trait DeviceElem: DeviceRepr + Copy + Send + Sync + 'static {
+    /// The registry dtype of this host type.
     const DTYPE: DType;
 }
 
@@ -23,8 +33,11 @@ impl DeviceElem for half::f16 {
 
 /// A device buffer a kernel reads: `CudaSlice<T>` or `CudaView<T>`.
 pub trait KernelInput {
+    /// The element type.
     fn dtype(&self) -> DType;
+    /// Number of elements.
     fn len(&self) -> usize;
+    /// No elements.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -36,8 +49,11 @@ pub trait KernelInput {
 
 /// A device buffer a kernel writes: `CudaSlice<T>` or `CudaViewMut<T>`.
 pub trait KernelOutput {
+    /// The element type.
     fn dtype(&self) -> DType;
+    /// Number of elements.
     fn len(&self) -> usize;
+    /// No elements.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }

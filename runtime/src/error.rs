@@ -1,8 +1,20 @@
 //! The one error type of redjit-runtime. Every message names the offending value
 //! and the rule it broke.
+//!
+//! ```
+//! use redjit_runtime::{Error, ReduceCopySpec};
+//!
+//! let err: Error = "reduce_copy_u3_f32_bf16_TA_T_sum_rn".parse::<ReduceCopySpec>().unwrap_err().into();
+//! assert!(matches!(err, Error::Spec(_)));
+//! assert!(err.to_string().contains("unroll"), "{err}");
+//! ```
+
+#![warn(missing_docs)]
 
 use redjit_codegen::SpecError;
 
+/// Everything the runtime can fail with: a rejected spec, NVRTC, the driver, a
+/// bad launch, a communicator, the cache.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// The spec was rejected or cannot run on this GPU (before NVRTC saw it).
@@ -15,9 +27,13 @@ pub enum Error {
         "[Compilation Error] NVRTC failed on {name} with options {options:?}:\n{log}\n[Source]\n{source_code}"
     )]
     Compile {
+        /// The kernel (or batch) name.
         name: String,
+        /// The NVRTC options it was compiled with.
         options: Vec<String>,
+        /// NVRTC's program log.
         log: String,
+        /// The whole generated source.
         source_code: String,
     },
 
@@ -34,7 +50,9 @@ pub enum Error {
     /// A CUDA driver call failed (device faults surface here).
     #[error("CUDA driver error in {during}: {source}")]
     Driver {
+        /// What redjit was doing (`"launching <kernel>"`, `"loading module"`, ...).
         during: String,
+        /// The driver's error code.
         #[source]
         source: cudarc::driver::DriverError,
     },
@@ -42,26 +60,44 @@ pub enum Error {
     /// A call with arguments the kernel cannot run on.
     #[error("invalid launch of {kernel}: {what} = {value}: {rule}")]
     Launch {
+        /// The kernel's name.
         kernel: String,
+        /// The argument at fault (`"threads"`, `"dtype"`, `"length"`, ...).
         what: &'static str,
+        /// Its value, as text.
         value: String,
+        /// The rule it breaks.
         rule: String,
     },
 
     /// A communicator (all-reduce) setup or call that cannot work as asked.
     #[error("communicator: {what}: {rule}")]
-    Comm { what: String, rule: String },
+    Comm {
+        /// The setting or call at fault.
+        what: String,
+        /// The rule it breaks.
+        rule: String,
+    },
 
     /// A communicator whose barrier timed out (or whose setup failed half-way):
     /// every call is refused until it is rebuilt.
     #[error("communicator is broken: {reason}; rebuild it")]
-    Broken { reason: String },
+    Broken {
+        /// What broke it (the timed-out barrier, the failed step).
+        reason: String,
+    },
 
     /// The compile cache's directory could not be used at all.
     #[error("compile cache at {path}: {message}")]
-    Cache { path: String, message: String },
+    Cache {
+        /// The cache directory.
+        path: String,
+        /// What went wrong there.
+        message: String,
+    },
 }
 
+/// `Result` with the runtime's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Attaches what was being done to a driver error.

@@ -7,6 +7,18 @@
 //! modification time and `LD_LIBRARY_PATH` is unchanged; any miss loads NVRTC
 //! and rewrites it. Not detected: a change that makes the dynamic loader pick
 //! another library through `ld.so.cache` alone; `redjit cache clear` recovers.
+//!
+//! ```no_run
+//! use redjit_runtime::identity::NvrtcIdentity;
+//!
+//! let dir = std::path::Path::new("/tmp/redjit-cache");
+//! match NvrtcIdentity::recall(dir) {
+//!     Some(id) => println!("NVRTC {:?} at {}", id.facts, id.lib.display()),
+//!     None => println!("no memo: the next start loads NVRTC"),
+//! }
+//! ```
+
+#![warn(missing_docs)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -14,11 +26,16 @@ use std::time::UNIX_EPOCH;
 
 use crate::nvrtc::NvrtcFacts;
 
+/// The memo's file name inside the cache directory.
 pub const FILE_NAME: &str = "nvrtc-identity.txt";
 
+/// Which NVRTC library a process loaded, what it reported, and how to tell
+/// whether it is still the one the next process would load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NvrtcIdentity {
+    /// What the library reported (version, supported archs).
     pub facts: NvrtcFacts,
+    /// The library file.
     pub lib: PathBuf,
     stamp: (u64, u128),
     search_path: String,

@@ -4,6 +4,19 @@
 //! tests use it as the runtime does. NVRTC is loaded only when something must be
 //! compiled; a warm start keys its lookups from the remembered NVRTC identity
 //! (see `identity`) and never renders or loads the compiler.
+//!
+//! ```no_run
+//! use redjit_runtime::{Arch, CompileCache, Jit, ReduceCopySpec};
+//!
+//! # fn main() -> Result<(), redjit_runtime::Error> {
+//! // No GPU needed: compile for sm_90 into a memory-only cache.
+//! let jit = Jit::new(Arch::SM90, CompileCache::in_memory());
+//! let compiled = jit.compile(&ReduceCopySpec::default())?;
+//! println!("{} ({:?}, {} bytes)", compiled.name, compiled.origin, compiled.artifact.bytes.len());
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -18,12 +31,15 @@ use crate::nvrtc::{Artifact, Nvrtc, NvrtcFacts, Target};
 /// One compiled kernel and where it came from.
 #[derive(Debug, Clone)]
 pub struct Compiled {
+    /// The kernel's name (its CUDA symbol).
     pub name: String,
+    /// The kernel's cache key.
     pub key: CacheKey,
     /// The cubin or PTX holding the kernel (perhaps with others of its batch).
     pub artifact: Arc<Artifact>,
     /// The key the artifact is stored under: equal for kernels sharing a module.
     pub artifact_key: CacheKey,
+    /// Memory, disk, or compiled now.
     pub origin: Origin,
 }
 
@@ -44,6 +60,8 @@ impl Compiled {
 /// to compiling its kernels one by one.
 const MAX_BATCH: usize = 32;
 
+/// Specs in, compiled kernels out, through the cache: the compiler half of the
+/// runtime (the module loading and launching are [`crate::Runtime`]'s).
 pub struct Jit {
     /// The GPU the kernels are for; specs are checked against it.
     arch: Arch,
@@ -102,6 +120,8 @@ impl Jit {
         Ok(self.nvrtc()?.facts.clone())
     }
 
+    /// What this JIT emits: the forced target, else cubin for its arch when NVRTC
+    /// knows it, else PTX.
     pub fn target(&self) -> Result<Target> {
         match self.forced_target {
             Some(t) => Ok(t),
@@ -109,10 +129,12 @@ impl Jit {
         }
     }
 
+    /// The arch specs are checked against.
     pub fn arch(&self) -> Arch {
         self.arch
     }
 
+    /// The compile cache in front of NVRTC.
     pub fn cache(&self) -> &CompileCache {
         &self.cache
     }

@@ -2,6 +2,20 @@
 //!
 //! A thin layer over cudarc's `nvrtc::{sys,result}`: cudarc's safe layer only
 //! returns PTX, and redjit wants cubin so that the driver does no JIT at load.
+//!
+//! ```no_run
+//! use redjit_runtime::nvrtc::{Nvrtc, Output, Target};
+//! use redjit_runtime::{Arch, KernelSpec, ReduceCopySpec};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let nvrtc = Nvrtc::load()?; // an Err when libnvrtc is not on the library path
+//! let source = ReduceCopySpec::default().render()?;
+//! let ptx = nvrtc.compile(&source, Target { arch: Arch::SM90, output: Output::Ptx })?;
+//! assert!(ptx.ptx().unwrap().contains(".entry reduce_copy_u4_f32_bf16_TA_T_sum_rn"));
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
 
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
@@ -21,6 +35,7 @@ pub enum Output {
 }
 
 impl Output {
+    /// File extension of this kind of output (`cubin`, `ptx`).
     pub fn extension(self) -> &'static str {
         match self {
             Output::Cubin => "cubin",
@@ -32,7 +47,9 @@ impl Output {
 /// The compile target: an arch and an output kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Target {
+    /// The architecture compiled for (`compute_XY` for PTX, `sm_XY` for cubin).
     pub arch: Arch,
+    /// Cubin or PTX.
     pub output: Output,
 }
 
@@ -53,7 +70,9 @@ impl Target {
 /// A compiled kernel: cubin or PTX bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Artifact {
+    /// What the bytes are.
     pub output: Output,
+    /// The cubin image, or the PTX text (NUL-terminated as NVRTC returns it).
     pub bytes: Vec<u8>,
 }
 
@@ -74,11 +93,14 @@ impl Artifact {
 /// (see `identity`), so a warm start need not load the library.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NvrtcFacts {
+    /// NVRTC's (major, minor) version.
     pub version: (i32, i32),
+    /// The `sm_XY` archs it can emit cubin for, as `10 * X + Y`.
     pub archs: Vec<u32>,
 }
 
 impl NvrtcFacts {
+    /// `major.minor`, as it enters cache keys.
     pub fn version_string(&self) -> String {
         format!("{}.{}", self.version.0, self.version.1)
     }
@@ -135,6 +157,7 @@ fn hold_library() -> Result<()> {
 /// A loaded NVRTC library.
 #[derive(Debug, Clone)]
 pub struct Nvrtc {
+    /// Its version and archs.
     pub facts: NvrtcFacts,
 }
 
@@ -170,6 +193,7 @@ impl Nvrtc {
         })
     }
 
+    /// `major.minor`, as it enters cache keys.
     pub fn version_string(&self) -> String {
         self.facts.version_string()
     }

@@ -1,4 +1,27 @@
 //! The typed launcher of `reduce_copy` kernels: the one place they are launched.
+//!
+//! ```no_run
+//! use half::bf16;
+//! use redjit_runtime::{LaunchOptions, ReduceCopyArgs, ReduceCopySpec, Runtime};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let rt = Runtime::new(0)?;
+//! // premulsum: each source times the scalar, then summed; f32 + f32 -> bf16.
+//! let spec: ReduceCopySpec = "reduce_copy_u4_f32_bf16_AA_T_premulsum_rn".parse()?;
+//! let kernel = rt.reduce_copy(&spec)?;
+//! let s = rt.stream();
+//! let a = s.clone_htod(&vec![1.0f32; 4096])?;
+//! let b = s.clone_htod(&vec![3.0f32; 4096])?;
+//! let mut out = s.alloc_zeros::<bf16>(4096)?;
+//! let args = ReduceCopyArgs { scalar: Some(0.5), stochastic: None };
+//! let opts = LaunchOptions { threads: Some(256), max_blocks: None };
+//! kernel.launch_with(s, &[&a, &b], &mut [&mut out], args, opts)?; // out = 2.0
+//! // A wrong call is an Err naming the argument, before any launch:
+//! assert!(kernel.launch(s, &[&a], &mut [&mut out]).is_err());
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
 
 use std::sync::OnceLock;
 
@@ -33,7 +56,10 @@ pub struct LaunchOptions {
 /// (element i draws from counter (base + i) / 4, lane (base + i) % 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stochastic {
+    /// The Philox key: one per call (or per step) of the caller's choosing.
     pub seed: u64,
+    /// The counter offset of element 0: lets the pieces of one large buffer,
+    /// launched apart, draw the random numbers of a single launch.
     pub base: u64,
 }
 
@@ -78,10 +104,12 @@ impl Runtime {
 }
 
 impl ReduceCopyKernel<'_> {
+    /// The spec the kernel was generated from.
     pub fn spec(&self) -> &ReduceCopySpec {
         &self.spec
     }
 
+    /// The kernel's name (its CUDA symbol).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -104,6 +132,11 @@ impl ReduceCopyKernel<'_> {
         )
     }
 
+    /// As [`launch`](Self::launch), with the op's scalar, stochastic rounding's
+    /// seed and base, and the launch shape. Checks every argument first (counts,
+    /// dtypes and lengths of the buffers, overlaps, the scalar and seed the spec
+    /// needs, the thread count) and returns [`Error::Launch`] naming it; runs the
+    /// `_any` twin when a buffer (or the stochastic base) is off a pack boundary.
     pub fn launch_with(
         &self,
         stream: &CudaStream,

@@ -1,5 +1,19 @@
 //! CPU twins of the kernels: the same math on the host, bit for bit, so GPU
 //! results are checked exactly rather than within a tolerance.
+//!
+//! ```
+//! use half::bf16;
+//! use redjit_runtime::reference::{HostBuffer, Params, reduce_copy};
+//! use redjit_runtime::ReduceCopySpec;
+//!
+//! let spec: ReduceCopySpec = "reduce_copy_u4_f32_bf16_TA_T_sum_rn".parse().unwrap();
+//! let recv = HostBuffer::BF16(vec![bf16::from_f32(1.5); 8]);
+//! let user = HostBuffer::F32(vec![2.25; 8]);
+//! let out = reduce_copy(&spec, &[&recv, &user], &[0, 0], 8, Params::default());
+//! assert_eq!(out[0], HostBuffer::BF16(vec![bf16::from_f32(3.75); 8]));
+//! ```
+
+#![warn(missing_docs)]
 
 use half::{bf16, f16};
 use redjit_codegen::{DType, Op, ReduceCopySpec, Role, Rounding};
@@ -7,12 +21,16 @@ use redjit_codegen::{DType, Op, ReduceCopySpec, Role, Rounding};
 /// A host buffer of one of redjit's dtypes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostBuffer {
+    /// f32 elements.
     F32(Vec<f32>),
+    /// bf16 elements.
     BF16(Vec<bf16>),
+    /// f16 elements.
     F16(Vec<f16>),
 }
 
 impl HostBuffer {
+    /// The element type.
     pub fn dtype(&self) -> DType {
         match self {
             HostBuffer::F32(_) => DType::F32,
@@ -21,6 +39,7 @@ impl HostBuffer {
         }
     }
 
+    /// Number of elements.
     pub fn len(&self) -> usize {
         match self {
             HostBuffer::F32(v) => v.len(),
@@ -29,6 +48,7 @@ impl HostBuffer {
         }
     }
 
+    /// No elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -86,6 +106,7 @@ const CANONICAL_NAN: f32 = f32::from_bits(0x7fff_ffff);
 
 /// The twin of `prelude/ops.cuh`: `pre`, `apply`, `post` of each op, each step
 /// rounded to f32 as the device's explicit `.rn` instructions round it.
+/// `pre`: applied to each source element (premulsum multiplies by `arg`).
 pub fn op_pre(op: Op, arg: f32, x: f32) -> f32 {
     match op {
         Op::PreMulSum => x * arg,
@@ -93,6 +114,8 @@ pub fn op_pre(op: Op, arg: f32, x: f32) -> f32 {
     }
 }
 
+/// `apply`: combines the accumulator with the next pre-processed element
+/// (min and max propagate NaN as the canonical NaN and order -0 below +0).
 pub fn op_apply(op: Op, acc: f32, x: f32) -> f32 {
     match op {
         Op::Sum | Op::PreMulSum | Op::Avg => acc + x,
@@ -116,6 +139,7 @@ pub fn op_apply(op: Op, acc: f32, x: f32) -> f32 {
     }
 }
 
+/// `post`: applied once before the store (avg divides by `arg`).
 pub fn op_post(op: Op, arg: f32, acc: f32) -> f32 {
     match op {
         Op::Avg => acc / arg,
@@ -171,8 +195,11 @@ pub fn f16_sr(x: f32, r: u32) -> f16 {
 /// Host-side parameters of a launch: the op's scalar and the SR seed and base.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Params {
+    /// The op's scalar (premulsum's factor, avg's count); ignored by other ops.
     pub op_arg: f32,
+    /// Stochastic rounding's Philox key.
     pub sr_seed: u64,
+    /// Stochastic rounding's counter offset of element 0.
     pub sr_base: u64,
 }
 

@@ -1,4 +1,18 @@
 //! `Runtime`: one GPU, one stream, a `Jit` for its arch, loaded kernels by name.
+//!
+//! ```no_run
+//! use redjit_runtime::{ReduceCopySpec, Runtime, RuntimeOptions};
+//!
+//! # fn main() -> Result<(), redjit_runtime::Error> {
+//! let rt = Runtime::with_options(RuntimeOptions { ordinal: 0, no_disk_cache: true, ..Default::default() })?;
+//! println!("{} ({}), {} SMs", rt.device().name, rt.device().arch, rt.device().sm_count);
+//! let specs: Vec<ReduceCopySpec> = ReduceCopySpec::matrix(4, redjit_runtime::DType::BF16);
+//! let report = rt.prepare(&specs)?; // one parallel compile, then module loads
+//! println!("{} kernels, {} compiled, in {:?}", report.kernels, report.compiled, report.wall);
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,18 +30,26 @@ use crate::jit::{Compiled, Jit};
 /// Facts about the GPU a runtime drives.
 #[derive(Debug, Clone)]
 pub struct DeviceInfo {
+    /// The device's ordinal.
     pub ordinal: usize,
+    /// Its name as the driver reports it (`NVIDIA H100 80GB HBM3`).
     pub name: String,
+    /// Its compute capability.
     pub arch: Arch,
+    /// Streaming multiprocessors.
     pub sm_count: u32,
+    /// L2 cache size.
     pub l2_bytes: u64,
+    /// Device memory.
     pub total_mem: u64,
+    /// The driver's CUDA version as `cuDriverGetVersion` reports it (13000 for 13.0).
     pub driver_version: i32,
 }
 
 /// How a runtime is set up.
 #[derive(Debug, Clone, Default)]
 pub struct RuntimeOptions {
+    /// The GPU to drive.
     pub ordinal: usize,
     /// `None`: `$REDJIT_CACHE_DIR` or the platform cache directory.
     pub cache_dir: Option<std::path::PathBuf>,
@@ -38,9 +60,13 @@ pub struct RuntimeOptions {
 /// What `prepare` did.
 #[derive(Debug, Clone)]
 pub struct PrepareReport {
+    /// Kernels asked for (loaded already or not).
     pub kernels: usize,
+    /// Of those not loaded yet: compiled by NVRTC now.
     pub compiled: usize,
+    /// Of those not loaded yet: read from the disk cache.
     pub from_disk: usize,
+    /// Of those not loaded yet: found in this process's memory cache.
     pub from_memory: usize,
     /// Compile (parallel) plus module load, wall clock.
     pub wall: Duration,
@@ -50,6 +76,9 @@ pub struct PrepareReport {
     pub load: Duration,
 }
 
+/// One GPU: its context and stream, a [`Jit`] for its arch, and the kernels
+/// loaded so far (by name). Launchers such as [`Runtime::reduce_copy`] take
+/// their kernels from here.
 pub struct Runtime {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
@@ -87,6 +116,8 @@ impl Runtime {
         })
     }
 
+    /// A runtime set up as `opts` says; [`Error::NoGpu`] without a driver or
+    /// device.
     pub fn with_options(opts: RuntimeOptions) -> Result<Runtime> {
         let count = gpu_available()?;
         if opts.ordinal >= count {
@@ -139,6 +170,7 @@ impl Runtime {
         })
     }
 
+    /// The CUDA context (primary context of the device).
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
@@ -148,10 +180,12 @@ impl Runtime {
         &self.stream
     }
 
+    /// Facts about the GPU.
     pub fn device(&self) -> &DeviceInfo {
         &self.device
     }
 
+    /// The JIT (and through it the compile cache) the runtime compiles with.
     pub fn jit(&self) -> &Jit {
         &self.jit
     }

@@ -14,6 +14,8 @@
 //! assert!(src.code.contains("cp.async.cg.shared.global"));
 //! ```
 
+#![warn(missing_docs)]
+
 use std::fmt;
 use std::str::FromStr;
 
@@ -26,6 +28,7 @@ use crate::spec::KernelSpec;
 
 /// Fewest and most ranks a kernel is generated for (one host: up to 8 GPUs).
 pub const MIN_WORLD: u32 = 2;
+/// Most ranks a kernel is generated for.
 pub const MAX_WORLD: u32 = 8;
 /// Most blocks per rank: the signal buffer has a counter and flag slots for
 /// this many blocks (`prelude/peer.cuh` holds the same number; a test checks).
@@ -42,7 +45,7 @@ pub const THREADS: u32 = 512;
 pub const CP_ASYNC_SMEM_BYTES: u32 = 32 * 1024;
 
 /// Byte layout of one rank's signal buffer: `flag[SLOTS][MAX_BLOCKS][MAX_WORLD]`
-/// u32 words that peers write (flag[s][b][r] is written by rank r only: one
+/// u32 words that peers write (`flag[s][b][r]` is written by rank r only: one
 /// writer per 32-bit word), then `counter[MAX_BLOCKS]` that only this rank's
 /// block b touches.
 pub mod signal {
@@ -70,7 +73,9 @@ pub struct AllReduceSpec {
     pub world: u32,
     /// Element type of inputs and output; 16-bit types are reduced in f32.
     pub dtype: DType,
+    /// How the ranks' inputs are combined (NCCL's ops).
     pub op: Op,
+    /// One-shot or two-stage.
     pub algo: AllReduceAlgo,
     /// Stage the reduce-scatter's peer loads through shared memory with
     /// `cp.async`, prefetching the next packs while the current ones are

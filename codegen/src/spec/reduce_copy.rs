@@ -1,6 +1,25 @@
 //! `reduce_copy`: 1..N sources reduced in the accumulation type and written to
 //! 1..M destinations, each buffer independently Accum- or Transport-typed
 //! (seed 000, NCCLX `reduceCopyMixed`).
+//!
+//! ```
+//! use redjit_codegen::{KernelSpec, Op, ReduceCopySpec, Role, Rounding, Src};
+//!
+//! // A received bf16 buffer + the local, read-only f32 input -> bf16, stochastically rounded.
+//! let spec = ReduceCopySpec {
+//!     srcs: vec![Role::Transport.into(), Src::read_only(Role::Accum)],
+//!     dsts: vec![Role::Transport],
+//!     op: Op::Sum,
+//!     rounding: Rounding::Stochastic,
+//!     ..ReduceCopySpec::default()
+//! };
+//! assert_eq!(spec.name(), "reduce_copy_u4_f32_bf16_Ta_T_sum_sr");
+//! assert_eq!(spec.name().parse::<ReduceCopySpec>().unwrap(), spec);
+//! assert_eq!(spec.seed_config(), Some(2));
+//! assert!(spec.render().unwrap().code.contains(&spec.name()));
+//! ```
+
+#![warn(missing_docs)]
 
 use std::fmt;
 use std::str::FromStr;
@@ -20,6 +39,7 @@ pub const MAX_SRCS: usize = 8;
 pub const MAX_DSTS: usize = 2;
 /// Bytes of the widest vector access; a pack holds this many bytes of accumulator.
 pub const PACK_BYTES: u32 = 16;
+/// Lanes per warp; a hunk is `unroll * WARP_SIZE` packs.
 pub const WARP_SIZE: u32 = 32;
 
 /// One reduce+copy kernel configuration.
@@ -35,7 +55,9 @@ pub struct ReduceCopySpec {
     pub srcs: Vec<Src>,
     /// Role of each destination, in order.
     pub dsts: Vec<Role>,
+    /// How the sources are combined.
     pub op: Op,
+    /// How the accumulator is rounded when stored to a transport-typed destination.
     pub rounding: Rounding,
     /// Generate the loop for buffers that sit off a pack boundary (full-width
     /// accesses through shuffles and funnel shifts; also stochastic rounding

@@ -24,6 +24,8 @@
 //! handles, never after (a fast peer's first signal would be wiped: TVM PR
 //! #16797).
 
+#![warn(missing_docs)]
+
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;

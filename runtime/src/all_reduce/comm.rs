@@ -43,6 +43,8 @@
 //!   hosts, and the hierarchical mode (peer reduce-scatter, NCCL across hosts,
 //!   peer all-gather).
 
+#![warn(missing_docs)]
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -62,11 +64,19 @@ use crate::runtime::Runtime;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placement {
     /// Rank r on GPU `ordinals[r]`, peer access enabled and proven between all.
-    Devices { ordinals: Vec<usize> },
+    Devices {
+        /// The GPU of each rank, in rank order.
+        ordinals: Vec<usize>,
+    },
     /// Test only: `world` ranks on one GPU; grids are sized so every rank's
     /// blocks are resident at once (a spinning block never waits on one that
     /// cannot be scheduled).
-    SameGpu { ordinal: usize, world: u32 },
+    SameGpu {
+        /// The one GPU.
+        ordinal: usize,
+        /// Number of ranks (2..=8).
+        world: u32,
+    },
 }
 
 /// How a communicator is set up.
@@ -90,8 +100,12 @@ impl Default for CommOptions {
 /// One call's reduction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Call {
+    /// One-shot or two-stage.
     pub algo: AllReduceAlgo,
+    /// Double-buffer the two-stage reduce-scatter through shared memory with
+    /// `cp.async` (two-stage only).
     pub cp_async: bool,
+    /// How the ranks' inputs are combined.
     pub op: Op,
     /// premulsum's factor, avg's count; `None` for other ops.
     pub scalar: Option<f32>,
@@ -101,6 +115,7 @@ pub struct Call {
 }
 
 impl Call {
+    /// A sum with `algo`, no `cp.async`.
     pub fn sum(algo: AllReduceAlgo) -> Call {
         Call {
             algo,
@@ -129,6 +144,9 @@ struct Rank {
     error: CudaSlice<u32>,
 }
 
+/// R ranks driven from this process: their registered staging, scratch and
+/// signal buffers, one stream per rank, and the all-reduce kernels for each
+/// dtype, op and algorithm, compiled on first use.
 pub struct Communicator {
     placement: Placement,
     runtimes: Vec<Runtime>,
@@ -150,6 +168,8 @@ fn comm_err(what: &str, rule: String) -> Error {
 }
 
 impl Communicator {
+    /// Sets up every rank of `placement`: a runtime per GPU (peer access enabled
+    /// and proven for [`Placement::Devices`]), its buffers allocated and zeroed.
     pub fn new(placement: Placement, opts: CommOptions) -> Result<Communicator> {
         let (ordinals, world): (Vec<usize>, u32) = match &placement {
             Placement::Devices { ordinals } => (ordinals.clone(), ordinals.len() as u32),
@@ -217,10 +237,12 @@ impl Communicator {
         })
     }
 
+    /// Number of ranks.
     pub fn world(&self) -> u32 {
         self.ranks.len() as u32
     }
 
+    /// Where the ranks live.
     pub fn placement(&self) -> &Placement {
         &self.placement
     }

@@ -1,4 +1,8 @@
-//! The intra-node all-reduce (issue 12, seeds 003 and 004).
+//! The intra-node all-reduce (issue 12, seeds 003 and 004): [`Communicator`]
+//! (see [`comm`] for an example), the barrier's model ([`protocol`]) and the
+//! rendezvous of ranks in separate processes ([`bootstrap`]).
+
+#![warn(missing_docs)]
 
 pub mod bootstrap;
 pub mod comm;

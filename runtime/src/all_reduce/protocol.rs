@@ -32,14 +32,32 @@
 //! The model is sequentially consistent: it checks the protocol's logic, not the
 //! memory ordering, which comes from release/acquire at system scope (argued in
 //! `peer.cuh`).
+//!
+//! ```
+//! use redjit_runtime::all_reduce::protocol::{run, BarrierKind, BarrierTimeout, ModelConfig, Outcome, Shape};
+//!
+//! // Four ranks, two blocks each, 50 two-stage calls in a random interleaving.
+//! let cfg = ModelConfig::new(4, 2, 50, Shape::TwoStage);
+//! assert!(matches!(run(&cfg, 7), Outcome::Completed { .. }));
+//!
+//! // The error word a kernel writes when rank 3 never arrives, decoded.
+//! let t = BarrierTimeout { kind: BarrierKind::Start, peer: 3, block: 1 };
+//! assert_eq!(BarrierTimeout::decode(t.encode()), Some(t));
+//! assert_eq!(BarrierTimeout::decode(0), None);
+//! ```
+
+#![warn(missing_docs)]
 
 use redjit_codegen::spec::all_reduce::{MAX_BLOCKS, MAX_WORLD};
 
 /// Which barrier of a call a block waited at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BarrierKind {
+    /// Before reading peers' inputs: every rank's input is written.
     Start,
+    /// Two-stage, between reduce-scatter and all-gather: every slice is reduced.
     Middle,
+    /// One-shot, after reading: no rank overwrites an input a peer still reads.
     End,
 }
 
@@ -57,9 +75,11 @@ impl BarrierKind {
 /// A barrier a block gave up on: the kernel's error word, decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BarrierTimeout {
+    /// The barrier.
     pub kind: BarrierKind,
     /// The rank that did not arrive.
     pub peer: u32,
+    /// The block (of the rank whose error word this is) that gave up.
     pub block: u32,
 }
 
@@ -114,9 +134,13 @@ pub enum Shape {
 /// One model run.
 #[derive(Debug, Clone)]
 pub struct ModelConfig {
+    /// Ranks (2..=8).
     pub ranks: u32,
+    /// Blocks per rank.
     pub blocks: u32,
+    /// Calls each rank makes in a row.
     pub calls: u32,
+    /// What a call does between its barriers.
     pub shape: Shape,
     /// Every counter (and the flags, consistently) starts here, as after that many
     /// barriers: `u32::MAX - 3` crosses the wrap-around within two calls.
@@ -128,6 +152,7 @@ pub struct ModelConfig {
     /// Protocol variants the model must catch: 1 slot instead of 2, or one
     /// barrier left out. The real kernels are `slots: 2, omit: None`.
     pub slots: u32,
+    /// A barrier left out (a broken variant), or `None`.
     pub omit: Option<BarrierKind>,
 }
 
@@ -152,11 +177,16 @@ impl ModelConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Every block of every rank finished every call.
-    Completed { steps: u64 },
+    Completed {
+        /// Scheduler steps taken.
+        steps: u64,
+    },
     /// Some blocks gave up; `errors` are (rank, timeout) as the error words say.
     /// No block passed a barrier it should not have.
     TimedOut {
+        /// Scheduler steps taken.
         steps: u64,
+        /// (rank, decoded error word) of every block that gave up.
         errors: Vec<(u32, BarrierTimeout)>,
     },
     /// A safety property failed: the protocol is wrong.
