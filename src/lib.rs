@@ -89,3 +89,8 @@ pub mod __private {
     pub use crate::registered::REDUCE_COPY;
     pub use linkme;
 }
+
+/// The README's Rust examples, compiled by `cargo test --doc` so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
