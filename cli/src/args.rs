@@ -5,8 +5,8 @@ use std::fmt;
 
 use clap::{Args, Subcommand};
 use redjit_codegen::{
-    AllReduceSpec, DType, Family, KernelSpec, Load, Op, ReduceCopySpec, ReduceSpec, Role, Rounding,
-    Src,
+    AllReduceSpec, DType, Family, KernelSpec, Load, NormSpec, Op, ReduceCopySpec, ReduceSpec, Role,
+    Rounding, Src,
 };
 
 use crate::error::{CliError, CliResult};
@@ -75,6 +75,7 @@ pub fn parse_spec_name(name: &str) -> CliResult<AnySpec> {
         Family::ReduceCopy => Ok(Box::new(name.parse::<ReduceCopySpec>()?)),
         Family::Reduce => Ok(Box::new(name.parse::<ReduceSpec>()?)),
         Family::AllReduce => Ok(Box::new(name.parse::<AllReduceSpec>()?)),
+        Family::Norm => Ok(Box::new(name.parse::<NormSpec>()?)),
     }
 }
 
@@ -123,7 +124,7 @@ impl ReduceCopyArgs {
             dsts: self.dst.0.clone(),
             op: self.op,
             rounding: self.rounding,
-            any_alignment: false,
+            misalignment: None,
         };
         spec.validate()?;
         Ok(spec)

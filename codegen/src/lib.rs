@@ -26,10 +26,12 @@ pub mod spec;
 
 pub use error::SpecError;
 pub use registry::{
-    AllReduceAlgo, Arch, DType, Family, Load, Op, ReduceAxis, ReduceOp, Role, Rounding, Src,
+    AllReduceAlgo, Arch, DType, Family, Load, NormLayout, NormOp, Op, ReduceAxis, ReduceOp, Role,
+    Rounding, SoftmaxAlgo, Src,
 };
 pub use render::{KernelSource, render_batch};
 pub use spec::KernelSpec;
 pub use spec::all_reduce::AllReduceSpec;
+pub use spec::norm::NormSpec;
 pub use spec::reduce::ReduceSpec;
 pub use spec::reduce_copy::ReduceCopySpec;

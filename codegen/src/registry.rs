@@ -451,6 +451,97 @@ registry_enum! {
             template: "all_reduce.cu",
             preludes: &["prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh", "prelude/peer.cuh"],
         },
+        // Softmax, log-softmax, layer norm and RMS norm over rows (issue 11):
+        // reduce.cuh's functors and warp/block primitives, then norm.cuh's row
+        // ops and layouts.
+        Norm => FamilyInfo {
+            slug: "norm",
+            template: "norm.cu",
+            preludes: &[
+                "prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh",
+                "prelude/dtype_f32.cuh", "prelude/dtype_bf16.cuh", "prelude/dtype_f16.cuh",
+                "prelude/warp.cuh", "prelude/reduce.cuh", "prelude/norm.cuh",
+            ],
+        },
+    }
+}
+
+/// Facts about one row operation of the `norm` family.
+#[derive(Debug)]
+pub struct NormOpInfo {
+    pub slug: &'static str,
+    /// The device functor in `prelude/norm.cuh` (softmax ops: the safe or
+    /// online one is chosen by the spec's algorithm).
+    pub functor: &'static str,
+    /// A softmax over the row (takes a scale and a safe/online algorithm); the
+    /// others are norms (take eps, a weight, and may fuse a residual add).
+    pub softmax: bool,
+    /// Reads a bias vector (layer norm).
+    pub bias: bool,
+    /// May write per-row statistics: the mean (layer norm) and 1/std (both norms).
+    pub mean: bool,
+}
+
+registry_enum! {
+    /// What a `norm` kernel computes over each row.
+    NormOp: NormOpInfo, what = "norm op" {
+        /// y = e^(s x - max) / sum e^(s x - max), s the scale (temperature).
+        Softmax => NormOpInfo { slug: "softmax", functor: "rj_norm_softmax", softmax: true, bias: false, mean: false },
+        /// y = (s x - max) - ln sum e^(s x - max).
+        LogSoftmax => NormOpInfo { slug: "logsoftmax", functor: "rj_norm_softmax", softmax: true, bias: false, mean: false },
+        /// y = (x - mean) / sqrt(var + eps) * weight + bias (population variance).
+        LayerNorm => NormOpInfo { slug: "layernorm", functor: "rj_norm_layer_t", softmax: false, bias: true, mean: true },
+        /// y = x / sqrt(mean(x^2) + eps) * weight.
+        RmsNorm => NormOpInfo { slug: "rmsnorm", functor: "rj_norm_rms_t", softmax: false, bias: false, mean: false },
+    }
+}
+
+/// Facts about one softmax algorithm.
+#[derive(Debug)]
+pub struct SoftmaxAlgoInfo {
+    pub slug: &'static str,
+}
+
+registry_enum! {
+    /// How a softmax finds the row's max and normaliser.
+    SoftmaxAlgo: SoftmaxAlgoInfo, what = "softmax algorithm" {
+        /// Two reductions: the max, then the sum of e^(x - max).
+        Safe => SoftmaxAlgoInfo { slug: "safe" },
+        /// One reduction of (max, sum) pairs with the online normaliser's merge
+        /// (arXiv 1805.02867).
+        Online => SoftmaxAlgoInfo { slug: "online" },
+    }
+}
+
+/// Facts about one row layout of the `norm` family.
+#[derive(Debug)]
+pub struct NormLayoutInfo {
+    pub slug: &'static str,
+    /// The letter in kernel names (`w32x4`: a group of 32 lanes, 4 packs each).
+    pub letter: char,
+}
+
+registry_enum! {
+    /// How a norm kernel spreads a row over threads; the row is held in
+    /// registers (packs of 4 elements per thread) in every layout.
+    NormLayout: NormLayoutInfo, what = "norm layout" {
+        /// A group of 1..32 lanes per row (short rows; several rows per warp).
+        Warp => NormLayoutInfo { slug: "warp", letter: 'w' },
+        /// A block per row (medium rows).
+        Block => NormLayoutInfo { slug: "block", letter: 'b' },
+        /// Several blocks per row (long rows): each holds a chunk, the blocks of a
+        /// row exchange their partial states through global memory and merge
+        /// them in chunk order (deterministic), then normalise their chunks.
+        Split => NormLayoutInfo { slug: "split", letter: 's' },
+    }
+}
+
+impl NormLayout {
+    pub fn from_letter(c: char) -> Option<NormLayout> {
+        NormLayout::ALL
+            .iter()
+            .copied()
+            .find(|l| l.info().letter == c)
     }
 }
 

@@ -82,6 +82,11 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
         "all_reduce.cu",
         include_str!("../../templates/all_reduce.cu"),
     ),
+    (
+        "prelude/norm.cuh",
+        include_str!("../../templates/prelude/norm.cuh"),
+    ),
+    ("norm.cu", include_str!("../../templates/norm.cu")),
 ];
 
 fn engine() -> Result<&'static tera::Tera, SpecError> {

@@ -23,12 +23,14 @@ mod error;
 mod hash;
 pub mod identity;
 pub mod jit;
+mod norm;
 pub mod nvrtc;
 pub mod peer;
 pub mod philox;
 mod reduce;
 mod reduce_copy;
 pub mod reference;
+pub mod reference_norm;
 pub mod reference_reduce;
 mod runtime;
 
@@ -39,9 +41,11 @@ pub use jit::{Compiled, Jit};
 pub use nvrtc::{Artifact, Nvrtc, NvrtcFacts, Output, Target};
 pub use redjit_codegen::spec::reduce::{Plan as ReducePlan, Shape as ReduceShape};
 pub use redjit_codegen::{
-    AllReduceAlgo, AllReduceSpec, Arch, DType, KernelSource, KernelSpec, Load, Op, ReduceAxis,
-    ReduceCopySpec, ReduceOp, ReduceSpec, Role, Rounding, SpecError, Src,
+    AllReduceAlgo, AllReduceSpec, Arch, DType, KernelSource, KernelSpec, Load, NormLayout, NormOp,
+    NormSpec, Op, ReduceAxis, ReduceCopySpec, ReduceOp, ReduceSpec, Role, Rounding, SoftmaxAlgo,
+    SpecError, Src,
 };
+pub use norm::{NormArgs, NormCall, NormKernel, check_call as check_norm_call};
 pub use reduce::{Matrix, ReduceKernel, ReduceOutput, ResultType, check_call as check_reduce_call};
 pub use reduce_copy::{
     DEFAULT_THREADS, LaunchOptions, ReduceCopyArgs, ReduceCopyKernel, Stochastic,

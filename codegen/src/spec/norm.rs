@@ -1,0 +1,587 @@
+//! `norm`: row-wise softmax (safe or online), log-softmax, layer norm and RMS
+//! norm, with fused residual-add variants of the norms (issue 11, seed 002).
+//! Inputs and outputs f32, bf16 or f16 (independently), math in f32; the row is
+//! held in registers (packs of 4 elements per thread) in every layout: a group
+//! of 1..32 lanes per row for short rows, a block per row for medium rows, and
+//! several blocks per row (a deterministic exchange of partial states) for
+//! long rows.
+//!
+//! ```
+//! use redjit_codegen::{KernelSpec, NormSpec};
+//!
+//! let spec: NormSpec = "norm_softmax_online_bf16_bf16_w32x4".parse().unwrap();
+//! assert_eq!(spec.capacity(), Some(512));
+//! let src = spec.render().unwrap();
+//! assert!(src.code.contains("rj_norm_softmax<true, false>"));
+//! // The launcher's default variant for a row length.
+//! assert_eq!(spec.for_cols(4096).name(), "norm_softmax_online_bf16_bf16_b256x4");
+//! assert_eq!(spec.for_cols(1 << 20).name(), "norm_softmax_online_bf16_bf16_s512x8");
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::error::SpecError;
+use crate::registry::{Arch, DType, Family, NormLayout, NormOp, SoftmaxAlgo};
+use crate::render;
+use crate::spec::KernelSpec;
+
+/// Threads per block of the warp layout (its groups take rows in turn).
+pub const WARP_LAYOUT_THREADS: u32 = 256;
+/// Block sizes of the block and split layouts.
+/// (1024-thread blocks leave 64 registers a thread: the row and the rest spill.)
+pub const BLOCK_THREADS: &[u32] = &[64, 128, 256, 512];
+/// Lane-group sizes of the warp layout.
+pub const GROUP_LANES: &[u32] = &[1, 2, 4, 8, 16, 32];
+/// Packs of 4 elements a thread holds in registers.
+pub const PACKS: &[u32] = &[1, 2, 4, 8];
+/// Bytes of one partial state in the split layout's workspace (Welford's three
+/// words rounded up).
+pub const PARTIAL_BYTES: usize = 16;
+/// gridDim.x's limit.
+pub const MAX_GRID: u64 = i32::MAX as u64;
+/// Longest row the default ladder (`for_cols`) and the tests target; a split
+/// kernel takes longer rows while its chunks fit the device at once.
+pub const MAX_COLS: u64 = 1 << 20;
+
+/// One norm kernel configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NormSpec {
+    pub op: NormOp,
+    /// Softmax ops: safe or online; norms: `None`.
+    pub algo: Option<SoftmaxAlgo>,
+    /// Norms only: `h = x + residual` (rounded to the input type) is written to
+    /// the residual output and normalised (`_res` in names).
+    pub residual: bool,
+    pub input: DType,
+    pub output: DType,
+    pub layout: NormLayout,
+    /// Threads per row: the group size (warp layout) or the block size.
+    pub lanes: u32,
+    /// Packs of 4 elements each thread holds.
+    pub packs: u32,
+}
+
+impl Default for NormSpec {
+    /// Online softmax of f32 rows up to 512 long.
+    fn default() -> Self {
+        NormSpec {
+            op: NormOp::Softmax,
+            algo: Some(SoftmaxAlgo::Online),
+            residual: false,
+            input: DType::F32,
+            output: DType::F32,
+            layout: NormLayout::Warp,
+            lanes: 32,
+            packs: 4,
+        }
+    }
+}
+
+/// How a launch is laid out: derived from the spec, the shape and the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// gridDim.x; blockDim.x is `threads()`.
+    pub grid: u32,
+    /// Blocks per row (split layout); 1 otherwise.
+    pub splits: u32,
+    /// Zeroed u32 counters the launch needs: a work ticket and two per row
+    /// (split layout); 0 otherwise.
+    pub counters: usize,
+    /// Partial states (`PARTIAL_BYTES` each) the launch writes.
+    pub partials: usize,
+}
+
+/// The operations a row can get, in matrix order: each softmax with each
+/// algorithm, then each norm without and with the residual add.
+pub fn row_ops() -> Vec<(NormOp, Option<SoftmaxAlgo>, bool)> {
+    let mut out = Vec::new();
+    for &op in NormOp::ALL {
+        if op.info().softmax {
+            for &a in SoftmaxAlgo::ALL {
+                out.push((op, Some(a), false));
+            }
+        } else {
+            out.push((op, None, false));
+            out.push((op, None, true));
+        }
+    }
+    out
+}
+
+impl NormSpec {
+    /// The spec of `op` (with `algo` and `residual`) for `input` -> `output`,
+    /// laid out by the default ladder for rows of `cols`.
+    pub fn with(
+        (op, algo, residual): (NormOp, Option<SoftmaxAlgo>, bool),
+        input: DType,
+        output: DType,
+        cols: u64,
+    ) -> NormSpec {
+        NormSpec {
+            op,
+            algo,
+            residual,
+            input,
+            output,
+            ..NormSpec::default()
+        }
+        .for_cols(cols)
+    }
+
+    /// Threads per block.
+    pub fn threads(&self) -> u32 {
+        match self.layout {
+            NormLayout::Warp => WARP_LAYOUT_THREADS,
+            NormLayout::Block | NormLayout::Split => self.lanes,
+        }
+    }
+
+    /// Elements one row (warp, block) or one chunk (split) holds.
+    pub fn chunk(&self) -> u64 {
+        u64::from(self.lanes) * u64::from(self.packs) * 4
+    }
+
+    /// The longest row this kernel takes (`None`: split, bounded by the device).
+    pub fn capacity(&self) -> Option<u64> {
+        match self.layout {
+            NormLayout::Split => None,
+            _ => Some(self.chunk()),
+        }
+    }
+
+    /// The same operation laid out by the default ladder for rows of `cols`
+    /// (the smallest register footprint that holds the row). Measurements on the
+    /// H100 are to replace these defaults (BENCHMARKS.md's norm table).
+    pub fn for_cols(&self, cols: u64) -> NormSpec {
+        let packs_for = |lanes: u64| {
+            let p = cols.div_ceil(lanes * 4).next_power_of_two();
+            p.clamp(1, 8) as u32
+        };
+        let (layout, lanes, packs) = if cols <= 128 {
+            let lanes = cols.div_ceil(4).next_power_of_two().clamp(1, 32);
+            (NormLayout::Warp, lanes as u32, 1)
+        } else if cols <= 1024 {
+            (NormLayout::Warp, 32, packs_for(32))
+        } else if cols <= 4096 {
+            (NormLayout::Block, 256, packs_for(256))
+        } else if cols <= 16384 {
+            (NormLayout::Block, 512, packs_for(512))
+        } else {
+            (NormLayout::Split, 512, 8)
+        };
+        let mut spec = NormSpec {
+            layout,
+            lanes,
+            packs,
+            ..self.clone()
+        };
+        // Safe softmax needs two exchanges across blocks; the split layout does one.
+        if layout == NormLayout::Split && spec.algo == Some(SoftmaxAlgo::Safe) {
+            spec.algo = Some(SoftmaxAlgo::Online);
+        }
+        spec
+    }
+
+    /// The launch layout for `rows` rows of `cols` on a device with `sm_count`
+    /// SMs holding `blocks_per_sm` of this kernel at once. The split layout needs
+    /// every block of a row resident at once: `splits <= resident` (the launcher
+    /// checks it and errs otherwise).
+    pub fn plan(&self, rows: u64, cols: u64, sm_count: u32, blocks_per_sm: u32) -> Plan {
+        let resident = u64::from(sm_count.max(1)) * u64::from(blocks_per_sm.max(1));
+        match self.layout {
+            NormLayout::Warp => {
+                let per_block = u64::from(WARP_LAYOUT_THREADS / self.lanes);
+                Plan {
+                    grid: rows.div_ceil(per_block).clamp(1, MAX_GRID) as u32,
+                    splits: 1,
+                    counters: 0,
+                    partials: 0,
+                }
+            }
+            NormLayout::Block => Plan {
+                grid: rows.clamp(1, MAX_GRID) as u32,
+                splits: 1,
+                counters: 0,
+                partials: 0,
+            },
+            NormLayout::Split => {
+                let splits = cols.div_ceil(self.chunk()).max(1);
+                let items = rows.saturating_mul(splits);
+                Plan {
+                    grid: items.clamp(1, resident.min(MAX_GRID)) as u32,
+                    splits: splits.min(u64::from(u32::MAX)) as u32,
+                    counters: 1 + 2 * rows as usize,
+                    partials: items as usize,
+                }
+            }
+        }
+    }
+
+    fn functor(&self) -> String {
+        match self.op {
+            NormOp::Softmax | NormOp::LogSoftmax => format!(
+                "rj_norm_softmax<{}, {}>",
+                self.algo == Some(SoftmaxAlgo::Online),
+                self.op == NormOp::LogSoftmax
+            ),
+            _ => format!("{}<T>", self.op.info().functor),
+        }
+    }
+
+    fn context(&self) -> NormContext {
+        NormContext {
+            name: self.name(),
+            op: self.op.slug(),
+            softmax: self.op.info().softmax,
+            algo: self.algo.map_or("", |a| a.slug()),
+            residual: self.residual,
+            functor: self.functor(),
+            input: self.input.slug(),
+            output: self.output.slug(),
+            // The input type's rounding policy: the residual sum is rounded to it.
+            input_round: self.input.info().reduce_accum.unwrap_or("rj_acc_f32"),
+            layout: self.layout.slug(),
+            threads: self.threads(),
+            lanes: self.lanes,
+            packs: self.packs,
+            partial_bytes: PARTIAL_BYTES,
+        }
+    }
+}
+
+/// What the `norm.cu` template is rendered from.
+#[derive(Serialize)]
+struct NormContext {
+    name: String,
+    op: &'static str,
+    softmax: bool,
+    algo: &'static str,
+    residual: bool,
+    functor: String,
+    input: &'static str,
+    output: &'static str,
+    input_round: &'static str,
+    layout: &'static str,
+    threads: u32,
+    lanes: u32,
+    packs: u32,
+    partial_bytes: usize,
+}
+
+fn list(values: &[u32]) -> String {
+    values
+        .iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl KernelSpec for NormSpec {
+    fn family(&self) -> Family {
+        Family::Norm
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        let softmax = self.op.info().softmax;
+        match (softmax, self.algo) {
+            (true, None) => {
+                return Err(SpecError::invalid(
+                    "algo",
+                    "none",
+                    format!(
+                        "{} needs an algorithm: one of {}",
+                        self.op,
+                        SoftmaxAlgo::allowed()
+                    ),
+                ));
+            }
+            (false, Some(a)) => {
+                return Err(SpecError::invalid(
+                    "algo",
+                    a,
+                    format!("{} takes no softmax algorithm", self.op),
+                ));
+            }
+            _ => {}
+        }
+        if softmax && self.residual {
+            return Err(SpecError::invalid(
+                "residual",
+                "true",
+                format!(
+                    "{} has no fused residual add (layernorm and rmsnorm do)",
+                    self.op
+                ),
+            ));
+        }
+        let lanes_ok = match self.layout {
+            NormLayout::Warp => GROUP_LANES,
+            NormLayout::Block | NormLayout::Split => BLOCK_THREADS,
+        };
+        if !lanes_ok.contains(&self.lanes) {
+            return Err(SpecError::invalid(
+                "lanes",
+                self.lanes,
+                format!(
+                    "the {} layout takes {} threads per row",
+                    self.layout,
+                    list(lanes_ok)
+                ),
+            ));
+        }
+        if !PACKS.contains(&self.packs) {
+            return Err(SpecError::invalid(
+                "packs",
+                self.packs,
+                format!(
+                    "a thread holds {} packs of 4 elements in registers",
+                    list(PACKS)
+                ),
+            ));
+        }
+        if self.layout == NormLayout::Split && self.algo == Some(SoftmaxAlgo::Safe) {
+            return Err(SpecError::invalid(
+                "algo",
+                "safe",
+                "the split layout exchanges one state per row across blocks: use the online softmax",
+            ));
+        }
+        Ok(())
+    }
+
+    fn name(&self) -> String {
+        let mut s = format!("{}_{}", Family::Norm.slug(), self.op);
+        if let Some(a) = self.algo {
+            s += &format!("_{a}");
+        }
+        if self.residual {
+            s += "_res";
+        }
+        format!(
+            "{s}_{}_{}_{}{}x{}",
+            self.input,
+            self.output,
+            self.layout.info().letter,
+            self.lanes,
+            self.packs
+        )
+    }
+
+    fn min_arch(&self) -> Arch {
+        // max.NaN and the 16-bit cvt are sm_80+; acquire loads and nanosleep sm_70+.
+        [
+            Arch::SM80,
+            self.input.info().min_arch,
+            self.output.info().min_arch,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(Arch::SM80)
+    }
+
+    fn preludes(&self) -> Vec<&'static str> {
+        Family::Norm.info().preludes.to_vec()
+    }
+
+    fn render_body(&self) -> Result<String, SpecError> {
+        self.validate()?;
+        render::render_template(Family::Norm.info().template, &self.context())
+    }
+}
+
+impl fmt::Display for NormSpec {
+    /// The kernel name; it parses back with `FromStr`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl FromStr for NormSpec {
+    type Err = SpecError;
+
+    /// Parses a kernel name, e.g. `norm_softmax_online_bf16_bf16_w32x4` or
+    /// `norm_rmsnorm_res_f16_f16_b256x2`, and validates it.
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        let parse_err = |rule: &str| SpecError::Parse {
+            what: "norm kernel name",
+            input: s.to_string(),
+            rule: rule.to_string(),
+        };
+        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s><lanes>x<packs>, e.g. norm_softmax_online_bf16_bf16_w32x4";
+        let rest = s
+            .strip_prefix(Family::Norm.slug())
+            .and_then(|r| r.strip_prefix('_'))
+            .ok_or_else(|| parse_err(format))?;
+        let mut parts: Vec<&str> = rest.split('_').collect();
+        if parts.len() < 4 {
+            return Err(parse_err(format));
+        }
+        let layout_part = parts.pop().ok_or_else(|| parse_err(format))?;
+        let output: DType = parts.pop().ok_or_else(|| parse_err(format))?.parse()?;
+        let input: DType = parts.pop().ok_or_else(|| parse_err(format))?.parse()?;
+        let op: NormOp = parts.first().ok_or_else(|| parse_err(format))?.parse()?;
+        let mut algo = None;
+        let mut residual = false;
+        for p in &parts[1..] {
+            if *p == "res" && !residual {
+                residual = true;
+            } else if algo.is_none() && !residual {
+                algo = Some(p.parse::<SoftmaxAlgo>()?);
+            } else {
+                return Err(parse_err(format));
+            }
+        }
+        let mut chars = layout_part.chars();
+        let layout = chars
+            .next()
+            .and_then(NormLayout::from_letter)
+            .ok_or_else(|| parse_err(format))?;
+        let (lanes, packs) = chars
+            .as_str()
+            .split_once('x')
+            .and_then(|(l, p)| Some((l.parse::<u32>().ok()?, p.parse::<u32>().ok()?)))
+            .ok_or_else(|| parse_err(format))?;
+        let spec = NormSpec {
+            op,
+            algo,
+            residual,
+            input,
+            output,
+            layout,
+            lanes,
+            packs,
+        };
+        spec.validate()?;
+        if spec.name() != s {
+            return Err(parse_err(&format!(
+                "not the canonical spelling; did you mean {}?",
+                spec.name()
+            )));
+        }
+        Ok(spec)
+    }
+}
+
+/// Every layout variant the ladder (`for_cols`) and the benchmarks' candidate
+/// lists use for one operation and dtype pair.
+pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
+    let mut out: Vec<NormSpec> = Vec::new();
+    let mut push = |layout, lanes, packs| {
+        let s = NormSpec {
+            layout,
+            lanes,
+            packs,
+            ..base.clone()
+        };
+        if s.validate().is_ok() && !out.contains(&s) {
+            out.push(s);
+        }
+    };
+    for &lanes in GROUP_LANES {
+        push(NormLayout::Warp, lanes, 1);
+    }
+    for &packs in &PACKS[1..] {
+        push(NormLayout::Warp, 32, packs);
+    }
+    for (lanes, packs) in [(256, 2), (256, 4), (256, 8), (512, 4), (512, 8)] {
+        push(NormLayout::Block, lanes, packs);
+    }
+    for (lanes, packs) in [(256, 8), (512, 4), (512, 8)] {
+        push(NormLayout::Split, lanes, packs);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for ops in row_ops() {
+            for &input in DType::ALL {
+                for &output in DType::ALL {
+                    let base = NormSpec::with(ops, input, output, 100);
+                    for s in variants(&base) {
+                        assert_eq!(s.name().parse::<NormSpec>().unwrap(), s, "{}", s.name());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_names_and_specs_are_refused_with_the_rule() {
+        for bad in [
+            "norm_softmax_bf16_bf16_w32x4",
+            "norm_rmsnorm_online_bf16_bf16_w32x4",
+            "norm_softmax_online_res_f32_f32_w32x4",
+            "norm_softmax_online_f32_f32_w64x4",
+            "norm_softmax_online_f32_f32_b32x4",
+            "norm_softmax_online_f32_f32_w32x3",
+            "norm_softmax_safe_f32_f32_s512x8",
+            "norm_softmax_online_f32_f32_q32x4",
+            "norm_softmax_online_f32_f32_w32",
+            "norm_layernorm_res_res_f32_f32_b256x4",
+            "norm_softmax_online_f64_f32_w32x4",
+        ] {
+            assert!(bad.parse::<NormSpec>().is_err(), "{bad}");
+        }
+        let e = "norm_softmax_safe_f32_f32_s512x8"
+            .parse::<NormSpec>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("online"), "{e}");
+    }
+
+    #[test]
+    fn the_ladder_holds_every_row_length() {
+        let base = NormSpec::default();
+        for cols in [
+            1u64, 3, 4, 5, 31, 128, 129, 1000, 1024, 1025, 4096, 4097, 16384,
+        ]
+        .into_iter()
+        .chain([16385, 32768, 1_000_003, 1 << 20])
+        {
+            let s = base.for_cols(cols);
+            s.validate().unwrap();
+            if let Some(c) = s.capacity() {
+                assert!(c >= cols, "{cols}: {}", s.name());
+                // Never more than twice the registers the row needs (bar one pack).
+                assert!(
+                    c < 2 * cols.max(4) + 4 * u64::from(s.lanes),
+                    "{cols}: {}",
+                    s.name()
+                );
+            } else {
+                assert_eq!(s.layout, NormLayout::Split);
+            }
+        }
+        let safe = NormSpec {
+            algo: Some(SoftmaxAlgo::Safe),
+            ..base
+        };
+        assert_eq!(safe.for_cols(1 << 20).algo, Some(SoftmaxAlgo::Online));
+        assert_eq!(safe.for_cols(1 << 10).algo, Some(SoftmaxAlgo::Safe));
+    }
+
+    #[test]
+    fn plans() {
+        let s = NormSpec::default().for_cols(128);
+        assert_eq!(s.name(), "norm_softmax_online_f32_f32_w32x1");
+        let p = s.plan(262_144, 128, 132, 8);
+        assert_eq!((p.grid, p.splits, p.counters), (262_144 / 8, 1, 0));
+        let b = NormSpec::default().for_cols(4096);
+        assert_eq!(b.plan(32768, 4096, 132, 8).grid, 32768);
+        let sp = NormSpec::default().for_cols(1 << 20);
+        assert_eq!(sp.chunk(), 16384);
+        let p = sp.plan(64, 1 << 20, 132, 2);
+        assert_eq!((p.grid, p.splits), (264, 64));
+        assert_eq!((p.counters, p.partials), (1 + 128, 64 * 64));
+        let p = sp.plan(4, 1_000_003, 132, 2);
+        assert_eq!((p.grid, p.splits), (4 * 62, 62));
+    }
+}

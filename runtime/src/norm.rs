@@ -1,0 +1,586 @@
+//! The typed launcher of `norm` kernels (softmax, log-softmax, layer norm, RMS
+//! norm): the one place they are launched, and the one place a call is checked.
+//!
+//! ```no_run
+//! use redjit_runtime::{Matrix, NormArgs, NormSpec, Runtime};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let rt = Runtime::new(0)?;
+//! let s = rt.stream();
+//! let (rows, cols) = (4, 1000);
+//! let x = s.clone_htod(&vec![half::bf16::from_f32(0.5); rows * cols])?;
+//! let mut y = s.alloc_zeros::<half::bf16>(rows * cols)?;
+//! // The launcher's default layout for rows of 1000 (a warp per row, 8 packs a lane).
+//! let spec = "norm_softmax_online_bf16_bf16_w32x1".parse::<NormSpec>()?.for_cols(cols as u64);
+//! let k = rt.norm(&spec)?;
+//! k.launch(s, NormArgs::softmax(&x, &mut y, Matrix { rows, cols, ld: cols }, 1.0))?;
+//! # Ok(()) }
+//! ```
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use redjit_codegen::spec::norm::{PARTIAL_BYTES, Plan};
+use redjit_codegen::{DType, KernelSpec, NormLayout, NormSpec};
+
+use crate::elem::{KernelInput, KernelOutput};
+use crate::error::{DriverContext, Error, Result};
+use crate::reduce::Matrix;
+use crate::runtime::Runtime;
+
+/// The buffers and scalars of one norm launch. Row r of every row buffer (x,
+/// residual, out, residual_out) starts at element r * ld.
+pub struct NormArgs<'a> {
+    pub x: &'a dyn KernelInput,
+    /// Fused residual add (`_res` kernels): `h = x + residual` is written to
+    /// `residual_out` (the input type) and normalised.
+    pub residual: Option<&'a dyn KernelInput>,
+    /// Norms: cols elements of the input type.
+    pub weight: Option<&'a dyn KernelInput>,
+    /// Layer norm: cols elements of the input type.
+    pub bias: Option<&'a dyn KernelInput>,
+    pub out: &'a mut dyn KernelOutput,
+    pub residual_out: Option<&'a mut dyn KernelOutput>,
+    /// Layer norm, optional: each row's mean (rows f32).
+    pub mean: Option<&'a mut dyn KernelOutput>,
+    /// Norms, optional: each row's 1 / sqrt(var + eps) (rows f32).
+    pub rstd: Option<&'a mut dyn KernelOutput>,
+    pub shape: Matrix,
+    /// Softmax: the scale x is multiplied by (1 for plain softmax); norms: eps.
+    pub param: f32,
+}
+
+impl<'a> NormArgs<'a> {
+    /// A softmax or log-softmax of `scale * x`.
+    pub fn softmax(
+        x: &'a dyn KernelInput,
+        out: &'a mut dyn KernelOutput,
+        shape: Matrix,
+        scale: f32,
+    ) -> NormArgs<'a> {
+        NormArgs {
+            x,
+            residual: None,
+            weight: None,
+            bias: None,
+            out,
+            residual_out: None,
+            mean: None,
+            rstd: None,
+            shape,
+            param: scale,
+        }
+    }
+
+    /// A layer norm (`bias: Some`) or RMS norm (`bias: None`) without residual
+    /// or statistics; set the other fields for those.
+    pub fn norm(
+        x: &'a dyn KernelInput,
+        weight: &'a dyn KernelInput,
+        bias: Option<&'a dyn KernelInput>,
+        out: &'a mut dyn KernelOutput,
+        shape: Matrix,
+        eps: f32,
+    ) -> NormArgs<'a> {
+        NormArgs {
+            x,
+            residual: None,
+            weight: Some(weight),
+            bias,
+            out,
+            residual_out: None,
+            mean: None,
+            rstd: None,
+            shape,
+            param: eps,
+        }
+    }
+}
+
+/// What `check_call` needs to know of a call: each buffer's (dtype, length).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NormCall {
+    pub x: (DType, usize),
+    pub residual: Option<(DType, usize)>,
+    pub weight: Option<(DType, usize)>,
+    pub bias: Option<(DType, usize)>,
+    pub out: (DType, usize),
+    pub residual_out: Option<(DType, usize)>,
+    pub mean: Option<(DType, usize)>,
+    pub rstd: Option<(DType, usize)>,
+    pub shape: Matrix,
+    pub param: f32,
+}
+
+impl NormCall {
+    fn of(a: &NormArgs<'_>) -> NormCall {
+        let i = |b: &dyn KernelInput| (b.dtype(), b.len());
+        let o = |b: &dyn KernelOutput| (b.dtype(), b.len());
+        NormCall {
+            x: i(a.x),
+            residual: a.residual.map(i),
+            weight: a.weight.map(i),
+            bias: a.bias.map(i),
+            out: o(&*a.out),
+            residual_out: a.residual_out.as_deref().map(o),
+            mean: a.mean.as_deref().map(o),
+            rstd: a.rstd.as_deref().map(o),
+            shape: a.shape,
+            param: a.param,
+        }
+    }
+}
+
+/// A loaded norm kernel, the spec it came from, its occupancy, and the
+/// workspace of the split layout (counters and partial states), grown on demand.
+pub struct NormKernel<'rt> {
+    rt: &'rt Runtime,
+    spec: NormSpec,
+    name: String,
+    func: CudaFunction,
+    blocks_per_sm: u32,
+    workspace: Mutex<Option<CudaSlice<u8>>>,
+}
+
+impl Runtime {
+    /// Compiles (through the cache) and loads the norm kernel `spec`, exactly
+    /// that layout; `spec.for_cols(cols)` is the default layout for a row length.
+    pub fn norm(&self, spec: &NormSpec) -> Result<NormKernel<'_>> {
+        let func = self.function(spec)?;
+        let name = spec.name();
+        let blocks_per_sm = func
+            .occupancy_max_active_blocks_per_multiprocessor(spec.threads(), 0, None)
+            .during(|| format!("querying the occupancy of {name}"))?
+            .max(1);
+        Ok(NormKernel {
+            rt: self,
+            spec: spec.clone(),
+            name,
+            func,
+            blocks_per_sm,
+            workspace: Mutex::new(None),
+        })
+    }
+}
+
+impl NormKernel<'_> {
+    pub fn spec(&self) -> &NormSpec {
+        &self.spec
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Blocks of this kernel an SM holds at once.
+    pub fn blocks_per_sm(&self) -> u32 {
+        self.blocks_per_sm
+    }
+
+    /// Blocks of this kernel the device holds at once.
+    pub fn resident(&self) -> u64 {
+        u64::from(self.rt.device().sm_count) * u64::from(self.blocks_per_sm)
+    }
+
+    /// The launch layout for `rows` x `cols` on this device.
+    pub fn plan(&self, rows: usize, cols: usize) -> Plan {
+        self.spec.plan(
+            rows as u64,
+            cols as u64,
+            self.rt.device().sm_count,
+            self.blocks_per_sm,
+        )
+    }
+
+    /// Checks the call, then launches it on `stream`.
+    pub fn launch(&self, stream: &Arc<CudaStream>, a: NormArgs<'_>) -> Result<()> {
+        let plan = check_call(&self.spec, &NormCall::of(&a), self.resident())?;
+        let counter_bytes = (plan.counters * 4).next_multiple_of(PARTIAL_BYTES);
+        let need = counter_bytes + plan.partials * PARTIAL_BYTES;
+        let mut guard = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.as_ref().is_none_or(|w| w.len() < need.max(1)) {
+            // Zeroed: every counter starts at zero, and each launch leaves its
+            // counters at zero again (the kernel resets them).
+            let ws = stream
+                .alloc_zeros::<u8>(need.max(PARTIAL_BYTES))
+                .during(|| format!("allocating the workspace of {}", self.name))?;
+            *guard = Some(ws);
+        }
+        let Some(ws) = guard.as_mut() else {
+            unreachable!("the workspace was just allocated")
+        };
+        let (mut counters, mut partials) = ws.split_at_mut(counter_bytes.min(ws.len()));
+        let null: u64 = 0;
+        let NormArgs {
+            x,
+            residual,
+            weight,
+            bias,
+            out,
+            residual_out,
+            mean,
+            rstd,
+            shape,
+            param,
+        } = a;
+        let mut args = stream.launch_builder(&self.func);
+        x.push_input(&mut args);
+        for b in [residual, weight, bias] {
+            match b {
+                Some(b) => b.push_input(&mut args),
+                None => {
+                    args.arg(&null);
+                }
+            }
+        }
+        out.push_output(&mut args);
+        for b in [residual_out, mean, rstd] {
+            match b {
+                Some(b) => b.push_output(&mut args),
+                None => {
+                    args.arg(&null);
+                }
+            }
+        }
+        let (rows, cols, ld) = (shape.rows as u64, shape.cols as u64, shape.ld as u64);
+        args.arg(&mut counters).arg(&mut partials);
+        args.arg(&rows)
+            .arg(&cols)
+            .arg(&ld)
+            .arg(&plan.splits)
+            .arg(&param);
+        let cfg = LaunchConfig {
+            grid_dim: (plan.grid, 1, 1),
+            block_dim: (self.spec.threads(), 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the kernel was generated from `self.spec` with the signature
+        // (x, residual, weight, bias, out, residual_out, mean, rstd, counters,
+        // partials: pointers; rows, cols, ld: u64; splits: u32; param: f32), in
+        // that order; absent buffers are null and the kernel never touches them.
+        // `check_call` proved each present buffer has its dtype and holds the
+        // shape (row buffers (rows - 1) * ld + cols, vectors cols, statistics
+        // rows), the row fits the kernel, and a split launch's blocks of a row
+        // fit the device at once; the workspace holds `plan.counters` zeroed
+        // counters and `plan.partials` slots.
+        unsafe { args.launch(cfg) }.during(|| format!("launching {}", self.name))?;
+        Ok(())
+    }
+}
+
+/// Checks a call of `spec`'s kernel without a GPU (`resident`: blocks of the
+/// kernel the device holds at once). Returns the launch plan. Every launch goes
+/// through here.
+pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> {
+    spec.validate()?;
+    let err = |what: &'static str, value: String, rule: String| Error::Launch {
+        kernel: spec.name(),
+        what,
+        value,
+        rule,
+    };
+    let m = c.shape;
+    if m.rows == 0 || m.cols == 0 {
+        return Err(err(
+            "matrix",
+            format!("{m:?}"),
+            "rows and cols must be at least 1".into(),
+        ));
+    }
+    if m.ld < m.cols {
+        return Err(err(
+            "ld",
+            m.ld.to_string(),
+            format!("the leading dimension must be at least cols ({})", m.cols),
+        ));
+    }
+    // Positions within a row are 32-bit on the device.
+    if m.cols > (1 << 31) {
+        return Err(err(
+            "cols",
+            m.cols.to_string(),
+            "a row holds at most 2^31 elements".into(),
+        ));
+    }
+    let extent = (m.rows - 1)
+        .checked_mul(m.ld)
+        .and_then(|e| e.checked_add(m.cols));
+    let row_buffer = |what: &'static str, b: (DType, usize), want: DType| -> Result<()> {
+        if b.0 != want {
+            return Err(err(
+                what,
+                b.0.to_string(),
+                format!("this kernel's {what} is {want}"),
+            ));
+        }
+        if extent.is_none_or(|e| e > b.1) {
+            return Err(err(
+                what,
+                format!("{} elements", b.1),
+                format!("(rows - 1) * ld + cols elements of {m:?} must fit it"),
+            ));
+        }
+        Ok(())
+    };
+    row_buffer("x", c.x, spec.input)?;
+    row_buffer("out", c.out, spec.output)?;
+    let presence = |what: &'static str, b: Option<(DType, usize)>, wanted: bool, why: &str| match (
+        b.is_some(),
+        wanted,
+    ) {
+        (true, false) => Err(err(
+            what,
+            "given".into(),
+            format!("{} takes no {what}{why}", spec.name()),
+        )),
+        (false, true) => Err(err(
+            what,
+            "none".into(),
+            format!("{} needs a {what}", spec.name()),
+        )),
+        _ => Ok(()),
+    };
+    presence(
+        "residual",
+        c.residual,
+        spec.residual,
+        " (its name has no _res)",
+    )?;
+    presence(
+        "residual_out",
+        c.residual_out,
+        spec.residual,
+        " (its name has no _res)",
+    )?;
+    if let (Some(r), Some(ro)) = (c.residual, c.residual_out) {
+        row_buffer("residual", r, spec.input)?;
+        row_buffer("residual_out", ro, spec.input)?;
+    }
+    let info = spec.op.info();
+    presence("weight", c.weight, !info.softmax, "")?;
+    presence("bias", c.bias, info.bias, "")?;
+    for (what, b) in [("weight", c.weight), ("bias", c.bias)] {
+        if let Some(b) = b {
+            if b.0 != spec.input || b.1 != m.cols {
+                return Err(err(
+                    what,
+                    format!("{} x {}", b.1, b.0),
+                    format!("a {what} is cols ({}) elements of {}", m.cols, spec.input),
+                ));
+            }
+        }
+    }
+    if c.mean.is_some() && !info.mean {
+        return Err(err(
+            "mean",
+            "given".into(),
+            format!("{} writes no mean", spec.op),
+        ));
+    }
+    if c.rstd.is_some() && info.softmax {
+        return Err(err(
+            "rstd",
+            "given".into(),
+            format!("{} writes no rstd", spec.op),
+        ));
+    }
+    for (what, b) in [("mean", c.mean), ("rstd", c.rstd)] {
+        if let Some(b) = b {
+            if b.0 != DType::F32 || b.1 != m.rows {
+                return Err(err(
+                    what,
+                    format!("{} x {}", b.1, b.0),
+                    format!("row statistics are rows ({}) f32", m.rows),
+                ));
+            }
+        }
+    }
+    if !c.param.is_finite() || (!info.softmax && c.param < 0.0) {
+        let rule = if info.softmax {
+            "the scale must be finite"
+        } else {
+            "eps must be finite and at least 0"
+        };
+        return Err(err("param", c.param.to_string(), rule.into()));
+    }
+    if let Some(cap) = spec.capacity() {
+        if m.cols as u64 > cap {
+            return Err(err(
+                "cols",
+                m.cols.to_string(),
+                format!(
+                    "this kernel holds rows of at most {cap}; use NormSpec::for_cols ({})",
+                    spec.for_cols(m.cols as u64).name()
+                ),
+            ));
+        }
+    }
+    let plan = spec.plan(
+        m.rows as u64,
+        m.cols as u64,
+        1,
+        resident.clamp(1, u32::MAX.into()) as u32,
+    );
+    if spec.layout == NormLayout::Split {
+        if u64::from(plan.splits) > resident {
+            return Err(err(
+                "cols",
+                m.cols.to_string(),
+                format!(
+                    "a row takes {} blocks and the device holds {resident} of this kernel at once; the blocks of a row must all be resident",
+                    plan.splits
+                ),
+            ));
+        }
+        let tickets = (m.rows as u64).saturating_mul(u64::from(plan.splits)) + u64::from(plan.grid);
+        if tickets > u64::from(u32::MAX) {
+            return Err(err(
+                "matrix",
+                format!("{m:?}"),
+                "rows x splits must stay below 2^32 (the work ticket is 32-bit)".into(),
+            ));
+        }
+    }
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(spec: &NormSpec, rows: usize, cols: usize) -> NormCall {
+        let norm = !spec.op.info().softmax;
+        let n = rows * cols;
+        NormCall {
+            x: (spec.input, n),
+            residual: spec.residual.then_some((spec.input, n)),
+            weight: norm.then_some((spec.input, cols)),
+            bias: spec.op.info().bias.then_some((spec.input, cols)),
+            out: (spec.output, n),
+            residual_out: spec.residual.then_some((spec.input, n)),
+            mean: None,
+            rstd: None,
+            shape: Matrix {
+                rows,
+                cols,
+                ld: cols,
+            },
+            param: 1e-5,
+        }
+    }
+
+    #[test]
+    fn good_calls_pass_and_plan() {
+        for name in [
+            "norm_softmax_online_bf16_f32_w32x8",
+            "norm_layernorm_res_f16_f16_b256x4",
+            "norm_rmsnorm_bf16_bf16_s512x8",
+        ] {
+            let spec: NormSpec = name.parse().unwrap();
+            let cols = spec.capacity().unwrap_or(1 << 20) as usize;
+            let p = check_call(&spec, &call(&spec, 3, cols), 264).unwrap();
+            assert!(p.grid >= 1, "{name}");
+        }
+    }
+
+    #[test]
+    fn bad_calls_name_the_value_and_the_rule() {
+        let spec: NormSpec = "norm_layernorm_res_f16_f16_b256x4".parse().unwrap();
+        let ok = call(&spec, 3, 1000);
+        let cases: Vec<(NormCall, &str)> = vec![
+            (
+                NormCall {
+                    x: (DType::F32, 3000),
+                    ..ok.clone()
+                },
+                "x = f32",
+            ),
+            (
+                NormCall {
+                    out: (DType::F16, 2999),
+                    ..ok.clone()
+                },
+                "out = 2999 elements",
+            ),
+            (
+                NormCall {
+                    residual: None,
+                    ..ok.clone()
+                },
+                "residual = none",
+            ),
+            (
+                NormCall {
+                    bias: None,
+                    ..ok.clone()
+                },
+                "bias = none",
+            ),
+            (
+                NormCall {
+                    weight: Some((DType::F16, 999)),
+                    ..ok.clone()
+                },
+                "weight = 999 x f16",
+            ),
+            (
+                NormCall {
+                    mean: Some((DType::F32, 2)),
+                    ..ok.clone()
+                },
+                "mean = 2 x f32",
+            ),
+            (
+                NormCall {
+                    param: -1.0,
+                    ..ok.clone()
+                },
+                "param = -1",
+            ),
+            (call(&spec, 3, 4097), "cols = 4097"),
+            (
+                NormCall {
+                    shape: Matrix {
+                        rows: 3,
+                        cols: 1000,
+                        ld: 999,
+                    },
+                    ..ok.clone()
+                },
+                "ld = 999",
+            ),
+            (
+                NormCall {
+                    shape: Matrix {
+                        rows: 0,
+                        cols: 1000,
+                        ld: 1000,
+                    },
+                    ..ok.clone()
+                },
+                "matrix",
+            ),
+        ];
+        for (c, want) in cases {
+            let e = check_call(&spec, &c, 264)
+                .map(|p| format!("{want}: passed with {p:?}"))
+                .expect_err(want)
+                .to_string();
+            assert!(e.contains(want), "{want}: {e}");
+        }
+        let soft: NormSpec = "norm_softmax_safe_f32_f32_w32x1".parse().unwrap();
+        let mut c = call(&soft, 2, 128);
+        c.weight = Some((DType::F32, 128));
+        assert!(
+            check_call(&soft, &c, 264)
+                .unwrap_err()
+                .to_string()
+                .contains("takes no weight")
+        );
+        let split: NormSpec = "norm_rmsnorm_f32_f32_s512x8".parse().unwrap();
+        let e = check_call(&split, &call(&split, 2, 1 << 20), 32)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("must all be resident"), "{e}");
+    }
+}

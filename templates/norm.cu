@@ -1,0 +1,133 @@
+// ---- {{ name }} ----
+// norm (issue 11): {% if op == "softmax" %}softmax{% elif op == "logsoftmax" %}log-softmax{% elif op == "layernorm" %}layer norm{% else %}RMS norm{% endif %}{% if softmax %} ({{ algo }}) of scale * x{% endif %} over each row of a rows x cols
+// matrix (leading dimension ld), {{ input }} in, {{ output }} out, math in f32; row op {{ functor }}.
+{%- if residual %}
+// Fused residual add: h = x + residual, rounded to {{ input }}, is written to res_out and normalised.
+{%- endif %}
+// Each thread holds {{ packs }} pack(s) of 4 elements of the row in registers.
+{%- if layout == "warp" %}
+// A group of {{ lanes }} lane(s) per row, {{ threads }}-thread blocks; groups take rows in
+// turn over the grid (warp-uniform loop: a whole warp reaches every shuffle).
+{%- elif layout == "block" %}
+// A block of {{ threads }} threads per row; blocks take rows in turn over the grid.
+{%- else %}
+// Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
+// elements; blocks take (row, chunk) items in order from a ticket and exchange
+// their partial states through the workspace (rj_red_split).
+{%- endif %}
+namespace {{ name }}_impl {
+typedef rj_dtype_{{ input }} T;
+typedef rj_dtype_{{ output }} TO;
+typedef {{ functor }} Op;
+const int kThreads = {{ threads }};
+const int kLanes = {{ lanes }};
+const int kPacks = {{ packs }};
+
+struct Args {
+  rj_u64 x, res, w, b, out, res_out, mean, rstd;
+  rj_u64 ld;
+  float param;
+};
+
+// One row (or chunk) from load to store.
+template <class Red>
+__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader) {
+  const rj_chunk<kLanes> c{first, cols, lane};
+  const rj_u64 off = r * a.ld;
+  const rj_u64 xr = a.x + off * T::kBytes, outr = a.out + off * TO::kBytes;
+  bool vec = xr % (4 * T::kBytes) == 0 && outr % (4 * TO::kBytes) == 0;
+{%- if residual %}
+  const rj_u64 resr = a.res + off * T::kBytes, rout = a.res_out + off * T::kBytes;
+  vec = vec && resr % (4 * T::kBytes) == 0 && rout % (4 * T::kBytes) == 0;
+{%- endif %}
+{%- if not softmax %}
+  vec = vec && a.w % (4 * T::kBytes) == 0 && a.b % (4 * T::kBytes) == 0;
+{%- endif %}
+  float x[kPacks][4];
+  rj_row_ld<T, kPacks, kLanes>(xr, c, vec, 0.0f, x);
+{%- if softmax %}
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) x[p][k] = rj_mul_rn(x[p][k], a.param);
+  const Op op{a.param};
+{%- else %}
+{%- if residual %}
+  {
+    float h[kPacks][4];
+    rj_row_ld<T, kPacks, kLanes>(resr, c, vec, 0.0f, h);
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) x[p][k] = {{ input_round }}::round(x[p][k] + h[p][k]);
+    rj_row_st<T, kPacks, kLanes>(rout, c, vec, x);
+  }
+{%- endif %}
+  const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, vec};
+{%- endif %}
+  op.row(x, c, red, leader);
+  rj_row_st<TO, kPacks, kLanes>(outr, c, vec, x);
+}
+}  // namespace {{ name }}_impl
+
+extern "C" __global__ void __launch_bounds__({{ threads }}) {{ name }}(
+    const void* __restrict__ x_ptr, const void* __restrict__ res_ptr, const void* __restrict__ w_ptr,
+    const void* __restrict__ b_ptr, void* __restrict__ out_ptr, void* __restrict__ res_out_ptr,
+    void* __restrict__ mean_ptr, void* __restrict__ rstd_ptr, void* __restrict__ counters_ptr,
+    void* __restrict__ partials_ptr, rj_u64 rows, rj_u64 cols, rj_u64 ld, rj_u32 splits, float param) {
+  using namespace {{ name }}_impl;
+  // Absent buffers are null: never converted, never touched.
+  Args a;
+  a.x = rj_cvta_global(x_ptr);
+  a.out = rj_cvta_global(out_ptr);
+  a.res = res_ptr ? rj_cvta_global(res_ptr) : 0;
+  a.res_out = res_out_ptr ? rj_cvta_global(res_out_ptr) : 0;
+  a.w = w_ptr ? rj_cvta_global(w_ptr) : 0;
+  a.b = b_ptr ? rj_cvta_global(b_ptr) : 0;
+  a.mean = mean_ptr ? rj_cvta_global(mean_ptr) : 0;
+  a.rstd = rstd_ptr ? rj_cvta_global(rstd_ptr) : 0;
+  a.ld = ld;
+  a.param = param;
+{%- if layout == "warp" %}
+  (void)counters_ptr;
+  (void)partials_ptr;
+  (void)splits;
+  const rj_u32 lane = threadIdx.x % kLanes;
+  const rj_u64 per_block = kThreads / kLanes;
+  const rj_u64 groups = (rj_u64)gridDim.x * per_block;
+  const rj_u64 g = (rj_u64)blockIdx.x * per_block + threadIdx.x / kLanes;
+  // The group of this warp's lane 0: the loop bound is the same for the whole warp.
+  const rj_u64 warp_first = g - (threadIdx.x % 32) / kLanes;
+  for (rj_u64 step = 0; warp_first + step < rows; step += groups) {
+    const rj_u64 r = g + step;
+    const bool active = r < rows;
+    run_row(a, r, 0, active ? (rj_u32)cols : 0u, lane, rj_red_group<kLanes>(), active && lane == 0);
+  }
+{%- elif layout == "block" %}
+  (void)counters_ptr;
+  (void)partials_ptr;
+  (void)splits;
+  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads>(), threadIdx.x == 0);
+{%- else %}
+  __shared__ rj_u32 item_s;
+  const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
+  const rj_u64 items = rows * splits;
+  const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4;
+  for (;;) {
+    __syncthreads();
+    if (threadIdx.x == 0) item_s = rj_atom_add_acq_rel(counters, 1u);
+    __syncthreads();
+    const rj_u64 item = item_s;
+    if (item >= items) {
+      // Each block takes exactly one ticket past the items: the last one taken
+      // resets the ticket for the next launch.
+      if (threadIdx.x == 0 && item == items + gridDim.x - 1) rj_st_b32(counters, 0u);
+      return;
+    }
+    const rj_u64 r = item / splits;
+    const rj_u32 split = (rj_u32)(item % splits);
+    const rj_red_split<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
+    run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
+  }
+{%- endif %}
+}

@@ -1,0 +1,275 @@
+// ---- redjit prelude: norm ----------------------------------------------------
+// Row operations of the norm family (softmax, log-softmax, layer norm, RMS norm)
+// over a row held in registers: each thread holds kPacks packs of 4 elements,
+// pack p of lane l covering elements first + (p * kLanes + l) * 4 .. + 3, so each
+// unroll step of a lane group is one coalesced access. The cross-thread states are
+// reduce.cuh's (rj_red_max, rj_red_sum, rj_red_lse's online (max, sum) merge,
+// rj_red_welford's Chan merge) and so are the primitives that combine them; a
+// "reducer" (group, block, or split across blocks) hands every thread of a row the
+// row's merged state.
+//
+// Every row op has the same contract:
+//   template <int P, int L, class Red>
+//   void row(float (&x)[P][4], const rj_chunk<L>& c, Red& red, bool leader) const
+// x holds the (scaled, residual-added) row chunk; row() reduces through red and
+// leaves the output values in x; the leader thread of a row writes the row's
+// statistics (norms, when asked).
+//
+// Special values (softmax): a row holding NaN or +Inf, or only -Inf, gives NaN
+// everywhere (what the f64 formula e^(x - max) / sum gives, and PyTorch); -Inf
+// elements of any other row give 0 (log-softmax: -Inf).
+
+// Which elements of a row chunk a thread holds.
+// Positions within a row are 32-bit (a row is far below 2^32 elements; the
+// launcher checks it), which saves a register pair per pack.
+template <int L> struct rj_chunk {
+  rj_u32 first;  // the chunk's first element (0 unless split)
+  rj_u32 cols;   // the row's length
+  rj_u32 lane;   // this thread's lane in the row
+  __device__ __forceinline__ rj_u32 at(int p) const { return first + ((rj_u32)p * L + lane) * 4; }
+  __device__ __forceinline__ bool ok(int p, int k) const { return at(p) + k < cols; }
+};
+
+// Loads this thread's packs of the chunk from the row at a; vec: every buffer of
+// the row is pack-aligned, so whole packs go through one vector load (the row's
+// last, partial pack and misaligned rows element by element). Missing elements
+// are `fill`.
+template <class T, int P, int L>
+__device__ __forceinline__ void rj_row_ld(rj_u64 a, const rj_chunk<L>& c, bool vec, float fill, float (&x)[P][4]) {
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const rj_u32 e = c.at(p);
+    if (vec && e + 4 <= c.cols) {
+      rj_ld4<T, rj_load_nc>(a, e, x[p]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) x[p][k] = e + k < c.cols ? rj_ld1<T, rj_load_nc>(a, e + k) : fill;
+    }
+  }
+}
+template <class T, int P, int L>
+__device__ __forceinline__ void rj_row_st(rj_u64 a, const rj_chunk<L>& c, bool vec, const float (&y)[P][4]) {
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const rj_u32 e = c.at(p);
+    if (vec && e + 4 <= c.cols) {
+      rj_st4<T>(a, e, y[p]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (e + k < c.cols) rj_st1<T>(a, e + k, y[p][k]);
+    }
+  }
+}
+// One pack of a per-column vector (weight, bias) at the pack's elements.
+template <class T, int L>
+__device__ __forceinline__ void rj_col_ld4(rj_u64 a, const rj_chunk<L>& c, int p, bool vec, float (&w)[4]) {
+  const rj_u32 e = c.at(p);
+  if (vec && e + 4 <= c.cols) {
+    rj_ld4<T, rj_load_nc>(a, e, w);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w[k] = e + k < c.cols ? rj_ld1<T, rj_load_nc>(a, e + k) : 0.0f;
+  }
+}
+
+__device__ __forceinline__ float rj_pos_inf() { return rj_bits_as_f32(0x7f800000u); }
+__device__ __forceinline__ float rj_nan() { return rj_bits_as_f32(0x7fffffffu); }
+__device__ __forceinline__ float rj_sqrt_rn(float x) {
+  float r;
+  asm("sqrt.rn.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+// 1 / sqrt(v), each step correctly rounded (rsqrt.approx is 2 ulp).
+__device__ __forceinline__ float rj_rsqrt_rn(float v) { return rj_div_rn(1.0f, rj_sqrt_rn(v)); }
+
+// ---- reducers: the merged state of the row in every thread of the row ----------
+// A group of G lanes (a power of two <= 32); the whole warp calls it.
+template <int G> struct rj_red_group {
+  template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
+    return rj_group_reduce<G>(f, s);
+  }
+};
+// A block of kThreads per row.
+template <int kThreads> struct rj_red_row_block {
+  template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
+    return rj_block_reduce<kThreads>(f, s);
+  }
+};
+
+__device__ __forceinline__ rj_u32 rj_ld_acquire_u32(rj_u64 a) {
+  rj_u32 v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
+
+// Several blocks per row: each block reduces its chunk, thread 0 publishes the
+// block's state in the row's slot `split` and arrives on the row's counter, then
+// waits until all `splits` blocks of the row have arrived; every thread then merges
+// the row's states in split order (so every block gets the same bits), and the
+// last block to leave resets the row's two counters for the next launch. The wait
+// needs every block of a row resident at once: the launcher hands items out in
+// order through a ticket (a block takes an item only when it runs) and checks
+// splits <= resident blocks.
+template <int kThreads> struct rj_red_split {
+  rj_u64 arrive, leave, slots;
+  rj_u32 split, splits, slot_bytes;
+  template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
+    typedef typename F::S S;
+    s = rj_block_reduce<kThreads>(f, s);
+    if (threadIdx.x == 0) {
+      rj_st_state(slots + (rj_u64)split * slot_bytes, s);
+      rj_fence_gpu();
+      rj_atom_add_acq_rel(arrive, 1u);
+      while (rj_ld_acquire_u32(arrive) < splits) rj_nanosleep(20);
+    }
+    __syncthreads();
+    rj_fence_gpu();
+    S total = f.identity();
+    for (rj_u32 k = 0; k < splits; ++k) total = f.merge(total, rj_ld_state<S>(slots + (rj_u64)k * slot_bytes));
+    __syncthreads();
+    if (threadIdx.x == 0 && rj_atom_add_acq_rel(leave, 1u) == splits - 1) {
+      // Everyone has passed the wait and read the slots.
+      rj_st_b32(arrive, 0u);
+      rj_st_b32(leave, 0u);
+    }
+    return total;
+  }
+};
+
+// ---- softmax and log-softmax ---------------------------------------------------
+// kOnline: one reduction of (max, sum e^(x - max)) states, each thread's state
+// from its registers (its max, then its sum against it); else the safe two
+// reductions, the max and then the sum of e^(x - max). The scale was applied at
+// load (x * scale rounded once, as the twin does).
+template <bool kOnline, bool kLog> struct rj_norm_softmax {
+  float param;  // the scale, applied by the caller
+  template <int P, int L, class Red>
+  __device__ __forceinline__ void row(float (&x)[P][4], const rj_chunk<L>& c, const Red& red, bool) const {
+    float m = rj_neg_inf();
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (c.ok(p, k)) m = rj_max_nan(m, x[p][k]);
+    float mx, d;
+    if (kOnline) {
+      // This thread's state: a finite max keeps its sum; -Inf (nothing, or only
+      // -Inf) is the empty state; +Inf or NaN keeps d = 1 as rj_red_lse does.
+      float dl = m == rj_neg_inf() ? 0.0f : 1.0f;
+      if (m - m == 0.0f) {
+        dl = 0.0f;
+#pragma unroll
+        for (int p = 0; p < P; ++p)
+#pragma unroll
+          for (int k = 0; k < 4; ++k)
+            if (c.ok(p, k)) dl += rj_exp(x[p][k] - m);
+      }
+      const rj_md s = red(rj_red_lse<rj_acc_f32>(), rj_md{m, dl});
+      mx = s.m;
+      // NaN or +Inf in the row: NaN everywhere.
+      d = (mx == rj_pos_inf() || mx != mx) ? rj_nan() : s.d;
+    } else {
+      mx = red(rj_red_max<rj_acc_f32>(), m);
+      float dl = 0.0f;
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (c.ok(p, k)) dl += rj_exp(x[p][k] - mx);
+      d = red(rj_red_sum<rj_acc_f32>(), dl);
+    }
+    if (kLog) {
+      // (x - max) - ln d; an all -Inf row: -Inf - -Inf is NaN.
+      const float lnd = rj_log(d);
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int k = 0; k < 4; ++k) x[p][k] = (x[p][k] - mx) - lnd;
+    } else {
+      const float inv = rj_div_rn(1.0f, d);
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int k = 0; k < 4; ++k) x[p][k] = rj_mul_rn(rj_exp(x[p][k] - mx), inv);
+    }
+  }
+};
+
+// ---- layer norm ----------------------------------------------------------------
+// Each thread's (n, mean, m2) from its registers in two passes (exact centring),
+// then Chan's merge (rj_red_welford) across the row: one reduction, no
+// E[x^2] - E[x]^2 cancellation. y = (x - mean) * rstd * w + b, var the
+// population variance, rstd = 1 / sqrt(var + eps).
+template <class T> struct rj_norm_layer_t {
+  float param;  // eps
+  rj_u64 w, b, mean_out, rstd_out;
+  rj_u64 row_index;
+  bool vec;
+  template <int P, int L, class Red>
+  __device__ __forceinline__ void row(float (&x)[P][4], const rj_chunk<L>& c, const Red& red, bool leader) const {
+    float n = 0.0f, sum = 0.0f;
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (c.ok(p, k)) {
+          n += 1.0f;
+          sum += x[p][k];
+        }
+    const float mean_l = n > 0.0f ? rj_div_rn(sum, n) : 0.0f;
+    float m2 = 0.0f;
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (c.ok(p, k)) {
+          const float d = x[p][k] - mean_l;
+          m2 += d * d;
+        }
+    const rj_welford s = red(rj_red_welford<rj_acc_f32>(), rj_welford{n, mean_l, m2});
+    const float var = rj_div_rn(s.m2, (float)c.cols);
+    const float rstd = rj_rsqrt_rn(var + param);
+    if (leader) {
+      if (mean_out) rj_st_b32(mean_out + row_index * 4, rj_f32_as_bits(s.mean));
+      if (rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
+    }
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      float wv[4], bv[4];
+      rj_col_ld4<T, L>(w, c, p, vec, wv);
+      rj_col_ld4<T, L>(b, c, p, vec, bv);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) x[p][k] = rj_add_rn(rj_mul_rn(rj_mul_rn(x[p][k] - s.mean, rstd), wv[k]), bv[k]);
+    }
+  }
+};
+
+// ---- RMS norm ------------------------------------------------------------------
+// y = x * rstd * w, rstd = 1 / sqrt(sum(x^2) / n + eps).
+template <class T> struct rj_norm_rms_t {
+  float param;  // eps
+  rj_u64 w, b, mean_out, rstd_out;
+  rj_u64 row_index;
+  bool vec;
+  template <int P, int L, class Red>
+  __device__ __forceinline__ void row(float (&x)[P][4], const rj_chunk<L>& c, const Red& red, bool leader) const {
+    float ss = 0.0f;
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (c.ok(p, k)) ss += rj_mul_rn(x[p][k], x[p][k]);
+    ss = red(rj_red_sum<rj_acc_f32>(), ss);
+    const float rstd = rj_rsqrt_rn(rj_div_rn(ss, (float)c.cols) + param);
+    if (leader && rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      float wv[4];
+      rj_col_ld4<T, L>(w, c, p, vec, wv);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) x[p][k] = rj_mul_rn(rj_mul_rn(x[p][k], rstd), wv[k]);
+    }
+  }
+};
