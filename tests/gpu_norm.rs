@@ -1,0 +1,477 @@
+//! norm kernels on the GPU against the f64 CPU twin (`reference_norm`): every
+//! row op (softmax and log-softmax, safe and online; layer norm and RMS norm,
+//! with and without the fused residual add) x every input x output dtype, at
+//! rows of 1, 3, 7, 1000, 4097 and 2^20 (the default layout for each length),
+//! every layout variant at one shape, strided rows, poisoned outputs (and the
+//! gaps between strided rows), -Inf / +Inf / NaN / all -Inf rows and 1e4
+//! magnitudes for softmax, mean and rstd outputs, the exact residual_out bits,
+//! run-to-run bit identity of the split layout, the issue's large shapes, bad
+//! calls. Run on a GPU machine with `--ignored` (REDJIT_REQUIRE_GPU=1 makes a
+//! missing GPU a failure); scripts/gpu-run.sh tests runs it.
+
+mod common;
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream};
+use half::{bf16, f16};
+use redjit::codegen::spec::norm::{row_ops, variants};
+use redjit::reference::HostBuffer;
+use redjit::reference_norm::{NormInputs, RowWant, expect_rows};
+use redjit::{
+    DType, KernelInput, KernelOutput, KernelSpec, Matrix, NormArgs, NormLayout, NormSpec, Runtime,
+};
+
+/// Poisoned elements on each side of every output.
+const SLACK: usize = 3;
+
+enum Dev {
+    F32(CudaSlice<f32>),
+    BF16(CudaSlice<bf16>),
+    F16(CudaSlice<f16>),
+}
+
+impl Dev {
+    fn upload(s: &Arc<CudaStream>, h: &HostBuffer) -> Dev {
+        match h {
+            HostBuffer::F32(v) => Dev::F32(s.clone_htod(v).unwrap()),
+            HostBuffer::BF16(v) => Dev::BF16(s.clone_htod(v).unwrap()),
+            HostBuffer::F16(v) => Dev::F16(s.clone_htod(v).unwrap()),
+        }
+    }
+
+    /// n + 2 SLACK elements of all-ones bits (a NaN in every type).
+    fn poisoned(s: &Arc<CudaStream>, dtype: DType, n: usize) -> Dev {
+        let n = n + 2 * SLACK;
+        match dtype {
+            DType::F32 => Dev::F32(s.clone_htod(&vec![f32::from_bits(u32::MAX); n]).unwrap()),
+            DType::BF16 => Dev::BF16(s.clone_htod(&vec![bf16::from_bits(u16::MAX); n]).unwrap()),
+            DType::F16 => Dev::F16(s.clone_htod(&vec![f16::from_bits(u16::MAX); n]).unwrap()),
+        }
+    }
+
+    fn input(&self) -> Box<dyn KernelInput + '_> {
+        match self {
+            Dev::F32(b) => Box::new(b.slice(..)),
+            Dev::BF16(b) => Box::new(b.slice(..)),
+            Dev::F16(b) => Box::new(b.slice(..)),
+        }
+    }
+
+    /// The middle of a poisoned buffer.
+    fn output(&mut self, n: usize) -> Box<dyn KernelOutput + '_> {
+        match self {
+            Dev::F32(b) => Box::new(b.slice_mut(SLACK..SLACK + n)),
+            Dev::BF16(b) => Box::new(b.slice_mut(SLACK..SLACK + n)),
+            Dev::F16(b) => Box::new(b.slice_mut(SLACK..SLACK + n)),
+        }
+    }
+
+    /// Every element's bits, poison included.
+    fn bits(&self, s: &Arc<CudaStream>) -> Vec<u32> {
+        match self {
+            Dev::F32(b) => s
+                .clone_dtoh(b)
+                .unwrap()
+                .iter()
+                .map(|x| x.to_bits())
+                .collect(),
+            Dev::BF16(b) => s
+                .clone_dtoh(b)
+                .unwrap()
+                .iter()
+                .map(|x| u32::from(x.to_bits()))
+                .collect(),
+            Dev::F16(b) => s
+                .clone_dtoh(b)
+                .unwrap()
+                .iter()
+                .map(|x| u32::from(x.to_bits()))
+                .collect(),
+        }
+    }
+}
+
+fn poison(dtype: DType) -> u32 {
+    if dtype == DType::F32 {
+        u32::MAX
+    } else {
+        0xffff
+    }
+}
+
+/// How rows are drawn.
+#[derive(Clone, Copy, Debug)]
+enum Values {
+    /// About normal (sum of four uniforms), sd 2.
+    Normal,
+    /// Uniform in [-1e4, 1e4]: most of a softmax underflows, the max decides.
+    Large,
+    /// Normal rows, and rows 0..4 special: some -Inf, all -Inf, a +Inf, a NaN.
+    Special,
+}
+
+fn host_values(rng: &mut common::Rng, rows: usize, cols: usize, ld: usize, v: Values) -> Vec<f32> {
+    let mut unit = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+    let mut out = vec![0f32; (rows - 1) * ld + cols];
+    for x in out.iter_mut() {
+        *x = match v {
+            Values::Normal | Values::Special => (unit() + unit() + unit() + unit() - 2.0) * 3.46,
+            Values::Large => (unit() * 2.0 - 1.0) * 1e4,
+        };
+    }
+    if let Values::Special = v {
+        for c in 0..cols {
+            let at = |r: usize| r * ld + c;
+            if rows > 0 && c % 3 == 1 {
+                out[at(0)] = f32::NEG_INFINITY;
+            }
+            if rows > 1 {
+                out[at(1)] = f32::NEG_INFINITY;
+            }
+            if rows > 2 && c == cols / 2 {
+                out[at(2)] = f32::INFINITY;
+            }
+            if rows > 3 && c == cols - 1 {
+                out[at(3)] = f32::NAN;
+            }
+        }
+    }
+    out
+}
+
+/// One call: inputs drawn, outputs poisoned, launched `runs` times (each run's
+/// bits must equal the first's), every output checked against the twin.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    rt: &Runtime,
+    rng: &mut common::Rng,
+    spec: &NormSpec,
+    m: Matrix,
+    values: Values,
+    param: f32,
+    stats: bool,
+    runs: usize,
+) {
+    let s = rt.stream();
+    let what = format!(
+        "{} {}x{} ld {} {values:?}",
+        spec.name(),
+        m.rows,
+        m.cols,
+        m.ld
+    );
+    let n = (m.rows - 1) * m.ld + m.cols;
+    let xh = HostBuffer::from_fn(spec.input, n, {
+        let v = host_values(rng, m.rows, m.cols, m.ld, values);
+        move |i| v[i]
+    });
+    let info = spec.op.info();
+    let res_h = spec.residual.then(|| {
+        let v = host_values(rng, m.rows, m.cols, m.ld, Values::Normal);
+        HostBuffer::from_fn(spec.input, n, |i| v[i])
+    });
+    let w_h = (!info.softmax).then(|| {
+        let v = host_values(rng, 1, m.cols, m.cols, Values::Normal);
+        HostBuffer::from_fn(spec.input, m.cols, |i| 1.0 + 0.25 * v[i])
+    });
+    let b_h = info.bias.then(|| {
+        let v = host_values(rng, 1, m.cols, m.cols, Values::Normal);
+        HostBuffer::from_fn(spec.input, m.cols, |i| 0.5 * v[i])
+    });
+    let x = Dev::upload(s, &xh);
+    let res = res_h.as_ref().map(|h| Dev::upload(s, h));
+    let w = w_h.as_ref().map(|h| Dev::upload(s, h));
+    let b = b_h.as_ref().map(|h| Dev::upload(s, h));
+    let kernel = rt.norm(spec).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let mut first: Option<Vec<Vec<u32>>> = None;
+    let mut outs = Vec::new();
+    for run in 0..runs {
+        let mut out = Dev::poisoned(s, spec.output, n);
+        let mut res_out = spec.residual.then(|| Dev::poisoned(s, spec.input, n));
+        let mut mean = (stats && info.mean).then(|| Dev::poisoned(s, DType::F32, m.rows));
+        let mut rstd = (stats && !info.softmax).then(|| Dev::poisoned(s, DType::F32, m.rows));
+        {
+            let xi = x.input();
+            let ri = res.as_ref().map(|d| d.input());
+            let wi = w.as_ref().map(|d| d.input());
+            let bi = b.as_ref().map(|d| d.input());
+            let mut oo = out.output(n);
+            let mut ro = res_out.as_mut().map(|d| d.output(n));
+            let mut mo = mean.as_mut().map(|d| d.output(m.rows));
+            let mut so = rstd.as_mut().map(|d| d.output(m.rows));
+            let args = NormArgs {
+                x: xi.as_ref(),
+                residual: ri.as_deref(),
+                weight: wi.as_deref(),
+                bias: bi.as_deref(),
+                out: oo.as_mut(),
+                residual_out: ro.as_deref_mut().map(|o| o as &mut dyn KernelOutput),
+                mean: mo.as_deref_mut().map(|o| o as &mut dyn KernelOutput),
+                rstd: so.as_deref_mut().map(|o| o as &mut dyn KernelOutput),
+                shape: m,
+                param,
+            };
+            kernel
+                .launch(s, args)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+        let got: Vec<Vec<u32>> = [Some(&out), res_out.as_ref(), mean.as_ref(), rstd.as_ref()]
+            .into_iter()
+            .map(|d| d.map_or_else(Vec::new, |d| d.bits(s)))
+            .collect();
+        match &first {
+            None => first = Some(got.clone()),
+            Some(f) => assert!(f == &got, "{what}: run {run} differs from run 0"),
+        }
+        outs = got;
+    }
+    let mut inputs = NormInputs::new(&xh, m.rows, m.cols, m.ld, param);
+    inputs.residual = res_h.as_ref();
+    inputs.weight = w_h.as_ref();
+    inputs.bias = b_h.as_ref();
+    let want = expect_rows(spec, &inputs);
+    compare(&what, spec, m, &want, &outs);
+}
+
+fn compare(what: &str, spec: &NormSpec, m: Matrix, want: &[RowWant], got: &[Vec<u32>]) {
+    let mut bad = Vec::new();
+    // Poison around and between the rows stays.
+    let row_buffer = |bits: &[u32], dtype: DType, name: &str, bad: &mut Vec<String>| {
+        for (i, &g) in bits.iter().enumerate() {
+            let inside = i >= SLACK && {
+                let e = i - SLACK;
+                e < (m.rows - 1) * m.ld + m.cols && e % m.ld < m.cols
+            };
+            if !inside && g != poison(dtype) {
+                bad.push(format!("{name}: wrote outside its elements at {i}: {g:#x}"));
+            }
+        }
+    };
+    row_buffer(&got[0], spec.output, "out", &mut bad);
+    for (r, w) in want.iter().enumerate() {
+        for (c, e) in w.out.iter().enumerate() {
+            if let Err(msg) = e.check(spec.output, got[0][SLACK + r * m.ld + c]) {
+                bad.push(format!("out[{r}][{c}]: {msg}"));
+            }
+        }
+        if let Some(bits) = &w.residual_out {
+            for (c, &want_bits) in bits.iter().enumerate() {
+                let g = got[1][SLACK + r * m.ld + c];
+                if g != want_bits {
+                    bad.push(format!(
+                        "residual_out[{r}][{c}]: {g:#x}, want {want_bits:#x}"
+                    ));
+                }
+            }
+        }
+        for (k, stat) in [(2, w.mean), (3, w.rstd)] {
+            if let (Some(e), false) = (stat, got[k].is_empty()) {
+                if let Err(msg) = e.check(DType::F32, got[k][SLACK + r]) {
+                    bad.push(format!("stat {k} of row {r}: {msg}"));
+                }
+            }
+        }
+        if bad.len() > 8 {
+            break;
+        }
+    }
+    if spec.residual {
+        row_buffer(&got[1], spec.input, "residual_out", &mut bad);
+    }
+    bad.truncate(8);
+    assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
+}
+
+fn param_of(spec: &NormSpec) -> f32 {
+    if spec.op.info().softmax { 1.0 } else { 1e-5 }
+}
+
+fn gpu() -> Option<Runtime> {
+    common::gpu_or_skip()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_op_and_dtype_pair_at_odd_row_lengths() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("every_op_and_dtype_pair_at_odd_row_lengths");
+    for ops in row_ops() {
+        for &input in DType::ALL {
+            for &output in DType::ALL {
+                for (rows, cols) in [(1, 1), (3, 1), (5, 7), (17, 1000), (3, 4097), (2, 1 << 20)] {
+                    let spec = NormSpec::with(ops, input, output, cols as u64);
+                    let m = Matrix {
+                        rows,
+                        cols,
+                        ld: cols,
+                    };
+                    check(
+                        &rt,
+                        &mut rng,
+                        &spec,
+                        m,
+                        Values::Normal,
+                        param_of(&spec),
+                        true,
+                        1,
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_layout_variant_on_strided_rows() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("every_layout_variant_on_strided_rows");
+    for ops in row_ops() {
+        for d in [DType::BF16, DType::F32] {
+            for spec in variants(&NormSpec::with(ops, d, d, 1)) {
+                // Rows that fill the variant, and a short odd one; a stride of
+                // cols + 3 (misaligned rows: the element path) and an aligned one.
+                let cap = spec.capacity().unwrap_or(3 * spec.chunk() + 5) as usize;
+                for cols in [cap, cap.div_ceil(3).max(1) | 1] {
+                    for ld in [cols + 3, cols.next_multiple_of(8)] {
+                        let m = Matrix { rows: 37, cols, ld };
+                        check(
+                            &rt,
+                            &mut rng,
+                            &spec,
+                            m,
+                            Values::Normal,
+                            param_of(&spec),
+                            true,
+                            1,
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn softmax_special_values_large_magnitudes_and_scale() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("softmax_special_values_large_magnitudes_and_scale");
+    for ops in row_ops().into_iter().filter(|o| o.0.info().softmax) {
+        for &d in DType::ALL {
+            for cols in [3usize, 100, 1000, 4097, 1 << 20] {
+                let spec = NormSpec::with(ops, d, d, cols as u64);
+                let m = Matrix {
+                    rows: 6,
+                    cols,
+                    ld: cols,
+                };
+                check(&rt, &mut rng, &spec, m, Values::Special, 1.0, false, 1);
+                check(&rt, &mut rng, &spec, m, Values::Large, 1.0, false, 1);
+                check(&rt, &mut rng, &spec, m, Values::Normal, 0.125, false, 1);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_rows_are_bit_identical_run_to_run() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("split_rows_are_bit_identical_run_to_run");
+    for ops in row_ops() {
+        let spec = NormSpec::with(ops, DType::BF16, DType::BF16, 1 << 20);
+        assert_eq!(spec.layout, NormLayout::Split);
+        for (rows, cols) in [(4, 1_000_003), (64, 1 << 20), (300, 40_000)] {
+            let m = Matrix {
+                rows,
+                cols,
+                ld: cols,
+            };
+            check(
+                &rt,
+                &mut rng,
+                &spec,
+                m,
+                Values::Normal,
+                param_of(&spec),
+                true,
+                3,
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_issue_shapes() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("the_issue_shapes");
+    let shapes = [
+        (4096, 4096),
+        (32768, 4096),
+        (8192, 32768),
+        (262_144, 128),
+        (4, 1_000_003),
+    ];
+    for ops in row_ops() {
+        // The residual variants at one shape (the issue's fused target).
+        let shapes: &[(usize, usize)] = if ops.2 { &shapes[1..2] } else { &shapes };
+        for &(rows, cols) in shapes {
+            for d in [DType::BF16, DType::F32] {
+                let spec = NormSpec::with(ops, d, d, cols as u64);
+                let m = Matrix {
+                    rows,
+                    cols,
+                    ld: cols,
+                };
+                check(
+                    &rt,
+                    &mut rng,
+                    &spec,
+                    m,
+                    Values::Normal,
+                    param_of(&spec),
+                    false,
+                    1,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_calls_are_errors_not_launches() {
+    let Some(rt) = gpu() else { return };
+    let s = rt.stream();
+    let spec: NormSpec = "norm_rmsnorm_bf16_bf16_w32x1".parse().unwrap();
+    let k = rt.norm(&spec).unwrap();
+    let x = s.clone_htod(&vec![bf16::ONE; 2 * 200]).unwrap();
+    let w = s.clone_htod(&vec![bf16::ONE; 200]).unwrap();
+    let mut y = s.alloc_zeros::<bf16>(2 * 200).unwrap();
+    // 200 columns do not fit a 128-element kernel.
+    let m = Matrix {
+        rows: 2,
+        cols: 200,
+        ld: 200,
+    };
+    let e = k
+        .launch(s, NormArgs::norm(&x, &w, None, &mut y, m, 1e-5))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cols = 200") && e.contains("for_cols"), "{e}");
+    // The default layout for 200 columns, given an output of the wrong type.
+    let k2 = rt.norm(&spec.for_cols(200)).unwrap();
+    assert_eq!(k2.spec().name(), "norm_rmsnorm_bf16_bf16_w32x2");
+    let mut y32 = s.alloc_zeros::<f32>(2 * 200).unwrap();
+    let e = k2
+        .launch(s, NormArgs::norm(&x, &w, None, &mut y32, m, 1e-5))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("out = f32"), "{e}");
+    // And the right one.
+    k2.launch(s, NormArgs::norm(&x, &w, None, &mut y, m, 1e-5))
+        .unwrap();
+}
