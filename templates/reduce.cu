@@ -13,11 +13,13 @@
 // A block per row (long rows): the block's threads stride along the row in packs,
 // a block reduction, thread 0 stores. Blocks take rows round-robin over the grid.
 {%- else %}
-// Columns in tiles of 32 (one per lane, so each row of a tile is one coalesced
-// access), {{ phases }} row phases per block (the block's warps), and the rows cut into
-// gridDim.y splits of rows_per_split. Each split's block merges its phases in
-// order; with more than one split each writes a partial per column and the last
-// split of a tile to arrive merges them in split order. No atomics on values.
+// Columns in tiles of 32 x {{ col_vec }}: each lane owns {{ col_vec }} adjacent columns and reads them
+// with one 16-byte load per row, so a warp's row of a tile is 512 coalesced bytes;
+// {{ phases }} row phases per block (the block's warps), {{ col_unroll }} rows in flight per thread,
+// and the rows cut into gridDim.y splits of rows_per_split. Each split's block
+// merges its phases in order; with more than one split each writes a partial per
+// column and the last split of a tile to arrive merges them in split order. No
+// atomics on values.
 {%- endif %}
 namespace {{ name }}_impl {
 typedef {{ functor }} Op;
@@ -26,6 +28,10 @@ typedef rj_dtype_{{ input }} T;
 const int kThreads = {{ threads }};
 const int kSrcs = {{ srcs }};
 const int kUnroll = {{ unroll }};
+{%- if axis == "cols" %}
+const int kVec = {{ col_vec }};
+const int kColUnroll = {{ col_unroll }};
+{%- endif %}
 }  // namespace {{ name }}_impl
 
 extern "C" __global__ void __launch_bounds__({{ threads }}) {{ name }}(
@@ -85,56 +91,103 @@ extern "C" __global__ void __launch_bounds__({{ threads }}) {{ name }}(
 {%- else %}
   const int kPhases = kThreads / 32;
   const rj_u32 tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-  const rj_u64 c = (rj_u64)blockIdx.x * 32 + tx;
+  // This thread's kVec adjacent columns, and its block's rows.
+  const rj_u64 c0 = ((rj_u64)blockIdx.x * 32 + tx) * kVec;
   const rj_u64 r0 = (rj_u64)blockIdx.y * rows_per_split;
   const rj_u64 r1 = r0 + rows_per_split < rows ? r0 + rows_per_split : rows;
-  S acc = op.identity();
-  if (c < cols) {
-    // {{ col_unroll }} rows' loads in flight before they are fed.
-    rj_u64 r = r0 + ty;
-    for (; r + ({{ col_unroll }} - 1) * kPhases < r1; r += {{ col_unroll }} * kPhases) {
-      float x[{{ col_unroll }}]{% if srcs == 2 %}, y[{{ col_unroll }}]{% endif %};
+  S acc[kVec];
 #pragma unroll
-      for (int u = 0; u < {{ col_unroll }}; ++u) x[u] = rj_ld1<T, rj_load_nc>(src0, (r + u * kPhases) * ld + c);
+  for (int j = 0; j < kVec; ++j) acc[j] = op.identity();
+  // One 16-byte load per row when every row start is 16-byte aligned and all
+  // kVec columns exist; else (the last columns, or an unaligned view) element
+  // loads.
+  const bool vec = c0 + kVec <= cols && ld % kVec == 0 && src0 % 16 == 0 && src1 % 16 == 0;
+  if (vec) {
+    // {{ col_unroll }} rows' vectors in flight before they are fed.
+    rj_u64 r = r0 + ty;
+    for (; r + (kColUnroll - 1) * kPhases < r1; r += kColUnroll * kPhases) {
+      rj_u32 w[kColUnroll][4]{% if srcs == 2 %}, z[kColUnroll][4]{% endif %};
+#pragma unroll
+      for (int u = 0; u < kColUnroll; ++u) rj_ld_words<rj_load_nc>(src0 + ((r + u * kPhases) * ld + c0) * T::kBytes, w[u]);
 {%- if srcs == 2 %}
 #pragma unroll
-      for (int u = 0; u < {{ col_unroll }}; ++u) y[u] = rj_ld1<T, rj_load_nc>(src1, (r + u * kPhases) * ld + c);
-#pragma unroll
-      for (int u = 0; u < {{ col_unroll }}; ++u) acc = op.feed(acc, op.value(x[u], y[u]), r + u * kPhases);
-{%- else %}
-#pragma unroll
-      for (int u = 0; u < {{ col_unroll }}; ++u) acc = op.feed(acc, op.value(x[u]), r + u * kPhases);
+      for (int u = 0; u < kColUnroll; ++u) rj_ld_words<rj_load_nc>(src1 + ((r + u * kPhases) * ld + c0) * T::kBytes, z[u]);
 {%- endif %}
-    }
-    for (; r < r1; r += kPhases) acc = rj_feed_one<Op, T, kSrcs>(op, acc, src0, src1, r * ld + c, r);
-  }
-  // The phases of each column, merged in phase order by phase 0.
-  __shared__ S tile[kPhases][32];
-  tile[ty][tx] = acc;
-  __syncthreads();
-  if (ty == 0) {
+      float x[kColUnroll][kVec]{% if srcs == 2 %}, y[kColUnroll][kVec]{% endif %};
 #pragma unroll
-    for (int k = 1; k < kPhases; ++k) acc = op.merge(acc, tile[k][tx]);
+      for (int u = 0; u < kColUnroll; ++u) rj_unpack16<T>(w[u], x[u]);
+{%- if srcs == 2 %}
+#pragma unroll
+      for (int u = 0; u < kColUnroll; ++u) rj_unpack16<T>(z[u], y[u]);
+{%- endif %}
+      // Each column's rows in flight go in as one group (rows r + u * kPhases).
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        float g[kColUnroll];
+#pragma unroll
+        for (int u = 0; u < kColUnroll; ++u) g[u] = op.value(x[u][j]{% if srcs == 2 %}, y[u][j]{% endif %});
+        acc[j] = op.feed_n(acc[j], g, [&](int k) { return r + (rj_u64)k * kPhases; });
+      }
+    }
+    for (; r < r1; r += kPhases) {
+      rj_u32 w[4]{% if srcs == 2 %}, z[4]{% endif %};
+      float x[kVec]{% if srcs == 2 %}, y[kVec]{% endif %};
+      rj_ld_words<rj_load_nc>(src0 + (r * ld + c0) * T::kBytes, w);
+{%- if srcs == 2 %}
+      rj_ld_words<rj_load_nc>(src1 + (r * ld + c0) * T::kBytes, z);
+      rj_unpack16<T>(z, y);
+{%- endif %}
+      rj_unpack16<T>(w, x);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) acc[j] = op.feed(acc[j], op.value(x[j]{% if srcs == 2 %}, y[j]{% endif %}), r);
+    }
+  } else if (c0 < cols) {
+    for (rj_u64 r = r0 + ty; r < r1; r += kPhases) {
+      float x[kVec]{% if srcs == 2 %}, y[kVec]{% endif %};
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) x[j] = c0 + j < cols ? rj_ld1<T, rj_load_nc>(src0, r * ld + c0 + j) : 0.0f;
+{%- if srcs == 2 %}
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) y[j] = c0 + j < cols ? rj_ld1<T, rj_load_nc>(src1, r * ld + c0 + j) : 0.0f;
+{%- endif %}
+#pragma unroll
+      for (int j = 0; j < kVec; ++j)
+        if (c0 + j < cols) acc[j] = op.feed(acc[j], op.value(x[j]{% if srcs == 2 %}, y[j]{% endif %}), r);
+    }
   }
+  // The phases of each column, merged in phase order into phase 0.
+  rj_merge_phases<kPhases, kVec>(op, acc);
   if (gridDim.y == 1) {
-    if (ty == 0 && c < cols) rj_st_result(out, c, op.finalize(acc, rows));
+    if (ty == 0) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j)
+        if (c0 + j < cols) rj_st_result(out, c0 + j, op.finalize(acc[j], rows));
+    }
     return;
   }
   const rj_u64 partials = rj_cvta_global(partials_ptr);
+  if (ty == 0) {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j)
+      if (c0 + j < cols) rj_st_state(partials + ((rj_u64)blockIdx.y * cols + c0 + j) * sizeof(S), acc[j]);
+  }
   const rj_u64 counter = rj_cvta_global(counters_ptr) + (rj_u64)blockIdx.x * 4;
-  if (!rj_arrive_last(counter, gridDim.y, partials + ((rj_u64)blockIdx.y * cols + c) * sizeof(S), acc, ty == 0 && c < cols)) return;
+  if (!rj_arrive_last(counter, gridDim.y, 0, acc[0], false)) return;
   // The last split of this tile: the phases take the splits round-robin, then
   // phase 0 merges the phases in order.
-  S total = op.identity();
-  if (c < cols)
-    for (rj_u32 s = ty; s < gridDim.y; s += kPhases) total = op.merge(total, rj_ld_state<S>(partials + ((rj_u64)s * cols + c) * sizeof(S)));
-  __syncthreads();
-  tile[ty][tx] = total;
-  __syncthreads();
-  if (ty == 0 && c < cols) {
+  S total[kVec];
 #pragma unroll
-    for (int k = 1; k < kPhases; ++k) total = op.merge(total, tile[k][tx]);
-    rj_st_result(out, c, op.finalize(total, rows));
+  for (int j = 0; j < kVec; ++j) total[j] = op.identity();
+  for (rj_u32 s = ty; s < gridDim.y; s += kPhases) {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j)
+      if (c0 + j < cols) total[j] = op.merge(total[j], rj_ld_state<S>(partials + ((rj_u64)s * cols + c0 + j) * sizeof(S)));
+  }
+  rj_merge_phases<kPhases, kVec>(op, total);
+  if (ty == 0) {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j)
+      if (c0 + j < cols) rj_st_result(out, c0 + j, op.finalize(total[j], rows));
   }
 {%- endif %}
 }

@@ -380,6 +380,64 @@ fn nan_and_inf_follow_pytorch() {
     }
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ties_signed_zeros_and_ramps_through_group_updates() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    // Group updates (a thread's packs in flight taken at once; a column's rows in
+    // flight) search a group only when its best beats the held value: ties
+    // inside and across groups, -0 beside +0, ramps that make every group win
+    // (or none), and plateaus where bf16/f16 rounding makes neighbours equal.
+    let scale = (-10f32).exp2();
+    type Kind = (&'static str, fn(usize) -> f32);
+    let kinds: [Kind; 5] = [
+        ("all equal", |_| 3.0),
+        ("signed zeros", |i| if i % 2 == 0 { -0.0 } else { 0.0 }),
+        ("increasing", |i| i as f32),
+        ("decreasing", |i| -(i as f32)),
+        ("sawtooth", |i| (i % 1000) as f32),
+    ];
+    let ops = [
+        ReduceOp::ArgMax,
+        ReduceOp::ArgMin,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::VarSamp,
+        ReduceOp::LogSumExp,
+        ReduceOp::Sum,
+    ];
+    let n = (1 << 20) + 3;
+    let m = Matrix {
+        rows: 1025,
+        cols: 1023,
+        ld: 1024,
+    };
+    for (what, f) in kinds {
+        for input in [DType::F32, DType::BF16, DType::F16] {
+            let full = HostBuffer::from_fn(input, n, |i| f(i) * scale);
+            let mat = HostBuffer::from_fn(input, (m.rows - 1) * m.ld + m.cols, |i| f(i) * scale);
+            for op in ops {
+                for axis in [ReduceAxis::All, ReduceAxis::Rows, ReduceAxis::Cols] {
+                    let spec = ReduceSpec {
+                        axis,
+                        op,
+                        input,
+                        ..ReduceSpec::default()
+                    };
+                    eprintln!("{what}: {}", spec.name());
+                    if axis == ReduceAxis::All {
+                        check_full(&rt, &spec, std::slice::from_ref(&full), 0, 1);
+                    } else {
+                        check_matrix(&rt, &spec, std::slice::from_ref(&mat), m, 0);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Row and column reductions of one matrix for one spec.
 fn check_matrix(rt: &Runtime, spec: &ReduceSpec, hosts: &[HostBuffer], m: Matrix, offset: usize) {
     let s = rt.stream();
@@ -423,40 +481,96 @@ fn rows_and_cols_every_op_on_small_and_strided_shapes() {
         return;
     };
     let mut rng = common::Rng::fresh("rows_and_cols_every_op_on_small_and_strided_shapes");
+    // (shape, offset of the view in elements): an offset of 1 puts every row
+    // off the 16-byte vectors of the column kernel, so it reads element by
+    // element; offset 0 with ld a multiple of 8 takes the vector path.
     let shapes = [
-        Matrix {
-            rows: 1,
-            cols: 1,
-            ld: 1,
-        },
-        Matrix {
-            rows: 7,
-            cols: 1000,
-            ld: 1000,
-        },
+        (
+            Matrix {
+                rows: 1,
+                cols: 1,
+                ld: 1,
+            },
+            0,
+        ),
+        (
+            Matrix {
+                rows: 7,
+                cols: 1000,
+                ld: 1000,
+            },
+            1,
+        ),
         // Strided (ld > cols), rows past the warp-per-row limit.
-        Matrix {
-            rows: 33,
-            cols: 1025,
-            ld: 1031,
-        },
-        Matrix {
-            rows: 5,
-            cols: 3,
-            ld: 7,
-        },
+        (
+            Matrix {
+                rows: 33,
+                cols: 1025,
+                ld: 1031,
+            },
+            0,
+        ),
+        (
+            Matrix {
+                rows: 5,
+                cols: 3,
+                ld: 7,
+            },
+            1,
+        ),
         // Tall and narrow: many column splits, the last-split finish.
-        Matrix {
-            rows: 20_000,
-            cols: 45,
-            ld: 47,
-        },
+        (
+            Matrix {
+                rows: 20_000,
+                cols: 45,
+                ld: 47,
+            },
+            0,
+        ),
+        // Column vectors: cols not a multiple of the vector (4 f32, 8 of a
+        // 16-bit type), so the last thread of the last tile reads element by
+        // element beside vector threads; rows split unevenly; strided.
+        (
+            Matrix {
+                rows: 4099,
+                cols: 1003,
+                ld: 1016,
+            },
+            0,
+        ),
+        // A second tile of 4 columns (16-bit: 256 a tile), a few rows.
+        (
+            Matrix {
+                rows: 300,
+                cols: 260,
+                ld: 264,
+            },
+            0,
+        ),
+        // Vectors over fewer rows than a block's phases x rows in flight.
+        (
+            Matrix {
+                rows: 3,
+                cols: 16,
+                ld: 16,
+            },
+            0,
+        ),
+        // Vector-aligned ld but a view off by one: element loads throughout.
+        (
+            Matrix {
+                rows: 2000,
+                cols: 64,
+                ld: 64,
+            },
+            1,
+        ),
     ];
     for axis in [ReduceAxis::Rows, ReduceAxis::Cols] {
         for spec in ReduceSpec::matrix(axis) {
-            for (k, &m) in shapes.iter().enumerate() {
+            for &(m, offset) in &shapes {
                 let hosts = matrix_inputs(&mut rng, &spec, m);
-                check_matrix(&rt, &spec, &hosts, m, k % 2);
+                check_matrix(&rt, &spec, &hosts, m, offset);
             }
         }
     }

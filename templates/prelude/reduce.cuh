@@ -8,6 +8,11 @@
 //   S identity() const                      merging it changes nothing
 //   float value(float x) const              an element as it enters (dot: value(x, y))
 //   S feed(S acc, float v, rj_u64 i) const  acc with value v of element i added
+//   S feed_n<N>(S acc, const float (&v)[N], I index) const
+//                                           acc with the values v[k] of elements
+//                                           index(k) added (a pack, or a thread's
+//                                           packs in flight): one update per group
+//                                           where an op has a cheaper one
 //   S merge(S a, S b) const                 two states combined
 //   R finalize(S acc, rj_u64 n) const       the result over n elements
 // merge is symmetric to the bit (merge(a, b) == merge(b, a)): in an xor butterfly
@@ -16,6 +21,11 @@
 // re-reduce the per-warp states itself (the result reaches all threads without a
 // broadcast barrier). Products that feed a sum go through rj_mul_rn where a
 // contracted FMA would round differently in the two orders.
+//
+// A thread feeds its elements in increasing index order (every kernel walks its
+// share forwards), and feed_n's index(k) increases with k: so feed and feed_n
+// may settle a tie by keeping what they hold (the lower index) without
+// comparing indices. Only merge sees states in any order.
 //
 // NaN policy (PyTorch's): sum, mean, var, dot propagate NaN; max and min return
 // NaN when any element is NaN (max.NaN / min.NaN, canonical NaN); argmax and
@@ -76,6 +86,11 @@ template <class A> struct rj_red_sum {
   __device__ __forceinline__ S identity() const { return 0.0f; }
   __device__ __forceinline__ float value(float x) const { return x; }
   __device__ __forceinline__ S feed(S acc, float v, rj_u64) const { return A::round(acc + v); }
+  template <int N, class I> __device__ __forceinline__ S feed_n(S acc, const float (&v)[N], I) const {
+#pragma unroll
+    for (int k = 0; k < N; ++k) acc = A::round(acc + v[k]);
+    return acc;
+  }
   __device__ __forceinline__ S merge(S a, S b) const { return A::round(a + b); }
   __device__ __forceinline__ R finalize(S acc, rj_u64) const { return acc; }
 };
@@ -96,6 +111,11 @@ template <class A> struct rj_red_max {
   __device__ __forceinline__ S identity() const { return rj_neg_inf(); }
   __device__ __forceinline__ float value(float x) const { return x; }
   __device__ __forceinline__ S feed(S acc, float v, rj_u64) const { return rj_max_nan(acc, v); }
+  template <int N, class I> __device__ __forceinline__ S feed_n(S acc, const float (&v)[N], I) const {
+#pragma unroll
+    for (int k = 0; k < N; ++k) acc = rj_max_nan(acc, v[k]);
+    return acc;
+  }
   __device__ __forceinline__ S merge(S a, S b) const { return rj_max_nan(a, b); }
   __device__ __forceinline__ R finalize(S acc, rj_u64) const { return acc; }
 };
@@ -105,6 +125,11 @@ template <class A> struct rj_red_min {
   __device__ __forceinline__ S identity() const { return -rj_neg_inf(); }
   __device__ __forceinline__ float value(float x) const { return x; }
   __device__ __forceinline__ S feed(S acc, float v, rj_u64) const { return rj_min_nan(acc, v); }
+  template <int N, class I> __device__ __forceinline__ S feed_n(S acc, const float (&v)[N], I) const {
+#pragma unroll
+    for (int k = 0; k < N; ++k) acc = rj_min_nan(acc, v[k]);
+    return acc;
+  }
   __device__ __forceinline__ S merge(S a, S b) const { return rj_min_nan(a, b); }
   __device__ __forceinline__ R finalize(S acc, rj_u64) const { return acc; }
 };
@@ -128,12 +153,40 @@ __device__ __forceinline__ bool rj_arg_beats(const rj_argval& a, const rj_argval
   if (a.v == b.v) return a.i < b.i;
   return kMax ? a.v > b.v : a.v < b.v;
 }
+// feed and feed_n rely on the increasing order of a thread's elements: a value
+// beats what is held when nothing is held yet, or when the held value is a
+// number and the new one is a NaN or strictly better; a tie keeps the held
+// (lower) index.
 template <bool kMax> struct rj_red_arg {
   typedef rj_argval S;
   typedef rj_i64 R;
   __device__ __forceinline__ S identity() const { return rj_argval{0.0f, 0u, -1}; }
   __device__ __forceinline__ float value(float x) const { return x; }
-  __device__ __forceinline__ S feed(S acc, float v, rj_u64 i) const { return merge(acc, rj_argval{v, 0u, (rj_i64)i}); }
+  static __device__ __forceinline__ bool beats_held(const S& acc, float v) {
+    return acc.i < 0 || (acc.v == acc.v && (v != v || (kMax ? v > acc.v : v < acc.v)));
+  }
+  __device__ __forceinline__ S feed(S acc, float v, rj_u64 i) const {
+    if (beats_held(acc, v)) acc = rj_argval{v, 0u, (rj_i64)i};
+    return acc;
+  }
+  // The group's best by max.NaN / min.NaN (one instruction per element); only
+  // when it beats the held value is the group searched for the first element
+  // equal to it (or the first NaN). A tie between -0 and +0 finds the first
+  // zero, as comparisons treat them alike.
+  template <int N, class I> __device__ __forceinline__ S feed_n(S acc, const float (&v)[N], I index) const {
+    float m = v[0];
+#pragma unroll
+    for (int k = 1; k < N; ++k) m = kMax ? rj_max_nan(m, v[k]) : rj_min_nan(m, v[k]);
+    if (beats_held(acc, m)) {
+      const bool nan = m != m;
+      int first = N - 1;
+#pragma unroll
+      for (int k = N - 2; k >= 0; --k)
+        if (nan ? v[k] != v[k] : v[k] == m) first = k;
+      acc = rj_argval{m, 0u, (rj_i64)index(first)};
+    }
+    return acc;
+  }
   __device__ __forceinline__ S merge(S a, S b) const { return rj_arg_beats<kMax>(a, b) ? a : b; }
   __device__ __forceinline__ R finalize(S acc, rj_u64) const { return acc.i; }
 };
@@ -161,6 +214,33 @@ template <class A> struct rj_red_welford {
     const float d = v - acc.mean;
     const float mean = acc.mean + rj_div_full(d, n);
     return rj_welford{n, mean, acc.m2 + d * (v - mean)};
+  }
+  // Chunks of up to 8 elements (N a power of two: 1 / chunk is exact): the
+  // chunk's own mean and M2, then one Chan update with one reciprocal per chunk
+  // instead of a division per element. From the empty state it gives the chunk's
+  // (mean, M2) as computed. An Inf makes M2 NaN (Inf - Inf), as the variance of
+  // such data is.
+  template <int N, class I> __device__ __forceinline__ S feed_n(S acc, const float (&v)[N], I) const {
+    static_assert((N & (N - 1)) == 0, "a group is a power of two");
+    const int C = N < 8 ? N : 8;
+#pragma unroll
+    for (int c = 0; c < N; c += C) {
+      float s = v[c];
+#pragma unroll
+      for (int k = 1; k < C; ++k) s += v[c + k];
+      const float mean_c = s * (1.0f / C);
+      float m2_c = 0.0f;
+#pragma unroll
+      for (int k = 0; k < C; ++k) {
+        const float e = v[c + k] - mean_c;
+        m2_c = fmaf(e, e, m2_c);
+      }
+      const float n = acc.n + (float)C;
+      const float w = rj_div_full((float)C, n);
+      const float d = mean_c - acc.mean;
+      acc = rj_welford{n, fmaf(d, w, acc.mean), acc.m2 + m2_c + d * (d * acc.n * w)};
+    }
+    return acc;
   }
   __device__ __forceinline__ S merge(S a, S b) const {
     if (a.n == 0.0f) return b;
@@ -199,6 +279,25 @@ template <class A> struct rj_red_lse {
       return rj_md{acc.m, acc.d + rj_exp(v - acc.m)};
     }
     return merge(acc, rj_md{v, 1.0f});
+  }
+  // A group whose max and the held max are finite (or nothing is held yet):
+  // rescale the held sum once to the joint max, then one exponential per
+  // element. Anything else (an Inf or NaN in the group or held) goes element by
+  // element.
+  template <int N, class I> __device__ __forceinline__ S feed_n(S acc, const float (&v)[N], I index) const {
+    float mg = v[0];
+#pragma unroll
+    for (int k = 1; k < N; ++k) mg = rj_max_nan(mg, v[k]);
+    if (mg - mg == 0.0f && (acc.m - acc.m == 0.0f || acc.m == rj_neg_inf())) {
+      const float m = mg > acc.m ? mg : acc.m;
+      float d = acc.d * rj_exp(acc.m - m);
+#pragma unroll
+      for (int k = 0; k < N; ++k) d += rj_exp(v[k] - m);
+      return rj_md{m, d};
+    }
+#pragma unroll
+    for (int k = 0; k < N; ++k) acc = feed(acc, v[k], index(k));
+    return acc;
   }
   __device__ __forceinline__ S merge(S a, S b) const {
     const float m = rj_max_nan(a.m, b.m);
@@ -348,19 +447,25 @@ __device__ __forceinline__ typename Op::S rj_feed_range(const Op& op, typename O
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) rj_ld4<T, rj_load_nc>(src1, start + (p + u * lanes) * 4, y[u]);
     }
+    // The packs in flight go in as one group: element k of the group is
+    // element e of pack u, index head + (p + u * lanes) * 4 + e.
+    float v[kUnroll * 4];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const rj_u64 k = head + (p + u * lanes) * 4;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         if constexpr (kSrcs == 2) {
-          acc = op.feed(acc, op.value(x[u][e], y[u][e]), k + e);
+          v[u * 4 + e] = op.value(x[u][e], y[u][e]);
         } else {
-          acc = op.feed(acc, op.value(x[u][e]), k + e);
+          v[u * 4 + e] = op.value(x[u][e]);
         }
       }
     }
+    acc = op.feed_n(acc, v, [&](int k) { return head + (p + (rj_u64)(k / 4) * lanes) * 4 + (rj_u64)(k % 4); });
   }
+  // The last packs, fewer than kUnroll a lane: element by element (a group
+  // update here gains nothing and ptxas spilled the warp-per-row Welford twins
+  // around it).
   for (; p < packs; p += lanes) {
     float x[4], y[4];
     rj_ld4<T, rj_load_nc>(src0, start + p * 4, x);
@@ -376,4 +481,39 @@ __device__ __forceinline__ typename Op::S rj_feed_range(const Op& op, typename O
   }
   for (rj_u64 k = head + packs * 4 + lane; k < count; k += lanes) acc = rj_feed_one<Op, T, kSrcs>(op, acc, src0, src1, first + k, k);
   return acc;
+}
+
+// ---- 16-byte vectors of adjacent elements (column kernels) ---------------------
+// 16 / T::kBytes elements of one 16-byte load (rj_ld_words), widened to f32.
+template <class T> __device__ __forceinline__ void rj_unpack16(const rj_u32 (&w)[4], float (&v)[16 / T::kBytes]) {
+#pragma unroll
+  for (int g = 0; g < 4 / T::kWords; ++g) {
+    rj_u32 part[T::kWords];
+    float q[4];
+#pragma unroll
+    for (int k = 0; k < T::kWords; ++k) part[k] = w[g * T::kWords + k];
+    T::unpack4(part, q);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[g * 4 + e] = q[e];
+  }
+}
+
+// Merges each of kVec states over the kPhases warps of a block (warp w holds
+// phase w; lanes are columns) in phase order; warp 0 ends with the results. A
+// barrier opens each round, so a previous round's (or call's) readers are done
+// before the tile is written again.
+template <int kPhases, int kVec, class Op>
+__device__ __forceinline__ void rj_merge_phases(const Op& op, typename Op::S (&acc)[kVec]) {
+  __shared__ typename Op::S tile[kPhases][32];
+  const rj_u32 tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) {
+    __syncthreads();
+    tile[ty][tx] = acc[j];
+    __syncthreads();
+    if (ty == 0) {
+#pragma unroll
+      for (int k = 1; k < kPhases; ++k) acc[j] = op.merge(acc[j], tile[k][tx]);
+    }
+  }
 }

@@ -33,9 +33,12 @@ pub const WARP_ROW_MAX_COLS: u64 = 1024;
 /// it); a device fills well below it.
 pub const MAX_ALL_BLOCKS: u32 = 4096;
 /// Column kernels: rows a block's warps take in turn (`THREADS / 32`), and rows'
-/// loads each thread keeps in flight.
+/// 16-byte loads each thread keeps in flight.
 pub const COL_PHASES: u32 = THREADS / 32;
 pub const COL_UNROLL: u32 = 4;
+/// Column kernels: bytes of adjacent columns one thread reads per row (one
+/// vector load); a tile is 32 lanes of them.
+pub const COL_VEC_BYTES: u32 = 16;
 /// A column split covers at least this many rows (fewer would spend more on
 /// partials than on reading).
 pub const MIN_ROWS_PER_SPLIT: u64 = 64;
@@ -142,6 +145,16 @@ impl ReduceSpec {
         64 / (4 * self.input.info().bytes)
     }
 
+    /// Column kernels: adjacent columns per thread (4 of f32, 8 of a 16-bit type).
+    pub fn col_vec(&self) -> u32 {
+        COL_VEC_BYTES / self.input.info().bytes
+    }
+
+    /// Column kernels: columns per tile (a block's width; a counter each).
+    pub fn col_tile(&self) -> u64 {
+        32 * u64::from(self.col_vec())
+    }
+
     /// The result's type: `"i64"` for an index, else `"f32"`.
     pub fn result(&self) -> &'static str {
         if self.op.info().index { "i64" } else { "f32" }
@@ -204,7 +217,7 @@ impl ReduceSpec {
                 }
             }
             (ReduceAxis::Cols, Shape::Matrix { rows, cols, .. }) => {
-                let tiles = cols.div_ceil(32).max(1);
+                let tiles = cols.div_ceil(self.col_tile()).max(1);
                 let phases = u64::from(COL_PHASES);
                 // Enough splits that tiles x splits fills the device once.
                 let wanted = resident.div_ceil(tiles);
@@ -263,6 +276,7 @@ impl ReduceSpec {
             warp_per_row: self.warp_per_row,
             phases: COL_PHASES,
             col_unroll: COL_UNROLL,
+            col_vec: self.col_vec(),
         }
     }
 }
@@ -282,6 +296,7 @@ struct ReduceContext {
     warp_per_row: bool,
     phases: u32,
     col_unroll: u32,
+    col_vec: u32,
 }
 
 impl KernelSpec for ReduceSpec {
@@ -532,7 +547,8 @@ mod tests {
             axis: ReduceAxis::Cols,
             ..ReduceSpec::default()
         };
-        // 128 columns: 4 tiles; 1056 resident blocks want 264 splits.
+        // f32: 4 columns a thread, 128 a tile. 128 columns: 1 tile; 1056
+        // resident blocks want 1056 splits: 249 rows each, 1053 of them.
         let tall = spec.plan(
             Shape::Matrix {
                 rows: 262_144,
@@ -542,9 +558,9 @@ mod tests {
             132,
             8,
         );
-        assert_eq!(tall.grid, (4, 264));
-        assert_eq!((tall.counters, tall.partials), (4, 264 * 128));
-        // Wide: 1024 tiles already fill the device.
+        assert_eq!(tall.grid, (1, 1053));
+        assert_eq!((tall.counters, tall.partials), (1, 1053 * 128));
+        // Wide: 256 tiles want 5 splits.
         let wide = spec.plan(
             Shape::Matrix {
                 rows: 4096,
@@ -554,7 +570,19 @@ mod tests {
             132,
             8,
         );
-        assert_eq!(wide.grid, (1024, 2));
+        assert_eq!(wide.grid, (256, 5));
+        // bf16: 8 columns a thread, 256 a tile.
+        let bf16 = ReduceSpec {
+            input: DType::BF16,
+            ..spec.clone()
+        };
+        assert_eq!(bf16.col_vec(), 8);
+        let m = Shape::Matrix {
+            rows: 32_768,
+            cols: 4096,
+            ld: 4096,
+        };
+        assert_eq!(bf16.plan(m, 132, 8).grid, (16, 66));
         // 7 rows: one split, no workspace.
         let short = spec.plan(
             Shape::Matrix {
@@ -565,10 +593,7 @@ mod tests {
             132,
             8,
         );
-        assert_eq!(
-            (short.grid, short.counters, short.partials),
-            ((32, 1), 0, 0)
-        );
+        assert_eq!((short.grid, short.counters, short.partials), ((8, 1), 0, 0));
         // Every split but the last is full and the splits cover the rows.
         for rows in [64u64, 65, 1000, 4097, 1 << 20] {
             let p = spec.plan(
