@@ -62,8 +62,8 @@ pub struct StaticReduceCopy {
 }
 
 impl StaticReduceCopy {
-    /// The spec it stands for (the aligned kernel; the launcher picks the `_any`
-    /// twin itself).
+    /// The spec it stands for (the aligned kernel; the launcher picks a
+    /// misaligned twin itself).
     pub fn to_spec(&self) -> ReduceCopySpec {
         ReduceCopySpec {
             unroll: self.unroll,
@@ -73,7 +73,7 @@ impl StaticReduceCopy {
             dsts: self.dsts.to_vec(),
             op: self.op,
             rounding: self.rounding,
-            any_alignment: false,
+            misalignment: None,
         }
     }
 }

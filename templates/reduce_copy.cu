@@ -14,9 +14,10 @@
 // step is one fully coalesced transaction per buffer. Elements past the last
 // whole hunk go to the tail{% if stochastic %}, in groups of 4 that share one Philox counter{% endif %}.
 //
-// {% if any_alignment %}The _any twin: each buffer is m bytes past a pack boundary (m uniform,
-// 0 for an aligned one) and keeps full-width accesses: aligned blocks, a
-// neighbour-lane shuffle and a funnel shift (packs.cuh).{% else %}The aligned kernel: unrolled straight-line vector code with all `unroll` packs
+// {% if any_alignment %}A misaligned twin: each buffer is m bytes past a pack boundary, m a
+// constant of this kernel, and keeps full-width accesses: aligned blocks, a
+// neighbour-lane shuffle and a funnel shift (packs.cuh); a buffer with m = 0 takes
+// the plain vector path.{% else %}The aligned kernel: unrolled straight-line vector code with all `unroll` packs
 // of a source in flight at once.{% endif %} Aligned and misaligned loops are separate
 // kernels: one loop with per-buffer checks inside made the compiler predicate both
 // paths and, short of registers, wait on each load of the second source before
@@ -163,17 +164,18 @@ extern "C" __global__ void __launch_bounds__({{ max_threads }}, 1) {{ name }}(
     rj_u64 n, float op_arg, rj_u64 sr_seed, rj_u64 sr_base) {
   const rj_u64 kHunk = {{ elems_per_hunk }};
   const {{ op_functor }} op = {op_arg};
-  // Each buffer's .global address{% if any_alignment %} and how far it sits past a pack boundary{% endif %}.
+  // Each buffer's .global address{% if any_alignment %} and how far it sits past a pack boundary
+  // (this kernel's placement: the launcher sends only launches that match it){% endif %}.
 {%- for s in srcs %}
   const rj_u64 src{{ s.index }} = rj_cvta_global(src{{ s.index }}_ptr);
 {%- if any_alignment %}
-  const rj_u32 src{{ s.index }}_m = (rj_u32)(src{{ s.index }} % {{ s.pack_bytes }});
+  const rj_u32 src{{ s.index }}_m = {{ s.m_bytes }};
 {%- endif %}
 {%- endfor %}
 {%- for d in dsts %}
   const rj_u64 dst{{ d.index }} = rj_cvta_global(dst{{ d.index }}_ptr);
 {%- if any_alignment %}
-  const rj_u32 dst{{ d.index }}_m = (rj_u32)(dst{{ d.index }} % {{ d.pack_bytes }});
+  const rj_u32 dst{{ d.index }}_m = {{ d.m_bytes }};
 {%- endif %}
 {%- endfor %}
 

@@ -105,7 +105,7 @@ fn ptx_of(spec: &ReduceCopySpec, nvrtc_version: &str, counts: &[(&str, usize)]) 
 
 // The aligned kernel's hunk loop accesses each buffer with one vector instruction
 // per unroll step, unrolled; the tail is scalar (the loop for buffers off a pack
-// boundary is the `_any` twin, another kernel). So each vector access occurs
+// boundary is a misaligned twin, another kernel). So each vector access occurs
 // exactly `unroll` = 4 times.
 
 #[test]

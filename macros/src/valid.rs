@@ -293,7 +293,7 @@ pub fn check(args: &Args, item: &Item) -> syn::Result<Checked> {
         dsts,
         op,
         rounding,
-        any_alignment: false,
+        misalignment: None,
     };
     if let Err(e) = spec.validate() {
         return Err(syn::Error::new(

@@ -23,9 +23,10 @@
 
 #![warn(missing_docs)]
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use redjit_codegen::spec::reduce_copy::Misalignment;
 use redjit_codegen::{DType, KernelSpec, Op, ReduceCopySpec, Rounding};
 
 use crate::elem::{KernelInput, KernelOutput};
@@ -79,18 +80,19 @@ pub struct ReduceCopyKernel<'rt> {
     spec: ReduceCopySpec,
     name: String,
     func: CudaFunction,
-    any_alignment: OnceLock<CudaFunction>,
+    /// Misaligned twins loaded so far, by placement (a program meets few).
+    twins: Mutex<Vec<(Misalignment, CudaFunction)>>,
 }
 
 impl Runtime {
     /// Compiles (through the cache) and loads the kernel for `spec`. A spec asking
-    /// for `any_alignment` itself is refused: the launcher picks that variant.
+    /// for a misaligned twin itself is refused: the launcher picks those.
     pub fn reduce_copy(&self, spec: &ReduceCopySpec) -> Result<ReduceCopyKernel<'_>> {
-        if spec.any_alignment {
+        if let Some(m) = &spec.misalignment {
             return Err(Error::Spec(redjit_codegen::SpecError::Invalid {
-                field: "any_alignment",
-                value: "true".into(),
-                rule: "ask for the aligned kernel; its launcher compiles and picks the _any twin when a buffer needs it".into(),
+                field: "misalignment",
+                value: m.to_string(),
+                rule: "ask for the aligned kernel; its launcher compiles and picks the misaligned twin a launch needs".into(),
             }));
         }
         Ok(ReduceCopyKernel {
@@ -98,7 +100,7 @@ impl Runtime {
             spec: spec.clone(),
             name: spec.name(),
             func: self.function(spec)?,
-            any_alignment: OnceLock::new(),
+            twins: Mutex::default(),
         })
     }
 }
@@ -136,7 +138,7 @@ impl ReduceCopyKernel<'_> {
     /// seed and base, and the launch shape. Checks every argument first (counts,
     /// dtypes and lengths of the buffers, overlaps, the scalar and seed the spec
     /// needs, the thread count) and returns [`Error::Launch`] naming it; runs the
-    /// `_any` twin when a buffer (or the stochastic base) is off a pack boundary.
+    /// misaligned twin when a buffer (or the stochastic base) is off a pack boundary.
     pub fn launch_with(
         &self,
         stream: &CudaStream,
@@ -176,7 +178,7 @@ impl ReduceCopyKernel<'_> {
         let cfg = self.config(n, opts);
         let func = self.pick(&src_addresses, &dst_addresses, call)?;
         let n = n as u64;
-        let mut args = stream.launch_builder(func);
+        let mut args = stream.launch_builder(&func);
         for s in srcs {
             s.push_input(&mut args);
         }
@@ -194,28 +196,33 @@ impl ReduceCopyKernel<'_> {
         Ok(())
     }
 
-    /// The aligned kernel, or the `_any` twin (compiled on first need) when a
-    /// buffer is off its pack boundary or stochastic rounding starts at a base that
-    /// is not a multiple of 4.
+    /// The aligned kernel, or the twin compiled for this placement of the
+    /// buffers (on first need) when one is off its pack boundary or stochastic
+    /// rounding starts at a base that is not a multiple of 4.
     fn pick(
         &self,
         src_addresses: &[u64],
         dst_addresses: &[u64],
         call: ReduceCopyArgs,
-    ) -> Result<&CudaFunction> {
-        let misaligned = self.spec.needs_any_alignment(
+    ) -> Result<CudaFunction> {
+        let Some(m) = self.spec.misalignment_for(
             src_addresses,
             dst_addresses,
             call.stochastic.map(|sr| sr.base),
-        );
-        if !misaligned {
-            return Ok(&self.func);
+        ) else {
+            return Ok(self.func.clone());
+        };
+        let twins = || self.twins.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, f)) = twins().iter().find(|(k, _)| *k == m) {
+            return Ok(f.clone());
         }
-        if let Some(f) = self.any_alignment.get() {
-            return Ok(f);
+        // Compiled outside the lock: the runtime compiles each kernel once.
+        let f = self.rt.function(&self.spec.for_misalignment(m.clone()))?;
+        let mut loaded = twins();
+        if !loaded.iter().any(|(k, _)| *k == m) {
+            loaded.push((m, f.clone()));
         }
-        let f = self.rt.function(&self.spec.for_any_alignment())?;
-        Ok(self.any_alignment.get_or_init(|| f))
+        Ok(f)
     }
 
     fn threads(&self, opts: LaunchOptions) -> u32 {
@@ -244,7 +251,7 @@ impl ReduceCopyKernel<'_> {
                 "threads",
                 threads.to_string(),
                 format!(
-                    "must be a multiple of 32 between 32 and {max_threads}, the launch bound of this kernel and its _any twin"
+                    "must be a multiple of 32 between 32 and {max_threads}, the launch bound of this kernel and its misaligned twins"
                 ),
             ));
         }
@@ -410,7 +417,7 @@ impl Extent {
 /// Element i of a destination is written by the thread that reads element i of
 /// every source, so a destination may be a source exactly (in place: same start,
 /// same dtype, hence the same bytes); any other overlap, with a source or with the
-/// other destination, races (and the `_any` twin reads whole aligned blocks around
+/// other destination, races (and a misaligned twin reads whole aligned blocks around
 /// its elements). `(value, rule)` of the first violation.
 fn overlap_violation(srcs: &[Extent], dsts: &[Extent]) -> Option<(String, String)> {
     let at = |e: &Extent| format!("[{:#x}, {:#x})", e.address, e.address + e.bytes);

@@ -128,13 +128,19 @@ __device__ __forceinline__ rj_u16 rj_half(rj_u32 w, int upper) { return (rj_u16)
 //   rj_ld_block: the aligned block under the pack.
 //   rj_shift_in: the bytes past the block from the next lane (lane 31 loads
 //     them, 16 bits at a time), shifted into place. For m == 0 the block is the
-//     pack (every lane still shuffles, so the warp never diverges before one).
+//     pack. m is the same for the whole warp (a constant of the kernel), so the
+//     early return never splits a warp before a shuffle.
 template <class L, int W>
 __device__ __forceinline__ void rj_ld_block(rj_u64 x, rj_u32 m, rj_u32 (&lo)[W]) {
   rj_ld_words<L>(x - m, lo);
 }
 template <class L, int W>
 __device__ __forceinline__ void rj_shift_in(rj_u64 x, rj_u32 m, rj_u32 lane, const rj_u32 (&lo)[W], rj_u32 (&w)[W]) {
+  if (m == 0) {
+#pragma unroll
+    for (int k = 0; k < W; ++k) w[k] = lo[k];
+    return;
+  }
   rj_u32 hi[W];
 #pragma unroll
   for (int k = 0; k < W; ++k) hi[k] = rj_shfl_down1(lo[k]);
@@ -150,18 +156,18 @@ __device__ __forceinline__ void rj_shift_in(rj_u64 x, rj_u32 m, rj_u32 lane, con
 }
 
 // Stores the pack d at x = (aligned block) + m, 0 <= m < 4W. The block under this
-// pack is the previous lane's last m bytes, then this lane's first 4W - m. Every
-// lane shuffles even when m == 0 (the buffer is aligned), so the warp never
-// diverges before a shuffle.
+// pack is the previous lane's last m bytes, then this lane's first 4W - m. m is
+// the same for the whole warp (a constant of the kernel): an aligned buffer
+// stores directly, and no warp splits before a shuffle.
 template <int W>
 __device__ __forceinline__ void rj_st_words_any(rj_u64 x, rj_u32 m, rj_u32 lane, const rj_u32 (&d)[W]) {
-  rj_u32 prev[W], block[W];
-#pragma unroll
-  for (int k = 0; k < W; ++k) prev[k] = rj_shfl_up1(d[k]);
   if (m == 0) {
     rj_st_words(x, d);
     return;
   }
+  rj_u32 prev[W], block[W];
+#pragma unroll
+  for (int k = 0; k < W; ++k) prev[k] = rj_shfl_up1(d[k]);
   rj_funnel(4 * W - m, prev, d, block);
   if (lane != 0) rj_st_words(x - m, block);
   if (lane == 0 || lane == 31) {

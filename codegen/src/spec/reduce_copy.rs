@@ -59,13 +59,29 @@ pub struct ReduceCopySpec {
     pub op: Op,
     /// How the accumulator is rounded when stored to a transport-typed destination.
     pub rounding: Rounding,
-    /// Generate the loop for buffers that sit off a pack boundary (full-width
-    /// accesses through shuffles and funnel shifts; also stochastic rounding
-    /// from a base offset that is not a multiple of 4) instead of the aligned
-    /// one. The launcher picks this variant itself, from the buffers' addresses,
-    /// and compiles it on first use: most programs never need it, and it would
-    /// double every kernel's NVRTC time. Named with a trailing `_any`.
-    pub any_alignment: bool,
+    /// `Some`: the twin kernel for buffers that sit off a pack boundary, compiled
+    /// for exactly this placement (full-width accesses through shuffles and
+    /// funnel shifts, with every offset a constant; also stochastic rounding from
+    /// a base offset that is not a multiple of 4) instead of the aligned loop.
+    /// The launcher picks it from the buffers' addresses and compiles it on first
+    /// use: most programs never need one. Named with a trailing `_m` and one
+    /// digit per buffer, e.g. `_m100`.
+    pub misalignment: Option<Misalignment>,
+}
+
+/// How many elements each buffer (sources, then destinations) starts past a pack
+/// boundary: `0 ..pack_elts`. As constants, the offsets of a twin fold its byte
+/// selects and shifts away and leave its aligned buffers on the plain vector
+/// path; read at run time, they cost misaligned stochastic rounding a third of
+/// its throughput (H100, 2026-11-23).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Misalignment(pub Vec<u8>);
+
+impl fmt::Display for Misalignment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("m")?;
+        self.0.iter().try_for_each(|d| write!(f, "{d}"))
+    }
 }
 
 impl Default for ReduceCopySpec {
@@ -79,7 +95,7 @@ impl Default for ReduceCopySpec {
             dsts: vec![Role::Transport],
             op: Op::Sum,
             rounding: Rounding::Nearest,
-            any_alignment: false,
+            misalignment: None,
         }
     }
 }
@@ -113,18 +129,20 @@ impl ReduceCopySpec {
             0
         };
         let addresses = 2 * (self.srcs.len() + self.dsts.len()) as u32;
-        // The _any twin stores through the previous lane's words and a funnelled
-        // block: two packs of words per destination (an unroll-4 bf16 + f32 pair of
+        // A misaligned twin stores through the previous lane's words and a funnelled
+        // block: two packs of words per misaligned destination (an unroll-4 bf16 + f32 pair of
         // destinations spilled at 64 registers without this term). Bounding every
         // twin to 512 instead cost 3-20 % of misaligned throughput: more registers,
         // one block of 512 per SM instead of two.
-        let shuffled: u32 = if self.any_alignment {
-            self.dsts
+        let shuffled: u32 = match &self.misalignment {
+            Some(m) => self
+                .dsts
                 .iter()
-                .map(|&r| self.pack_elts() * self.dtype_of(r).info().bytes / 2)
-                .sum()
-        } else {
-            0
+                .zip(m.0.get(self.srcs.len()..).unwrap_or(&[]))
+                .filter(|&(_, &offset)| offset != 0)
+                .map(|(&r, _)| self.pack_elts() * self.dtype_of(r).info().bytes / 2)
+                .sum(),
+            None => 0,
         };
         match self.unroll * self.pack_elts() * 2 + philox + addresses + shuffled {
             0..=48 => 1024,
@@ -134,10 +152,12 @@ impl ReduceCopySpec {
     }
 
     /// Most threads per block a launch of this spec may use: its own bound and
-    /// its `_any` twin's, which the launcher picks by the buffers' addresses.
+    /// that of any misaligned twin, which the launcher picks by the buffers'
+    /// addresses (every buffer off its boundary bounds them all).
     pub fn max_launch_threads(&self) -> u32 {
+        let all_off = Misalignment(vec![1; self.srcs.len() + self.dsts.len()]);
         self.max_threads()
-            .min(self.for_any_alignment().max_threads())
+            .min(self.for_misalignment(all_off).max_threads())
     }
 
     /// Elements one warp handles per iteration (`unroll * 32 * pack_elts`).
@@ -145,36 +165,42 @@ impl ReduceCopySpec {
         self.unroll * WARP_SIZE * self.pack_elts()
     }
 
-    /// Whether a launch with buffers at these device addresses (sources, then
-    /// destinations, in spec order) and this stochastic-rounding base must use the
-    /// `_any` twin: the aligned kernel assumes every buffer starts on a pack
-    /// boundary (`pack_elts` elements of its own type) and, rounding
-    /// stochastically, that each pack takes one Philox counter (base % 4 == 0).
-    pub fn needs_any_alignment(
+    /// The misaligned twin a launch with buffers at these device addresses
+    /// (sources, then destinations, in spec order) and this stochastic-rounding
+    /// base needs, or `None` for this (aligned) kernel, which assumes every buffer
+    /// starts on a pack boundary (`pack_elts` elements of its own type) and,
+    /// rounding stochastically, that each pack takes one Philox counter
+    /// (base % 4 == 0). Addresses are whole elements of each buffer's type.
+    pub fn misalignment_for(
         &self,
         src_addresses: &[u64],
         dst_addresses: &[u64],
         sr_base: Option<u64>,
-    ) -> bool {
-        let pack_bytes =
-            |role: Role| u64::from(self.pack_elts() * self.dtype_of(role).info().bytes);
-        let off = |address: &u64, role: Role| !address.is_multiple_of(pack_bytes(role));
-        src_addresses
+    ) -> Option<Misalignment> {
+        let offset = |address: u64, role: Role| {
+            let bytes = u64::from(self.dtype_of(role).info().bytes);
+            ((address / bytes) % u64::from(self.pack_elts())) as u8
+        };
+        let offsets: Vec<u8> = src_addresses
             .iter()
             .zip(&self.srcs)
-            .any(|(a, s)| off(a, s.role))
-            || dst_addresses
-                .iter()
-                .zip(&self.dsts)
-                .any(|(a, &r)| off(a, r))
-            || (self.rounding == Rounding::Stochastic
-                && sr_base.is_some_and(|b| !b.is_multiple_of(4)))
+            .map(|(&a, s)| offset(a, s.role))
+            .chain(
+                dst_addresses
+                    .iter()
+                    .zip(&self.dsts)
+                    .map(|(&a, &r)| offset(a, r)),
+            )
+            .collect();
+        let sr_off =
+            self.rounding == Rounding::Stochastic && sr_base.is_some_and(|b| !b.is_multiple_of(4));
+        (sr_off || offsets.iter().any(|&o| o != 0)).then_some(Misalignment(offsets))
     }
 
-    /// This spec's kernel for buffers at any alignment.
-    pub fn for_any_alignment(&self) -> ReduceCopySpec {
+    /// This spec's twin for buffers placed as `misalignment` says.
+    pub fn for_misalignment(&self, misalignment: Misalignment) -> ReduceCopySpec {
         ReduceCopySpec {
-            any_alignment: true,
+            misalignment: Some(misalignment),
             ..self.clone()
         }
     }
@@ -242,7 +268,9 @@ impl ReduceCopySpec {
     }
 
     fn context(&self) -> ReduceCopyContext {
-        let buffer = |index: usize, role: Role, load: &'static str| {
+        // `offset`: where this buffer's digit sits in the misalignment (sources
+        // first, then destinations).
+        let buffer = |index: usize, offset: usize, role: Role, load: &'static str| {
             let dtype = self.dtype_of(role);
             BufferContext {
                 index,
@@ -250,6 +278,10 @@ impl ReduceCopySpec {
                 dtype: dtype.slug(),
                 c_type: dtype.info().c_type,
                 pack_bytes: self.pack_elts() * dtype.info().bytes,
+                m_bytes: self
+                    .misalignment
+                    .as_ref()
+                    .map_or(0, |m| u32::from(m.0[offset + index]) * dtype.info().bytes),
                 load,
             }
         };
@@ -263,19 +295,19 @@ impl ReduceCopySpec {
             accum: self.accum.info().c_type,
             op_functor: self.op.info().functor,
             stochastic: self.rounding == Rounding::Stochastic,
-            any_alignment: self.any_alignment,
+            any_alignment: self.misalignment.is_some(),
             store_suffix: self.rounding.info().store_suffix,
             srcs: self
                 .srcs
                 .iter()
                 .enumerate()
-                .map(|(i, s)| buffer(i, s.role, s.load.info().device))
+                .map(|(i, s)| buffer(i, 0, s.role, s.load.info().device))
                 .collect(),
             dsts: self
                 .dsts
                 .iter()
                 .enumerate()
-                .map(|(i, &r)| buffer(i, r, ""))
+                .map(|(i, &r)| buffer(i, self.srcs.len(), r, ""))
                 .collect(),
         }
     }
@@ -306,6 +338,8 @@ struct BufferContext {
     dtype: &'static str,
     c_type: &'static str,
     pack_bytes: u32,
+    /// Bytes past the pack boundary (misaligned twins; 0 otherwise).
+    m_bytes: u32,
     /// The load struct (sources only).
     load: &'static str,
 }
@@ -372,6 +406,33 @@ impl KernelSpec for ReduceCopySpec {
                 format!("a reduce_copy has at least 1 and at most {MAX_DSTS} destination(s)"),
             ));
         }
+        if let Some(m) = &self.misalignment {
+            let buffers = self.srcs.len() + self.dsts.len();
+            if m.0.len() != buffers {
+                return Err(SpecError::invalid(
+                    "misalignment",
+                    m,
+                    format!("one offset per buffer: {buffers} (sources, then destinations)"),
+                ));
+            }
+            if let Some(o) = m.0.iter().find(|&&o| u32::from(o) >= self.pack_elts()) {
+                return Err(SpecError::invalid(
+                    "misalignment",
+                    m,
+                    format!(
+                        "offset {o}: each is in elements past a pack boundary, below {}",
+                        self.pack_elts()
+                    ),
+                ));
+            }
+            if m.0.iter().all(|&o| o == 0) && self.rounding != Rounding::Stochastic {
+                return Err(SpecError::invalid(
+                    "misalignment",
+                    m,
+                    "every buffer on its pack boundary: that is the aligned kernel (an all-zero twin exists only for a stochastic-rounding base that is not a multiple of 4)",
+                ));
+            }
+        }
         if self.rounding == Rounding::Stochastic && !self.dsts.contains(&Role::Transport) {
             return Err(SpecError::invalid(
                 "rounding",
@@ -400,7 +461,10 @@ impl KernelSpec for ReduceCopySpec {
             roles_letters(&self.dsts),
             self.op,
             self.rounding,
-        ) + if self.any_alignment { "_any" } else { "" }
+        ) + &self
+            .misalignment
+            .as_ref()
+            .map_or(String::new(), |m| format!("_{m}"))
     }
 
     fn min_arch(&self) -> Arch {
@@ -441,16 +505,27 @@ impl FromStr for ReduceCopySpec {
             input: s.to_string(),
             rule: rule.to_string(),
         };
-        let format = "expected reduce_copy_u<unroll>_<accum>_<transport>_<src roles>_<dst roles>_<op>_<rounding>[_any], e.g. reduce_copy_u4_f32_bf16_TA_T_sum_rn (source letters: upper case volatile, lower case read-only)";
+        let format = "expected reduce_copy_u<unroll>_<accum>_<transport>_<src roles>_<dst roles>_<op>_<rounding>[_m<offset per buffer>], e.g. reduce_copy_u4_f32_bf16_TA_T_sum_rn (source letters: upper case volatile, lower case read-only)";
         let rest = s
             .strip_prefix(Family::ReduceCopy.slug())
             .and_then(|r| r.strip_prefix('_'))
             .ok_or_else(|| parse_err(format))?;
-        let (rest, any_alignment) = match rest.strip_suffix("_any") {
-            Some(r) => (r, true),
-            None => (rest, false),
+        let mut parts: Vec<&str> = rest.split('_').collect();
+        let misalignment = match parts.last().and_then(|p| p.strip_prefix('m')) {
+            Some(digits) if parts.len() == 8 => {
+                parts.pop();
+                let offsets = digits
+                    .chars()
+                    .map(|c| c.to_digit(10).map(|d| d as u8))
+                    .collect::<Option<Vec<u8>>>()
+                    .filter(|d| !d.is_empty())
+                    .ok_or_else(|| {
+                        parse_err("the misalignment part is m and one digit per buffer, e.g. m100")
+                    })?;
+                Some(Misalignment(offsets))
+            }
+            _ => None,
         };
-        let parts: Vec<&str> = rest.split('_').collect();
         let [unroll, accum, transport, srcs, dsts, op, rounding] = parts.as_slice() else {
             return Err(parse_err(format));
         };
@@ -486,7 +561,7 @@ impl FromStr for ReduceCopySpec {
             dsts: roles(dsts)?,
             op: op.parse()?,
             rounding: rounding.parse()?,
-            any_alignment,
+            misalignment,
         };
         spec.validate()?;
         // One spelling per kernel: a name parses only if it prints back the same
@@ -518,36 +593,84 @@ mod tests {
     }
 
     #[test]
-    fn the_any_twin_is_needed_exactly_when_a_buffer_is_off_its_pack_boundary() {
-        // TA_T: bf16 packs are 8 bytes, f32 packs 16.
+    fn the_twin_is_picked_by_each_buffers_offset_past_its_pack_boundary() {
+        // TA_T: bf16 packs are 8 bytes (4 elements), f32 packs 16.
         let spec = ReduceCopySpec::default();
         let base = 0x7f00_0000_0000u64;
-        assert!(!spec.needs_any_alignment(&[base, base + 256], &[base + 512], None));
+        let m = |v: &[u8]| Some(Misalignment(v.to_vec()));
+        assert_eq!(
+            spec.misalignment_for(&[base, base + 256], &[base + 512], None),
+            None
+        );
         // One bf16 element (2 bytes) into the 8-byte pack of src0.
-        assert!(spec.needs_any_alignment(&[base + 2, base + 256], &[base + 512], None));
-        // 8 bytes is a bf16 pack boundary but not an f32 one.
-        assert!(!spec.needs_any_alignment(&[base + 8, base + 256], &[base + 512], None));
-        assert!(spec.needs_any_alignment(&[base, base + 8], &[base + 512], None));
-        assert!(spec.needs_any_alignment(&[base, base + 256], &[base + 514], None));
+        assert_eq!(
+            spec.misalignment_for(&[base + 2, base + 256], &[base + 512], None),
+            m(&[1, 0, 0])
+        );
+        // 8 bytes is a bf16 pack boundary but 2 elements into an f32 pack.
+        assert_eq!(
+            spec.misalignment_for(&[base + 8, base + 256], &[base + 512], None),
+            None
+        );
+        assert_eq!(
+            spec.misalignment_for(&[base, base + 8], &[base + 518], None),
+            m(&[0, 2, 3])
+        );
         // The base offset matters only when rounding stochastically.
-        assert!(!spec.needs_any_alignment(&[base, base + 256], &[base + 512], Some(3)));
+        assert_eq!(
+            spec.misalignment_for(&[base, base + 256], &[base + 512], Some(3)),
+            None
+        );
         let sr = ReduceCopySpec {
             rounding: Rounding::Stochastic,
-            ..spec
+            ..spec.clone()
         };
-        assert!(!sr.needs_any_alignment(&[base, base + 256], &[base + 512], Some(8)));
-        assert!(sr.needs_any_alignment(&[base, base + 256], &[base + 512], Some(3)));
+        assert_eq!(
+            sr.misalignment_for(&[base, base + 256], &[base + 512], Some(8)),
+            None
+        );
+        assert_eq!(
+            sr.misalignment_for(&[base, base + 256], &[base + 512], Some(3)),
+            m(&[0, 0, 0])
+        );
+        // Names carry the offsets and parse back; bad offsets are errors.
+        let twin = spec.for_misalignment(Misalignment(vec![1, 0, 3]));
+        assert_eq!(twin.name(), "reduce_copy_u4_f32_bf16_TA_T_sum_rn_m103");
+        assert_eq!(twin.name().parse::<ReduceCopySpec>().unwrap(), twin);
+        let sr_twin = sr.for_misalignment(Misalignment(vec![0, 0, 0]));
+        assert_eq!(sr_twin.name().parse::<ReduceCopySpec>().unwrap(), sr_twin);
+        for (bad, rule) in [
+            (
+                "reduce_copy_u4_f32_bf16_TA_T_sum_rn_m000",
+                "that is the aligned kernel",
+            ),
+            (
+                "reduce_copy_u4_f32_bf16_TA_T_sum_rn_m10",
+                "one offset per buffer: 3",
+            ),
+            ("reduce_copy_u4_f32_bf16_TA_T_sum_rn_m104", "offset 4"),
+            (
+                "reduce_copy_u4_f32_bf16_TA_T_sum_rn_mx",
+                "one digit per buffer",
+            ),
+        ] {
+            let e = bad.parse::<ReduceCopySpec>().unwrap_err().to_string();
+            assert!(e.contains(rule), "{bad}: {e}");
+        }
     }
 
     #[test]
-    fn a_launch_is_bounded_by_the_kernel_and_its_any_twin() {
+    fn a_launch_is_bounded_by_the_kernel_and_its_twins() {
         let spec = ReduceCopySpec::default();
         assert_eq!(spec.max_threads(), 1024);
-        assert_eq!(spec.for_any_alignment().max_threads(), 1024);
         assert_eq!(spec.max_launch_threads(), 1024);
         let two_dsts: ReduceCopySpec = "reduce_copy_u4_f32_f16_Ta_TA_sum_rn".parse().unwrap();
         assert_eq!(two_dsts.max_threads(), 1024);
-        assert_eq!(two_dsts.for_any_alignment().max_threads(), 512);
+        // Both destinations off their boundary: 512; only a source: 1024.
+        let both = two_dsts.for_misalignment(Misalignment(vec![0, 0, 1, 1]));
+        assert_eq!(both.max_threads(), 512);
+        let src = two_dsts.for_misalignment(Misalignment(vec![1, 0, 0, 0]));
+        assert_eq!(src.max_threads(), 1024);
         assert_eq!(two_dsts.max_launch_threads(), 512);
         let u8_sr: ReduceCopySpec = "reduce_copy_u8_f32_bf16_TA_T_sum_sr".parse().unwrap();
         assert_eq!(u8_sr.max_launch_threads(), u8_sr.max_threads());
