@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (no Rust there), from the repo root, over what
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
-#   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro] [bench-all]
+#   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro] [bench-all] [norm]
 #   (default: the first five; bench-all is a sweep of every family with PyTorch and a plot)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
@@ -91,6 +91,14 @@ for step in "${steps[@]}"; do
     fi
     "$BIN/redjit" bench all --sizes "$sizes" --json "$OUT/bench-all.json" --compare "$OUT/torch-all.json" \
       "${plot[@]}" 2>&1 | tee "$OUT/bench-all.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    ;;
+  norm)
+    echo "== PyTorch + Triton reference (norm family), then redjit bench norm (default and every layout variant), same call"
+    python3 stage/scripts/torch_ref.py --families norm --out "$OUT/torch-norm.json" 2>&1 | tee "$OUT/torch-norm.log" || status=1
+    "$BIN/redjit" bench norm --json "$OUT/bench-norm.json" --compare "$OUT/torch-norm.json" 2>&1 | tee "$OUT/bench-norm.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    "$BIN/redjit" bench norm --variants --json "$OUT/bench-norm-variants.json" --compare "$OUT/torch-norm.json" 2>&1 | tee "$OUT/bench-norm-variants.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     ;;
   *) echo "unknown step $step"; status=2 ;;

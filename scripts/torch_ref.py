@@ -31,7 +31,18 @@ array at each size, and x.view(R, C).sum(dim=1 or 0, dtype=float32) at
 32768x4096 and 8192x16384; inputs float32 and bfloat16. GB/s counts what redjit
 counts: every input element read once, the results written once.
 
-Stdlib + torch only. Usage:
+--families norm adds the norm family (entries "family": "norm", "name"
+norm_<op>[_res]_<dtype>_<dtype> as `redjit bench norm` keys them, "shape"):
+torch.softmax, torch.log_softmax, F.layer_norm (weight, bias), F.rms_norm
+(weight) and the fused residual forms (h = x + r; norm(h), both returned) at
+the issue's shapes, float32 and bfloat16, eager and torch.compile; and, where
+Triton is importable, the textbook one-row-per-program Triton softmax and
+RMSNorm (whole row in registers, BLOCK = next_power_of_2(cols), 4/8/16 warps
+by block size; rows up to 32768) as "triton_gbps". GB/s counts what redjit
+counts: x read and out written once (plus residual in and out, weight and bias
+once).
+
+Stdlib + torch (+ triton, optional). Usage:
   python3 scripts/torch_ref.py --out torch.json [--n N | --sizes 1M,2^28] [--families reduce_copy,reduce]
 """
 
@@ -140,6 +151,130 @@ def reduce_entries(sizes, shapes, a, dev):
     return entries
 
 
+NORM_SHAPES = [(32768, 4096), (8192, 16384), (8192, 32768), (262144, 128), (4, 1000003), (64, 1 << 20)]
+NORM_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+TRITON_MAX_COLS = 32768
+
+
+def triton_kernels():
+    """The textbook Triton softmax and RMSNorm (one row per program), or None."""
+    try:
+        import triton  # noqa: PLC0415
+        import triton.language as tl  # noqa: PLC0415
+    except Exception:  # noqa: BLE001
+        return None
+
+    @triton.jit
+    def softmax_kernel(y_ptr, x_ptr, cols, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * cols + offs, mask=offs < cols, other=-float("inf")).to(tl.float32)
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(y_ptr + row * cols + offs, (e / tl.sum(e, axis=0)).to(y_ptr.dtype.element_ty), mask=offs < cols)
+
+    @triton.jit
+    def rmsnorm_kernel(y_ptr, x_ptr, w_ptr, cols, eps, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * cols + offs, mask=offs < cols, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + offs, mask=offs < cols, other=0.0).to(tl.float32)
+        rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / cols + eps)
+        tl.store(y_ptr + row * cols + offs, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=offs < cols)
+
+    def launch(kernel, rows, cols, *args):
+        block = triton.next_power_of_2(cols)
+        warps = 4 if block <= 2048 else (8 if block <= 8192 else 16)
+        kernel[(rows,)](*args, BLOCK=block, num_warps=warps)
+
+    def softmax(x, y):
+        launch(softmax_kernel, x.shape[0], x.shape[1], y, x, x.shape[1])
+        return y
+
+    def rmsnorm(x, w, y):
+        launch(rmsnorm_kernel, x.shape[0], x.shape[1], y, x, w, x.shape[1], 1e-5)
+        return y
+
+    return {"softmax": softmax, "rmsnorm": rmsnorm}
+
+
+def norm_entries(shapes, a, dev):
+    """The norm family's PyTorch (and Triton) equivalents (see the module doc)."""
+    import torch.nn.functional as F  # noqa: PLC0415, N812
+
+    tri = triton_kernels()
+    entries = []
+    header = f"{'kernel':<30} {'shape':>14} {'eager GB/s':>10} {'compile GB/s':>12} {'triton GB/s':>11}"
+    log(header)
+    log("-" * len(header))
+    eps = 1e-5
+
+    def res_layer(x, r, w, b):
+        h = x + r
+        return h, F.layer_norm(h, (x.shape[-1],), w, b, eps)
+
+    def res_rms(x, r, w):
+        h = x + r
+        return h, F.rms_norm(h, (x.shape[-1],), w, eps)
+
+    # (op key, expression, function, takes residual, weight, bias)
+    ops = [
+        ("softmax", "torch.softmax(x, dim=-1)", lambda x: torch.softmax(x, dim=-1), False, False, False),
+        ("logsoftmax", "torch.log_softmax(x, dim=-1)", lambda x: torch.log_softmax(x, dim=-1), False, False, False),
+        ("layernorm", "F.layer_norm(x, (C,), w, b, eps)",
+         lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b, eps), False, True, True),
+        ("rmsnorm", "F.rms_norm(x, (C,), w, eps)", lambda x, w: F.rms_norm(x, (x.shape[-1],), w, eps), False, True, False),
+        ("layernorm_res", "h = x + r; F.layer_norm(h, ...)", res_layer, True, True, True),
+        ("rmsnorm_res", "h = x + r; F.rms_norm(h, ...)", res_rms, True, True, False),
+    ]
+    for dname, dt in NORM_DTYPES.items():
+        esize = torch.tensor([], dtype=dt).element_size()
+        for rows, cols in shapes:
+            n = rows * cols
+            x = torch.randn(rows, cols, device=dev, dtype=dt)
+            r = torch.randn(rows, cols, device=dev, dtype=dt)
+            w = torch.randn(cols, device=dev, dtype=dt)
+            b = torch.randn(cols, device=dev, dtype=dt)
+            for key, expr, fn, res, has_w, has_b in ops:
+                ins = (x,) + ((r,) if res else ()) + ((w,) if has_w else ()) + ((b,) if has_b else ())
+                nbytes = n * esize * (4 if res else 2) + cols * esize * (int(has_w) + int(has_b))
+                e_us = time_us(fn, ins, a.warmup, a.iters)
+                e = {
+                    "family": "norm",
+                    "name": f"norm_{key}_{dname}_{dname}",
+                    "n": n,
+                    "shape": f"{rows}x{cols}",
+                    "eager_us": e_us,
+                    "eager_gbps": gbps(nbytes, e_us),
+                    "eager_expr": expr,
+                    "compile_us": None,
+                    "compile_gbps": None,
+                    "compile_expr": None,
+                    "triton_gbps": None,
+                }
+                if not a.no_compile:
+                    c_us, c_expr, variants, c_err = compiled_time([(expr, fn)], ins, a.warmup, a.iters)
+                    e.update(compile_us=c_us, compile_gbps=gbps(nbytes, c_us), compile_expr=c_expr,
+                             compile_variants_us=variants)
+                    if c_err:
+                        e["compile_error"] = c_err
+                if tri and key in tri and cols <= TRITON_MAX_COLS:
+                    y = torch.empty_like(x)
+                    targs = (x, y) if key == "softmax" else (x, w, y)
+                    try:
+                        t_us = time_us(tri[key], targs, a.warmup, a.iters)
+                        e["triton_us"], e["triton_gbps"] = t_us, gbps(nbytes, t_us)
+                    except Exception as err:  # noqa: BLE001 -- recorded, not fatal
+                        e["triton_error"] = f"{type(err).__name__}: {err}"[:500]
+                    del y
+                fmt = lambda v, wd: f"{v:>{wd}.1f}" if v is not None else f"{'-':>{wd}}"  # noqa: E731
+                log(f"{e['name']:<30} {e['shape']:>14} {fmt(e['eager_gbps'], 10)} "
+                    f"{fmt(e['compile_gbps'], 12)} {fmt(e['triton_gbps'], 11)}")
+                entries.append(e)
+            del x, r, w, b
+            torch.cuda.empty_cache()
+    return entries
+
+
 def forms():
     """(config, srcs letters, dsts letters) in redjit's matrix order."""
     out = []
@@ -228,7 +363,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1 << 28, help="elements per buffer")
     ap.add_argument("--sizes", default=None, help="a sweep instead of --n, e.g. 1M,16M,2^28")
-    ap.add_argument("--families", default="reduce_copy", help="comma-separated: reduce_copy,reduce")
+    ap.add_argument("--families", default="reduce_copy", help="comma-separated: reduce_copy,reduce,norm")
     ap.add_argument("--compile-sizes", default=None,
                     help="sizes that also get torch.compile (default: every size)")
     ap.add_argument("--iters", type=int, default=20)
@@ -259,8 +394,8 @@ def main():
         return 2
     families = [f.strip().replace("-", "_") for f in a.families.split(",") if f.strip()]
     for f in families:
-        if f not in ("reduce_copy", "reduce"):
-            log(f"error: unknown family {f!r}: expected reduce_copy, reduce")
+        if f not in ("reduce_copy", "reduce", "norm"):
+            log(f"error: unknown family {f!r}: expected reduce_copy, reduce, norm")
             return 2
 
     # Large recompile limits: every form is compiled afresh anyway (reset_dynamo).
@@ -359,6 +494,10 @@ def main():
     if "reduce" in families:
         log("")
         entries.extend(reduce_entries(sizes, REDUCE_SHAPES, a, dev))
+
+    if "norm" in families:
+        log("")
+        entries.extend(norm_entries(NORM_SHAPES, a, dev))
 
     result = {
         "gpu": gpu,

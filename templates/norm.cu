@@ -70,7 +70,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 }
 }  // namespace {{ name }}_impl
 
-extern "C" __global__ void __launch_bounds__({{ threads }}) {{ name }}(
+extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{ name }}(
     const void* __restrict__ x_ptr, const void* __restrict__ res_ptr, const void* __restrict__ w_ptr,
     const void* __restrict__ b_ptr, void* __restrict__ out_ptr, void* __restrict__ res_out_ptr,
     void* __restrict__ mean_ptr, void* __restrict__ rstd_ptr, void* __restrict__ counters_ptr,

@@ -266,10 +266,10 @@ fn compare(what: &str, spec: &NormSpec, m: Matrix, want: &[RowWant], got: &[Vec<
             }
         }
         for (k, stat) in [(2, w.mean), (3, w.rstd)] {
-            if let (Some(e), false) = (stat, got[k].is_empty()) {
-                if let Err(msg) = e.check(DType::F32, got[k][SLACK + r]) {
-                    bad.push(format!("stat {k} of row {r}: {msg}"));
-                }
+            if let (Some(e), false) = (stat, got[k].is_empty())
+                && let Err(msg) = e.check(DType::F32, got[k][SLACK + r])
+            {
+                bad.push(format!("stat {k} of row {r}: {msg}"));
             }
         }
         if bad.len() > 8 {

@@ -360,14 +360,14 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> 
     presence("weight", c.weight, !info.softmax, "")?;
     presence("bias", c.bias, info.bias, "")?;
     for (what, b) in [("weight", c.weight), ("bias", c.bias)] {
-        if let Some(b) = b {
-            if b.0 != spec.input || b.1 != m.cols {
-                return Err(err(
-                    what,
-                    format!("{} x {}", b.1, b.0),
-                    format!("a {what} is cols ({}) elements of {}", m.cols, spec.input),
-                ));
-            }
+        if let Some(b) = b
+            && (b.0 != spec.input || b.1 != m.cols)
+        {
+            return Err(err(
+                what,
+                format!("{} x {}", b.1, b.0),
+                format!("a {what} is cols ({}) elements of {}", m.cols, spec.input),
+            ));
         }
     }
     if c.mean.is_some() && !info.mean {
@@ -385,14 +385,14 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> 
         ));
     }
     for (what, b) in [("mean", c.mean), ("rstd", c.rstd)] {
-        if let Some(b) = b {
-            if b.0 != DType::F32 || b.1 != m.rows {
-                return Err(err(
-                    what,
-                    format!("{} x {}", b.1, b.0),
-                    format!("row statistics are rows ({}) f32", m.rows),
-                ));
-            }
+        if let Some(b) = b
+            && (b.0 != DType::F32 || b.1 != m.rows)
+        {
+            return Err(err(
+                what,
+                format!("{} x {}", b.1, b.0),
+                format!("row statistics are rows ({}) f32", m.rows),
+            ));
         }
     }
     if !c.param.is_finite() || (!info.softmax && c.param < 0.0) {
@@ -403,17 +403,17 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> 
         };
         return Err(err("param", c.param.to_string(), rule.into()));
     }
-    if let Some(cap) = spec.capacity() {
-        if m.cols as u64 > cap {
-            return Err(err(
-                "cols",
-                m.cols.to_string(),
-                format!(
-                    "this kernel holds rows of at most {cap}; use NormSpec::for_cols ({})",
-                    spec.for_cols(m.cols as u64).name()
-                ),
-            ));
-        }
+    if let Some(cap) = spec.capacity()
+        && m.cols as u64 > cap
+    {
+        return Err(err(
+            "cols",
+            m.cols.to_string(),
+            format!(
+                "this kernel holds rows of at most {cap}; use NormSpec::for_cols ({})",
+                spec.for_cols(m.cols as u64).name()
+            ),
+        ));
     }
     let plan = spec.plan(
         m.rows as u64,

@@ -8,6 +8,7 @@
 //! buffers as it takes to cover 4x the L2 cache, so no launch finds its inputs
 //! in L2 (at 2^28 elements one copy is already 20x L2).
 
+mod norm;
 mod reduce;
 mod reduce_copy;
 
@@ -30,6 +31,7 @@ use crate::sizes::fmt_size;
 use crate::timing::median_us;
 use crate::torch_ref::TorchTable;
 
+pub use norm::NormBenchArgs;
 pub use reduce::ReduceBenchArgs;
 pub use reduce_copy::ReduceCopyBenchArgs;
 
@@ -45,6 +47,8 @@ pub enum BenchCmd {
     ReduceCopy(ReduceCopyBenchArgs),
     /// Bandwidth of full-array, row and column reductions (GPU only).
     Reduce(ReduceBenchArgs),
+    /// Softmax, log-softmax, layer norm and RMS norm over rows at the shapes (GPU only).
+    Norm(NormBenchArgs),
     /// Every family with its default kernels, one table, one plot (GPU only).
     All(AllBenchArgs),
     /// JIT latency: context creation, cold compile+load, warm load from disk, batch.
@@ -139,6 +143,11 @@ pub fn bench_cmd(args: &BenchArgs) -> CliResult {
             let cases = reduce::cases(a, &a.common.sizes_or(&[DEFAULT_SIZE]))?;
             run(&a.common, torch, "reduce", |b| reduce::bench(b, &cases))
         }
+        BenchCmd::Norm(a) => {
+            let torch = a.common.check()?;
+            let cases = norm::cases(a)?;
+            run(&a.common, torch, "norm", |b| norm::bench(b, &cases))
+        }
         BenchCmd::All(a) => {
             let torch = a.common.check()?;
             let sizes = a.common.sizes_or(ALL_SIZES);
@@ -146,9 +155,11 @@ pub fn bench_cmd(args: &BenchArgs) -> CliResult {
             let rc_specs = reduce_copy::specs(&rc)?;
             let red = ReduceBenchArgs::defaults(a.common.clone());
             let cases = reduce::cases(&red, &sizes)?;
+            let norm_cases = norm::cases(&NormBenchArgs::defaults(a.common.clone()))?;
             run(&a.common, torch, "all", |b| {
                 reduce_copy::bench(b, &rc, &rc_specs, &sizes)?;
-                reduce::bench(b, &cases)
+                reduce::bench(b, &cases)?;
+                norm::bench(b, &norm_cases)
             })
         }
         BenchCmd::Jit(a) => jit_cmd(a),

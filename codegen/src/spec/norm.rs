@@ -139,6 +139,15 @@ impl NormSpec {
         }
     }
 
+    /// The launch bound's blocks per SM, 1: registers up to 65536 / threads
+    /// (255 at most). Without a minimum ptxas aimed some of these kernels at
+    /// 32..64 registers and spilled the row; with 2 at 256 threads (128
+    /// registers) the mixed-dtype layer norms spilled. Occupancy is for the
+    /// benchmarks to weigh (`--variants`).
+    pub fn min_blocks(&self) -> u32 {
+        1
+    }
+
     /// Elements one row (warp, block) or one chunk (split) holds.
     pub fn chunk(&self) -> u64 {
         u64::from(self.lanes) * u64::from(self.packs) * 4
@@ -245,6 +254,7 @@ impl NormSpec {
             input_round: self.input.info().reduce_accum.unwrap_or("rj_acc_f32"),
             layout: self.layout.slug(),
             threads: self.threads(),
+            min_blocks: self.min_blocks(),
             lanes: self.lanes,
             packs: self.packs,
             partial_bytes: PARTIAL_BYTES,
@@ -266,6 +276,7 @@ struct NormContext {
     input_round: &'static str,
     layout: &'static str,
     threads: u32,
+    min_blocks: u32,
     lanes: u32,
     packs: u32,
     partial_bytes: usize,

@@ -1,0 +1,335 @@
+//! `redjit bench norm`: softmax, log-softmax, layer norm and RMS norm (and the
+//! fused residual variants) over rows, at the issue's shapes, with the default
+//! layout for each row length or, with `--variants`, every layout that holds
+//! the row (the measurements that are to pick the ladder of
+//! `NormSpec::for_cols`).
+//!
+//! Bytes counted: every element a launch must read and write once (x and out;
+//! residual and residual_out for the fused variants; weight and bias once).
+
+use clap::Args;
+use redjit_codegen::spec::norm::{row_ops, variants};
+use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAlgo};
+use redjit_runtime::{KernelOutput, Matrix, NormArgs};
+
+use super::reduce::parse_shapes;
+use super::{Bench, Common, KernelRow};
+use crate::devbuf::DevBuf;
+use crate::error::{CliError, CliResult, DriverContext};
+use crate::timing::median_us;
+
+/// The issue's shapes.
+pub const DEFAULT_SHAPES: &str = "32768x4096,8192x16384,8192x32768,262144x128,4x1000003,64x1048576";
+
+#[derive(Debug, Clone, Args)]
+pub struct NormBenchArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    /// Shapes ROWSxCOLS, comma-separated.
+    #[arg(long, default_value = DEFAULT_SHAPES)]
+    pub shapes: String,
+
+    /// Element types (input = output), comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_dtype, default_values_t = vec![DType::F32, DType::BF16])]
+    pub dtypes: Vec<DType>,
+
+    /// Every layout variant that holds the row, not only the default one.
+    #[arg(long)]
+    pub variants: bool,
+
+    /// Bench these kernels (names as the runtime prints them) at each shape
+    /// that fits them, instead.
+    #[arg(long = "spec", value_name = "NAME")]
+    pub specs: Vec<String>,
+}
+
+impl NormBenchArgs {
+    /// What `bench all` runs: the defaults of every flag.
+    pub fn defaults(common: Common) -> Self {
+        NormBenchArgs {
+            common,
+            shapes: DEFAULT_SHAPES.into(),
+            dtypes: vec![DType::F32, DType::BF16],
+            variants: false,
+            specs: Vec::new(),
+        }
+    }
+}
+
+/// One measurement: a kernel at a shape.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub spec: NormSpec,
+    pub m: Matrix,
+}
+
+impl Case {
+    fn label(&self) -> String {
+        format!("{}x{}", self.m.rows, self.m.cols)
+    }
+
+    /// Bytes a launch must move.
+    pub fn bytes(&self) -> u64 {
+        let n = (self.m.rows * self.m.cols) as u64;
+        let i = u64::from(self.spec.input.info().bytes);
+        let o = u64::from(self.spec.output.info().bytes);
+        let mut b = n * (i + o);
+        if self.spec.residual {
+            b += 2 * n * i;
+        }
+        let info = self.spec.op.info();
+        let vectors = u64::from(!info.softmax) + u64::from(info.bias);
+        b + vectors * self.m.cols as u64 * i
+    }
+}
+
+/// The name PyTorch's entries are keyed by: op, residual and dtypes, without
+/// the algorithm and the layout (PyTorch has one of each).
+pub fn torch_key(spec: &NormSpec) -> String {
+    format!(
+        "norm_{}{}_{}_{}",
+        spec.op,
+        if spec.residual { "_res" } else { "" },
+        spec.input,
+        spec.output
+    )
+}
+
+/// The cases: each row op (the online and the safe softmax, log-softmax online,
+/// each norm with and without residual) x dtype x shape, at the default layout
+/// or every fitting variant; `--spec` names instead.
+pub fn cases(a: &NormBenchArgs) -> CliResult<Vec<Case>> {
+    let shapes = parse_shapes(&a.shapes)?;
+    if shapes.iter().any(|&(r, c)| r == 0 || c == 0) {
+        return Err(CliError::usage("a shape has no rows or no columns"));
+    }
+    let mut out = Vec::new();
+    let mut push = |spec: NormSpec, (rows, cols): (usize, usize)| {
+        if spec.capacity().is_none_or(|c| c >= cols as u64) {
+            out.push(Case {
+                spec,
+                m: Matrix {
+                    rows,
+                    cols,
+                    ld: cols,
+                },
+            });
+        }
+    };
+    if !a.specs.is_empty() {
+        for name in &a.specs {
+            let spec: NormSpec = name.parse()?;
+            for &s in &shapes {
+                push(spec.clone(), s);
+            }
+        }
+        return Ok(out);
+    }
+    for &d in &a.dtypes {
+        for ops in row_ops() {
+            // The safe log-softmax adds nothing the safe softmax does not show.
+            if ops.0 == NormOp::LogSoftmax && ops.1 == Some(SoftmaxAlgo::Safe) {
+                continue;
+            }
+            for &(rows, cols) in &shapes {
+                let base = NormSpec::with(ops, d, d, cols as u64);
+                if a.variants {
+                    for v in variants(&base) {
+                        push(v, (rows, cols));
+                    }
+                } else {
+                    push(base, (rows, cols));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
+    if cases.is_empty() {
+        return Err(CliError::usage("no norm kernel to bench"));
+    }
+    let rt = b.rt;
+    let mut specs: Vec<NormSpec> = Vec::new();
+    for c in cases {
+        if !specs.contains(&c.spec) {
+            specs.push(c.spec.clone());
+        }
+    }
+    b.progress
+        .set_message(format!("compiling {} norm kernels", specs.len()));
+    let prep = rt.prepare(&specs)?;
+    b.println(format!(
+        "norm: prepared {} kernels in {:.1} ms (compiled {}, from disk {})",
+        prep.kernels,
+        prep.wall.as_secs_f64() * 1e3,
+        prep.compiled,
+        prep.from_disk
+    ));
+    b.expect(cases.len() as u64);
+    let (ctx, stream) = (rt.context(), rt.stream());
+    let mut order: Vec<&Case> = cases.iter().collect();
+    order.sort_by_key(|c| c.m.rows * c.m.cols);
+    for case in order {
+        let name = case.spec.name();
+        let label = case.label();
+        let n = case.m.rows * case.m.cols;
+        b.progress.set_message(format!("{name} {label}"));
+        let copy_gbps = b.copy_gbps(n)?;
+        let kernel = rt.norm(&case.spec)?;
+        let bytes = case.bytes();
+        b.check_fits(&format!("{name} at {label}"), bytes)?;
+        // A split layout whose row does not fit the device at once is skipped
+        // with a note, not an error: the other cases still run.
+        if case.spec.layout == NormLayout::Split {
+            let splits = kernel.plan(case.m.rows, case.m.cols).splits;
+            if u64::from(splits) > kernel.resident() {
+                b.println(format!(
+                    "{name} {label}: skipped ({splits} blocks a row, {} resident)",
+                    kernel.resident()
+                ));
+                continue;
+            }
+        }
+        let rotations = b.rotations(bytes);
+        let info = case.spec.op.info();
+        struct Set {
+            x: DevBuf,
+            res: Option<DevBuf>,
+            out: DevBuf,
+            res_out: Option<DevBuf>,
+        }
+        let mut sets = Vec::new();
+        for _ in 0..rotations {
+            sets.push(Set {
+                x: b.filler.alloc(case.spec.input, n)?,
+                res: case
+                    .spec
+                    .residual
+                    .then(|| b.filler.alloc(case.spec.input, n))
+                    .transpose()?,
+                out: b.filler.alloc(case.spec.output, n)?,
+                res_out: case
+                    .spec
+                    .residual
+                    .then(|| b.filler.alloc(case.spec.input, n))
+                    .transpose()?,
+            });
+        }
+        let w = (!info.softmax)
+            .then(|| b.filler.alloc(case.spec.input, case.m.cols))
+            .transpose()?;
+        let bias = info
+            .bias
+            .then(|| b.filler.alloc(case.spec.input, case.m.cols))
+            .transpose()?;
+        let param = if info.softmax { 1.0 } else { 1e-5 };
+        let mut i = 0usize;
+        let (warmup, iters) = (b.common.warmup, b.common.iters);
+        let cols = case.m.cols;
+        let us = median_us(ctx, stream, warmup, iters, || {
+            let set = &mut sets[i % rotations as usize];
+            i += 1;
+            let xv = set.x.view(0, n);
+            let rv = set.res.as_ref().map(|r| r.view(0, n));
+            let wv = w.as_ref().map(|w| w.view(0, cols));
+            let bv = bias.as_ref().map(|b| b.view(0, cols));
+            let mut ov = set.out.view_mut(0, n);
+            let mut rov = set.res_out.as_mut().map(|r| r.view_mut(0, n));
+            let args = NormArgs {
+                x: xv.input(),
+                residual: rv.as_ref().map(|v| v.input()),
+                weight: wv.as_ref().map(|v| v.input()),
+                bias: bv.as_ref().map(|v| v.input()),
+                out: ov.output(),
+                residual_out: rov.as_mut().map(|v| v.output() as &mut dyn KernelOutput),
+                mean: None,
+                rstd: None,
+                shape: case.m,
+                param,
+            };
+            kernel.launch(stream, args)?;
+            Ok(())
+        })?;
+        drop(sets);
+        stream
+            .synchronize()
+            .during(|| format!("finishing {name}"))?;
+        let gbps = bytes as f64 / us / 1e3;
+        let reference = b
+            .torch
+            .as_ref()
+            .and_then(|t| t.get_named(&torch_key(&case.spec), n as u64, Some(&label)));
+        b.push(KernelRow {
+            family: "norm".into(),
+            name,
+            n: n as u64,
+            shape: Some(label),
+            config: None,
+            unroll: None,
+            transport: None,
+            srcs: None,
+            dsts: None,
+            bytes_per_elem: None,
+            bytes,
+            rotations,
+            median_us: us,
+            gbps,
+            pct_of_copy: 100.0 * gbps / copy_gbps,
+            torch_eager_gbps: reference.and_then(|r| r.eager_gbps),
+            torch_compile_gbps: reference.and_then(|r| r.compile_gbps),
+            misaligned: Vec::new(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> NormBenchArgs {
+        NormBenchArgs::defaults(Common {
+            sizes: None,
+            iters: 1,
+            warmup: 0,
+            json: None,
+            compare: None,
+            plot: None,
+        })
+    }
+
+    #[test]
+    fn default_cases_cover_the_issue_shapes() {
+        let c = cases(&args()).unwrap();
+        // 7 row ops (online and safe softmax, online log-softmax, 2 norms x
+        // residual) x 2 dtypes x 6 shapes.
+        assert_eq!(c.len(), 7 * 2 * 6);
+        let rms = c
+            .iter()
+            .find(|c| c.spec.op == NormOp::RmsNorm && c.spec.residual && c.m.cols == 4096)
+            .unwrap();
+        assert_eq!(rms.spec.name(), "norm_rmsnorm_res_f32_f32_b256x4");
+        // x, residual in; out, residual out; the weight once.
+        assert_eq!(rms.bytes(), 4 * 32768 * 4096 * 4 + 4 * 4096);
+        assert_eq!(torch_key(&rms.spec), "norm_rmsnorm_res_f32_f32");
+    }
+
+    #[test]
+    fn variants_hold_the_row_and_specs_select() {
+        let mut a = args();
+        a.variants = true;
+        a.shapes = "262144x128".into();
+        let c = cases(&a).unwrap();
+        assert!(c.iter().all(|c| c.spec.capacity().is_none_or(|k| k >= 128)));
+        assert!(
+            c.iter()
+                .any(|c| c.spec.name() == "norm_softmax_online_bf16_bf16_w32x1")
+        );
+        a.specs = vec!["norm_softmax_online_bf16_bf16_w32x1".into()];
+        a.shapes = "10x100,10x200".into();
+        assert_eq!(cases(&a).unwrap().len(), 1);
+    }
+}

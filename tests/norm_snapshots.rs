@@ -1,0 +1,150 @@
+//! Snapshots of generated norm code, reviewed like code: the CUDA source and
+//! the sm_90 PTX (pinned NVRTC) of the online softmax and the RMS norm over bf16
+//! rows of 4096 (issue 11's pair, block layout), and the source of a split-row
+//! layer norm with the fused residual. Invariants are checked before each
+//! snapshot so a snapshot never records broken output.
+//!
+//! Update after an intended change: `INSTA_UPDATE=always cargo test --test
+//! norm_snapshots`, then read the diff.
+
+mod common;
+
+use redjit::{Arch, CompileCache, Jit, KernelSpec, NormSpec, Output, Target};
+
+macro_rules! snapshot {
+    ($name:expr, $text:expr) => {
+        insta::with_settings!({
+            snapshot_path => "../snapshots",
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+            filters => vec![
+                (r"(?m)^// Cuda compilation tools.*$", "// Cuda compilation tools [masked]"),
+                (r"(?m)^// Based on NVVM.*$", "// Based on NVVM [masked]"),
+                (r"(?m)^// Compiler Build ID.*$", "// Compiler Build ID [masked]"),
+            ],
+        }, {
+            insta::assert_snapshot!($name, $text);
+        })
+    };
+}
+
+fn source_of(name: &str, must: &[&str]) -> NormSpec {
+    let spec: NormSpec = name.parse().unwrap();
+    let src = spec.render().unwrap();
+    assert_eq!(src.name, name);
+    let code = src.code;
+    assert!(!code.contains("#include"), "{name}: has an #include");
+    assert!(
+        code.contains(&format!(
+            "extern \"C\" __global__ void __launch_bounds__({}, {}) {name}(",
+            spec.threads(),
+            spec.min_blocks()
+        )),
+        "{name}: no kernel named after the spec"
+    );
+    assert!(
+        !code.contains("{{") && !code.contains("{%"),
+        "{name}: unrendered template"
+    );
+    // No float atomics: the split layout's only atomics are u32 tickets.
+    assert!(
+        !code.contains("atomicAdd") && !code.contains(".add.f32"),
+        "{name}"
+    );
+    for m in must {
+        assert!(code.contains(m), "{name}: lacks {m:?}");
+    }
+    assert_eq!(
+        spec.render().unwrap().code,
+        code,
+        "{name}: not deterministic"
+    );
+    snapshot!(format!("{name}.cu"), code.as_str());
+    spec
+}
+
+fn ptx_of(spec: &NormSpec, counts: &[(&str, usize)]) {
+    let Some(nvrtc) = common::nvrtc_or_skip() else {
+        return;
+    };
+    let name = spec.name();
+    let jit = Jit::with_target(
+        Target {
+            arch: Arch::SM90,
+            output: Output::Ptx,
+        },
+        CompileCache::in_memory(),
+    );
+    let compiled = jit.compile(spec).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let ptx = compiled.artifact.ptx().unwrap();
+    assert!(ptx.contains(".target sm_90"), "{name}");
+    assert!(ptx.contains(&format!(".entry {name}(")), "{name}");
+    // A block per row: no atomics, no local memory.
+    assert_eq!(ptx.matches("atom.").count(), 0, "{name}: atomics");
+    assert!(!ptx.contains(".local"), "{name}: local memory");
+    for &(instruction, count) in counts {
+        assert_eq!(
+            ptx.matches(instruction).count(),
+            count,
+            "{name}: how often the PTX has {instruction:?}"
+        );
+    }
+    let text = format!(
+        "// spec: {name}  nvrtc: {}  target: sm_90 ptx\n{ptx}",
+        nvrtc.version_string()
+    );
+    snapshot!(format!("{name}.sm_90.ptx"), text);
+}
+
+#[test]
+fn online_softmax_bf16_source_and_ptx() {
+    let spec = source_of(
+        "norm_softmax_online_bf16_bf16_b256x4",
+        &[
+            "typedef rj_norm_softmax<true, false> Op;",
+            "rj_red_row_block<kThreads>()",
+        ],
+    );
+    ptx_of(
+        &spec,
+        &[
+            // 4 packs of 8 bytes a thread, read-only path, one load each; stores
+            // likewise (the element path is the rest).
+            ("ld.global.nc.v2.u32", 4),
+            ("st.global.v2.u32", 4),
+            // One reduction of (max, sum) pairs: 5 warp levels + 3 over 8 warps,
+            // two words each.
+            ("shfl.sync.bfly.b32", 2 * (5 + 3)),
+        ],
+    );
+}
+
+#[test]
+fn rmsnorm_bf16_source_and_ptx() {
+    let spec = source_of(
+        "norm_rmsnorm_bf16_bf16_b256x4",
+        &["typedef rj_norm_rms_t<T> Op;", "rj_rsqrt_rn"],
+    );
+    ptx_of(
+        &spec,
+        &[
+            // The row's 4 packs and the weight's 4.
+            ("ld.global.nc.v2.u32", 8),
+            ("st.global.v2.u32", 4),
+            ("shfl.sync.bfly.b32", 5 + 3),
+            ("sqrt.rn.f32", 1),
+        ],
+    );
+}
+
+#[test]
+fn split_layernorm_residual_source() {
+    source_of(
+        "norm_layernorm_res_bf16_bf16_s512x8",
+        &[
+            "rj_red_split<kThreads>",
+            "rj_acc_bf16::round",
+            "rj_atom_add_acq_rel(counters, 1u)",
+        ],
+    );
+}
