@@ -1,7 +1,12 @@
 // ---- {{ name }} ----
 // reduce (seeds 001, 002): {{ op }} over {% if axis == "all" %}the whole array{% elif axis == "rows" %}each row of a rows x cols matrix (leading dimension ld){% else %}each column of a rows x cols matrix (leading dimension ld){% endif %},
 // {{ srcs }} {{ input }} input(s), accumulated with {{ functor }}; the result is {{ result }}.
-{%- if axis == "all" %}
+{%- if axis == "all" and cluster %}
+// Small sizes (sm_90+): one cluster of {{ cluster }} blocks. Each thread feeds a fixed,
+// strided share of the array (packs of 4, {{ unroll }} in flight), each block reduces, and
+// block 0 merges the {{ cluster }} block states in rank order through distributed shared
+// memory: no workspace, no atomics, no last-block finish.
+{%- elif axis == "all" %}
 // Each thread feeds a fixed, strided share of the array (packs of 4, {{ unroll }} in flight),
 // the block reduces, and with more than one block each writes a partial; the last
 // block to arrive reduces the partials in block order and writes the result. One
@@ -34,7 +39,7 @@ const int kColUnroll = {{ col_unroll }};
 {%- endif %}
 }  // namespace {{ name }}_impl
 
-extern "C" __global__ void __launch_bounds__({{ threads }}) {{ name }}(
+extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1) {% endif %}__launch_bounds__({{ threads }}) {{ name }}(
     const void* __restrict__ src0_ptr,
 {%- if srcs == 2 %}
     const void* __restrict__ src1_ptr,
@@ -56,7 +61,16 @@ extern "C" __global__ void __launch_bounds__({{ threads }}) {{ name }}(
   const rj_u64 src1 = 0;
 {%- endif %}
   const rj_u64 out = rj_cvta_global(out_ptr);
-{%- if axis == "all" %}
+{%- if axis == "all" and cluster %}
+  (void)counters_ptr;
+  (void)partials_ptr;
+  const rj_u64 lanes = (rj_u64)gridDim.x * kThreads;
+  S acc = rj_feed_range<Op, T, kSrcs, kUnroll>(op, op.identity(), src0, src1, 0, n, (rj_u64)blockIdx.x * kThreads + threadIdx.x, lanes);
+  acc = rj_block_reduce<kThreads>(op, acc);
+  acc = rj_cluster_reduce<{{ cluster }}>(op, acc);
+  // The grid is the one cluster: block 0 is rank 0.
+  if (blockIdx.x == 0 && threadIdx.x == 0) rj_st_result(out, 0, op.finalize(acc, n));
+{%- elif axis == "all" %}
   const rj_u64 lanes = (rj_u64)gridDim.x * kThreads;
   S acc = rj_feed_range<Op, T, kSrcs, kUnroll>(op, op.identity(), src0, src1, 0, n, (rj_u64)blockIdx.x * kThreads + threadIdx.x, lanes);
   acc = rj_block_reduce<kThreads>(op, acc);

@@ -14,14 +14,16 @@ use half::{bf16, f16};
 use redjit::reference::HostBuffer;
 use redjit::reference_reduce::{self, Expected};
 use redjit::{
-    DType, Error, KernelInput, KernelSpec, Matrix, ReduceAxis, ReduceKernel, ReduceOp,
+    Arch, DType, Error, KernelInput, KernelSpec, Matrix, ReduceAxis, ReduceKernel, ReduceOp,
     ReduceOutput, ReduceShape, ReduceSpec, ResultType, Runtime,
 };
 
 /// Poisoned elements around every buffer: before an input's view (misaligned
 /// starts) and after it, and on both sides of every output.
 const SLACK: usize = 3;
-const FULL_SIZES: &[usize] = &[1, 31, 32, 33, 1023, 1025, (1 << 20) + 1];
+/// 4097 and 65_533 fall in the cluster twin's range on sm_90+ (past one
+/// block's round, up to CLUSTER_MAX_N); elsewhere they take the grid finish.
+const FULL_SIZES: &[usize] = &[1, 31, 32, 33, 1023, 1025, 4097, 65_533, (1 << 20) + 1];
 const POISON_I64: i64 = i64::MIN + 0x5eed;
 
 /// A device input: `offset` poison elements, the data, SLACK poison elements.
@@ -245,7 +247,7 @@ fn full_every_op_dtype_and_accumulator_at_odd_sizes() {
             let hosts = inputs_for(&mut rng, &spec, n);
             check_full(&rt, &spec, &hosts, 0, 2);
             // A start off the pack boundary (and, for dot, both inputs alike).
-            if n == 1025 || n == 33 {
+            if n == 1025 || n == 33 || n == 4097 {
                 check_full(&rt, &spec, &hosts, 1 + n % 3, 1);
             }
         }
@@ -654,4 +656,13 @@ fn bad_calls_fail_and_leave_the_kernel_usable() {
     // The plan is the device's: one wave of resident blocks at most.
     let plan = kernel.plan(ReduceShape::All { n: 1 << 28 });
     assert!(plan.grid.0 >= rt.device().sm_count, "{plan:?}");
+    // Small sizes on sm_90+ take the cluster twin, and it finds the same index.
+    let small = kernel.plan(ReduceShape::All { n: 1 << 16 });
+    assert_eq!(small.cluster, rt.device().arch >= Arch::SM90, "{small:?}");
+    kernel.launch(s, &[&x.slice(0..1 << 16)], &mut at).unwrap();
+    assert_eq!(s.clone_dtoh(&at).unwrap(), vec![976]);
+    assert!(matches!(
+        rt.reduce(&spec.for_cluster()),
+        Err(Error::Spec(_))
+    ));
 }

@@ -1,6 +1,7 @@
 //! NVRTC compiles every reduce kernel (op x input x accumulator, for the
-//! full-array, block-per-row, warp-per-row and column kernels) for sm_90, to PTX
-//! and to cubin, and ptxas reports no stack frame and no spills for any of them.
+//! full-array, cluster, block-per-row, warp-per-row and column kernels) for
+//! sm_90, to PTX and to cubin, and ptxas reports no stack frame and no spills
+//! for any of them.
 //! Needs NVRTC (scripts/test.sh installs it).
 
 mod common;
@@ -15,6 +16,9 @@ fn grid() -> Vec<ReduceSpec> {
         for spec in ReduceSpec::matrix(axis) {
             if axis == ReduceAxis::Rows {
                 out.push(spec.for_warp_per_row());
+            }
+            if axis == ReduceAxis::All {
+                out.push(spec.for_cluster());
             }
             out.push(spec);
         }
@@ -31,7 +35,8 @@ fn the_grid_is_every_op_dtype_and_accumulator() {
         .filter(|o| o.info().lossy_accum)
         .count();
     let per_axis = ReduceOp::ALL.len() * inputs + lossy * (inputs - 1);
-    assert_eq!(specs.len(), per_axis * 4);
+    // Full arrays and their cluster twins, rows and their warp twins, columns.
+    assert_eq!(specs.len(), per_axis * 5);
     for &op in ReduceOp::ALL {
         for &axis in ReduceAxis::ALL {
             assert!(specs.iter().any(|s| s.op == op && s.axis == axis));

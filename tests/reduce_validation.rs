@@ -112,7 +112,7 @@ fn bad_names_say_what_was_expected() {
     let cases: &[(&str, &[&str])] = &[
         (
             "reduce_all_sum_f32",
-            &["expected reduce_<axis>_<op>_<input>_<accum>[_w]"],
+            &["expected reduce_<axis>_<op>_<input>_<accum>[_w|_c]"],
         ),
         (
             "reduce_diag_sum_f32_f32",
@@ -124,6 +124,10 @@ fn bad_names_say_what_was_expected() {
         ),
         ("reduce_all_sum_f64_f32", &["dtype", "\"f64\""]),
         ("reduce_all_sum_f32_f32_w", &["not axis all"]),
+        (
+            "reduce_cols_sum_f32_f32_c",
+            &["cluster kernel", "not axis cols"],
+        ),
         ("reduce_all_max_bf16_bf16", &["max accumulates in f32 only"]),
         ("REDUCE_all_sum_f32_f32", &["expected reduce_"]),
         (
@@ -139,6 +143,8 @@ fn bad_names_say_what_was_expected() {
     }
     let ok: ReduceSpec = "reduce_rows_dot_f16_f16_w".parse().unwrap();
     assert!(ok.warp_per_row && ok.op == ReduceOp::Dot && ok.accum == DType::F16);
+    let ok: ReduceSpec = "reduce_all_argmax_bf16_f32_c".parse().unwrap();
+    assert!(ok.cluster && !ok.warp_per_row && ok.op == ReduceOp::ArgMax);
 }
 
 #[test]
@@ -159,6 +165,9 @@ fn arch_gates_fail_before_nvrtc() {
     assert!(sum.check_arch(Arch(61)).is_err());
     let bf16: ReduceSpec = "reduce_cols_sum_bf16_f32".parse().unwrap();
     assert!(bf16.check_arch(Arch(75)).is_err() && bf16.check_arch(Arch::SM80).is_ok());
+    // The cluster twin: thread-block clusters are sm_90.
+    let cluster = sum.for_cluster();
+    assert!(cluster.check_arch(Arch::SM80).is_err() && cluster.check_arch(Arch::SM90).is_ok());
 }
 
 fn call_err(

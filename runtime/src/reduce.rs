@@ -90,7 +90,8 @@ impl_reduce_output!(i64, ResultType::I64, CudaSlice<i64>, CudaViewMut<'_, i64>);
 
 /// A loaded reduce kernel, the spec it came from, its warp-per-row twin (row
 /// kernels, loaded on the first launch with short rows; the grid of a row
-/// launch does not depend on occupancy), and the workspace of
+/// launch does not depend on occupancy), its cluster twin (full-array kernels
+/// on sm_90+, loaded on the first launch of a small size), and the workspace of
 /// its grid finish (partials and arrival counters), grown on demand. Launches of
 /// one kernel on several streams share the workspace; cudarc's event tracking
 /// orders them.
@@ -101,6 +102,7 @@ pub struct ReduceKernel<'rt> {
     func: CudaFunction,
     blocks_per_sm: u32,
     warp_twin: OnceLock<CudaFunction>,
+    cluster_twin: OnceLock<CudaFunction>,
     workspace: Mutex<Option<CudaSlice<u8>>>,
 }
 
@@ -115,6 +117,13 @@ impl Runtime {
                 rule: "ask for the row kernel; its launcher picks the warp-per-row twin for short rows".into(),
             }));
         }
+        if spec.cluster {
+            return Err(Error::Spec(SpecError::Invalid {
+                field: "cluster",
+                value: "true".into(),
+                rule: "ask for the full-array kernel; its launcher picks the cluster twin for small sizes on sm_90+".into(),
+            }));
+        }
         let func = self.function(spec)?;
         let blocks_per_sm = resident_blocks(&func, &spec.name())?;
         Ok(ReduceKernel {
@@ -124,6 +133,7 @@ impl Runtime {
             func,
             blocks_per_sm,
             warp_twin: OnceLock::new(),
+            cluster_twin: OnceLock::new(),
             workspace: Mutex::new(None),
         })
     }
@@ -150,8 +160,9 @@ impl ReduceKernel<'_> {
     /// The launch layout this kernel uses for `shape` on this device (the
     /// tests derive tolerances from its `chain`).
     pub fn plan(&self, shape: Shape) -> Plan {
+        let dev = self.rt.device();
         self.spec
-            .plan(shape, self.rt.device().sm_count, self.blocks_per_sm.max(1))
+            .plan_on(shape, dev.sm_count, self.blocks_per_sm.max(1), dev.arch)
     }
 
     /// A full-array reduction of `srcs` (one buffer; dot: two of equal length)
@@ -187,7 +198,9 @@ impl ReduceKernel<'_> {
         let shape = self.check(srcs, m, out)?;
         let plan = self.plan(shape);
         let func = if plan.warp_per_row {
-            self.warp_twin()?
+            Self::twin(&self.warp_twin, || self.spec.for_warp_per_row(), self.rt)?
+        } else if plan.cluster {
+            Self::twin(&self.cluster_twin, || self.spec.for_cluster(), self.rt)?
         } else {
             &self.func
         };
@@ -228,23 +241,30 @@ impl ReduceKernel<'_> {
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: the kernel was generated from `self.spec`: one pointer per input,
+        // SAFETY: the kernel was generated from `self.spec` (or its warp-per-row or
+        // cluster twin, which take the same arguments): one pointer per input,
         // the output, the counters and the partials, then n (u64) for the full
         // array, rows, cols, ld (u64) for rows, and rows_per_split (u64) too for
         // columns, in that order. `check` proved every input has the spec's
         // dtype and holds the shape, and the output its type and length; the
         // workspace holds `plan.counters` zeroed counters and `plan.partials`
-        // partial slots.
+        // partial slots. A cluster twin's grid is its one cluster (`CLUSTER` blocks,
+        // the size compiled into it), and it is only planned on sm_90+.
         unsafe { args.launch(cfg) }.during(|| format!("launching {}", self.name))?;
         Ok(())
     }
 
-    fn warp_twin(&self) -> Result<&CudaFunction> {
-        if let Some(f) = self.warp_twin.get() {
+    /// A twin kernel, compiled and loaded on its first use.
+    fn twin<'a>(
+        cell: &'a OnceLock<CudaFunction>,
+        spec: impl FnOnce() -> ReduceSpec,
+        rt: &Runtime,
+    ) -> Result<&'a CudaFunction> {
+        if let Some(f) = cell.get() {
             return Ok(f);
         }
-        let f = self.rt.function(&self.spec.for_warp_per_row())?;
-        Ok(self.warp_twin.get_or_init(|| f))
+        let f = rt.function(&spec())?;
+        Ok(cell.get_or_init(|| f))
     }
 
     /// Validates a call; returns the shape to launch.

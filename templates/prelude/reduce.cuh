@@ -517,3 +517,42 @@ __device__ __forceinline__ void rj_merge_phases(const Op& op, typename Op::S (&a
     }
   }
 }
+
+// ---- cluster (sm_90+): blocks of one thread-block cluster combine their block
+// states through distributed shared memory, with no global workspace, atomics
+// or fences. Every thread of every block of the cluster calls it with its
+// block's state (rj_block_reduce's result). Block rank 0's first warp reads the
+// kCluster states (lane k reads rank k) and merges them in a fixed butterfly,
+// so the result (valid in that warp's lanes) has the same bits every run. The
+// second barrier keeps every block's shared state alive until rank 0 has read
+// it. All of it is templates: the sm_90-only PTX exists only in kernels that
+// instantiate it (cluster twins, whose spec requires sm_90).
+template <class S, int kWords = sizeof(S) / 4>
+__device__ __forceinline__ S rj_ld_cluster_state(const S* local, rj_u32 rank) {
+  const rj_u32 a = (rj_u32)__cvta_generic_to_shared(local);
+  rj_u32 remote;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
+  S s;
+  rj_u32* w = reinterpret_cast<rj_u32*>(&s);
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(w[k]) : "r"(remote + 4 * k) : "memory");
+  return s;
+}
+template <int kCluster, class Op>
+__device__ __forceinline__ typename Op::S rj_cluster_reduce(const Op& op, typename Op::S s) {
+  static_assert(kCluster >= 1 && kCluster <= 32 && (kCluster & (kCluster - 1)) == 0, "a cluster is a power of two <= 32 blocks");
+  typedef typename Op::S S;
+  __shared__ S mine;
+  if (threadIdx.x == 0) mine = s;
+  // Release this block's state, acquire every block's.
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  rj_u32 rank;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  if (rank == 0 && threadIdx.x < 32) {
+    const rj_u32 lane = threadIdx.x;
+    S t = rj_ld_cluster_state(&mine, lane % kCluster);
+    s = rj_group_reduce<kCluster>(op, t);
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  return s;
+}

@@ -1,9 +1,20 @@
 //! `redjit bench reduce`: full-array reductions at each size, row and column
 //! sums at fixed matrix shapes.
+//!
+//! Timing (`--timing`): by default `--batch` launches go back to back between one
+//! pair of CUDA events and the median per-call time is reported (issue 5's
+//! small-size method: what a call costs once launches queue up, launch latency
+//! hidden); `graph` replays the same launches captured in a CUDA graph (no host
+//! launch cost at all); `single` puts each launch between its own events after
+//! the previous one has finished, as `scripts/torch_ref.py` times PyTorch, so
+//! at small sizes it measures launch latency more than the kernel.
 
-use clap::Args;
-use cudarc::driver::CudaSlice;
-use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceOp, ReduceSpec};
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
+use redjit_codegen::{Arch, DType, KernelSpec, ReduceAxis, ReduceOp, ReduceSpec};
 use redjit_runtime::{KernelInput, Matrix};
 
 use super::{Bench, Common, KernelRow};
@@ -33,6 +44,37 @@ pub struct ReduceBenchArgs {
     /// kernels at each size, row and column kernels at each shape.
     #[arg(long = "spec", value_name = "NAME")]
     pub specs: Vec<String>,
+
+    /// How launches are timed (see the module docs).
+    #[arg(long, value_enum, default_value_t = Timing::BackToBack)]
+    pub timing: Timing,
+
+    /// Launches per pair of events (back-to-back, graph) [default: enough for
+    /// 256 MiB of traffic, 1 to 100].
+    #[arg(long, value_name = "N")]
+    pub batch: Option<u64>,
+}
+
+/// How a measurement times its launches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Timing {
+    /// `--batch` launches back to back between one pair of CUDA events.
+    BackToBack,
+    /// The same launches captured once into a CUDA graph; the graph is timed.
+    Graph,
+    /// Each launch between its own events, after the previous one finished.
+    Single,
+}
+
+/// Traffic one back-to-back batch aims at, and the most launches in one.
+const BATCH_BYTES: u64 = 256 << 20;
+const MAX_BATCH: u64 = 100;
+
+/// Launches per timed batch for a launch that moves `bytes`.
+pub fn batch_for(bytes: u64, asked: Option<u64>) -> u64 {
+    asked
+        .unwrap_or_else(|| BATCH_BYTES / bytes.max(1))
+        .clamp(1, MAX_BATCH)
 }
 
 fn default_ops() -> Vec<ReduceOp> {
@@ -61,6 +103,8 @@ impl ReduceBenchArgs {
             inputs: vec![DType::F32, DType::BF16],
             shapes: "32768x4096,8192x16384".into(),
             specs: Vec::new(),
+            timing: Timing::BackToBack,
+            batch: None,
         }
     }
 }
@@ -92,6 +136,9 @@ pub struct Case {
     pub spec: ReduceSpec,
     pub n: usize,
     pub matrix: Option<Matrix>,
+    /// How it is timed (`--timing`, `--batch`).
+    pub timing: Timing,
+    pub batch: Option<u64>,
 }
 
 impl Case {
@@ -154,11 +201,19 @@ pub fn cases(a: &ReduceBenchArgs, sizes: &[usize]) -> CliResult<Vec<Case>> {
                 spec.name()
             )));
         }
+        if spec.cluster {
+            return Err(CliError::usage(format!(
+                "{}: name the full-array kernel without _c; its launcher picks the cluster twin",
+                spec.name()
+            )));
+        }
         if spec.axis == ReduceAxis::All {
             out.extend(sizes.iter().map(|&n| Case {
                 spec: spec.clone(),
                 n,
                 matrix: None,
+                timing: a.timing,
+                batch: a.batch,
             }));
         } else {
             out.extend(shapes.iter().map(|&(rows, cols)| Case {
@@ -169,6 +224,8 @@ pub fn cases(a: &ReduceBenchArgs, sizes: &[usize]) -> CliResult<Vec<Case>> {
                     cols,
                     ld: cols,
                 }),
+                timing: a.timing,
+                batch: a.batch,
             }));
         }
     }
@@ -180,15 +237,79 @@ enum Out {
     I64(CudaSlice<i64>),
 }
 
-pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
-    if cases.is_empty() {
-        return Err(CliError::usage("no reduce kernel to bench"));
+/// Median microseconds per launch of `launch` under `timing`, `batch`
+/// launches per pair of events (back-to-back, graph).
+fn time_launches(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    (warmup, iters): (usize, usize),
+    timing: Timing,
+    batch: u64,
+    mut launch: impl FnMut() -> CliResult,
+) -> CliResult<f64> {
+    match timing {
+        Timing::Single => median_us(ctx, stream, warmup, iters, launch),
+        Timing::BackToBack => {
+            let us = median_us(ctx, stream, warmup, iters, || {
+                (0..batch).try_for_each(|_| launch())
+            })?;
+            Ok(us / batch as f64)
+        }
+        Timing::Graph => {
+            // Outside the capture first: twins compile and load, the workspace
+            // grows, so the captured launches allocate nothing.
+            for _ in 0..warmup.max(1) {
+                launch()?;
+            }
+            stream
+                .synchronize()
+                .during(|| "the warm-up before capture".into())?;
+            // One stream, nothing else running: cudarc's per-buffer event
+            // tracking (waits and records around every launch) has nothing to
+            // order here and would put event nodes from outside into the capture.
+            // SAFETY: no other stream touches these buffers until it is back on.
+            unsafe { ctx.disable_event_tracking() };
+            let captured = stream
+                .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                .during(|| "beginning a graph capture".into())
+                .and_then(|()| {
+                    let launched = (0..batch).try_for_each(|_| launch());
+                    // End the capture whatever happened, so the stream is usable.
+                    let graph = stream
+                        .end_capture(CUgraphInstantiate_flags(0))
+                        .during(|| "ending a graph capture".into());
+                    launched?;
+                    graph?.ok_or_else(|| CliError::failure("the graph capture was empty"))
+                });
+            // SAFETY: restores the default.
+            unsafe { ctx.enable_event_tracking() };
+            let graph = captured?;
+            graph.upload().during(|| "uploading the graph".into())?;
+            let us = median_us(ctx, stream, 1, iters, || {
+                graph.launch().during(|| "launching the graph".into())
+            })?;
+            Ok(us / batch as f64)
+        }
     }
+}
+
+pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
+    let Some(first) = cases.first() else {
+        return Err(CliError::usage("no reduce kernel to bench"));
+    };
+    let (timing, batch) = (first.timing, first.batch);
     let rt = b.rt;
+    let cluster = rt.device().arch >= Arch::SM90;
     let mut specs: Vec<ReduceSpec> = Vec::new();
     for c in cases {
-        for s in [c.spec.clone(), c.spec.for_warp_per_row()] {
-            if (s.axis == ReduceAxis::Rows || !s.warp_per_row) && !specs.contains(&s) {
+        for s in [
+            c.spec.clone(),
+            c.spec.for_warp_per_row(),
+            c.spec.for_cluster(),
+        ] {
+            let twin_fits = (s.axis == ReduceAxis::Rows || !s.warp_per_row)
+                && (s.axis == ReduceAxis::All && cluster || !s.cluster);
+            if twin_fits && !specs.contains(&s) {
                 specs.push(s);
             }
         }
@@ -203,6 +324,19 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
         prep.compiled,
         prep.from_disk
     ));
+    b.println(match timing {
+        Timing::Single => "reduce: each launch timed alone between its own events".to_string(),
+        Timing::BackToBack => format!(
+            "reduce: per-call time of back-to-back launches, {} per pair of events",
+            batch.map_or("1 to 100 (256 MiB of traffic)".to_string(), |k| k
+                .to_string())
+        ),
+        Timing::Graph => format!(
+            "reduce: per-call time of a CUDA graph of {} launches",
+            batch.map_or("1 to 100 (256 MiB of traffic)".to_string(), |k| k
+                .to_string())
+        ),
+    });
     b.expect(cases.len() as u64);
     let (ctx, stream) = (rt.context(), rt.stream());
     // Sizes in order, so the copy of each is measured before its kernels.
@@ -236,8 +370,9 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
             Out::F32(stream.alloc_zeros::<f32>(results).during(what)?)
         };
         let mut i = 0usize;
-        let (warmup, iters) = (b.common.warmup, b.common.iters);
-        let us = median_us(ctx, stream, warmup, iters, || {
+        let counts = (b.common.warmup, b.common.iters);
+        let per_batch = batch_for(bytes, case.batch);
+        let us = time_launches(ctx, stream, counts, case.timing, per_batch, || {
             let set = &sets[i % rotations as usize];
             i += 1;
             let views: Vec<_> = set.iter().map(|d| d.view(0, case.n)).collect();
@@ -331,5 +466,17 @@ mod tests {
         assert_eq!(cases(&a, &[1024]).unwrap().len(), 2);
         a.specs = vec!["reduce_rows_sum_bf16_f32_w".into()];
         assert!(cases(&a, &[1024]).is_err());
+        a.specs = vec!["reduce_all_sum_bf16_f32_c".into()];
+        assert!(cases(&a, &[1024]).is_err());
+    }
+
+    #[test]
+    fn batches_cover_small_sizes_and_leave_big_ones_alone() {
+        // 2^16 f32: 100 launches a batch; 2^28 f32: one.
+        assert_eq!(batch_for(4 << 16, None), 100);
+        assert_eq!(batch_for(4 << 28, None), 1);
+        assert_eq!(batch_for(4 << 22, None), 16);
+        assert_eq!(batch_for(4 << 16, Some(7)), 7);
+        assert_eq!(batch_for(4 << 16, Some(0)), 1);
     }
 }

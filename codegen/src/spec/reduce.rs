@@ -42,6 +42,15 @@ pub const COL_VEC_BYTES: u32 = 16;
 /// A column split covers at least this many rows (fewer would spend more on
 /// partials than on reading).
 pub const MIN_ROWS_PER_SPLIT: u64 = 64;
+/// Full-array cluster twin (sm_90+): blocks in its one thread-block cluster,
+/// which combine their states through distributed shared memory instead of
+/// global partials and an arrival counter.
+pub const CLUSTER: u32 = 8;
+/// The full-array launcher takes the cluster twin from just past one block's
+/// round (`THREADS` x 16 elements, where a single block finishes alone) up to
+/// this many elements: two rounds of 16 elements per thread of the cluster.
+/// Past it, more blocks read faster than the last-block finish costs.
+pub const CLUSTER_MAX_N: u64 = 2 * 16 * CLUSTER as u64 * THREADS as u64;
 /// gridDim.y's limit: the column kernel's splits.
 pub const MAX_SPLITS: u64 = 65_535;
 /// gridDim.x's limit.
@@ -63,6 +72,10 @@ pub struct ReduceSpec {
     /// trailing `_w`). The launcher picks it itself from the row length and
     /// compiles it on first use; ask for `axis: Rows` without it.
     pub warp_per_row: bool,
+    /// The full-array kernel's twin for small sizes on sm_90+, one cluster of
+    /// `CLUSTER` blocks (named with a trailing `_c`). The launcher picks it
+    /// itself from the size and the device; ask for `axis: All` without it.
+    pub cluster: bool,
 }
 
 impl Default for ReduceSpec {
@@ -74,6 +87,7 @@ impl Default for ReduceSpec {
             input: DType::F32,
             accum: DType::F32,
             warp_per_row: false,
+            cluster: false,
         }
     }
 }
@@ -97,6 +111,8 @@ pub struct Plan {
     pub rows_per_split: u64,
     /// Row kernels: use the warp-per-row twin.
     pub warp_per_row: bool,
+    /// Full-array kernels: use the cluster twin (grid = one cluster).
+    pub cluster: bool,
     /// Zeroed u32 arrival counters the launch needs (0: a single block
     /// finishes alone).
     pub counters: usize,
@@ -121,6 +137,7 @@ impl ReduceSpec {
                         input,
                         accum,
                         warp_per_row: false,
+                        cluster: false,
                     };
                     if spec.validate().is_ok() && !out.contains(&spec) {
                         out.push(spec);
@@ -135,6 +152,14 @@ impl ReduceSpec {
     pub fn for_warp_per_row(&self) -> ReduceSpec {
         ReduceSpec {
             warp_per_row: true,
+            ..self.clone()
+        }
+    }
+
+    /// This spec's cluster twin (full-array kernels, sm_90+).
+    pub fn for_cluster(&self) -> ReduceSpec {
+        ReduceSpec {
+            cluster: true,
             ..self.clone()
         }
     }
@@ -163,8 +188,16 @@ impl ReduceSpec {
     /// The launch layout for `shape` on a device with `sm_count` SMs that holds
     /// `blocks_per_sm` of this kernel at once (`THREADS` threads each). The
     /// shape must suit the axis (the launcher checks it first); the warp-per-row
-    /// choice is made here for row kernels.
+    /// choice is made here for row kernels. Never the cluster twin: see
+    /// `plan_on`.
     pub fn plan(&self, shape: Shape, sm_count: u32, blocks_per_sm: u32) -> Plan {
+        self.plan_on(shape, sm_count, blocks_per_sm, Arch(0))
+    }
+
+    /// `plan` on a device of compute capability `arch`: from sm_90 on, a
+    /// full-array size past one block's round and up to `CLUSTER_MAX_N` goes to
+    /// the cluster twin (no workspace, no last-block finish).
+    pub fn plan_on(&self, shape: Shape, sm_count: u32, blocks_per_sm: u32, arch: Arch) -> Plan {
         let resident = u64::from(sm_count.max(1)) * u64::from(blocks_per_sm.max(1));
         let threads = u64::from(THREADS);
         // Levels of a warp and of a block reduction.
@@ -177,6 +210,19 @@ impl ReduceSpec {
                 let blocks = n
                     .div_ceil(per_round)
                     .clamp(1, resident.min(u64::from(MAX_ALL_BLOCKS)));
+                if blocks > 1 && n <= CLUSTER_MAX_N && arch >= Arch::SM90 {
+                    let lanes = u64::from(CLUSTER) * threads;
+                    let cluster_levels = u64::from(CLUSTER).ilog2() as u64;
+                    return Plan {
+                        grid: (CLUSTER, 1),
+                        rows_per_split: 0,
+                        warp_per_row: false,
+                        cluster: true,
+                        counters: 0,
+                        partials: 0,
+                        chain: n.div_ceil(lanes) + 2 + block_levels + cluster_levels + 1,
+                    };
+                }
                 let lanes = blocks * threads;
                 let per_thread = n.div_ceil(lanes) + 2;
                 let last = if blocks > 1 {
@@ -188,6 +234,7 @@ impl ReduceSpec {
                     grid: (blocks as u32, 1),
                     rows_per_split: 0,
                     warp_per_row: false,
+                    cluster: false,
                     counters: usize::from(blocks > 1),
                     partials: if blocks > 1 { blocks as usize } else { 0 },
                     chain: per_thread + block_levels + last + 1,
@@ -211,6 +258,7 @@ impl ReduceSpec {
                     grid: (grid.max(1) as u32, 1),
                     rows_per_split: 0,
                     warp_per_row: warp,
+                    cluster: false,
                     counters: 0,
                     partials: 0,
                     chain,
@@ -235,6 +283,7 @@ impl ReduceSpec {
                     grid: (tiles.min(MAX_GRID) as u32, splits as u32),
                     rows_per_split,
                     warp_per_row: false,
+                    cluster: false,
                     counters: if splits > 1 { tiles as usize } else { 0 },
                     partials: if splits > 1 {
                         (splits * cols) as usize
@@ -250,6 +299,7 @@ impl ReduceSpec {
                 grid: (1, 1),
                 rows_per_split: 0,
                 warp_per_row: false,
+                cluster: false,
                 counters: 0,
                 partials: 0,
                 chain: 0,
@@ -277,6 +327,7 @@ impl ReduceSpec {
             phases: COL_PHASES,
             col_unroll: COL_UNROLL,
             col_vec: self.col_vec(),
+            cluster: if self.cluster { CLUSTER } else { 0 },
         }
     }
 }
@@ -297,6 +348,8 @@ struct ReduceContext {
     phases: u32,
     col_unroll: u32,
     col_vec: u32,
+    /// Blocks of the cluster twin; 0 for every other kernel.
+    cluster: u32,
 }
 
 impl KernelSpec for ReduceSpec {
@@ -371,6 +424,16 @@ impl KernelSpec for ReduceSpec {
                 ),
             ));
         }
+        if self.cluster && self.axis != ReduceAxis::All {
+            return Err(SpecError::invalid(
+                "cluster",
+                "true",
+                format!(
+                    "only full-array reductions have a cluster kernel, not axis {}",
+                    self.axis
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -383,12 +446,15 @@ impl KernelSpec for ReduceSpec {
             self.input,
             self.accum
         ) + if self.warp_per_row { "_w" } else { "" }
+            + if self.cluster { "_c" } else { "" }
     }
 
     fn min_arch(&self) -> Arch {
         // acq_rel atomics and fences are sm_70+.
         [
             Arch(70),
+            // Thread-block clusters and distributed shared memory.
+            if self.cluster { Arch::SM90 } else { Arch(70) },
             self.op.info().min_arch,
             self.input.info().min_arch,
             self.accum.info().min_arch,
@@ -427,7 +493,7 @@ impl FromStr for ReduceSpec {
             rule: rule.to_string(),
         };
         let format =
-            "expected reduce_<axis>_<op>_<input>_<accum>[_w], e.g. reduce_all_sum_bf16_f32";
+            "expected reduce_<axis>_<op>_<input>_<accum>[_w|_c], e.g. reduce_all_sum_bf16_f32";
         let rest = s
             .strip_prefix(Family::Reduce.slug())
             .and_then(|r| r.strip_prefix('_'))
@@ -435,6 +501,10 @@ impl FromStr for ReduceSpec {
         let (rest, warp_per_row) = match rest.strip_suffix("_w") {
             Some(r) => (r, true),
             None => (rest, false),
+        };
+        let (rest, cluster) = match rest.strip_suffix("_c") {
+            Some(r) if !warp_per_row => (r, true),
+            _ => (rest, false),
         };
         let parts: Vec<&str> = rest.split('_').collect();
         let [axis, op, input, accum] = parts.as_slice() else {
@@ -446,6 +516,7 @@ impl FromStr for ReduceSpec {
             input: input.parse()?,
             accum: accum.parse()?,
             warp_per_row,
+            cluster,
         };
         spec.validate()?;
         if spec.name() != s {
@@ -470,6 +541,13 @@ mod tests {
                 if axis == ReduceAxis::Rows {
                     let w = spec.for_warp_per_row();
                     assert_eq!(w.name().parse::<ReduceSpec>().unwrap(), w);
+                }
+                if axis == ReduceAxis::All {
+                    let c = spec.for_cluster();
+                    assert_eq!(c.name().parse::<ReduceSpec>().unwrap(), c);
+                    assert_eq!(c.min_arch(), Arch::SM90);
+                } else {
+                    assert!(spec.for_cluster().validate().is_err());
                 }
             }
         }
@@ -504,6 +582,28 @@ mod tests {
         };
         assert_eq!(bf16.unroll(), 8);
         assert_eq!(bf16.plan(Shape::All { n: 4097 }, 132, 8).grid, (1, 1));
+        // sm_90: past one block's round and up to CLUSTER_MAX_N, one cluster.
+        for n in [4097, 1 << 16, CLUSTER_MAX_N] {
+            let p = spec.plan_on(Shape::All { n }, 132, 8, Arch::SM90);
+            assert!(p.cluster, "{n}: {p:?}");
+            assert_eq!((p.grid, p.counters, p.partials), ((CLUSTER, 1), 0, 0));
+        }
+        let p = spec.plan_on(Shape::All { n: 4096 }, 132, 8, Arch::SM90);
+        assert!(!p.cluster && p.grid == (1, 1));
+        let p = spec.plan_on(
+            Shape::All {
+                n: CLUSTER_MAX_N + 1,
+            },
+            132,
+            8,
+            Arch::SM90,
+        );
+        assert!(!p.cluster && p.grid.0 > CLUSTER);
+        assert!(
+            !spec
+                .plan_on(Shape::All { n: 1 << 16 }, 132, 8, Arch::SM80)
+                .cluster
+        );
         // The chain: about n / threads elements per thread plus the tree.
         assert!(
             big.chain >= (1 << 28) / (1056 * 256) && big.chain < 1100,
