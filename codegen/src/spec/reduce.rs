@@ -267,8 +267,10 @@ impl ReduceSpec {
             (ReduceAxis::Cols, Shape::Matrix { rows, cols, .. }) => {
                 let tiles = cols.div_ceil(self.col_tile()).max(1);
                 let phases = u64::from(COL_PHASES);
-                // Enough splits that tiles x splits fills the device once.
-                let wanted = resident.div_ceil(tiles);
+                // As many splits as fit one wave of resident blocks beside the
+                // others' tiles (rounding up put a few blocks in a second wave
+                // that then ran alone: 800 blocks on 792 slots).
+                let wanted = (resident / tiles).max(1);
                 let most = (rows / MIN_ROWS_PER_SPLIT).clamp(1, MAX_SPLITS);
                 let splits = wanted.clamp(1, most);
                 let rows_per_split = rows.div_ceil(splits).max(1);
@@ -660,7 +662,7 @@ mod tests {
         );
         assert_eq!(tall.grid, (1, 1053));
         assert_eq!((tall.counters, tall.partials), (1, 1053 * 128));
-        // Wide: 256 tiles want 5 splits.
+        // Wide: 256 tiles, 4 splits fit the 1056 slots (5 would not).
         let wide = spec.plan(
             Shape::Matrix {
                 rows: 4096,
@@ -670,7 +672,24 @@ mod tests {
             132,
             8,
         );
-        assert_eq!(wide.grid, (256, 5));
+        assert_eq!(wide.grid, (256, 4));
+        // Never more blocks than one wave when the tiles leave room for splits.
+        for (rows, cols) in [(32_768u64, 4096u64), (8192, 16_384)] {
+            for (sms, per_sm) in [(132, 6), (132, 8), (78, 5)] {
+                let p = spec.plan(
+                    Shape::Matrix {
+                        rows,
+                        cols,
+                        ld: cols,
+                    },
+                    sms,
+                    per_sm,
+                );
+                let blocks = u64::from(p.grid.0) * u64::from(p.grid.1);
+                assert!(blocks <= u64::from(sms * per_sm), "{rows}x{cols}: {p:?}");
+                assert!(p.grid.1 > 1, "{rows}x{cols}: {p:?}");
+            }
+        }
         // bf16: 8 columns a thread, 256 a tile.
         let bf16 = ReduceSpec {
             input: DType::BF16,
