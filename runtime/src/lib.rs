@@ -38,6 +38,7 @@ pub use cache::{CacheKey, CacheStats, CompileCache, Origin};
 pub use elem::{DeviceElem, KernelInput, KernelOutput};
 pub use error::{Error, Result};
 pub use jit::{Compiled, Jit};
+pub use norm::{NormArgs, NormCall, NormKernel, check_call as check_norm_call};
 pub use nvrtc::{Artifact, Nvrtc, NvrtcFacts, Output, Target};
 pub use redjit_codegen::spec::reduce::{Plan as ReducePlan, Shape as ReduceShape};
 pub use redjit_codegen::{
@@ -45,7 +46,6 @@ pub use redjit_codegen::{
     NormSpec, Op, ReduceAxis, ReduceCopySpec, ReduceOp, ReduceSpec, Role, Rounding, SoftmaxAlgo,
     SpecError, Src,
 };
-pub use norm::{NormArgs, NormCall, NormKernel, check_call as check_norm_call};
 pub use reduce::{Matrix, ReduceKernel, ReduceOutput, ResultType, check_call as check_reduce_call};
 pub use reduce_copy::{
     DEFAULT_THREADS, LaunchOptions, ReduceCopyArgs, ReduceCopyKernel, Stochastic,
