@@ -28,7 +28,11 @@ fn comm(world: u32, max_bytes: usize, timeout: Duration) -> Option<Communicator>
     Some(
         Communicator::new(
             Placement::SameGpu { ordinal: 0, world },
-            CommOptions { timeout, max_bytes },
+            CommOptions {
+                timeout,
+                max_bytes,
+                ..CommOptions::default()
+            },
         )
         .unwrap(),
     )

@@ -26,12 +26,14 @@
 //! thread issuing meanwhile gets an error (an interleaved issue order across
 //! ranks would deadlock the barrier: SGLang issue #31117).
 //!
+//! One process per GPU ([`Placement::Process`]): each process creates its
+//! rank's buffers, zeroes its signal buffer and synchronises, then exchanges
+//! the IPC handles of staging, signal and scratch through
+//! [`super::bootstrap::exchange`] and opens the peers' ([`super::ipc`]); the
+//! pointer tables then hold those addresses and the kernels and this launch
+//! code are unchanged. Each process passes one input and one output (its own).
+//!
 //! Not built yet (designed here, taken up by the two-GPU issue):
-//! - one process per GPU: each process creates its rank's buffers, zeroes its
-//!   signal buffer and synchronises, then exchanges `peer::get_mem_handle` of
-//!   signal, staging and scratch through `bootstrap::exchange`, and opens the
-//!   peers' with `peer::OpenedIpc` (the pointer tables then hold those
-//!   addresses); the kernels and this launch code are unchanged.
 //! - CUDA-graph capture: while the main stream captures, a call records the
 //!   user's input/output addresses in a pending list and launches with pointer
 //!   tables reserved for them; after capture, ranks agree on the list's length,
@@ -45,6 +47,7 @@
 
 #![warn(missing_docs)]
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -58,6 +61,7 @@ use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 use super::protocol::BarrierTimeout;
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
+use crate::peer::{IpcHandle, OpenedIpc};
 use crate::runtime::Runtime;
 
 /// Where the ranks live.
@@ -77,6 +81,23 @@ pub enum Placement {
         /// Number of ranks (2..=8).
         world: u32,
     },
+    /// One process per rank: this process drives rank `rank` of `world` on GPU
+    /// `ordinal`, and meets its peers through the Unix socket `rendezvous` (the
+    /// same path in every process) to exchange CUDA IPC handles (see
+    /// [`super::ipc`]).
+    Process {
+        /// This process's GPU.
+        ordinal: usize,
+        /// This process's rank.
+        rank: u32,
+        /// Number of ranks (2..=8), one per process.
+        world: u32,
+        /// The bootstrap socket's path.
+        rendezvous: PathBuf,
+        /// How many ranks share this GPU (1 on a real job; the one-GPU test runs
+        /// 2): grids are sized so all of them are resident at once.
+        gpu_share: u32,
+    },
 }
 
 /// How a communicator is set up.
@@ -86,6 +107,8 @@ pub struct CommOptions {
     pub timeout: Duration,
     /// Bytes of each rank's registered staging buffer: the largest message.
     pub max_bytes: usize,
+    /// How long [`Placement::Process`] waits for every peer at the rendezvous.
+    pub join_timeout: Duration,
 }
 
 impl Default for CommOptions {
@@ -93,6 +116,7 @@ impl Default for CommOptions {
         CommOptions {
             timeout: Duration::from_secs(10),
             max_bytes: 64 << 20,
+            join_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -135,6 +159,8 @@ struct PtrTable([u64; 8]);
 unsafe impl DeviceRepr for PtrTable {}
 
 struct Rank {
+    /// This rank's number in the world.
+    id: u32,
     /// Index into `runtimes`.
     rt: usize,
     stream: Arc<CudaStream>,
@@ -149,7 +175,14 @@ struct Rank {
 /// dtype, op and algorithm, compiled on first use.
 pub struct Communicator {
     placement: Placement,
+    world: u32,
+    /// Every rank's staging, signal and scratch address in this process (peers'
+    /// through their IPC mappings in [`Placement::Process`]).
+    tables: [PtrTable; 3],
+    /// The peers' buffers opened through IPC ([`Placement::Process`] only).
+    _mappings: Vec<OpenedIpc>,
     runtimes: Vec<Runtime>,
+    /// The ranks this process launches (all of them, or its own).
     ranks: Vec<Rank>,
     opts: CommOptions,
     broken: Mutex<Option<String>>,
@@ -171,21 +204,43 @@ impl Communicator {
     /// Sets up every rank of `placement`: a runtime per GPU (peer access enabled
     /// and proven for [`Placement::Devices`]), its buffers allocated and zeroed.
     pub fn new(placement: Placement, opts: CommOptions) -> Result<Communicator> {
-        let (ordinals, world): (Vec<usize>, u32) = match &placement {
-            Placement::Devices { ordinals } => (ordinals.clone(), ordinals.len() as u32),
-            Placement::SameGpu { ordinal, world } => (vec![*ordinal], *world),
+        let (ordinals, world, local): (Vec<usize>, u32, Vec<u32>) = match &placement {
+            Placement::Devices { ordinals } => {
+                let w = ordinals.len() as u32;
+                (ordinals.clone(), w, (0..w).collect())
+            }
+            Placement::SameGpu { ordinal, world } => {
+                (vec![*ordinal], *world, (0..*world).collect())
+            }
+            Placement::Process {
+                ordinal,
+                rank,
+                world,
+                gpu_share,
+                ..
+            } => {
+                if *rank >= *world || *gpu_share == 0 || *gpu_share > *world {
+                    return Err(comm_err(
+                        "placement",
+                        format!(
+                            "rank {rank} of world {world} sharing its GPU with {gpu_share}: rank below world, 1 <= gpu_share <= world"
+                        ),
+                    ));
+                }
+                (vec![*ordinal], *world, vec![*rank])
+            }
         };
         let spec = AllReduceSpec {
             world,
             ..AllReduceSpec::default()
         };
         spec.validate()?;
-        if opts.max_bytes == 0 || opts.timeout.is_zero() {
+        if opts.max_bytes == 0 || opts.timeout.is_zero() || opts.join_timeout.is_zero() {
             return Err(comm_err(
                 "options",
                 format!(
-                    "max_bytes {} and timeout {:?} must be positive",
-                    opts.max_bytes, opts.timeout
+                    "max_bytes {}, timeout {:?} and join_timeout {:?} must be positive",
+                    opts.max_bytes, opts.timeout, opts.join_timeout
                 ),
             ));
         }
@@ -202,7 +257,8 @@ impl Communicator {
         let scratch_bytes = (staging_bytes / world as usize).next_multiple_of(PACK_BYTES as usize)
             + PACK_BYTES as usize;
         let mut ranks = Vec::new();
-        for r in 0..world as usize {
+        for &id in &local {
+            let r = id as usize;
             let rt = if runtimes.len() == 1 { 0 } else { r };
             let ctx = runtimes[rt].context();
             let stream = ctx
@@ -210,6 +266,7 @@ impl Communicator {
                 .during(|| format!("rank {r}: creating its stream"))?;
             let alloc = |bytes: usize| stream.alloc_zeros::<u8>(bytes);
             let rank = Rank {
+                id,
                 rt,
                 staging: alloc(staging_bytes).during(|| format!("rank {r}: staging buffer"))?,
                 scratch: alloc(scratch_bytes).during(|| format!("rank {r}: scratch buffer"))?,
@@ -227,8 +284,36 @@ impl Communicator {
                 .synchronize()
                 .during(|| "zeroing the signal buffers".into())?;
         }
+        let mut tables = [PtrTable::default(); 3];
+        let mut mappings = Vec::new();
+        if let Placement::Process {
+            rank, rendezvous, ..
+        } = &placement
+        {
+            let mut own = CudaRank {
+                rank: &mut ranks[0],
+                ctx: runtimes[0].context().clone(),
+            };
+            let joined = super::ipc::join(&mut own, *rank, world, std::process::id(), |card| {
+                super::bootstrap::exchange(rendezvous, *rank, world, card, opts.join_timeout)
+            })?;
+            for (t, j) in tables.iter_mut().zip(joined.tables) {
+                t.0 = j;
+            }
+            mappings = joined.mappings;
+        } else {
+            for rank in &ranks {
+                let r = rank.id as usize;
+                tables[0].0[r] = addr(&rank.staging, &rank.stream);
+                tables[1].0[r] = addr(&rank.signal, &rank.stream);
+                tables[2].0[r] = addr(&rank.scratch, &rank.stream);
+            }
+        }
         Ok(Communicator {
             placement,
+            world,
+            tables,
+            _mappings: mappings,
             runtimes,
             ranks,
             opts,
@@ -239,7 +324,14 @@ impl Communicator {
 
     /// Number of ranks.
     pub fn world(&self) -> u32 {
-        self.ranks.len() as u32
+        self.world
+    }
+
+    /// The ranks this process launches, in order (every rank, or its own in
+    /// [`Placement::Process`]): `all_reduce` takes one input and one output
+    /// for each.
+    pub fn local_ranks(&self) -> Vec<u32> {
+        self.ranks.iter().map(|r| r.id).collect()
     }
 
     /// Where the ranks live.
@@ -252,7 +344,7 @@ impl Communicator {
         self.runtimes[0].stream()
     }
 
-    /// The runtime of rank `rank`'s device.
+    /// The runtime of the device of this process's `rank`-th local rank.
     pub fn runtime(&self, rank: usize) -> &Runtime {
         &self.runtimes[self.ranks[rank.min(self.ranks.len() - 1)].rt]
     }
@@ -281,6 +373,7 @@ impl Communicator {
         let resident = per_sm * rt.device().sm_count;
         let share = match self.placement {
             Placement::SameGpu { .. } => resident / self.world(),
+            Placement::Process { gpu_share, .. } => resident / gpu_share,
             Placement::Devices { .. } => resident,
         };
         if share == 0 {
@@ -320,7 +413,8 @@ impl Communicator {
         };
         let main = self.stream();
         let out_addresses: Vec<u64> = outputs.iter().map(|o| o.address(main)).collect();
-        let (dtype, n) = check_call(
+        let (dtype, n) = check_call_for(
+            self.ranks.len() as u32,
             self.world(),
             self.opts.max_bytes,
             inputs,
@@ -340,18 +434,14 @@ impl Communicator {
         };
         spec.validate()?;
         let bytes = n * dtype.info().bytes as usize;
-        let mut tables = [PtrTable::default(); 3];
-        for (r, rank) in self.ranks.iter().enumerate() {
-            tables[0].0[r] = addr(&rank.staging, &rank.stream);
-            tables[1].0[r] = addr(&rank.signal, &rank.stream);
-            tables[2].0[r] = addr(&rank.scratch, &rank.stream);
-        }
+        let tables = self.tables;
         // Inputs into the registered staging buffers, after the main stream's work.
-        for (r, rank) in self.ranks.iter().enumerate() {
+        for (i, rank) in self.ranks.iter().enumerate() {
+            let r = rank.id as usize;
             rank.stream
                 .join(main)
                 .during(|| format!("rank {r}: waiting for the main stream"))?;
-            let src = inputs[r].address(main);
+            let src = inputs[i].address(main);
             if src != tables[0].0[r] {
                 // SAFETY: `src` holds `bytes` bytes (checked: n elements of dtype);
                 // the staging buffer holds max_bytes >= bytes; both are device
@@ -366,7 +456,8 @@ impl Communicator {
         let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
         let op_arg = call.scalar.unwrap_or(0.0);
         let mut grid = None;
-        for (r, rank) in self.ranks.iter().enumerate() {
+        for (i, rank) in self.ranks.iter().enumerate() {
+            let r = rank.id as usize;
             let rt = &self.runtimes[rank.rt];
             let func = rt.function(&spec)?;
             let blocks = match grid {
@@ -376,7 +467,7 @@ impl Communicator {
             if call.skip_rank == Some(r as u32) {
                 continue;
             }
-            let out = out_addresses[r];
+            let out = out_addresses[i];
             let err = addr(&rank.error, &rank.stream);
             let rank_u32 = r as u32;
             let n64 = n as u64;
@@ -404,7 +495,8 @@ impl Communicator {
             unsafe { args.launch(cfg) }
                 .during(|| format!("rank {r}: launching {}", spec.name()))?;
         }
-        for (r, rank) in self.ranks.iter().enumerate() {
+        for rank in &self.ranks {
+            let r = rank.id;
             main.join(&rank.stream)
                 .during(|| format!("main stream waiting for rank {r}"))?;
         }
@@ -416,7 +508,8 @@ impl Communicator {
     /// `rebuild`).
     pub fn synchronize(&self) -> Result<()> {
         let mut reasons = Vec::new();
-        for (r, rank) in self.ranks.iter().enumerate() {
+        for rank in &self.ranks {
+            let r = rank.id;
             rank.stream
                 .synchronize()
                 .during(|| format!("rank {r}: synchronising"))?;
@@ -446,9 +539,12 @@ impl Communicator {
     }
 
     /// Waits for every rank, zeroes signals, counters and error words, and clears
-    /// the broken state.
+    /// the broken state. In [`Placement::Process`] every process must call it:
+    /// after zeroing, the ranks meet at the rendezvous again, so no peer launches
+    /// (and signals) before every rank's zeroes are complete (TVM PR #16797).
     pub fn rebuild(&mut self) -> Result<()> {
-        for (r, rank) in self.ranks.iter_mut().enumerate() {
+        for rank in self.ranks.iter_mut() {
+            let r = rank.id;
             rank.stream
                 .synchronize()
                 .during(|| format!("rank {r}: synchronising"))?;
@@ -462,8 +558,87 @@ impl Communicator {
                 .synchronize()
                 .during(|| format!("rank {r}: synchronising"))?;
         }
+        if let Placement::Process {
+            rank, rendezvous, ..
+        } = &self.placement
+        {
+            super::bootstrap::exchange(
+                rendezvous,
+                *rank,
+                self.world,
+                b"rebuilt",
+                self.opts.join_timeout,
+            )?;
+        }
         *self.broken.lock().unwrap_or_else(|p| p.into_inner()) = None;
         Ok(())
+    }
+}
+
+/// This process's rank as [`super::ipc::join`] sees it.
+struct CudaRank<'a> {
+    rank: &'a mut Rank,
+    ctx: Arc<cudarc::driver::CudaContext>,
+}
+
+impl super::ipc::RankBuffers for CudaRank<'_> {
+    type Mapping = OpenedIpc;
+
+    fn zero_signals(&mut self) -> Result<()> {
+        let rank = &mut *self.rank;
+        let r = rank.id;
+        rank.stream
+            .memset_zeros(&mut rank.signal)
+            .during(|| format!("rank {r}: zeroing its signal buffer"))?;
+        rank.stream
+            .memset_zeros(&mut rank.error)
+            .during(|| format!("rank {r}: zeroing its error word"))?;
+        rank.stream
+            .synchronize()
+            .during(|| format!("rank {r}: waiting for the zeroes"))
+    }
+
+    fn sizes(&self) -> [u64; 3] {
+        let r = &self.rank;
+        [r.staging.len(), r.signal.len(), r.scratch.len()].map(|b| b as u64)
+    }
+
+    fn addresses(&self) -> [u64; 3] {
+        let r = &self.rank;
+        [
+            addr(&r.staging, &r.stream),
+            addr(&r.signal, &r.stream),
+            addr(&r.scratch, &r.stream),
+        ]
+    }
+
+    fn handles(&mut self) -> Result<[IpcHandle; 3]> {
+        self.ctx
+            .bind_to_thread()
+            .during(|| "binding the context to take IPC handles".into())?;
+        let [a, b, c] = self.addresses();
+        Ok([
+            crate::peer::get_mem_handle(a)?,
+            crate::peer::get_mem_handle(b)?,
+            crate::peer::get_mem_handle(c)?,
+        ])
+    }
+
+    fn open(
+        &mut self,
+        peer: &super::ipc::RankCard,
+        handle: &IpcHandle,
+    ) -> Result<(u64, OpenedIpc)> {
+        let m = OpenedIpc::open(&self.ctx, handle).map_err(|e| {
+            comm_err(
+                "IPC join",
+                format!(
+                    "rank {}: opening a buffer of rank {} (process {}) failed: {e}",
+                    self.rank.id, peer.rank, peer.pid
+                ),
+            )
+        })?;
+        Ok((m.ptr(), m))
     }
 }
 
@@ -477,12 +652,34 @@ pub fn check_call(
     out_addresses: &[u64],
     call: Call,
 ) -> Result<(DType, usize)> {
-    let w = world as usize;
+    check_call_for(
+        world,
+        world,
+        max_bytes,
+        inputs,
+        outputs,
+        out_addresses,
+        call,
+    )
+}
+
+/// [`check_call`] for a process that launches `local` of the `world` ranks
+/// (one in [`Placement::Process`]): one input and output per local rank.
+pub fn check_call_for(
+    local: u32,
+    world: u32,
+    max_bytes: usize,
+    inputs: &[&dyn KernelInput],
+    outputs: &[&mut dyn KernelOutput],
+    out_addresses: &[u64],
+    call: Call,
+) -> Result<(DType, usize)> {
+    let w = local as usize;
     if inputs.len() != w || outputs.len() != w {
         return Err(comm_err(
             "rank count",
             format!(
-                "{} inputs and {} outputs for {world} ranks: one of each per rank",
+                "{} inputs and {} outputs for {local} ranks: one of each per rank this process drives",
                 inputs.len(),
                 outputs.len()
             ),

@@ -1,11 +1,13 @@
 //! The intra-node all-reduce (issue 12, seeds 003 and 004): [`Communicator`]
-//! (see [`comm`] for an example), the barrier's model ([`protocol`]) and the
-//! rendezvous of ranks in separate processes ([`bootstrap`]).
+//! (see [`comm`] for an example), the barrier's model ([`protocol`]), the
+//! rendezvous of ranks in separate processes ([`bootstrap`]) and how such a
+//! rank joins its peers through CUDA IPC ([`ipc`]).
 
 #![warn(missing_docs)]
 
 pub mod bootstrap;
 pub mod comm;
+pub mod ipc;
 pub mod protocol;
 
-pub use comm::{Call, CommOptions, Communicator, Placement, check_call};
+pub use comm::{Call, CommOptions, Communicator, Placement, check_call, check_call_for};
