@@ -225,3 +225,68 @@ impl Drop for OpenedIpc {
         }
     }
 }
+
+/// A device allocation from `cuMemAlloc`, zeroed, freed on drop: what the
+/// communicator registers. cudarc's `alloc_zeros` takes memory from the
+/// stream-ordered pool (`cuMemAllocAsync`) on devices that have one, and pool
+/// memory is neither legacy-IPC capable (`cuIpcGetMemHandle` refuses it) nor
+/// covered by `cuCtxEnablePeerAccess` (it needs `cuMemPoolSetAccess`).
+#[derive(Debug)]
+pub struct LegacyAlloc {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+    ctx: Arc<CudaContext>,
+}
+
+impl LegacyAlloc {
+    /// Allocates `bytes` (at least 1) on `ctx`'s device and zeroes them
+    /// synchronously.
+    pub fn zeroed(ctx: &Arc<CudaContext>, bytes: usize) -> Result<LegacyAlloc> {
+        ctx.bind_to_thread()
+            .during(|| "binding the context to allocate".into())?;
+        let mut ptr: sys::CUdeviceptr = 0;
+        // SAFETY: out-pointer to a live CUdeviceptr; the context is current.
+        unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(1)) }
+            .result()
+            .during(|| format!("cuMemAlloc({bytes})"))?;
+        let a = LegacyAlloc {
+            ptr,
+            bytes,
+            ctx: ctx.clone(),
+        };
+        // SAFETY: `ptr` holds `bytes` bytes; the memset is synchronous.
+        unsafe { sys::cuMemsetD8_v2(ptr, 0, bytes) }
+            .result()
+            .during(|| format!("zeroing {bytes} bytes at {ptr:#x}"))?;
+        Ok(a)
+    }
+
+    /// Zeroes the allocation in `stream`'s order (the caller synchronises).
+    pub fn zero_async(&self, stream: &cudarc::driver::CudaStream) -> Result<()> {
+        // SAFETY: `ptr` holds `bytes` bytes of this allocation, alive while self is.
+        unsafe { sys::cuMemsetD8Async(self.ptr, 0, self.bytes, stream.cu_stream()) }
+            .result()
+            .during(|| format!("zeroing {} bytes at {:#x}", self.bytes, self.ptr))
+    }
+
+    /// The device address.
+    pub fn ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// Its size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for LegacyAlloc {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `ptr` came from cuMemAlloc in this context and is freed
+            // once; cuMemFree waits for work that still uses it. A failure cannot
+            // be returned here; the memory goes with the context anyway.
+            let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
+        }
+    }
+}

@@ -61,7 +61,7 @@ use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 use super::protocol::BarrierTimeout;
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
-use crate::peer::{IpcHandle, OpenedIpc};
+use crate::peer::{IpcHandle, LegacyAlloc, OpenedIpc};
 use crate::runtime::Runtime;
 
 /// Where the ranks live.
@@ -164,9 +164,10 @@ struct Rank {
     /// Index into `runtimes`.
     rt: usize,
     stream: Arc<CudaStream>,
-    staging: CudaSlice<u8>,
-    scratch: CudaSlice<u8>,
-    signal: CudaSlice<u8>,
+    // cuMemAlloc'd (not cudarc's pool): IPC-shareable and peer-accessible.
+    staging: LegacyAlloc,
+    scratch: LegacyAlloc,
+    signal: LegacyAlloc,
     error: CudaSlice<u32>,
 }
 
@@ -264,14 +265,14 @@ impl Communicator {
             let stream = ctx
                 .new_stream()
                 .during(|| format!("rank {r}: creating its stream"))?;
-            let alloc = |bytes: usize| stream.alloc_zeros::<u8>(bytes);
+            let alloc = |bytes: usize| LegacyAlloc::zeroed(ctx, bytes);
             let rank = Rank {
                 id,
                 rt,
-                staging: alloc(staging_bytes).during(|| format!("rank {r}: staging buffer"))?,
-                scratch: alloc(scratch_bytes).during(|| format!("rank {r}: scratch buffer"))?,
-                // Zeroed (and synchronised below) before any peer learns its address.
-                signal: alloc(signal::BYTES).during(|| format!("rank {r}: signal buffer"))?,
+                staging: alloc(staging_bytes)?,
+                scratch: alloc(scratch_bytes)?,
+                // Zeroed (synchronously) before any peer learns its address.
+                signal: alloc(signal::BYTES)?,
                 error: stream
                     .alloc_zeros::<u32>(1)
                     .during(|| format!("rank {r}: error word"))?,
@@ -304,9 +305,9 @@ impl Communicator {
         } else {
             for rank in &ranks {
                 let r = rank.id as usize;
-                tables[0].0[r] = addr(&rank.staging, &rank.stream);
-                tables[1].0[r] = addr(&rank.signal, &rank.stream);
-                tables[2].0[r] = addr(&rank.scratch, &rank.stream);
+                tables[0].0[r] = rank.staging.ptr();
+                tables[1].0[r] = rank.signal.ptr();
+                tables[2].0[r] = rank.scratch.ptr();
             }
         }
         Ok(Communicator {
@@ -548,9 +549,7 @@ impl Communicator {
             rank.stream
                 .synchronize()
                 .during(|| format!("rank {r}: synchronising"))?;
-            rank.stream
-                .memset_zeros(&mut rank.signal)
-                .during(|| format!("rank {r}: zeroing"))?;
+            rank.signal.zero_async(&rank.stream)?;
             rank.stream
                 .memset_zeros(&mut rank.error)
                 .during(|| format!("rank {r}: zeroing"))?;
@@ -587,9 +586,7 @@ impl super::ipc::RankBuffers for CudaRank<'_> {
     fn zero_signals(&mut self) -> Result<()> {
         let rank = &mut *self.rank;
         let r = rank.id;
-        rank.stream
-            .memset_zeros(&mut rank.signal)
-            .during(|| format!("rank {r}: zeroing its signal buffer"))?;
+        rank.signal.zero_async(&rank.stream)?;
         rank.stream
             .memset_zeros(&mut rank.error)
             .during(|| format!("rank {r}: zeroing its error word"))?;
@@ -600,16 +597,12 @@ impl super::ipc::RankBuffers for CudaRank<'_> {
 
     fn sizes(&self) -> [u64; 3] {
         let r = &self.rank;
-        [r.staging.len(), r.signal.len(), r.scratch.len()].map(|b| b as u64)
+        [r.staging.bytes(), r.signal.bytes(), r.scratch.bytes()].map(|b| b as u64)
     }
 
     fn addresses(&self) -> [u64; 3] {
         let r = &self.rank;
-        [
-            addr(&r.staging, &r.stream),
-            addr(&r.signal, &r.stream),
-            addr(&r.scratch, &r.stream),
-        ]
+        [r.staging.ptr(), r.signal.ptr(), r.scratch.ptr()]
     }
 
     fn handles(&mut self) -> Result<[IpcHandle; 3]> {
