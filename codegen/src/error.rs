@@ -1,7 +1,5 @@
 //! The one error type of redjit-codegen.
 
-#![warn(missing_docs)]
-
 use crate::registry::Arch;
 
 /// Why a spec was rejected, or could not be rendered.

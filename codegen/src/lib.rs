@@ -15,6 +15,8 @@
 //! [`KernelSource`]; the runtime compiles the source, the macro and the CLI build
 //! the same specs.
 
+#![warn(missing_docs)]
+
 /// A hash of the templates and of this crate's code: with a spec's name it
 /// determines the generated source, so caches can key on it without rendering.
 pub const CODEGEN_FINGERPRINT: &str = env!("REDJIT_CODEGEN_FINGERPRINT");

@@ -454,6 +454,7 @@ registry_enum! {
         // Softmax, log-softmax, layer norm and RMS norm over rows (issue 11):
         // reduce.cuh's functors and warp/block primitives, then norm.cuh's row
         // ops and layouts.
+        /// Row-wise softmax, log-softmax, layer norm and RMS norm (issue 11).
         Norm => FamilyInfo {
             slug: "norm",
             template: "norm.cu",
@@ -469,6 +470,7 @@ registry_enum! {
 /// Facts about one row operation of the `norm` family.
 #[derive(Debug)]
 pub struct NormOpInfo {
+    /// Short name in kernel names and flags.
     pub slug: &'static str,
     /// The device functor in `prelude/norm.cuh` (softmax ops: the safe or
     /// online one is chosen by the spec's algorithm).
@@ -499,6 +501,7 @@ registry_enum! {
 /// Facts about one softmax algorithm.
 #[derive(Debug)]
 pub struct SoftmaxAlgoInfo {
+    /// Short name in kernel names and flags.
     pub slug: &'static str,
 }
 
@@ -516,6 +519,7 @@ registry_enum! {
 /// Facts about one row layout of the `norm` family.
 #[derive(Debug)]
 pub struct NormLayoutInfo {
+    /// Short name in flags (kernel names carry the letter instead).
     pub slug: &'static str,
     /// The letter in kernel names (`w32x4`: a group of 32 lanes, 4 packs each).
     pub letter: char,
@@ -537,6 +541,8 @@ registry_enum! {
 }
 
 impl NormLayout {
+    /// The layout a kernel-name letter stands for (the inverse of its
+    /// `letter`); `None` for a letter that is no layout.
     pub fn from_letter(c: char) -> Option<NormLayout> {
         NormLayout::ALL
             .iter()

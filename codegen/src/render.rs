@@ -1,7 +1,5 @@
 //! Rendering through tera: Rust fills a serde context, the template owns the text.
 
-#![warn(missing_docs)]
-
 use std::sync::OnceLock;
 
 use serde::Serialize;

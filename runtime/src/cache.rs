@@ -23,8 +23,6 @@
 //! # Ok::<(), redjit_runtime::Error>(())
 //! ```
 
-#![warn(missing_docs)]
-
 use std::collections::HashMap;
 use std::fs;
 use std::io::Write;

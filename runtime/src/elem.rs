@@ -7,8 +7,6 @@
 //! assert_eq!(<f32 as DeviceElem>::DTYPE, DType::F32);
 //! ```
 
-#![warn(missing_docs)]
-
 use cudarc::driver::{
     CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DeviceRepr, DeviceSlice, LaunchArgs,
     PushKernelArg,

@@ -9,8 +9,6 @@
 //! assert!(err.to_string().contains("unroll"), "{err}");
 //! ```
 
-#![warn(missing_docs)]
-
 use redjit_codegen::SpecError;
 
 /// Everything the runtime can fail with: a rejected spec, NVRTC, the driver, a

@@ -18,8 +18,6 @@
 //! }
 //! ```
 
-#![warn(missing_docs)]
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;

@@ -16,8 +16,6 @@
 //! # Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
-
 use std::sync::{Arc, Mutex, OnceLock};
 
 use redjit_codegen::{Arch, CODEGEN_FINGERPRINT, KernelSource, KernelSpec};

@@ -31,6 +31,7 @@ use crate::runtime::Runtime;
 /// The buffers and scalars of one norm launch. Row r of every row buffer (x,
 /// residual, out, residual_out) starts at element r * ld.
 pub struct NormArgs<'a> {
+    /// The rows, in the spec's input type.
     pub x: &'a dyn KernelInput,
     /// Fused residual add (`_res` kernels): `h = x + residual` is written to
     /// `residual_out` (the input type) and normalised.
@@ -39,12 +40,15 @@ pub struct NormArgs<'a> {
     pub weight: Option<&'a dyn KernelInput>,
     /// Layer norm: cols elements of the input type.
     pub bias: Option<&'a dyn KernelInput>,
+    /// The result rows, in the spec's output type.
     pub out: &'a mut dyn KernelOutput,
+    /// Fused residual add: receives `h`, the sum that was normalised.
     pub residual_out: Option<&'a mut dyn KernelOutput>,
     /// Layer norm, optional: each row's mean (rows f32).
     pub mean: Option<&'a mut dyn KernelOutput>,
     /// Norms, optional: each row's 1 / sqrt(var + eps) (rows f32).
     pub rstd: Option<&'a mut dyn KernelOutput>,
+    /// Rows, columns and leading dimension of every row buffer.
     pub shape: Matrix,
     /// Softmax: the scale x is multiplied by (1 for plain softmax); norms: eps.
     pub param: f32,
@@ -100,15 +104,25 @@ impl<'a> NormArgs<'a> {
 /// What `check_call` needs to know of a call: each buffer's (dtype, length).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NormCall {
+    /// [`NormArgs::x`].
     pub x: (DType, usize),
+    /// [`NormArgs::residual`].
     pub residual: Option<(DType, usize)>,
+    /// [`NormArgs::weight`].
     pub weight: Option<(DType, usize)>,
+    /// [`NormArgs::bias`].
     pub bias: Option<(DType, usize)>,
+    /// [`NormArgs::out`].
     pub out: (DType, usize),
+    /// [`NormArgs::residual_out`].
     pub residual_out: Option<(DType, usize)>,
+    /// [`NormArgs::mean`].
     pub mean: Option<(DType, usize)>,
+    /// [`NormArgs::rstd`].
     pub rstd: Option<(DType, usize)>,
+    /// [`NormArgs::shape`].
     pub shape: Matrix,
+    /// [`NormArgs::param`].
     pub param: f32,
 }
 
@@ -164,10 +178,12 @@ impl Runtime {
 }
 
 impl NormKernel<'_> {
+    /// The spec the kernel was generated from.
     pub fn spec(&self) -> &NormSpec {
         &self.spec
     }
 
+    /// The kernel's name (its CUDA symbol).
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -15,8 +15,6 @@
 //! # Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
-
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 

@@ -18,8 +18,6 @@
 //! of a known pattern from one device's memory into the other's reads back
 //! intact.
 
-#![warn(missing_docs)]
-
 use std::sync::Arc;
 
 use cudarc::driver::sys;

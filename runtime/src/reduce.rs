@@ -35,8 +35,11 @@ use crate::runtime::Runtime;
 /// ld > cols is a strided view).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Matrix {
+    /// Rows of the matrix.
     pub rows: usize,
+    /// Elements per row.
     pub cols: usize,
+    /// Elements between the starts of two rows.
     pub ld: usize,
 }
 
@@ -62,11 +65,15 @@ impl ResultType {
 /// A device buffer a reduction writes its results to: f32 or i64, a
 /// `CudaSlice` or a `CudaViewMut`.
 pub trait ReduceOutput {
+    /// The element type, checked against the spec's result.
     fn result_type(&self) -> ResultType;
+    /// Number of elements.
     fn len(&self) -> usize;
+    /// No elements.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Pushes the device pointer (with cudarc's stream tracking for writes).
     fn push_output<'a>(&'a mut self, args: &mut LaunchArgs<'a>);
 }
 
@@ -149,10 +156,12 @@ fn resident_blocks(func: &CudaFunction, name: &str) -> Result<u32> {
 }
 
 impl ReduceKernel<'_> {
+    /// The spec the kernel was generated from.
     pub fn spec(&self) -> &ReduceSpec {
         &self.spec
     }
 
+    /// The kernel's name (its CUDA symbol).
     pub fn name(&self) -> &str {
         &self.name
     }

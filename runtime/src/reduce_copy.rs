@@ -21,8 +21,6 @@
 //! # Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
-
 use std::sync::Mutex;
 
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};

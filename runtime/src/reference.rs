@@ -13,8 +13,6 @@
 //! assert_eq!(out[0], HostBuffer::BF16(vec![bf16::from_f32(3.75); 8]));
 //! ```
 
-#![warn(missing_docs)]
-
 use half::{bf16, f16};
 use redjit_codegen::{DType, Op, ReduceCopySpec, Role, Rounding};
 

@@ -49,18 +49,26 @@ const TINY: f64 = 1.175_494_350_822_287_5e-38;
 
 /// The host buffers and scalars of one call.
 pub struct NormInputs<'a> {
+    /// The rows, as the kernel's `x`.
     pub x: &'a HostBuffer,
+    /// Fused residual add (`_res` specs): added to x before the norm.
     pub residual: Option<&'a HostBuffer>,
+    /// Norms: cols elements; `None` counts as all ones.
     pub weight: Option<&'a HostBuffer>,
+    /// Layer norm: cols elements; `None` counts as all zeros.
     pub bias: Option<&'a HostBuffer>,
+    /// Rows of the matrix.
     pub rows: usize,
+    /// Elements per row.
     pub cols: usize,
+    /// Elements between the starts of two rows.
     pub ld: usize,
     /// Softmax: the scale; norms: eps.
     pub param: f32,
 }
 
 impl<'a> NormInputs<'a> {
+    /// A call with only x (a softmax); set the other buffers for a norm.
     pub fn new(x: &'a HostBuffer, rows: usize, cols: usize, ld: usize, param: f32) -> Self {
         NormInputs {
             x,
@@ -78,7 +86,9 @@ impl<'a> NormInputs<'a> {
 /// One expected output element: the f64 value and the absolute tolerance.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Want {
+    /// The exact result, in f64.
     pub value: f64,
+    /// How far the GPU's value may be from it.
     pub tol: f64,
 }
 
@@ -132,10 +142,13 @@ fn ordered16(b: u16, _bf16: bool) -> i32 {
 /// What one row must give.
 #[derive(Debug, Clone)]
 pub struct RowWant {
+    /// One per element of the row.
     pub out: Vec<Want>,
     /// Fused residual: the exact bits of `residual_out` (input type).
     pub residual_out: Option<Vec<u32>>,
+    /// Layer norm: the row's mean.
     pub mean: Option<Want>,
+    /// Norms: the row's 1 / sqrt(var + eps).
     pub rstd: Option<Want>,
 }
 

@@ -27,7 +27,9 @@ use crate::reference::{HostBuffer, op_apply};
 /// A reduction's exact (f64) result.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Reduced {
+    /// A value (every op but argmax and argmin).
     Value(f64),
+    /// An element index (argmax, argmin; -1 for no element).
     Index(i64),
 }
 
@@ -35,7 +37,9 @@ pub enum Reduced {
 /// from it (0 for exact ops; NaN and infinities must match as such).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Expected {
+    /// The exact result.
     pub result: Reduced,
+    /// How far a GPU value may be from it (0: must be equal).
     pub tol: f64,
 }
 

@@ -12,8 +12,6 @@
 //! # Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

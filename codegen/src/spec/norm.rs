@@ -49,14 +49,18 @@ pub const MAX_COLS: u64 = 1 << 20;
 /// One norm kernel configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NormSpec {
+    /// What the kernel computes over each row.
     pub op: NormOp,
     /// Softmax ops: safe or online; norms: `None`.
     pub algo: Option<SoftmaxAlgo>,
     /// Norms only: `h = x + residual` (rounded to the input type) is written to
     /// the residual output and normalised (`_res` in names).
     pub residual: bool,
+    /// The element type of x (and of residual, weight and bias).
     pub input: DType,
+    /// The element type of the output y.
     pub output: DType,
+    /// How a row is spread over threads.
     pub layout: NormLayout,
     /// Threads per row: the group size (warp layout) or the block size.
     pub lanes: u32,

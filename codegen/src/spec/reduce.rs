@@ -32,9 +32,9 @@ pub const WARP_ROW_MAX_COLS: u64 = 1024;
 /// Most blocks a full-array launch uses (the partials' workspace is sized for
 /// it); a device fills well below it.
 pub const MAX_ALL_BLOCKS: u32 = 4096;
-/// Column kernels: rows a block's warps take in turn (`THREADS / 32`), and rows'
-/// 16-byte loads each thread keeps in flight.
+/// Column kernels: rows a block's warps take in turn (`THREADS / 32`).
 pub const COL_PHASES: u32 = THREADS / 32;
+/// Column kernels: rows' 16-byte loads each thread keeps in flight.
 pub const COL_UNROLL: u32 = 4;
 /// Column kernels: bytes of adjacent columns one thread reads per row (one
 /// vector load); a tile is 32 lanes of them.
@@ -62,7 +62,9 @@ pub const PARTIAL_BYTES: usize = 16;
 /// One reduce kernel configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ReduceSpec {
+    /// What is reduced: the whole array, each row or each column.
     pub axis: ReduceAxis,
+    /// The reduction computed.
     pub op: ReduceOp,
     /// The element type of the input(s).
     pub input: DType,
@@ -96,9 +98,19 @@ impl Default for ReduceSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
     /// n contiguous elements.
-    All { n: u64 },
+    All {
+        /// Elements in the array.
+        n: u64,
+    },
     /// A rows x cols matrix whose row r starts at element r * ld.
-    Matrix { rows: u64, cols: u64, ld: u64 },
+    Matrix {
+        /// Rows of the matrix.
+        rows: u64,
+        /// Elements per row.
+        cols: u64,
+        /// Elements between the starts of two rows (>= cols).
+        ld: u64,
+    },
 }
 
 /// How a launch is laid out: derived from the spec, the shape and the device

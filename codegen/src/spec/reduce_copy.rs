@@ -19,8 +19,6 @@
 //! assert!(spec.render().unwrap().code.contains(&spec.name()));
 //! ```
 
-#![warn(missing_docs)]
-
 use std::fmt;
 use std::str::FromStr;
 
