@@ -82,10 +82,15 @@ __device__ __forceinline__ void reduce_staged(rj_u32 stage, rj_u32 buf, const Op
 
 // Launched with exactly {{ threads }} threads per block, the same grid on every rank, at
 // most 64 blocks (the signal buffer's slots).
+// The input table is read from device memory, not passed by value like the
+// others: a CUDA graph captured before the peers' input addresses are known (one
+// process per GPU) bakes in the table's address, and the communicator fills the
+// table after capture (seed 003 step 2), so replays read the registered inputs.
 extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
-    rj_ar_ptrs in, rj_ar_ptrs sig, rj_ar_ptrs tmp, void* out_ptr, rj_u32 rank, rj_u64 n,
-    float op_arg, rj_u64 timeout_ns, rj_u32* error_ptr) {
+    const rj_ar_ptrs* __restrict__ in_table, rj_ar_ptrs sig, rj_ar_ptrs tmp, void* out_ptr,
+    rj_u32 rank, rj_u64 n, float op_arg, rj_u64 timeout_ns, rj_u32* error_ptr) {
   using namespace {{ name }}_impl;
+  const rj_ar_ptrs in = *in_table;
   const Op op = {op_arg};
   const rj_u64 out = rj_cvta_global(out_ptr);
   const rj_u64 error = rj_cvta_global(error_ptr);

@@ -5,7 +5,9 @@
 //! buffers and run the same kernels as the one-process placements: one-shot,
 //! two-stage and cp.async two-stage, f32 and bf16, sizes 1 to 1M+5 elements
 //! with misaligned input views, nccl-tests-style exact inputs compared bit for
-//! bit, then 200 back-to-back calls. If the driver refuses IPC within one
+//! bit, then 200 back-to-back calls, then a CUDA graph of 4 all-reduces whose
+//! inputs (cuMemAlloc memory) are read in place through IPC handles registered
+//! after capture, replayed 20 times with new inputs. If the driver refuses IPC within one
 //! device, `Communicator::new` fails in the children naming
 //! `cuIpcOpenMemHandle`, and this test fails quoting their output.
 //! Run with `--ignored` on a GPU machine (REDJIT_REQUIRE_GPU=1 makes a missing
@@ -18,8 +20,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaSlice;
+use cudarc::driver::sys;
 use half::bf16;
 use redjit::all_reduce::{Call, CommOptions, Communicator, Placement};
+use redjit::peer::LegacyAlloc;
 use redjit::{AllReduceAlgo, KernelInput, KernelOutput};
 
 const ALGOS: [(AllReduceAlgo, bool); 3] = [
@@ -108,6 +112,7 @@ fn ipc_rank() {
             timeout: Duration::from_secs(20),
             max_bytes: 8 << 20,
             join_timeout: Duration::from_secs(60),
+            ..CommOptions::default()
         },
     )
     .unwrap_or_else(|e| panic!("ipc rank {rank}: Communicator::new failed: {e}"));
@@ -193,8 +198,72 @@ fn ipc_rank() {
         let want: f64 = (0..world).map(|r| exact(77, r, i)).sum();
         assert_eq!(*g, want as f32, "back to back, element {i}");
     }
+    let back_to_back = t0.elapsed();
+
+    // A CUDA graph of 4 all-reduces whose inputs are read in place: each
+    // process registers its inputs' IPC handles at end_capture. Captured inputs
+    // must be cuMemAlloc memory (cudarc's pool memory cannot be IPC-shared).
+    let sizes = [1031usize, 4099, 8, 65537];
+    let allocs: Vec<LegacyAlloc> = sizes
+        .iter()
+        .map(|&n| LegacyAlloc::zeroed(c.runtime(0).context(), n * 4).unwrap())
+        .collect();
+    // SAFETY: each allocation holds n f32 and outlives its slice, which is
+    // leaked below so that only the LegacyAlloc frees the memory.
+    let mut ins: Vec<CudaSlice<f32>> = allocs
+        .iter()
+        .zip(sizes)
+        .map(|(a, n)| unsafe { s.upgrade_device_ptr(a.ptr(), n) })
+        .collect();
+    let mut outs: Vec<CudaSlice<f32>> = sizes.iter().map(|&n| s.alloc_zeros(n).unwrap()).collect();
+    c.begin_capture().unwrap();
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+        .unwrap();
+    for (k, (i, o)) in ins.iter().zip(outs.iter_mut()).enumerate() {
+        let (algo, cp_async) = ALGOS[k % 3];
+        let inputs: [&dyn KernelInput; 1] = [i];
+        let mut outputs: [&mut dyn KernelOutput; 1] = [o];
+        c.all_reduce(
+            &inputs,
+            &mut outputs,
+            Call {
+                cp_async,
+                ..Call::sum(algo)
+            },
+        )
+        .unwrap();
+    }
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .unwrap()
+        .expect("a captured graph");
+    assert_eq!(c.end_capture().unwrap(), 4);
+    for it in 0..20u64 {
+        for (k, (i, &n)) in ins.iter_mut().zip(&sizes).enumerate() {
+            let h: Vec<f32> = (0..n)
+                .map(|j| exact(1000 + it * 4 + k as u64, rank, j) as f32)
+                .collect();
+            s.memcpy_htod(&h, i).unwrap();
+        }
+        graph.launch().unwrap();
+        c.synchronize().unwrap();
+        for (k, (o, &n)) in outs.iter().zip(&sizes).enumerate() {
+            let got = s.clone_dtoh(o).unwrap();
+            for (j, g) in got.iter().enumerate().take(n) {
+                let want: f64 = (0..world)
+                    .map(|r| exact(1000 + it * 4 + k as u64, r, j))
+                    .sum();
+                assert_eq!(*g, want as f32, "replay {it}, call {k}, element {j}");
+            }
+        }
+        calls += 4;
+    }
+    drop(graph);
+    for i in ins {
+        i.leak();
+    }
+    drop(allocs);
     println!(
-        "ipc rank {rank}: ok, {calls} calls (200 back to back in {:?})",
-        t0.elapsed()
+        "ipc rank {rank}: ok, {calls} calls (200 back to back in {back_to_back:?}; 20 replays of a 4-call graph)"
     );
 }

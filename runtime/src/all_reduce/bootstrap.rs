@@ -163,6 +163,10 @@ fn serve(
                 Err(e) => return Err(io("accepting", e)),
             }
         }
+        // Unlinked before anyone is answered: a rank that goes straight on to
+        // the next exchange (rebuild, end_capture) must not reach this listener,
+        // which is about to close; it retries until rank 0 binds the next one.
+        let _ = std::fs::remove_file(path);
         let all: Vec<Vec<u8>> = table.into_iter().map(|t| t.unwrap_or_default()).collect();
         let flat: Vec<u8> = all.concat();
         for (r, s) in &mut peers {

@@ -33,13 +33,13 @@
 //! pointer tables then hold those addresses and the kernels and this launch
 //! code are unchanged. Each process passes one input and one output (its own).
 //!
+//! CUDA graphs: between [`Communicator::begin_capture`] and
+//! [`Communicator::end_capture`], calls on the capturing main stream read their
+//! inputs in place through table slots registered after capture, so replays
+//! see the captured kernel arguments with the inputs' current contents (see
+//! [`super::graph`]).
+//!
 //! Not built yet (designed here, taken up by the two-GPU issue):
-//! - CUDA-graph capture: while the main stream captures, a call records the
-//!   user's input/output addresses in a pending list and launches with pointer
-//!   tables reserved for them; after capture, ranks agree on the list's length,
-//!   exchange the addresses (IPC handles in the per-process mode) and fill the
-//!   reserved tables, so replays see the captured arguments. Until then a call
-//!   under capture is refused (`Error::Comm`).
 //! - NCCL backend (cudarc's `nccl` feature, library from PyTorch's venv
 //!   `nvidia/nccl/lib` at run time) when peer access is missing or ranks span
 //!   hosts, and the hierarchical mode (peer reduce-scatter, NCCL across hosts,
@@ -58,6 +58,7 @@ use cudarc::driver::{
 use redjit_codegen::spec::all_reduce::{MAX_BLOCKS, PACK_BYTES, signal};
 use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 
+use super::graph::{GraphBuffers, GraphRecord};
 use super::protocol::BarrierTimeout;
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
@@ -109,6 +110,9 @@ pub struct CommOptions {
     pub max_bytes: usize,
     /// How long [`Placement::Process`] waits for every peer at the rendezvous.
     pub join_timeout: Duration,
+    /// How many all-reduces CUDA graphs may capture over the communicator's
+    /// life (64 bytes of device table per rank each; see [`super::graph`]).
+    pub graph_slots: u32,
 }
 
 impl Default for CommOptions {
@@ -117,6 +121,7 @@ impl Default for CommOptions {
             timeout: Duration::from_secs(10),
             max_bytes: 64 << 20,
             join_timeout: Duration::from_secs(60),
+            graph_slots: 1024,
         }
     }
 }
@@ -168,6 +173,9 @@ struct Rank {
     staging: LegacyAlloc,
     scratch: LegacyAlloc,
     signal: LegacyAlloc,
+    /// The input tables the kernels read (64 bytes each): slot 0 the staging
+    /// buffers, slots 1.. the captured calls' inputs (see [`super::graph`]).
+    in_tables: LegacyAlloc,
     error: CudaSlice<u32>,
 }
 
@@ -188,6 +196,27 @@ pub struct Communicator {
     opts: CommOptions,
     broken: Mutex<Option<String>>,
     issuing: Mutex<()>,
+    graph: Mutex<GraphBuffers>,
+    /// Peers' allocations opened for captured inputs, by handle (each opened once).
+    graph_mappings: Mutex<Vec<(IpcHandle, OpenedIpc)>>,
+}
+
+const TABLE_BYTES: u64 = std::mem::size_of::<PtrTable>() as u64;
+
+/// Writes `table` into slot `slot` of `tables` (synchronous).
+fn write_table(tables: &LegacyAlloc, slot: u32, table: &[u64; 8]) -> Result<()> {
+    let at = tables.ptr() + u64::from(slot) * TABLE_BYTES;
+    if (u64::from(slot) + 1) * TABLE_BYTES > tables.bytes() as u64 {
+        return Err(comm_err(
+            "graph capture",
+            format!("table slot {slot} is past the table array"),
+        ));
+    }
+    // SAFETY: `at` .. `at + 64` lies inside the live allocation (checked); the
+    // source is a live host array of 64 bytes; the copy is synchronous.
+    unsafe { sys::cuMemcpyHtoD_v2(at, table.as_ptr().cast(), TABLE_BYTES as usize) }
+        .result()
+        .during(|| format!("writing input table slot {slot}"))
 }
 
 fn addr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
@@ -273,6 +302,7 @@ impl Communicator {
                 scratch: alloc(scratch_bytes)?,
                 // Zeroed (synchronously) before any peer learns its address.
                 signal: alloc(signal::BYTES)?,
+                in_tables: alloc((1 + opts.graph_slots as usize) * TABLE_BYTES as usize)?,
                 error: stream
                     .alloc_zeros::<u32>(1)
                     .during(|| format!("rank {r}: error word"))?,
@@ -310,6 +340,14 @@ impl Communicator {
                 tables[2].0[r] = rank.scratch.ptr();
             }
         }
+        for rank in &ranks {
+            runtimes[rank.rt]
+                .context()
+                .bind_to_thread()
+                .during(|| "binding the context".into())?;
+            write_table(&rank.in_tables, super::graph::EAGER_SLOT, &tables[0].0)?;
+        }
+        let graph_slots = opts.graph_slots;
         Ok(Communicator {
             placement,
             world,
@@ -320,6 +358,8 @@ impl Communicator {
             opts,
             broken: Mutex::new(None),
             issuing: Mutex::new(()),
+            graph: Mutex::new(GraphBuffers::new(graph_slots)),
+            graph_mappings: Mutex::new(Vec::new()),
         })
     }
 
@@ -436,6 +476,21 @@ impl Communicator {
         spec.validate()?;
         let bytes = n * dtype.info().bytes as usize;
         let tables = self.tables;
+        let capturing = main
+            .capture_status()
+            .during(|| "querying the main stream's capture status".into())?
+            == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        // Captured calls read their inputs in place through a table slot filled
+        // at end_capture; eager calls stage them and use slot 0.
+        let slot = if capturing {
+            let addresses: Vec<u64> = inputs.iter().map(|i| i.address(main)).collect();
+            self.graph
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .record(&addresses)?
+        } else {
+            super::graph::EAGER_SLOT
+        };
         // Inputs into the registered staging buffers, after the main stream's work.
         for (i, rank) in self.ranks.iter().enumerate() {
             let r = rank.id as usize;
@@ -443,7 +498,7 @@ impl Communicator {
                 .join(main)
                 .during(|| format!("rank {r}: waiting for the main stream"))?;
             let src = inputs[i].address(main);
-            if src != tables[0].0[r] {
+            if !capturing && src != tables[0].0[r] {
                 // SAFETY: `src` holds `bytes` bytes (checked: n elements of dtype);
                 // the staging buffer holds max_bytes >= bytes; both are device
                 // memory of contexts with peer access (or the same context).
@@ -470,6 +525,7 @@ impl Communicator {
             }
             let out = out_addresses[i];
             let err = addr(&rank.error, &rank.stream);
+            let in_table = rank.in_tables.ptr() + u64::from(slot) * TABLE_BYTES;
             let rank_u32 = r as u32;
             let n64 = n as u64;
             let cfg = LaunchConfig {
@@ -478,7 +534,7 @@ impl Communicator {
                 shared_mem_bytes: 0,
             };
             let mut args = rank.stream.launch_builder(&func);
-            args.arg(&tables[0])
+            args.arg(&in_table)
                 .arg(&tables[1])
                 .arg(&tables[2])
                 .arg(&out)
@@ -487,11 +543,14 @@ impl Communicator {
                 .arg(&op_arg)
                 .arg(&timeout_ns)
                 .arg(&err);
-            // SAFETY: the kernel was generated from `spec`: three rj_ar_ptrs by
+            // SAFETY: the kernel was generated from `spec`: the input table's
+            // device address (a live slot of 64 bytes; a captured call's slot is
+            // written at end_capture, before any replay), two rj_ar_ptrs by
             // value, the output pointer, rank (u32), n (u64), the op's scalar
             // (f32), the timeout (u64) and the error word's pointer, in that
             // order. Every table entry is a live buffer of this communicator
-            // sized for n elements (check_call); the output holds n elements and
+            // sized for n elements (check_call), or a captured input of n
+            // elements that the caller keeps alive while the graph replays; the output holds n elements and
             // is 16-byte aligned; the grid is the same on every rank.
             unsafe { args.launch(cfg) }
                 .during(|| format!("rank {r}: launching {}", spec.name()))?;
@@ -502,6 +561,148 @@ impl Communicator {
                 .during(|| format!("main stream waiting for rank {r}"))?;
         }
         Ok(())
+    }
+
+    /// Opens a capture session: until [`Self::end_capture`], calls issued while
+    /// the main stream captures read their inputs in place (16-byte aligned,
+    /// kept alive by the caller while the graph is replayed) through table
+    /// slots registered at `end_capture` (see [`super::graph`]). Without a
+    /// session, a call on a capturing stream is an error.
+    pub fn begin_capture(&self) -> Result<()> {
+        self.graph.lock().unwrap_or_else(|p| p.into_inner()).begin()
+    }
+
+    /// Drops an open session's records (after a capture that failed).
+    pub fn cancel_capture(&self) {
+        self.graph
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .cancel();
+    }
+
+    /// Registers what the session captured, after the stream's capture ended
+    /// and before the graph is replayed: the ranks agree on the number of
+    /// captured calls, exchange their inputs' addresses (IPC handles and
+    /// offsets in [`Placement::Process`], where every process must call this)
+    /// and write the table slots the graph's kernels read. Returns the number
+    /// of calls registered.
+    pub fn end_capture(&self) -> Result<u32> {
+        let pending = self
+            .graph
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .finish()?;
+        let count = pending.inputs.len() as u32;
+        let local = self.local_ranks();
+        let written = match &self.placement {
+            Placement::Process {
+                rank, rendezvous, ..
+            } => {
+                let exchange = |payload: &[u8]| {
+                    super::bootstrap::exchange(
+                        rendezvous,
+                        *rank,
+                        self.world,
+                        payload,
+                        self.opts.join_timeout,
+                    )
+                };
+                // Agree on the count before anything else is exchanged.
+                let counts = exchange(&count.to_le_bytes())?
+                    .iter()
+                    .map(|c| u32::from_le_bytes(c[..4].try_into().unwrap_or([0; 4])))
+                    .collect::<Vec<_>>();
+                super::graph::agree(&counts)?;
+                let ctx = self.runtimes[0].context();
+                ctx.bind_to_thread()
+                    .during(|| "binding the context".into())?;
+                let records = pending
+                    .inputs
+                    .iter()
+                    .map(|ins| {
+                        let a = ins[0];
+                        let (mut base, mut size) = (0, 0);
+                        // SAFETY: out-pointers to live locals; `a` is a device
+                        // address the caller passed as an input.
+                        unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, a) }
+                            .result()
+                            .during(|| format!("the allocation of captured input {a:#x}"))?;
+                        Ok(GraphRecord {
+                            handle: crate::peer::get_mem_handle(base)?,
+                            offset: a - base,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let all = exchange(&GraphRecord::encode_all(&records))?
+                    .iter()
+                    .enumerate()
+                    .map(|(r, b)| GraphRecord::decode_all(r as u32, b))
+                    .collect::<Result<Vec<_>>>()?;
+                let mut opened = self
+                    .graph_mappings
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                super::graph::tables(self.world, &local, &pending, |r, i| {
+                    let rec = all[r as usize].get(i).copied().ok_or_else(|| {
+                        comm_err(
+                            "graph capture",
+                            format!("rank {r} sent no record for captured call {i}"),
+                        )
+                    })?;
+                    let base = match opened.iter().find(|(h, _)| *h == rec.handle) {
+                        Some((_, m)) => m.ptr(),
+                        None => {
+                            let m = OpenedIpc::open(ctx, &rec.handle)?;
+                            let p = m.ptr();
+                            opened.push((rec.handle, m));
+                            p
+                        }
+                    };
+                    Ok(base + rec.offset)
+                })?
+            }
+            placement => {
+                if let Placement::Devices { .. } = placement {
+                    // Peer access covers cuMemAlloc memory only.
+                    for ins in &pending.inputs {
+                        for (k, &a) in ins.iter().enumerate() {
+                            self.runtimes[self.ranks[k].rt]
+                                .context()
+                                .bind_to_thread()
+                                .during(|| "binding the context".into())?;
+                            if !crate::peer::is_legacy_ipc_capable(a)? {
+                                return Err(comm_err(
+                                    "graph capture",
+                                    format!(
+                                        "rank {k}'s captured input {a:#x} is pool or virtual-memory memory, which peer access does not cover: allocate captured inputs with cuMemAlloc (peer::LegacyAlloc)"
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                }
+                super::graph::tables(self.world, &local, &pending, |r, i| {
+                    Err(comm_err(
+                        "graph capture",
+                        format!("rank {r} of call {i} is not driven by this process"),
+                    ))
+                })?
+            }
+        };
+        for rank in &self.ranks {
+            self.runtimes[rank.rt]
+                .context()
+                .bind_to_thread()
+                .during(|| "binding the context".into())?;
+            for (slot, t) in &written {
+                write_table(&rank.in_tables, *slot, t)?;
+            }
+        }
+        self.graph
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .commit(count);
+        Ok(count)
     }
 
     /// Waits for every rank and reads the error words: a barrier that timed out

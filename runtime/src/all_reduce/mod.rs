@@ -7,6 +7,7 @@
 
 pub mod bootstrap;
 pub mod comm;
+pub mod graph;
 pub mod ipc;
 pub mod protocol;
 

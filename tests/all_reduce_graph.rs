@@ -1,0 +1,131 @@
+//! CUDA-graph bookkeeping without a GPU: captured calls take consecutive table
+//! slots after the eager slot 0, a call on a capturing stream outside a session
+//! or with a misaligned input is a typed error, slots are bounded, ranks that
+//! captured different numbers of calls are refused, records round-trip, and the
+//! tables after capture hold local inputs and peers' opened addresses in rank
+//! order. Pure CPU.
+
+use redjit::Error;
+use redjit::all_reduce::graph::{EAGER_SLOT, GraphBuffers, GraphRecord, Pending, agree, tables};
+use redjit::peer::IpcHandle;
+
+fn rule(e: Error) -> String {
+    match e {
+        Error::Comm { what, rule } => {
+            assert_eq!(what, "graph capture");
+            rule
+        }
+        other => panic!("not a graph capture error: {other}"),
+    }
+}
+
+#[test]
+fn captured_calls_take_consecutive_slots_across_captures() {
+    let mut g = GraphBuffers::new(16);
+    assert_eq!(EAGER_SLOT, 0);
+    g.begin().unwrap();
+    for k in 0..10u64 {
+        assert_eq!(g.record(&[0x1000 * (k + 1), 0x9000]).unwrap(), 1 + k as u32);
+    }
+    let p = g.finish().unwrap();
+    assert_eq!(p.first_slot, 1);
+    assert_eq!(p.inputs.len(), 10);
+    assert_eq!(p.inputs[3], vec![0x4000, 0x9000]);
+    g.commit(10);
+    assert_eq!(g.registered(), 10);
+    // A second graph continues after the first one's slots.
+    g.begin().unwrap();
+    assert_eq!(g.record(&[0x10, 0x20]).unwrap(), 11);
+    let p = g.finish().unwrap();
+    assert_eq!(p.first_slot, 11);
+    g.commit(1);
+    // A failed capture leaves no trace.
+    g.begin().unwrap();
+    g.record(&[0x30, 0x40]).unwrap();
+    g.cancel();
+    assert!(!g.in_session());
+    g.begin().unwrap();
+    assert_eq!(g.record(&[0x30, 0x40]).unwrap(), 12);
+}
+
+#[test]
+fn unregistered_misaligned_and_excess_captures_are_typed_errors() {
+    let mut g = GraphBuffers::new(2);
+    let e = rule(g.record(&[0x1000, 0x2000]).unwrap_err());
+    assert!(
+        e.contains("reads unregistered inputs (0x1000, 0x2000)"),
+        "{e}"
+    );
+    assert!(
+        e.contains("call Communicator::begin_capture before capturing"),
+        "{e}"
+    );
+    g.begin().unwrap();
+    assert!(rule(g.begin().unwrap_err()).contains("while a capture session is open"));
+    let e = rule(g.record(&[0x1000, 0x2004]).unwrap_err());
+    assert!(e.contains("local rank 1's input starts at 0x2004"), "{e}");
+    g.record(&[0x1000, 0x2000]).unwrap();
+    g.record(&[0x1000, 0x2000]).unwrap();
+    let e = rule(g.record(&[0x1000, 0x2000]).unwrap_err());
+    assert!(
+        e.contains("3 captured calls would exceed CommOptions::graph_slots = 2"),
+        "{e}"
+    );
+    g.finish().unwrap();
+    assert!(rule(g.finish().unwrap_err()).contains("end_capture without begin_capture"));
+}
+
+#[test]
+fn ranks_must_agree_on_the_count() {
+    assert_eq!(agree(&[16, 16, 16, 16]).unwrap(), 16);
+    let e = rule(agree(&[16, 16, 15, 16]).unwrap_err());
+    assert!(
+        e.contains("rank 2 captured 15 all-reduces, rank 0 16"),
+        "{e}"
+    );
+    assert!(agree(&[]).is_err());
+}
+
+#[test]
+fn records_round_trip_and_bad_lengths_are_refused() {
+    let recs: Vec<GraphRecord> = (0..5u8)
+        .map(|k| GraphRecord {
+            handle: IpcHandle([k; 64]),
+            offset: 4096 * k as u64 + 16,
+        })
+        .collect();
+    let b = GraphRecord::encode_all(&recs);
+    assert_eq!(b.len(), 5 * GraphRecord::BYTES);
+    assert_eq!(GraphRecord::decode_all(1, &b).unwrap(), recs);
+    let e = rule(GraphRecord::decode_all(3, &b[..100]).unwrap_err());
+    assert!(e.contains("rank 3 sent 100 bytes of graph records"), "{e}");
+}
+
+#[test]
+fn tables_hold_local_inputs_and_peers_in_rank_order() {
+    // One process driving every rank: all addresses are local.
+    let p = Pending {
+        first_slot: 5,
+        inputs: vec![vec![0x100, 0x200, 0x300], vec![0x400, 0x500, 0x600]],
+    };
+    let t = tables(3, &[0, 1, 2], &p, |_, _| panic!("no peers here")).unwrap();
+    assert_eq!(t[0], (5, [0x100, 0x200, 0x300, 0, 0, 0, 0, 0]));
+    assert_eq!(t[1], (6, [0x400, 0x500, 0x600, 0, 0, 0, 0, 0]));
+    // One process per GPU: rank 1 of 4; peers come from their opened records.
+    let p = Pending {
+        first_slot: 1,
+        inputs: vec![vec![0xa0], vec![0xb0]],
+    };
+    let t = tables(4, &[1], &p, |r, i| Ok(0x1_0000 * r as u64 + i as u64 * 16)).unwrap();
+    assert_eq!(t[0], (1, [0x0, 0xa0, 0x2_0000, 0x3_0000, 0, 0, 0, 0]));
+    assert_eq!(t[1], (2, [0x10, 0xb0, 0x2_0010, 0x3_0010, 0, 0, 0, 0]));
+    // A peer that cannot be opened fails the registration.
+    let e = tables(2, &[0], &p, |_, _| {
+        Err(Error::Comm {
+            what: "graph capture".into(),
+            rule: "open failed".into(),
+        })
+    })
+    .unwrap_err();
+    assert!(rule(e).contains("open failed"));
+}
