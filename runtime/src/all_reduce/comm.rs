@@ -58,6 +58,7 @@ use cudarc::driver::{
 use redjit_codegen::spec::all_reduce::{MAX_BLOCKS, PACK_BYTES, signal};
 use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 
+use super::choice::AlgoTable;
 use super::graph::{GraphBuffers, GraphRecord};
 use super::protocol::BarrierTimeout;
 use crate::elem::{KernelInput, KernelOutput};
@@ -113,6 +114,9 @@ pub struct CommOptions {
     /// How many all-reduces CUDA graphs may capture over the communicator's
     /// life (64 bytes of device table per rank each; see [`super::graph`]).
     pub graph_slots: u32,
+    /// The algorithm-choice table [`Communicator::choose`] reads (see
+    /// [`super::choice`]; `REDJIT_AR_ALGO` in the environment overrides it).
+    pub algos: AlgoTable,
 }
 
 impl Default for CommOptions {
@@ -122,6 +126,7 @@ impl Default for CommOptions {
             max_bytes: 64 << 20,
             join_timeout: Duration::from_secs(60),
             graph_slots: 1024,
+            algos: AlgoTable::placeholder(),
         }
     }
 }
@@ -233,7 +238,8 @@ fn comm_err(what: &str, rule: String) -> Error {
 impl Communicator {
     /// Sets up every rank of `placement`: a runtime per GPU (peer access enabled
     /// and proven for [`Placement::Devices`]), its buffers allocated and zeroed.
-    pub fn new(placement: Placement, opts: CommOptions) -> Result<Communicator> {
+    pub fn new(placement: Placement, mut opts: CommOptions) -> Result<Communicator> {
+        opts.algos = opts.algos.with_env()?;
         let (ordinals, world, local): (Vec<usize>, u32, Vec<u32>) = match &placement {
             Placement::Devices { ordinals } => {
                 let w = ordinals.len() as u32;
@@ -561,6 +567,16 @@ impl Communicator {
                 .during(|| format!("main stream waiting for rank {r}"))?;
         }
         Ok(())
+    }
+
+    /// The call the algorithm-choice table picks for `bytes` bytes per rank (a
+    /// sum; set `op` and `scalar` for another op).
+    pub fn choose(&self, bytes: usize) -> Result<Call> {
+        let c = self.opts.algos.choose(self.world, bytes)?;
+        Ok(Call {
+            cp_async: c.cp_async,
+            ..Call::sum(c.algo)
+        })
     }
 
     /// Opens a capture session: until [`Self::end_capture`], calls issued while

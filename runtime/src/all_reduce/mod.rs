@@ -1,11 +1,13 @@
 //! The intra-node all-reduce (issue 12, seeds 003 and 004): [`Communicator`]
 //! (see [`comm`] for an example), the barrier's model ([`protocol`]), the
 //! rendezvous of ranks in separate processes ([`bootstrap`]) and how such a
-//! rank joins its peers through CUDA IPC ([`ipc`]).
+//! rank joins its peers through CUDA IPC ([`ipc`]), CUDA-graph bookkeeping
+//! ([`graph`]) and the algorithm-choice table ([`choice`]).
 
 #![warn(missing_docs)]
 
 pub mod bootstrap;
+pub mod choice;
 pub mod comm;
 pub mod graph;
 pub mod ipc;

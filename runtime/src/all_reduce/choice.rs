@@ -1,0 +1,199 @@
+//! Which kernel an all-reduce runs: one table from world size x message size
+//! to one-shot, two-stage, or two-stage with `cp.async` double buffering. This
+//! is the only place the choice is made; [`super::Communicator::choose`] reads
+//! the communicator's table (`CommOptions::algos`).
+//!
+//! ```
+//! use redjit_runtime::all_reduce::choice::{AlgoTable, Choice};
+//! use redjit_runtime::AllReduceAlgo;
+//! let t = AlgoTable::placeholder();
+//! assert!(!t.measured); // the numbers below are not measured yet
+//! assert_eq!(t.choose(8, 64 << 10)?, Choice::ONE_SHOT);
+//! assert_eq!(t.choose(8, 64 << 20)?.algo, AllReduceAlgo::TwoStage);
+//! // Overriding: any table, or one kernel for every call.
+//! let forced = AlgoTable::always(Choice::TWO_STAGE);
+//! assert_eq!(forced.choose(2, 16)?, Choice::TWO_STAGE);
+//! # Ok::<(), redjit_runtime::Error>(())
+//! ```
+//!
+//! Why these shapes. One-shot reads every peer's whole input (R-1 remote
+//! reads of the message per rank) after one barrier; two-stage reads only its
+//! 1/R slice from each peer and then gathers, so it moves ~2(R-1)/R of the
+//! message but pays a second barrier. Small messages are latency-bound
+//! (one-shot wins); large ones bandwidth-bound (two-stage wins, sooner for
+//! larger R); `cp.async` keeps the next packs of every peer in flight while
+//! the current ones are reduced, which pays off only once each block streams
+//! enough data to hide the extra shared-memory round trip.
+//!
+//! **The thresholds in [`AlgoTable::placeholder`] are not measured.** They are
+//! the shape vLLM and SGLang ship for NVLink machines (one-shot for every size
+//! at 2 ranks, up to 512 KB at 4, 256 KB at 6 and 8), and a guessed 8 MB for
+//! `cp.async`. The two-GPU issue measures the crossovers (bus bandwidth per
+//! world size and message size, H100/H200 NVLink) and replaces them, setting
+//! `measured` and `source`.
+//!
+//! Topology: the table assumes full peer access over NVLink. Ranks on one GPU
+//! (the test placement) use it unchanged. Ranks joined only over PCIe, or
+//! without peer access, belong to the NCCL backend (not built yet), which the
+//! communicator will select before this table is consulted.
+//!
+//! Override order: `REDJIT_AR_ALGO` (`oneshot`, `twostage` or `cpasync`) in
+//! the environment forces one kernel ([`AlgoTable::with_env`]); otherwise
+//! `CommOptions::algos`, which defaults to the placeholder.
+
+#![warn(missing_docs)]
+
+use redjit_codegen::AllReduceAlgo;
+
+use crate::error::{Error, Result};
+
+/// One kernel choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    /// One-shot or two-stage.
+    pub algo: AllReduceAlgo,
+    /// Two-stage with `cp.async` double buffering.
+    pub cp_async: bool,
+}
+
+impl Choice {
+    /// One-shot.
+    pub const ONE_SHOT: Choice = Choice {
+        algo: AllReduceAlgo::OneShot,
+        cp_async: false,
+    };
+    /// Two-stage.
+    pub const TWO_STAGE: Choice = Choice {
+        algo: AllReduceAlgo::TwoStage,
+        cp_async: false,
+    };
+    /// Two-stage, `cp.async` double-buffered.
+    pub const CP_ASYNC: Choice = Choice {
+        algo: AllReduceAlgo::TwoStage,
+        cp_async: true,
+    };
+}
+
+/// The thresholds of one world size: bytes per rank up to `one_shot_max` run
+/// one-shot; from `cp_async_min` on, two-stage with `cp.async`; the rest,
+/// two-stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thresholds {
+    /// Largest message (bytes per rank) that runs one-shot (`None`: never).
+    pub one_shot_max: Option<usize>,
+    /// Smallest message (bytes per rank) that runs two-stage with `cp.async`
+    /// (`None`: never).
+    pub cp_async_min: Option<usize>,
+}
+
+/// The algorithm-choice table: thresholds per world size 2..=8.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlgoTable {
+    /// `rows[w - 2]`: the thresholds of world size `w`.
+    pub rows: [Thresholds; 7],
+    /// Whether the numbers come from measurements (false for the placeholder).
+    pub measured: bool,
+    /// Where the numbers come from (a BENCHMARKS.md entry once measured).
+    pub source: String,
+}
+
+impl Default for AlgoTable {
+    fn default() -> Self {
+        AlgoTable::placeholder()
+    }
+}
+
+const KB: usize = 1 << 10;
+const MB: usize = 1 << 20;
+
+fn err(rule: String) -> Error {
+    Error::Comm {
+        what: "algorithm choice".into(),
+        rule,
+    }
+}
+
+impl AlgoTable {
+    /// UNMEASURED placeholder thresholds (see the module docs): the two-GPU
+    /// issue replaces them with measured ones.
+    pub fn placeholder() -> AlgoTable {
+        let row = |one_shot_max: usize, cp_async_min: usize| Thresholds {
+            one_shot_max: Some(one_shot_max),
+            cp_async_min: (cp_async_min != usize::MAX).then_some(cp_async_min),
+        };
+        AlgoTable {
+            rows: [
+                row(usize::MAX, usize::MAX), // 2 ranks: one-shot throughout
+                row(512 * KB, 8 * MB),       // 3
+                row(512 * KB, 8 * MB),       // 4
+                row(256 * KB, 8 * MB),       // 5
+                row(256 * KB, 8 * MB),       // 6
+                row(256 * KB, 8 * MB),       // 7
+                row(256 * KB, 8 * MB),       // 8
+            ],
+            measured: false,
+            source: "UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
+        }
+    }
+
+    /// A table that picks `choice` for every world and size.
+    pub fn always(choice: Choice) -> AlgoTable {
+        let t = match choice {
+            c if c == Choice::ONE_SHOT => Thresholds {
+                one_shot_max: Some(usize::MAX),
+                cp_async_min: None,
+            },
+            c if c == Choice::CP_ASYNC => Thresholds {
+                one_shot_max: None,
+                cp_async_min: Some(0),
+            },
+            _ => Thresholds {
+                one_shot_max: None,
+                cp_async_min: None,
+            },
+        };
+        AlgoTable {
+            rows: [t; 7],
+            measured: false,
+            source: format!("forced: {choice:?}"),
+        }
+    }
+
+    /// `self`, unless `REDJIT_AR_ALGO` forces one kernel; an unknown value is
+    /// an error naming the accepted ones.
+    pub fn with_env(self) -> Result<AlgoTable> {
+        match std::env::var("REDJIT_AR_ALGO") {
+            Ok(v) => Ok(AlgoTable::always(parse_forced(&v)?)),
+            Err(_) => Ok(self),
+        }
+    }
+
+    /// The kernel for `world` ranks and `bytes` bytes per rank.
+    pub fn choose(&self, world: u32, bytes: usize) -> Result<Choice> {
+        let Some(t) = (world as usize)
+            .checked_sub(2)
+            .and_then(|i| self.rows.get(i))
+        else {
+            return Err(err(format!("world {world}: the table covers 2..=8 ranks")));
+        };
+        Ok(if t.one_shot_max.is_some_and(|m| bytes <= m) {
+            Choice::ONE_SHOT
+        } else if t.cp_async_min.is_some_and(|m| bytes >= m) {
+            Choice::CP_ASYNC
+        } else {
+            Choice::TWO_STAGE
+        })
+    }
+}
+
+/// Reads a forced choice: `oneshot`, `twostage` or `cpasync`.
+pub fn parse_forced(v: &str) -> Result<Choice> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "oneshot" => Ok(Choice::ONE_SHOT),
+        "twostage" => Ok(Choice::TWO_STAGE),
+        "cpasync" => Ok(Choice::CP_ASYNC),
+        other => Err(err(format!(
+            "REDJIT_AR_ALGO={other:?}: expected one of: oneshot, twostage, cpasync"
+        ))),
+    }
+}

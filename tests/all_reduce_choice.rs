@@ -1,0 +1,87 @@
+//! The algorithm-choice table: boundaries of the placeholder (and that it is
+//! marked unmeasured), forced tables, the REDJIT_AR_ALGO override and its
+//! typed error, worlds outside 2..=8. Pure CPU.
+
+use redjit::AllReduceAlgo;
+use redjit::all_reduce::choice::{AlgoTable, Choice, Thresholds, parse_forced};
+
+#[test]
+fn the_placeholder_is_marked_unmeasured_and_has_the_documented_shape() {
+    let t = AlgoTable::placeholder();
+    assert!(!t.measured);
+    assert!(t.source.contains("UNMEASURED"), "{}", t.source);
+    assert_eq!(AlgoTable::default(), t);
+    // Two ranks: one-shot at every size.
+    for bytes in [0, 16, 1 << 20, 64 << 20, usize::MAX] {
+        assert_eq!(t.choose(2, bytes).unwrap(), Choice::ONE_SHOT);
+    }
+    for (world, one_shot_max) in [
+        (3, 512 << 10),
+        (4, 512 << 10),
+        (5, 256 << 10),
+        (8, 256 << 10),
+    ] {
+        assert_eq!(t.choose(world, one_shot_max).unwrap(), Choice::ONE_SHOT);
+        assert_eq!(
+            t.choose(world, one_shot_max + 1).unwrap(),
+            Choice::TWO_STAGE
+        );
+        assert_eq!(t.choose(world, (8 << 20) - 1).unwrap(), Choice::TWO_STAGE);
+        assert_eq!(t.choose(world, 8 << 20).unwrap(), Choice::CP_ASYNC);
+        assert_eq!(
+            t.choose(world, 8 << 20).unwrap().algo,
+            AllReduceAlgo::TwoStage
+        );
+    }
+}
+
+#[test]
+fn worlds_outside_the_table_are_errors() {
+    let t = AlgoTable::placeholder();
+    for world in [0, 1, 9] {
+        let e = t.choose(world, 1024).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("world {world}: the table covers 2..=8 ranks")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn tables_can_be_forced_or_replaced() {
+    for c in [Choice::ONE_SHOT, Choice::TWO_STAGE, Choice::CP_ASYNC] {
+        let t = AlgoTable::always(c);
+        for world in 2..=8 {
+            for bytes in [0, 1, 4096, 1 << 30] {
+                assert_eq!(t.choose(world, bytes).unwrap(), c, "{c:?} {world} {bytes}");
+            }
+        }
+    }
+    let mut t = AlgoTable::placeholder();
+    t.rows[6] = Thresholds {
+        one_shot_max: Some(1024),
+        cp_async_min: None,
+    };
+    assert_eq!(t.choose(8, 1025).unwrap(), Choice::TWO_STAGE);
+    assert_eq!(t.choose(8, 1 << 30).unwrap(), Choice::TWO_STAGE);
+}
+
+#[test]
+fn the_environment_override_parses_or_names_the_choices() {
+    assert_eq!(parse_forced("oneshot").unwrap(), Choice::ONE_SHOT);
+    assert_eq!(parse_forced(" TwoStage ").unwrap(), Choice::TWO_STAGE);
+    assert_eq!(parse_forced("cpasync").unwrap(), Choice::CP_ASYNC);
+    let e = parse_forced("ring").unwrap_err().to_string();
+    assert!(
+        e.contains("REDJIT_AR_ALGO=\"ring\": expected one of: oneshot, twostage, cpasync"),
+        "{e}"
+    );
+    // Without the variable set, with_env keeps the table (this test never sets it:
+    // tests share the process environment).
+    if std::env::var_os("REDJIT_AR_ALGO").is_none() {
+        assert_eq!(
+            AlgoTable::placeholder().with_env().unwrap(),
+            AlgoTable::placeholder()
+        );
+    }
+}
