@@ -452,6 +452,9 @@ fn a_captured_graph_of_16_all_reduces_replayed_1000_times() {
     for k in 0..16 {
         issue(&ins[k], &mut outs[k], k).unwrap();
     }
+    // Registering before the stream's capture has ended is refused.
+    let e = c.end_capture().unwrap_err();
+    assert!(e.to_string().contains("still capturing"), "{e}");
     let graph = s
         .end_capture(sys::CUgraphInstantiate_flags(0))
         .unwrap()

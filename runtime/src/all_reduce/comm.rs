@@ -603,6 +603,18 @@ impl Communicator {
     /// and write the table slots the graph's kernels read. Returns the number
     /// of calls registered.
     pub fn end_capture(&self) -> Result<u32> {
+        let status = self
+            .stream()
+            .capture_status()
+            .during(|| "querying the main stream's capture status".into())?;
+        if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            return Err(comm_err(
+                "graph capture",
+                format!(
+                    "end_capture while the main stream is still capturing ({status:?}): end the stream's capture first, then register"
+                ),
+            ));
+        }
         let pending = self
             .graph
             .lock()
