@@ -129,3 +129,128 @@ fn tables_hold_local_inputs_and_peers_in_rank_order() {
     .unwrap_err();
     assert!(rule(e).contains("open failed"));
 }
+
+fn sock(test: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("redjit-graph-{test}-{}.sock", std::process::id()))
+}
+
+/// Rank `r`'s captured input `i`: allocation handle (r, i / 2), offset by i.
+fn record(r: u32, i: usize) -> GraphRecord {
+    let mut h = [0u8; 64];
+    h[0] = r as u8;
+    h[1] = (i / 2) as u8;
+    GraphRecord {
+        handle: IpcHandle(h),
+        offset: 256 * i as u64,
+    }
+}
+
+/// Runs the registration of `counts[r]` captured calls on every rank (threads,
+/// real bootstrap); returns each rank's result and the handles it opened.
+#[allow(clippy::type_complexity)]
+fn register_all(
+    test: &str,
+    counts: &[usize],
+    fail: Option<u32>,
+) -> Vec<(Result<Vec<(u32, [u64; 8])>, Error>, Vec<(u32, u8, u8)>)> {
+    use redjit::all_reduce::bootstrap;
+    use redjit::all_reduce::graph::register_across_processes;
+    use std::time::Duration;
+    let world = counts.len() as u32;
+    let path = sock(test);
+    std::thread::scope(|s| {
+        let joins: Vec<_> = (0..world)
+            .map(|r| {
+                let path = path.clone();
+                let n = counts[r as usize];
+                s.spawn(move || {
+                    let pending = Pending {
+                        first_slot: 3,
+                        inputs: (0..n).map(|i| vec![0x7000 + 0x100 * i as u64]).collect(),
+                    };
+                    let records = if fail == Some(r) {
+                        Err(Error::Comm {
+                            what: "IPC handle".into(),
+                            rule: "not legacy-IPC capable".into(),
+                        })
+                    } else {
+                        Ok((0..n).map(|i| record(r, i)).collect())
+                    };
+                    let mut opened = Vec::new();
+                    let t = register_across_processes(
+                        r,
+                        world,
+                        &pending,
+                        records,
+                        |p| bootstrap::exchange(&path, r, world, p, Duration::from_secs(10)),
+                        |peer, h| {
+                            assert_ne!(peer, r, "opened its own input");
+                            opened.push((peer, h.0[0], h.0[1]));
+                            Ok(0x5_0000_0000 * (h.0[0] as u64 + 1) + 0x1000 * h.0[1] as u64)
+                        },
+                    );
+                    (t, opened)
+                })
+            })
+            .collect();
+        joins.into_iter().map(|j| j.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn processes_agree_on_the_count_then_open_each_others_inputs() {
+    let out = register_all("ok", &[4, 4, 4], None);
+    for (me, (t, opened)) in out.into_iter().enumerate() {
+        let t = t.unwrap();
+        assert_eq!(t.len(), 4);
+        for (i, (slot, table)) in t.iter().enumerate() {
+            assert_eq!(*slot, 3 + i as u32);
+            for r in 0..3u32 {
+                let want = if r as usize == me {
+                    0x7000 + 0x100 * i as u64
+                } else {
+                    0x5_0000_0000 * (r as u64 + 1) + 0x1000 * (i / 2) as u64 + 256 * i as u64
+                };
+                assert_eq!(
+                    table[r as usize], want,
+                    "rank {me}, call {i}, slot of rank {r}"
+                );
+            }
+            assert_eq!(&table[3..], &[0; 5]);
+        }
+        // Every peer record was resolved (the caller's cache dedupes allocations).
+        assert_eq!(opened.len(), 2 * 4);
+    }
+}
+
+#[test]
+fn a_count_mismatch_fails_every_rank_before_any_open() {
+    let out = register_all("mismatch", &[16, 16, 15, 16], None);
+    for (me, (t, opened)) in out.into_iter().enumerate() {
+        let e = rule(t.unwrap_err());
+        assert!(
+            e.contains("rank 2 captured 15 all-reduces, rank 0 16"),
+            "rank {me}: {e}"
+        );
+        assert!(opened.is_empty(), "rank {me} opened a handle");
+    }
+}
+
+#[test]
+fn a_rank_that_cannot_share_fails_every_rank_at_once() {
+    let t0 = std::time::Instant::now();
+    let out = register_all("poison", &[2, 2, 2], Some(1));
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+    for (me, (t, opened)) in out.into_iter().enumerate() {
+        let e = t.unwrap_err().to_string();
+        if me == 1 {
+            assert!(e.contains("not legacy-IPC capable"), "{e}");
+        } else {
+            assert!(
+                e.contains("rank 1 could not share its captured inputs"),
+                "rank {me}: {e}"
+            );
+        }
+        assert!(opened.is_empty());
+    }
+}

@@ -635,12 +635,6 @@ impl Communicator {
                         self.opts.join_timeout,
                     )
                 };
-                // Agree on the count before anything else is exchanged.
-                let counts = exchange(&count.to_le_bytes())?
-                    .iter()
-                    .map(|c| u32::from_le_bytes(c[..4].try_into().unwrap_or([0; 4])))
-                    .collect::<Vec<_>>();
-                super::graph::agree(&counts)?;
                 let ctx = self.runtimes[0].context();
                 ctx.bind_to_thread()
                     .during(|| "binding the context".into())?;
@@ -660,34 +654,29 @@ impl Communicator {
                             offset: a - base,
                         })
                     })
-                    .collect::<Result<Vec<_>>>()?;
-                let all = exchange(&GraphRecord::encode_all(&records))?
-                    .iter()
-                    .enumerate()
-                    .map(|(r, b)| GraphRecord::decode_all(r as u32, b))
-                    .collect::<Result<Vec<_>>>()?;
+                    .collect::<Result<Vec<_>>>();
                 let mut opened = self
                     .graph_mappings
                     .lock()
                     .unwrap_or_else(|p| p.into_inner());
-                super::graph::tables(self.world, &local, &pending, |r, i| {
-                    let rec = all[r as usize].get(i).copied().ok_or_else(|| {
-                        comm_err(
-                            "graph capture",
-                            format!("rank {r} sent no record for captured call {i}"),
-                        )
-                    })?;
-                    let base = match opened.iter().find(|(h, _)| *h == rec.handle) {
-                        Some((_, m)) => m.ptr(),
-                        None => {
-                            let m = OpenedIpc::open(ctx, &rec.handle)?;
-                            let p = m.ptr();
-                            opened.push((rec.handle, m));
-                            p
-                        }
-                    };
-                    Ok(base + rec.offset)
-                })?
+                super::graph::register_across_processes(
+                    *rank,
+                    self.world,
+                    &pending,
+                    records,
+                    exchange,
+                    |_, handle| {
+                        Ok(match opened.iter().find(|(h, _)| h == handle) {
+                            Some((_, m)) => m.ptr(),
+                            None => {
+                                let m = OpenedIpc::open(ctx, handle)?;
+                                let p = m.ptr();
+                                opened.push((*handle, m));
+                                p
+                            }
+                        })
+                    },
+                )?
             }
             placement => {
                 if let Placement::Devices { .. } = placement {

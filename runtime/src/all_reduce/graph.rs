@@ -60,6 +60,9 @@ fn err(rule: String) -> Error {
     }
 }
 
+/// The count a rank sends when it cannot register its inputs.
+const POISON: u32 = u32::MAX;
+
 /// Slot 0 of every table: the staging buffers, used by eager calls.
 pub const EAGER_SLOT: u32 = 0;
 
@@ -272,4 +275,64 @@ pub fn tables(
         out.push((pending.first_slot + i as u32, t));
     }
     Ok(out)
+}
+
+/// The one-process-per-GPU registration after a capture, apart from CUDA:
+/// the ranks first agree on the number of captured calls through `exchange`
+/// (every rank gets every count, so a disagreement is an error on every rank,
+/// never a hang in the next exchange), then exchange `records` (this rank's
+/// input of each captured call) and build the tables, with `open(rank,
+/// handle)` giving the address of a peer's allocation in this process (the
+/// caller opens each allocation once). `pending` holds this rank's inputs.
+/// A rank whose `records` failed (an input that cannot be IPC-shared) still
+/// takes part in the count exchange with a poison count, so its peers fail at
+/// once instead of waiting out the rendezvous.
+pub fn register_across_processes(
+    rank: u32,
+    world: u32,
+    pending: &Pending,
+    records: Result<Vec<GraphRecord>>,
+    mut exchange: impl FnMut(&[u8]) -> Result<Vec<Vec<u8>>>,
+    mut open: impl FnMut(u32, &IpcHandle) -> Result<u64>,
+) -> Result<Vec<(u32, [u64; 8])>> {
+    let count = pending.inputs.len() as u32;
+    let records = match records {
+        Ok(r) if r.len() == pending.inputs.len() => r,
+        other => {
+            let e = match other {
+                Err(e) => e,
+                Ok(r) => err(format!("{} records for {count} captured calls", r.len())),
+            };
+            exchange(&POISON.to_le_bytes())?;
+            return Err(e);
+        }
+    };
+    let counts = exchange(&count.to_le_bytes())?
+        .iter()
+        .enumerate()
+        .map(|(r, c)| {
+            <[u8; 4]>::try_from(c.as_slice())
+                .map(u32::from_le_bytes)
+                .map_err(|_| err(format!("rank {r} sent a count of {} bytes", c.len())))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(r) = counts.iter().position(|&c| c == POISON) {
+        return Err(err(format!(
+            "rank {r} could not share its captured inputs (its own error says why)"
+        )));
+    }
+    agree(&counts)?;
+    let all = exchange(&GraphRecord::encode_all(&records))?
+        .iter()
+        .enumerate()
+        .map(|(r, b)| GraphRecord::decode_all(r as u32, b))
+        .collect::<Result<Vec<_>>>()?;
+    tables(world, &[rank], pending, |r, i| {
+        let rec = all
+            .get(r as usize)
+            .and_then(|recs| recs.get(i))
+            .copied()
+            .ok_or_else(|| err(format!("rank {r} sent no record for captured call {i}")))?;
+        Ok(open(r, &rec.handle)? + rec.offset)
+    })
 }
