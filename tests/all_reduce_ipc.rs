@@ -280,3 +280,29 @@ fn an_absent_peer_is_a_bootstrap_error_after_zeroing() {
         vec![Event::Zeroed, Event::Handles]
     );
 }
+
+#[test]
+fn a_bad_process_placement_is_refused_before_any_gpu_work() {
+    use redjit::all_reduce::{CommOptions, Communicator, Placement};
+    for (rank, world, gpu_share, want) in [
+        (2, 2, 1, "rank 2 of world 2"),
+        (0, 2, 0, "sharing its GPU with 0"),
+        (0, 2, 3, "sharing its GPU with 3"),
+    ] {
+        let placement = Placement::Process {
+            ordinal: 0,
+            rank,
+            world,
+            rendezvous: sock("never"),
+            gpu_share,
+        };
+        match Communicator::new(placement, CommOptions::default()) {
+            Err(Error::Comm { what, rule }) => {
+                assert_eq!(what, "placement");
+                assert!(rule.contains(want), "{rule}");
+            }
+            Err(other) => panic!("{want}: {other}"),
+            Ok(_) => panic!("{want}: accepted"),
+        }
+    }
+}
