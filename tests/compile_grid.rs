@@ -12,10 +12,7 @@ mod common;
 
 use redjit::codegen::spec::reduce_copy::Misalignment;
 
-use redjit::{
-    Arch, CompileCache, DType, Jit, KernelSpec, Op, Output, ReduceCopySpec, Role, Rounding, Src,
-    Target,
-};
+use redjit::{DType, Op, Output, ReduceCopySpec, Role, Rounding, Src};
 
 fn grid() -> Vec<ReduceCopySpec> {
     let mut out = Vec::new();
@@ -85,95 +82,11 @@ fn every_config_compiles_to_ptx_and_cubin() {
     let twins = specs.iter().filter(|s| s.misalignment.is_some()).count();
     assert_eq!(specs.len() - twins, 4 * 2 * 12 + 2 * 6 * 2 * 7);
     assert!(twins > 100, "{twins} misaligned twins");
-    for output in [Output::Ptx, Output::Cubin] {
-        let jit = Jit::with_target(
-            Target {
-                arch: Arch::SM90,
-                output,
-            },
-            CompileCache::in_memory(),
-        );
-        for (spec, r) in specs.iter().zip(jit.compile_all(&specs)) {
-            let c = r.unwrap_or_else(|e| panic!("{}: {e}", spec.name()));
-            assert!(!c.artifact.bytes.is_empty(), "{}", spec.name());
-            if output == Output::Ptx {
-                let ptx = c.artifact.ptx().unwrap();
-                assert!(
-                    ptx.contains(&format!(".entry {}", spec.name())),
-                    "{}",
-                    spec.name()
-                );
-            } else {
-                // An ELF image.
-                assert_eq!(&c.artifact.bytes[..4], b"\x7fELF", "{}", spec.name());
-            }
-        }
-    }
+    common::assert_compiles_for_sm90(&specs, &[Output::Ptx, Output::Cubin]);
 }
 
 #[test]
 fn ptxas_reports_no_stack_and_no_spills() {
-    let Some(_nvrtc) = common::nvrtc_or_skip() else {
-        return;
-    };
-    let Some(ptxas) = common::ptxas_or_skip() else {
-        return;
-    };
-    let jit = Jit::with_target(
-        Target {
-            arch: Arch::SM90,
-            output: Output::Ptx,
-        },
-        CompileCache::in_memory(),
-    );
-    let dir = std::env::temp_dir().join(format!("redjit-ptxas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let specs = grid();
-    // compile_all batches kernels into few programs: run ptxas once per program
-    // and check every kernel's own line of the report.
-    let compiled: Vec<_> = jit
-        .compile_all(&specs)
-        .into_iter()
-        .map(|r| r.unwrap())
-        .collect();
-    let mut checked = 0;
-    let mut programs: Vec<_> = compiled.iter().map(|c| c.artifact_key).collect();
-    programs.dedup();
-    for (p, key) in programs.iter().enumerate() {
-        let members: Vec<_> = compiled.iter().filter(|c| c.artifact_key == *key).collect();
-        let path = dir.join(format!("program{p}.ptx"));
-        std::fs::write(&path, members[0].artifact.ptx().unwrap()).unwrap();
-        let out = std::process::Command::new(&ptxas)
-            .args(["-v", "--gpu-name", "sm_90", "-o", "/dev/null"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        let report = String::from_utf8_lossy(&out.stderr).to_string()
-            + &String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "ptxas failed on program {p}:\n{report}"
-        );
-        let usage = common::PtxasUsage::parse_all(&report);
-        for c in members {
-            let u = usage
-                .get(&c.name)
-                .unwrap_or_else(|| panic!("no resource report for {}:\n{report}", c.name));
-            assert_eq!(u.stack_frame, 0, "{}: {u:?}", c.name);
-            assert_eq!(u.spill_stores, 0, "{}: {u:?}", c.name);
-            assert_eq!(u.spill_loads, 0, "{}: {u:?}", c.name);
-            // Launchable at the kernel's own bound: registers x threads fit the
-            // 64 K register file (and one thread has at most 255).
-            let spec = specs.iter().find(|s| s.name() == c.name).unwrap();
-            let limit = (65_536 / spec.max_threads()).min(255);
-            assert!(
-                u.registers > 0 && u.registers <= limit,
-                "{}: {u:?}, limit {limit}",
-                c.name
-            );
-            checked += 1;
-        }
-    }
-    assert_eq!(checked, specs.len());
-    let _ = std::fs::remove_dir_all(&dir);
+    // Launchable at the kernel's own bound.
+    common::assert_ptxas_no_stack_no_spills(&grid(), ReduceCopySpec::max_threads);
 }

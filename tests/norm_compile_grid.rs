@@ -9,7 +9,7 @@
 mod common;
 
 use redjit::codegen::spec::norm::{row_ops, variants};
-use redjit::{Arch, CompileCache, DType, Jit, KernelSpec, NormLayout, NormSpec, Output, Target};
+use redjit::{DType, KernelSpec, NormLayout, NormSpec, Output};
 
 fn grid() -> Vec<NormSpec> {
     let mut out: Vec<NormSpec> = Vec::new();
@@ -57,94 +57,16 @@ fn the_grid_has_every_op_dtype_pair_and_layout() {
     }
 }
 
-fn sm90(output: Output) -> Jit {
-    Jit::with_target(
-        Target {
-            arch: Arch::SM90,
-            output,
-        },
-        CompileCache::in_memory(),
-    )
-}
-
 #[test]
 fn every_norm_kernel_compiles_to_cubin() {
     let Some(_nvrtc) = common::nvrtc_or_skip() else {
         return;
     };
-    let specs = grid();
-    let jit = sm90(Output::Cubin);
-    for (spec, r) in specs.iter().zip(jit.compile_all(&specs)) {
-        let c = r.unwrap_or_else(|e| panic!("{}: {e}", spec.name()));
-        assert_eq!(&c.artifact.bytes[..4], b"\x7fELF", "{}", spec.name());
-    }
+    common::assert_compiles_for_sm90(&grid(), &[Output::Cubin]);
 }
 
 #[test]
 fn ptxas_reports_no_stack_and_no_spills() {
-    let Some(_nvrtc) = common::nvrtc_or_skip() else {
-        return;
-    };
-    let Some(ptxas) = common::ptxas_or_skip() else {
-        return;
-    };
-    let jit = sm90(Output::Ptx);
-    let dir = std::env::temp_dir().join(format!("redjit-norm-ptxas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let specs = grid();
-    let compiled: Vec<_> = jit
-        .compile_all(&specs)
-        .into_iter()
-        .zip(&specs)
-        .map(|(r, s)| r.unwrap_or_else(|e| panic!("{}: {e}", s.name())))
-        .collect();
-    let mut programs = Vec::new();
-    for c in &compiled {
-        if !programs.contains(&c.artifact_key) {
-            programs.push(c.artifact_key);
-        }
-    }
-    let mut checked = 0;
-    let mut bad = Vec::new();
-    for (p, key) in programs.iter().enumerate() {
-        let members: Vec<_> = compiled.iter().filter(|c| c.artifact_key == *key).collect();
-        let path = dir.join(format!("program{p}.ptx"));
-        std::fs::write(&path, members[0].artifact.ptx().unwrap()).unwrap();
-        let out = std::process::Command::new(&ptxas)
-            .args(["-v", "--gpu-name", "sm_90", "-o", "/dev/null"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        let report = String::from_utf8_lossy(&out.stderr).to_string()
-            + &String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "ptxas failed on program {p}:\n{report}"
-        );
-        let usage = common::PtxasUsage::parse_all(&report);
-        for c in members {
-            let spec = specs.iter().find(|s| s.name() == c.name).unwrap();
-            let u = usage
-                .get(&c.name)
-                .unwrap_or_else(|| panic!("no resource report for {}:\n{report}", c.name));
-            // Launchable at the launch bound: registers x threads fit 64 K.
-            let limit = 65_536 / spec.threads();
-            if u.stack_frame != 0
-                || u.spill_stores != 0
-                || u.spill_loads != 0
-                || u.registers == 0
-                || u.registers > limit
-            {
-                bad.push(format!("{}: {u:?}", c.name));
-            }
-            checked += 1;
-        }
-    }
-    assert_eq!(checked, specs.len());
-    assert!(
-        bad.is_empty(),
-        "stack, spills or too many registers:\n{}",
-        bad.join("\n")
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    // Launchable at the launch bound.
+    common::assert_ptxas_no_stack_no_spills(&grid(), NormSpec::threads);
 }

@@ -6,9 +6,7 @@
 
 mod common;
 
-use redjit::{
-    Arch, CompileCache, DType, Jit, KernelSpec, Output, ReduceAxis, ReduceOp, ReduceSpec, Target,
-};
+use redjit::{DType, Output, ReduceAxis, ReduceOp, ReduceSpec};
 
 fn grid() -> Vec<ReduceSpec> {
     let mut out = Vec::new();
@@ -49,96 +47,11 @@ fn every_reduce_kernel_compiles_to_ptx_and_cubin() {
     let Some(_nvrtc) = common::nvrtc_or_skip() else {
         return;
     };
-    let specs = grid();
-    for output in [Output::Ptx, Output::Cubin] {
-        let jit = Jit::with_target(
-            Target {
-                arch: Arch::SM90,
-                output,
-            },
-            CompileCache::in_memory(),
-        );
-        for (spec, r) in specs.iter().zip(jit.compile_all(&specs)) {
-            let c = r.unwrap_or_else(|e| panic!("{}: {e}", spec.name()));
-            if output == Output::Ptx {
-                let ptx = c.artifact.ptx().unwrap();
-                assert!(
-                    ptx.contains(&format!(".entry {}(", spec.name())),
-                    "{}",
-                    spec.name()
-                );
-            } else {
-                assert_eq!(&c.artifact.bytes[..4], b"\x7fELF", "{}", spec.name());
-            }
-        }
-    }
+    common::assert_compiles_for_sm90(&grid(), &[Output::Ptx, Output::Cubin]);
 }
 
 #[test]
 fn ptxas_reports_no_stack_and_no_spills() {
-    let Some(_nvrtc) = common::nvrtc_or_skip() else {
-        return;
-    };
-    let Some(ptxas) = common::ptxas_or_skip() else {
-        return;
-    };
-    let jit = Jit::with_target(
-        Target {
-            arch: Arch::SM90,
-            output: Output::Ptx,
-        },
-        CompileCache::in_memory(),
-    );
-    let dir = std::env::temp_dir().join(format!("redjit-reduce-ptxas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let specs = grid();
-    let compiled: Vec<_> = jit
-        .compile_all(&specs)
-        .into_iter()
-        .map(|r| r.unwrap())
-        .collect();
-    let mut programs: Vec<_> = compiled.iter().map(|c| c.artifact_key).collect();
-    programs.dedup();
-    let mut checked = 0;
-    let mut bad = Vec::new();
-    for (p, key) in programs.iter().enumerate() {
-        let members: Vec<_> = compiled.iter().filter(|c| c.artifact_key == *key).collect();
-        let path = dir.join(format!("program{p}.ptx"));
-        std::fs::write(&path, members[0].artifact.ptx().unwrap()).unwrap();
-        let out = std::process::Command::new(&ptxas)
-            .args(["-v", "--gpu-name", "sm_90", "-o", "/dev/null"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        let report = String::from_utf8_lossy(&out.stderr).to_string()
-            + &String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "ptxas failed on program {p}:\n{report}"
-        );
-        let usage = common::PtxasUsage::parse_all(&report);
-        for c in members {
-            let u = usage
-                .get(&c.name)
-                .unwrap_or_else(|| panic!("no resource report for {}:\n{report}", c.name));
-            // Launchable at the launch bound: registers x 256 threads fit 64 K.
-            let limit = 65_536 / redjit::codegen::spec::reduce::THREADS;
-            if u.stack_frame != 0
-                || u.spill_stores != 0
-                || u.spill_loads != 0
-                || u.registers == 0
-                || u.registers > limit
-            {
-                bad.push(format!("{}: {u:?}", c.name));
-            }
-            checked += 1;
-        }
-    }
-    assert_eq!(checked, specs.len());
-    assert!(
-        bad.is_empty(),
-        "stack, spills or too many registers:\n{}",
-        bad.join("\n")
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    // Launchable at the launch bound.
+    common::assert_ptxas_no_stack_no_spills(&grid(), |_| redjit::codegen::spec::reduce::THREADS);
 }

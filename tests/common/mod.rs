@@ -153,3 +153,113 @@ impl Rng {
         out
     }
 }
+
+/// A JIT that compiles for sm_90 to `output`, in memory only.
+pub fn sm90_jit(output: redjit::Output) -> redjit::Jit {
+    redjit::Jit::with_target(
+        redjit::Target {
+            arch: redjit::Arch::SM90,
+            output,
+        },
+        redjit::CompileCache::in_memory(),
+    )
+}
+
+/// Compiles `specs` for sm_90 to each of `outputs` and checks every kernel's
+/// artifact: PTX defines the kernel's entry, cubin is an ELF image.
+pub fn assert_compiles_for_sm90<S: redjit::KernelSpec>(specs: &[S], outputs: &[redjit::Output]) {
+    for &output in outputs {
+        for (spec, r) in specs.iter().zip(sm90_jit(output).compile_all(specs)) {
+            let name = spec.name();
+            let c = r.unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!c.artifact.bytes.is_empty(), "{name}");
+            match output {
+                redjit::Output::Ptx => assert!(
+                    c.artifact
+                        .ptx()
+                        .unwrap()
+                        .contains(&format!(".entry {name}(")),
+                    "{name}"
+                ),
+                redjit::Output::Cubin => assert_eq!(&c.artifact.bytes[..4], b"\x7fELF", "{name}"),
+            }
+        }
+    }
+}
+
+/// Runs `ptxas -v` for sm_90 once per NVRTC program `compile_all` makes of
+/// `specs` (it batches kernels) and checks every kernel's own report: no stack
+/// frame, no spills, and launchable at `threads(spec)` threads per block
+/// (registers x threads fit the 64 K register file; one thread has at most 255).
+/// Skips, as `ptxas_or_skip` says, without NVRTC or ptxas.
+pub fn assert_ptxas_no_stack_no_spills<S: redjit::KernelSpec>(
+    specs: &[S],
+    threads: impl Fn(&S) -> u32,
+) {
+    let Some(_nvrtc) = nvrtc_or_skip() else {
+        return;
+    };
+    let Some(ptxas) = ptxas_or_skip() else {
+        return;
+    };
+    let compiled: Vec<_> = sm90_jit(redjit::Output::Ptx)
+        .compile_all(specs)
+        .into_iter()
+        .zip(specs)
+        .map(|(r, s)| r.unwrap_or_else(|e| panic!("{}: {e}", s.name())))
+        .collect();
+    let mut programs = Vec::new();
+    for c in &compiled {
+        if !programs.contains(&c.artifact_key) {
+            programs.push(c.artifact_key);
+        }
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "redjit-ptxas-{}-{}",
+        std::process::id(),
+        specs.first().map(|s| s.name()).unwrap_or_default()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut checked = 0;
+    let mut bad = Vec::new();
+    for (p, key) in programs.iter().enumerate() {
+        let members: Vec<_> = compiled.iter().filter(|c| c.artifact_key == *key).collect();
+        let path = dir.join(format!("program{p}.ptx"));
+        std::fs::write(&path, members[0].artifact.ptx().unwrap()).unwrap();
+        let out = std::process::Command::new(&ptxas)
+            .args(["-v", "--gpu-name", "sm_90", "-o", "/dev/null"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let report = String::from_utf8_lossy(&out.stderr).to_string()
+            + &String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "ptxas failed on program {p}:\n{report}"
+        );
+        let usage = PtxasUsage::parse_all(&report);
+        for c in members {
+            let spec = specs.iter().find(|s| s.name() == c.name).unwrap();
+            let u = usage
+                .get(&c.name)
+                .unwrap_or_else(|| panic!("no resource report for {}:\n{report}", c.name));
+            let limit = (65_536 / threads(spec)).min(255);
+            if u.stack_frame != 0
+                || u.spill_stores != 0
+                || u.spill_loads != 0
+                || u.registers == 0
+                || u.registers > limit
+            {
+                bad.push(format!("{}: {u:?} (limit {limit})", c.name));
+            }
+            checked += 1;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(checked, specs.len());
+    assert!(
+        bad.is_empty(),
+        "stack, spills or too many registers:\n{}",
+        bad.join("\n")
+    );
+}
