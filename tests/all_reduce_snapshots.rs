@@ -7,42 +7,19 @@
 //! Update after an intended change: `INSTA_UPDATE=always cargo test --test
 //! all_reduce_snapshots`, then read the diff.
 
+#[macro_use]
 mod common;
 
-use redjit::{AllReduceSpec, Arch, CompileCache, Jit, KernelSpec, Output, Target};
-
-macro_rules! snapshot {
-    ($name:expr, $text:expr) => {
-        insta::with_settings!({
-            snapshot_path => "../snapshots",
-            prepend_module_to_snapshot => false,
-            omit_expression => true,
-            filters => vec![
-                (r"(?m)^// Cuda compilation tools.*$", "// Cuda compilation tools [masked]"),
-                (r"(?m)^// Based on NVVM.*$", "// Based on NVVM [masked]"),
-                (r"(?m)^// Compiler Build ID.*$", "// Compiler Build ID [masked]"),
-            ],
-        }, {
-            insta::assert_snapshot!($name, $text);
-        })
-    };
-}
+use redjit::AllReduceSpec;
 
 fn check_and_snapshot(name: &str, barriers: usize, cp_async: bool) {
     let spec: AllReduceSpec = name.parse().unwrap();
-    let src = spec.render().unwrap();
-    let code = src.code;
-    assert!(!code.contains("#include"), "{name}");
-    assert!(
-        code.contains(&format!(
+    let code = common::checked_source(
+        &spec,
+        &format!(
             "extern \"C\" __global__ void __launch_bounds__({}, 1) {name}(",
             spec.threads()
-        )),
-        "{name}"
-    );
-    assert!(
-        !code.contains("{{") && !code.contains("{%"),
-        "{name}: unrendered"
+        ),
     );
     let statements = code.lines().filter(|l| !l.trim_start().starts_with("//"));
     for line in statements {
@@ -56,26 +33,12 @@ fn check_and_snapshot(name: &str, barriers: usize, cp_async: bool) {
         barriers,
         "{name}"
     );
-    assert_eq!(
-        spec.render().unwrap().code,
-        code,
-        "{name}: not deterministic"
-    );
     snapshot!(format!("{name}.cu"), code.as_str());
 
     let Some(nvrtc) = common::nvrtc_or_skip() else {
         return;
     };
-    let jit = Jit::with_target(
-        Target {
-            arch: Arch::SM90,
-            output: Output::Ptx,
-        },
-        CompileCache::in_memory(),
-    );
-    let compiled = jit.compile(&spec).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let ptx = compiled.artifact.ptx().unwrap();
-    assert!(ptx.contains(&format!(".entry {name}(")), "{name}");
+    let ptx = common::sm90_ptx(&spec);
     assert!(!ptx.contains(".local"), "{name}: local memory");
     assert!(
         !ptx.contains("trap"),
@@ -83,7 +46,7 @@ fn check_and_snapshot(name: &str, barriers: usize, cp_async: bool) {
     );
     // One release store and one acquire spin per barrier; the timer read before
     // and inside each spin; the error word written with a relaxed system store.
-    for (instruction, count) in [
+    let counts = [
         ("st.release.sys.global.u32", barriers),
         ("ld.acquire.sys.global.u32", barriers),
         ("%globaltimer", 2 * barriers),
@@ -93,21 +56,15 @@ fn check_and_snapshot(name: &str, barriers: usize, cp_async: bool) {
             "cp.async.cg.shared.global",
             if cp_async { 2 * spec.world as usize } else { 0 },
         ),
-    ] {
-        assert_eq!(
-            ptx.matches(instruction).count(),
-            count,
-            "{name}: how often the PTX has {instruction:?}"
-        );
-    }
+    ];
+    common::assert_instruction_counts(name, &ptx, &counts);
     // Peer data moves in 16-byte packs.
     assert!(ptx.contains("ld.global.v4.u32"), "{name}");
     assert!(ptx.contains("st.global.v4.u32"), "{name}");
-    let text = format!(
-        "// spec: {name}  nvrtc: {}  target: sm_90 ptx\n{ptx}",
-        nvrtc.version_string()
+    snapshot!(
+        format!("{name}.sm_90.ptx"),
+        common::ptx_snapshot_text(name, &nvrtc.version_string(), &ptx)
     );
-    snapshot!(format!("{name}.sm_90.ptx"), text);
 }
 
 #[test]

@@ -7,44 +7,20 @@
 //! Update after an intended change: `INSTA_UPDATE=always cargo test --test
 //! norm_snapshots`, then read the diff.
 
+#[macro_use]
 mod common;
 
-use redjit::{Arch, CompileCache, Jit, KernelSpec, NormSpec, Output, Target};
-
-macro_rules! snapshot {
-    ($name:expr, $text:expr) => {
-        insta::with_settings!({
-            snapshot_path => "../snapshots",
-            prepend_module_to_snapshot => false,
-            omit_expression => true,
-            filters => vec![
-                (r"(?m)^// Cuda compilation tools.*$", "// Cuda compilation tools [masked]"),
-                (r"(?m)^// Based on NVVM.*$", "// Based on NVVM [masked]"),
-                (r"(?m)^// Compiler Build ID.*$", "// Compiler Build ID [masked]"),
-            ],
-        }, {
-            insta::assert_snapshot!($name, $text);
-        })
-    };
-}
+use redjit::{KernelSpec, NormSpec};
 
 fn source_of(name: &str, must: &[&str]) -> NormSpec {
     let spec: NormSpec = name.parse().unwrap();
-    let src = spec.render().unwrap();
-    assert_eq!(src.name, name);
-    let code = src.code;
-    assert!(!code.contains("#include"), "{name}: has an #include");
-    assert!(
-        code.contains(&format!(
+    let code = common::checked_source(
+        &spec,
+        &format!(
             "extern \"C\" __global__ void __launch_bounds__({}, {}) {name}(",
             spec.threads(),
             spec.min_blocks()
-        )),
-        "{name}: no kernel named after the spec"
-    );
-    assert!(
-        !code.contains("{{") && !code.contains("{%"),
-        "{name}: unrendered template"
+        ),
     );
     // No float atomics: the split layout's only atomics are u32 tickets.
     assert!(
@@ -54,11 +30,6 @@ fn source_of(name: &str, must: &[&str]) -> NormSpec {
     for m in must {
         assert!(code.contains(m), "{name}: lacks {m:?}");
     }
-    assert_eq!(
-        spec.render().unwrap().code,
-        code,
-        "{name}: not deterministic"
-    );
     snapshot!(format!("{name}.cu"), code.as_str());
     spec
 }
@@ -68,32 +39,15 @@ fn ptx_of(spec: &NormSpec, counts: &[(&str, usize)]) {
         return;
     };
     let name = spec.name();
-    let jit = Jit::with_target(
-        Target {
-            arch: Arch::SM90,
-            output: Output::Ptx,
-        },
-        CompileCache::in_memory(),
-    );
-    let compiled = jit.compile(spec).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let ptx = compiled.artifact.ptx().unwrap();
-    assert!(ptx.contains(".target sm_90"), "{name}");
-    assert!(ptx.contains(&format!(".entry {name}(")), "{name}");
+    let ptx = common::sm90_ptx(spec);
     // A block per row: no atomics, no local memory.
     assert_eq!(ptx.matches("atom.").count(), 0, "{name}: atomics");
     assert!(!ptx.contains(".local"), "{name}: local memory");
-    for &(instruction, count) in counts {
-        assert_eq!(
-            ptx.matches(instruction).count(),
-            count,
-            "{name}: how often the PTX has {instruction:?}"
-        );
-    }
-    let text = format!(
-        "// spec: {name}  nvrtc: {}  target: sm_90 ptx\n{ptx}",
-        nvrtc.version_string()
+    common::assert_instruction_counts(&name, &ptx, counts);
+    snapshot!(
+        format!("{name}.sm_90.ptx"),
+        common::ptx_snapshot_text(&name, &nvrtc.version_string(), &ptx)
     );
-    snapshot!(format!("{name}.sm_90.ptx"), text);
 }
 
 #[test]

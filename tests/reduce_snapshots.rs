@@ -6,42 +6,16 @@
 //! Update after an intended change: `INSTA_UPDATE=always cargo test --test
 //! reduce_snapshots`, then read the diff.
 
+#[macro_use]
 mod common;
 
-use redjit::{Arch, CompileCache, Jit, KernelSpec, Output, ReduceSpec, Target};
-
-macro_rules! snapshot {
-    ($name:expr, $text:expr) => {
-        insta::with_settings!({
-            snapshot_path => "../snapshots",
-            prepend_module_to_snapshot => false,
-            omit_expression => true,
-            filters => vec![
-                (r"(?m)^// Cuda compilation tools.*$", "// Cuda compilation tools [masked]"),
-                (r"(?m)^// Based on NVVM.*$", "// Based on NVVM [masked]"),
-                (r"(?m)^// Compiler Build ID.*$", "// Compiler Build ID [masked]"),
-            ],
-        }, {
-            insta::assert_snapshot!($name, $text);
-        })
-    };
-}
+use redjit::{KernelSpec, ReduceSpec};
 
 fn source_of(name: &str, must: &[&str]) -> (ReduceSpec, String) {
     let spec: ReduceSpec = name.parse().unwrap();
-    let src = spec.render().unwrap();
-    assert_eq!(src.name, name);
-    let code = src.code;
-    assert!(!code.contains("#include"), "{name}: has an #include");
-    assert!(
-        code.contains(&format!(
-            "extern \"C\" __global__ void __launch_bounds__(256) {name}("
-        )),
-        "{name}: no kernel named after the spec"
-    );
-    assert!(
-        !code.contains("{{") && !code.contains("{%"),
-        "{name}: unrendered template"
+    let code = common::checked_source(
+        &spec,
+        &format!("extern \"C\" __global__ void __launch_bounds__(256) {name}("),
     );
     // No float atomics anywhere: determinism.
     assert!(
@@ -51,41 +25,22 @@ fn source_of(name: &str, must: &[&str]) -> (ReduceSpec, String) {
     for m in must {
         assert!(code.contains(m), "{name}: lacks {m:?}");
     }
-    assert_eq!(
-        spec.render().unwrap().code,
-        code,
-        "{name}: not deterministic"
-    );
     snapshot!(format!("{name}.cu"), code.as_str());
     (spec, code)
 }
 
 fn ptx_of(spec: &ReduceSpec, nvrtc_version: &str, counts: &[(&str, usize)]) {
     let name = spec.name();
-    let jit = Jit::with_target(
-        Target {
-            arch: Arch::SM90,
-            output: Output::Ptx,
-        },
-        CompileCache::in_memory(),
-    );
-    let compiled = jit.compile(spec).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let ptx = compiled.artifact.ptx().unwrap();
-    assert!(ptx.contains(".target sm_90"), "{name}");
-    assert!(ptx.contains(&format!(".entry {name}(")), "{name}");
+    let ptx = common::sm90_ptx(spec);
     // The result path has no float atomics: the only atomic is the u32 ticket.
     assert_eq!(ptx.matches("atom.").count(), 1, "{name}: atomics");
     assert!(ptx.contains("atom.acq_rel.gpu.global.add.u32"), "{name}");
     assert!(!ptx.contains(".local"), "{name}: local memory");
-    for &(instruction, count) in counts {
-        assert_eq!(
-            ptx.matches(instruction).count(),
-            count,
-            "{name}: how often the PTX has {instruction:?}"
-        );
-    }
-    let text = format!("// spec: {name}  nvrtc: {nvrtc_version}  target: sm_90 ptx\n{ptx}");
-    snapshot!(format!("{name}.sm_90.ptx"), text);
+    common::assert_instruction_counts(&name, &ptx, counts);
+    snapshot!(
+        format!("{name}.sm_90.ptx"),
+        common::ptx_snapshot_text(&name, nvrtc_version, &ptx)
+    );
 }
 
 #[test]

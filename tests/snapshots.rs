@@ -7,9 +7,10 @@
 //! Update after an intended change: `INSTA_UPDATE=always cargo test --test snapshots`,
 //! then read the diff.
 
+#[macro_use]
 mod common;
 
-use redjit::{Arch, CompileCache, DType, Jit, KernelSpec, Output, ReduceCopySpec, Target};
+use redjit::{DType, KernelSpec, ReduceCopySpec};
 
 /// The two-source seed configurations 0..8 at unroll 4 with a bf16 transport.
 fn seed_configs() -> Vec<ReduceCopySpec> {
@@ -22,49 +23,11 @@ fn seed_configs() -> Vec<ReduceCopySpec> {
     specs
 }
 
-/// Snapshot settings shared by every test here: the top-level directory, file
-/// names without the module prefix, and the toolkit's version lines in PTX
-/// masked (they say which build made the PTX, not what the PTX is; the NVRTC
-/// version the snapshot was taken with is in the header line instead).
-macro_rules! snapshot {
-    ($name:expr, $text:expr) => {
-        insta::with_settings!({
-            snapshot_path => "../snapshots",
-            prepend_module_to_snapshot => false,
-            omit_expression => true,
-            filters => vec![
-                (r"(?m)^// Cuda compilation tools.*$", "// Cuda compilation tools [masked]"),
-                (r"(?m)^// Based on NVVM.*$", "// Based on NVVM [masked]"),
-                (r"(?m)^// Compiler Build ID.*$", "// Compiler Build ID [masked]"),
-            ],
-        }, {
-            insta::assert_snapshot!($name, $text);
-        })
-    };
-}
-
 #[test]
 fn source_of_the_eight_seed_configs() {
     for spec in seed_configs() {
         let name = spec.name();
-        let src = spec.render().unwrap();
-        assert_eq!(src.name, name);
-        let code = &src.code;
-        assert!(!code.contains("#include"), "{name}: has an #include");
-        assert!(
-            code.contains("extern \"C\" __global__"),
-            "{name}: no extern \"C\" __global__"
-        );
-        assert!(
-            code.contains(&format!("{name}(")),
-            "{name}: the kernel is not named after the spec"
-        );
-        assert!(
-            !code.contains("{{") && !code.contains("{%"),
-            "{name}: unrendered template syntax"
-        );
-        // Deterministic: the same spec renders the same text.
-        assert_eq!(spec.render().unwrap().code, *code, "{name}");
+        let code = common::checked_source(&spec, &format!("{name}("));
         snapshot!(format!("{name}.cu"), code.as_str());
     }
 }
@@ -73,34 +36,12 @@ fn source_of_the_eight_seed_configs() {
 /// gives PTX instructions and exactly how often each must occur (0: never).
 fn ptx_of(spec: &ReduceCopySpec, nvrtc_version: &str, counts: &[(&str, usize)]) {
     let name = spec.name();
-    let jit = Jit::with_target(
-        Target {
-            arch: Arch::SM90,
-            output: Output::Ptx,
-        },
-        CompileCache::in_memory(),
+    let ptx = common::sm90_ptx(spec);
+    common::assert_instruction_counts(&name, &ptx, counts);
+    snapshot!(
+        format!("{name}.sm_90.ptx"),
+        common::ptx_snapshot_text(&name, nvrtc_version, &ptx)
     );
-    let compiled = jit.compile(spec).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(compiled.artifact.output, Output::Ptx);
-    let ptx = compiled
-        .artifact
-        .ptx()
-        .unwrap_or_else(|| panic!("{name}: PTX is not UTF-8"));
-    assert!(!ptx.contains('\0'), "{name}: PTX text holds a NUL");
-    assert!(ptx.contains(".target sm_90"), "{name}: not sm_90 PTX");
-    assert!(
-        ptx.contains(&format!(".entry {name}(")),
-        "{name}: no .entry {name}"
-    );
-    for &(instruction, count) in counts {
-        assert_eq!(
-            ptx.matches(instruction).count(),
-            count,
-            "{name}: how often the PTX has {instruction:?}"
-        );
-    }
-    let text = format!("// spec: {name}  nvrtc: {nvrtc_version}  target: sm_90 ptx\n{ptx}");
-    snapshot!(format!("{name}.sm_90.ptx"), text);
 }
 
 // The aligned kernel's hunk loop accesses each buffer with one vector instruction
@@ -159,13 +100,12 @@ fn ptx_of_config_3_bf16_and_f32_to_f32() {
 #[test]
 fn source_and_ptx_of_config_2_with_stochastic_rounding() {
     let spec: ReduceCopySpec = "reduce_copy_u4_f32_bf16_Ta_T_sum_sr".parse().unwrap();
-    let code = spec.render().unwrap().code;
+    let code = common::checked_source(&spec, &format!("{}(", spec.name()));
     assert!(code.contains("rj_philox4x32_10(sr_seed") && code.contains("rj_st4_sr<rj_dtype_bf16>"));
     assert!(
         code.contains("rj_ld4<rj_dtype_f32, rj_load_nc>")
             && code.contains("rj_ld4<rj_dtype_bf16, rj_load_volatile>")
     );
-    assert!(!code.contains("#include"));
     snapshot!(format!("{}.cu", spec.name()), code.as_str());
     let Some(nvrtc) = common::nvrtc_or_skip() else {
         return;

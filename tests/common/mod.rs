@@ -1,6 +1,28 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+/// Snapshot settings shared by every snapshot test: the top-level directory,
+/// file names without the module prefix, and the toolkit's version lines in PTX
+/// masked (they say which build made the PTX, not what the PTX is; the NVRTC
+/// version the snapshot was taken with is in the header line instead).
+#[allow(unused_macros)]
+macro_rules! snapshot {
+    ($name:expr, $text:expr) => {
+        insta::with_settings!({
+            snapshot_path => "../snapshots",
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+            filters => vec![
+                (r"(?m)^// Cuda compilation tools.*$", "// Cuda compilation tools [masked]"),
+                (r"(?m)^// Based on NVVM.*$", "// Based on NVVM [masked]"),
+                (r"(?m)^// Compiler Build ID.*$", "// Compiler Build ID [masked]"),
+            ],
+        }, {
+            insta::assert_snapshot!($name, $text);
+        })
+    };
+}
+
 use std::path::PathBuf;
 
 /// True when the test command asked that missing tools fail instead of skip.
@@ -262,4 +284,67 @@ pub fn assert_ptxas_no_stack_no_spills<S: redjit::KernelSpec>(
         "stack, spills or too many registers:\n{}",
         bad.join("\n")
     );
+}
+
+/// The generated source of `spec`, after the invariants every snapshot relies on:
+/// named after the spec, header-free, fully rendered, with the kernel declared
+/// as `kernel_line` says, and the same text on a second render.
+pub fn checked_source<S: redjit::KernelSpec>(spec: &S, kernel_line: &str) -> String {
+    let name = spec.name();
+    let src = spec.render().unwrap();
+    assert_eq!(src.name, name);
+    let code = src.code;
+    assert!(!code.contains("#include"), "{name}: has an #include");
+    assert!(
+        code.contains("extern \"C\" __global__") && code.contains(kernel_line),
+        "{name}: no kernel declared as {kernel_line:?}"
+    );
+    assert!(
+        !code.contains("{{") && !code.contains("{%"),
+        "{name}: unrendered template syntax"
+    );
+    assert_eq!(
+        spec.render().unwrap().code,
+        code,
+        "{name}: not deterministic"
+    );
+    code
+}
+
+/// The sm_90 PTX NVRTC makes of `spec`, checked to be sm_90 text that defines
+/// the kernel's entry.
+pub fn sm90_ptx<S: redjit::KernelSpec + ?Sized>(spec: &S) -> String {
+    let name = spec.name();
+    let compiled = sm90_jit(redjit::Output::Ptx)
+        .compile(spec)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(compiled.artifact.output, redjit::Output::Ptx);
+    let ptx = compiled
+        .artifact
+        .ptx()
+        .unwrap_or_else(|| panic!("{name}: PTX is not UTF-8"));
+    assert!(!ptx.contains('\0'), "{name}: PTX text holds a NUL");
+    assert!(ptx.contains(".target sm_90"), "{name}: not sm_90 PTX");
+    assert!(
+        ptx.contains(&format!(".entry {name}(")),
+        "{name}: no .entry {name}"
+    );
+    ptx.to_string()
+}
+
+/// Asserts how often each instruction occurs in `ptx` (0: never).
+pub fn assert_instruction_counts(name: &str, ptx: &str, counts: &[(&str, usize)]) {
+    for &(instruction, count) in counts {
+        assert_eq!(
+            ptx.matches(instruction).count(),
+            count,
+            "{name}: how often the PTX has {instruction:?}"
+        );
+    }
+}
+
+/// A PTX snapshot's text: a header naming the kernel, the NVRTC that made it and
+/// the target, then the PTX.
+pub fn ptx_snapshot_text(name: &str, nvrtc_version: &str, ptx: &str) -> String {
+    format!("// spec: {name}  nvrtc: {nvrtc_version}  target: sm_90 ptx\n{ptx}")
 }
