@@ -78,6 +78,9 @@ pub struct ReduceCopyKernel<'rt> {
     spec: ReduceCopySpec,
     name: String,
     func: CudaFunction,
+    /// `spec.max_launch_threads()`, computed once: it builds a twin spec, and
+    /// every launch checks against it.
+    max_threads: u32,
     /// Misaligned twins loaded so far, by placement (a program meets few).
     twins: Mutex<Vec<(Misalignment, CudaFunction)>>,
 }
@@ -98,6 +101,7 @@ impl Runtime {
             spec: spec.clone(),
             name: spec.name(),
             func: self.function(spec)?,
+            max_threads: spec.max_launch_threads(),
             twins: Mutex::default(),
         })
     }
@@ -225,7 +229,7 @@ impl ReduceCopyKernel<'_> {
 
     fn threads(&self, opts: LaunchOptions) -> u32 {
         opts.threads
-            .unwrap_or(DEFAULT_THREADS.min(self.spec.max_launch_threads()))
+            .unwrap_or(DEFAULT_THREADS.min(self.max_threads))
     }
 
     /// Validates a call; returns the element count.
@@ -242,7 +246,7 @@ impl ReduceCopyKernel<'_> {
             value,
             rule,
         };
-        let max_threads = self.spec.max_launch_threads();
+        let max_threads = self.max_threads;
         let threads = self.threads(opts);
         if threads == 0 || !threads.is_multiple_of(32) || threads > max_threads {
             return Err(err(
