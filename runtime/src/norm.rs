@@ -296,19 +296,8 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> 
         rule,
     };
     let m = c.shape;
-    if m.rows == 0 || m.cols == 0 {
-        return Err(err(
-            "matrix",
-            format!("{m:?}"),
-            "rows and cols must be at least 1".into(),
-        ));
-    }
-    if m.ld < m.cols {
-        return Err(err(
-            "ld",
-            m.ld.to_string(),
-            format!("the leading dimension must be at least cols ({})", m.cols),
-        ));
+    if let Some((what, value, rule)) = m.shape_violation() {
+        return Err(err(what, value, rule));
     }
     // Positions within a row are 32-bit on the device.
     if m.cols > (1 << 31) {
@@ -318,9 +307,7 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> 
             "a row holds at most 2^31 elements".into(),
         ));
     }
-    let extent = (m.rows - 1)
-        .checked_mul(m.ld)
-        .and_then(|e| e.checked_add(m.cols));
+    let extent = m.extent();
     let row_buffer = |what: &'static str, b: (DType, usize), want: DType| -> Result<()> {
         if b.0 != want {
             return Err(err(

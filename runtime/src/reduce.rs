@@ -43,6 +43,39 @@ pub struct Matrix {
     pub ld: usize,
 }
 
+impl Matrix {
+    /// The rule a launch of this shape breaks, as `(what, value, rule)` for a
+    /// launch error: rows and cols at least 1, ld at least cols.
+    pub(crate) fn shape_violation(&self) -> Option<(&'static str, String, String)> {
+        if self.rows == 0 || self.cols == 0 {
+            return Some((
+                "matrix",
+                format!("{self:?}"),
+                "rows and cols must be at least 1".into(),
+            ));
+        }
+        if self.ld < self.cols {
+            return Some((
+                "ld",
+                self.ld.to_string(),
+                format!(
+                    "the leading dimension must be at least cols ({})",
+                    self.cols
+                ),
+            ));
+        }
+        None
+    }
+
+    /// Elements a buffer needs to hold the matrix: `(rows - 1) * ld + cols`
+    /// (None if that overflows; rows is at least 1).
+    pub(crate) fn extent(&self) -> Option<usize> {
+        (self.rows - 1)
+            .checked_mul(self.ld)
+            .and_then(|e| e.checked_add(self.cols))
+    }
+}
+
 /// The element type of a reduction's result buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResultType {
@@ -362,24 +395,10 @@ pub fn check_call(
             ));
         }
         (axis, Some(m)) => {
-            if m.rows == 0 || m.cols == 0 {
-                return Err(err(
-                    "matrix",
-                    format!("{m:?}"),
-                    "rows and cols must be at least 1".into(),
-                ));
+            if let Some((what, value, rule)) = m.shape_violation() {
+                return Err(err(what, value, rule));
             }
-            if m.ld < m.cols {
-                return Err(err(
-                    "ld",
-                    m.ld.to_string(),
-                    format!("the leading dimension must be at least cols ({})", m.cols),
-                ));
-            }
-            let extent = (m.rows - 1)
-                .checked_mul(m.ld)
-                .and_then(|x| x.checked_add(m.cols));
-            if extent.is_none_or(|e| e > len) {
+            if m.extent().is_none_or(|e| e > len) {
                 return Err(err(
                     "matrix",
                     format!("{m:?}"),
