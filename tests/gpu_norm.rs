@@ -16,7 +16,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::{bf16, f16};
 use redjit::codegen::spec::norm::{row_ops, variants};
-use redjit::reference::HostBuffer;
+use redjit::reference::{HostBuffer, par_map};
 use redjit::reference_norm::{NormInputs, RowWant, expect_rows};
 use redjit::{
     DType, KernelInput, KernelOutput, KernelSpec, Matrix, NormArgs, NormLayout, NormSpec, Runtime,
@@ -112,14 +112,22 @@ enum Values {
 }
 
 fn host_values(rng: &mut common::Rng, rows: usize, cols: usize, ld: usize, v: Values) -> Vec<f32> {
-    let mut unit = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
-    let mut out = vec![0f32; (rows - 1) * ld + cols];
-    for x in out.iter_mut() {
-        *x = match v {
-            Values::Normal | Values::Special => (unit() + unit() + unit() + unit() - 2.0) * 3.46,
-            Values::Large => (unit() * 2.0 - 1.0) * 1e4,
-        };
-    }
+    // Each row (with the gap after it) from its own stream, rows over the cores.
+    let base = rng.next_u64();
+    let mut out: Vec<f32> = par_map(rows, |r| {
+        let mut rng = common::Rng::seeded(base ^ (r as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93));
+        let mut unit = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+        let len = if r + 1 == rows { cols } else { ld };
+        (0..len)
+            .map(|_| match v {
+                Values::Normal | Values::Special => {
+                    (unit() + unit() + unit() + unit() - 2.0) * 3.46
+                }
+                Values::Large => (unit() * 2.0 - 1.0) * 1e4,
+            })
+            .collect::<Vec<f32>>()
+    })
+    .concat();
     if let Values::Special = v {
         for c in 0..cols {
             let at = |r: usize| r * ld + c;
@@ -235,30 +243,46 @@ fn check(
 }
 
 fn compare(what: &str, spec: &NormSpec, m: Matrix, want: &[RowWant], got: &[Vec<u32>]) {
-    let mut bad = Vec::new();
-    // Poison around and between the rows stays.
-    let row_buffer = |bits: &[u32], dtype: DType, name: &str, bad: &mut Vec<String>| {
-        for (i, &g) in bits.iter().enumerate() {
-            let inside = i >= SLACK && {
-                let e = i - SLACK;
-                e < (m.rows - 1) * m.ld + m.cols && e % m.ld < m.cols
-            };
-            if !inside && g != poison(dtype) {
-                bad.push(format!("{name}: wrote outside its elements at {i}: {g:#x}"));
+    // Poison around and between the rows stays (chunks of the buffer over the
+    // cores; the first few findings of each kept).
+    let row_buffer = |bits: &[u32], dtype: DType, name: &str| -> Vec<String> {
+        let chunk = 1 << 20;
+        par_map(bits.len().div_ceil(chunk), |k| {
+            let mut bad = Vec::new();
+            let start = k * chunk;
+            let end = (start + chunk).min(bits.len());
+            for (i, &g) in (start..end).zip(&bits[start..end]) {
+                let inside = i >= SLACK && {
+                    let e = i - SLACK;
+                    e < (m.rows - 1) * m.ld + m.cols && e % m.ld < m.cols
+                };
+                if !inside && g != poison(dtype) && bad.len() < 8 {
+                    bad.push(format!("{name}: wrote outside its elements at {i}: {g:#x}"));
+                }
             }
-        }
+            bad
+        })
+        .concat()
     };
-    row_buffer(&got[0], spec.output, "out", &mut bad);
-    for (r, w) in want.iter().enumerate() {
+    let mut bad = row_buffer(&got[0], spec.output, "out");
+    if spec.residual {
+        bad.extend(row_buffer(&got[1], spec.input, "residual_out"));
+    }
+    // Rows over the cores.
+    let rows = par_map(want.len(), |r| {
+        let w = &want[r];
+        let mut bad = Vec::new();
         for (c, e) in w.out.iter().enumerate() {
-            if let Err(msg) = e.check(spec.output, got[0][SLACK + r * m.ld + c]) {
+            if let Err(msg) = e.check(spec.output, got[0][SLACK + r * m.ld + c])
+                && bad.len() < 8
+            {
                 bad.push(format!("out[{r}][{c}]: {msg}"));
             }
         }
         if let Some(bits) = &w.residual_out {
             for (c, &want_bits) in bits.iter().enumerate() {
                 let g = got[1][SLACK + r * m.ld + c];
-                if g != want_bits {
+                if g != want_bits && bad.len() < 8 {
                     bad.push(format!(
                         "residual_out[{r}][{c}]: {g:#x}, want {want_bits:#x}"
                     ));
@@ -272,13 +296,9 @@ fn compare(what: &str, spec: &NormSpec, m: Matrix, want: &[RowWant], got: &[Vec<
                 bad.push(format!("stat {k} of row {r}: {msg}"));
             }
         }
-        if bad.len() > 8 {
-            break;
-        }
-    }
-    if spec.residual {
-        row_buffer(&got[1], spec.input, "residual_out", &mut bad);
-    }
+        bad
+    });
+    bad.extend(rows.into_iter().flatten());
     bad.truncate(8);
     assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
 }

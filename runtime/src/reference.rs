@@ -243,7 +243,29 @@ pub fn reduce_copy(
         .collect()
 }
 
-/// `(0..len).map(f).collect()`, over the host's cores for large `len`.
+/// `(0..len).map(f).collect()` over the host's cores, in index order: the CPU
+/// twins of large launches (and the GPU tests' input generation and checks)
+/// would otherwise take minutes on one core.
+pub fn par_map<T: Send>(len: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = len.div_ceil(workers).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..len)
+            .step_by(chunk)
+            .map(|start| {
+                let f = &f;
+                s.spawn(move || (start..(start + chunk).min(len)).map(f).collect::<Vec<_>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+/// `(0..len).map(f).collect()` into a flat buffer, in chunks of at least 2^16
+/// elements over the host's cores.
 fn par_fill<T: Copy + Default + Send>(len: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let mut out = vec![T::default(); len];
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());

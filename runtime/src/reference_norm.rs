@@ -186,22 +186,7 @@ fn bits_of(dtype: DType, v: f32) -> u32 {
 pub fn expect_rows(spec: &NormSpec, a: &NormInputs<'_>) -> Vec<RowWant> {
     assert_eq!(a.x.dtype(), spec.input, "x dtype");
     let ch = chain(spec, a.cols as u64);
-    let one = |r: usize| expect_row(spec, a, r, ch);
-    // Rows in parallel over the host's cores.
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let per = a.rows.div_ceil(workers).max(1);
-    std::thread::scope(|s| {
-        let hs: Vec<_> = (0..a.rows)
-            .step_by(per)
-            .map(|r0| {
-                let one = &one;
-                s.spawn(move || (r0..(r0 + per).min(a.rows)).map(one).collect::<Vec<_>>())
-            })
-            .collect();
-        hs.into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    })
+    crate::reference::par_map(a.rows, |r| expect_row(spec, a, r, ch))
 }
 
 fn expect_row(spec: &NormSpec, a: &NormInputs<'_>, r: usize, ch: u64) -> RowWant {

@@ -22,7 +22,7 @@
 
 use redjit_codegen::{DType, Op, ReduceOp, ReduceSpec};
 
-use crate::reference::{HostBuffer, op_apply};
+use crate::reference::{HostBuffer, op_apply, par_map};
 
 /// A reduction's exact (f64) result.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -178,6 +178,51 @@ impl Acc {
         }
     }
 
+    /// Adds the state of the elements after this state's (Chan's merge for the
+    /// mean and M2, the online-softmax merge for logsumexp; ties keep this
+    /// state's lower index).
+    fn merge(&mut self, o: &Acc) {
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = o.clone();
+            return;
+        }
+        let (na, nb) = (self.n as f64, o.n as f64);
+        let n = na + nb;
+        let d = o.mean - self.mean;
+        self.mean += d * nb / n;
+        self.m2 += o.m2 + d * d * na * nb / n;
+        self.n += o.n;
+        self.sum += o.sum;
+        self.sum_abs += o.sum_abs;
+        self.sum_sq += o.sum_sq;
+        self.dot += o.dot;
+        self.dot_abs += o.dot_abs;
+        self.max = op_apply(Op::Max, self.max, o.max);
+        self.min = op_apply(Op::Min, self.min, o.min);
+        self.first_nan = self.first_nan.or(o.first_nan);
+        if let Some((x, i)) = o.argmax
+            && self.argmax.is_none_or(|(v, _)| x > v)
+        {
+            self.argmax = Some((x, i));
+        }
+        if let Some((x, i)) = o.argmin
+            && self.argmin.is_none_or(|(v, _)| x < v)
+        {
+            self.argmin = Some((x, i));
+        }
+        let m = self.lse_m.max(o.lse_m);
+        if m == f64::NEG_INFINITY {
+            self.lse_d += o.lse_d;
+        } else {
+            let scaled = |lm: f64, ld: f64| if ld == 0.0 { 0.0 } else { ld * (lm - m).exp() };
+            self.lse_d = scaled(self.lse_m, self.lse_d) + scaled(o.lse_m, o.lse_d);
+        }
+        self.lse_m = m;
+    }
+
     fn finish(&self, op: ReduceOp, accum: DType, chain: u64) -> Expected {
         let u = unit_roundoff(accum);
         let u32_ = unit_roundoff(DType::F32);
@@ -252,10 +297,20 @@ fn check_srcs(spec: &ReduceSpec, srcs: &[&HostBuffer]) {
 /// Panics if the buffers do not fit the spec (a harness error).
 pub fn all(spec: &ReduceSpec, chain: u64, srcs: &[&HostBuffer]) -> Expected {
     check_srcs(spec, srcs);
-    let mut acc = Acc::new();
     let y = |i: usize| srcs.get(1).map_or(0.0, |b| b.get_f32(i));
-    for i in 0..srcs[0].len() {
-        acc.push(i as i64, srcs[0].get_f32(i), y(i));
+    let len = srcs[0].len();
+    // Chunks in parallel, merged in index order.
+    let chunk = 1 << 20;
+    let parts = par_map(len.div_ceil(chunk), |k| {
+        let mut acc = Acc::new();
+        for i in k * chunk..((k + 1) * chunk).min(len) {
+            acc.push(i as i64, srcs[0].get_f32(i), y(i));
+        }
+        acc
+    });
+    let mut acc = Acc::new();
+    for p in &parts {
+        acc.merge(p);
     }
     acc.finish(spec.op, spec.accum, chain)
 }
@@ -292,7 +347,10 @@ pub fn cols(
     check_srcs(spec, srcs);
     let y = |i: usize| srcs.get(1).map_or(0.0, |b| b.get_f32(i));
     // Column blocks in parallel; rows in order within each (the index order).
-    let block = 256;
+    // Narrow matrices (262144 x 128) still spread over the cores.
+    let block = cols
+        .div_ceil(std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, 256);
     let blocks = par_map(cols.div_ceil(block), |b| {
         let c0 = b * block;
         let c1 = (c0 + block).min(cols);
@@ -310,25 +368,6 @@ pub fn cols(
     blocks.into_iter().flatten().collect()
 }
 
-/// `(0..len).map(f).collect()` over the host's cores.
-fn par_map<T: Send>(len: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunk = len.div_ceil(workers).max(1);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..len)
-            .step_by(chunk)
-            .map(|start| {
-                let f = &f;
-                s.spawn(move || (start..(start + chunk).min(len)).map(f).collect::<Vec<_>>())
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,6 +378,58 @@ mod tests {
 
     fn buf(v: &[f32]) -> HostBuffer {
         HostBuffer::F32(v.to_vec())
+    }
+
+    /// The chunked `all` merges states; every split of a range must give the
+    /// serial state's results (ties, NaNs and infinities across the cut included).
+    #[test]
+    fn merged_states_equal_the_serial_state() {
+        let mut v: Vec<f32> = (0..97)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.37)
+            .collect();
+        v[40] = v[10]; // a tie of the argmax value across a cut
+        let mut cases = vec![v.clone()];
+        let mut inf = v.clone();
+        inf[70] = f32::INFINITY;
+        cases.push(inf);
+        let mut nan = v.clone();
+        nan[55] = f32::NAN;
+        nan[80] = f32::NAN;
+        cases.push(nan);
+        cases.push(vec![f32::NEG_INFINITY; 9]);
+        for x in &cases {
+            let serial = {
+                let mut a = Acc::new();
+                for (i, &e) in x.iter().enumerate() {
+                    a.push(i as i64, e, 0.5);
+                }
+                a
+            };
+            for cut in [0, 1, x.len() / 3, x.len() / 2, x.len() - 1, x.len()] {
+                let mut a = Acc::new();
+                let mut b = Acc::new();
+                for (i, &e) in x.iter().enumerate() {
+                    let acc = if i < cut { &mut a } else { &mut b };
+                    acc.push(i as i64, e, 0.5);
+                }
+                a.merge(&b);
+                for &op in ReduceOp::ALL {
+                    let (m, s) = (
+                        a.finish(op, DType::F32, 1),
+                        serial.finish(op, DType::F32, 1),
+                    );
+                    match (m.result, s.result) {
+                        (Reduced::Value(p), Reduced::Value(q)) => assert!(
+                            (p.is_nan() && q.is_nan())
+                                || p == q
+                                || (p - q).abs() <= 1e-12 * q.abs().max(1.0),
+                            "{op:?} cut {cut}: {p} vs {q}"
+                        ),
+                        (p, q) => assert_eq!(p, q, "{op:?} cut {cut}"),
+                    }
+                }
+            }
+        }
     }
 
     #[test]

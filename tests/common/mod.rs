@@ -138,6 +138,12 @@ impl Rng {
         Rng(seed)
     }
 
+    /// A generator from a seed drawn by another (one stream per chunk of a
+    /// parallel fill).
+    pub fn seeded(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

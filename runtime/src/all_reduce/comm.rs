@@ -53,7 +53,7 @@ use std::time::Duration;
 
 use cudarc::driver::sys;
 use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use redjit_codegen::spec::all_reduce::{MAX_BLOCKS, PACK_BYTES, signal};
 use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
@@ -182,6 +182,44 @@ struct Rank {
     /// buffers, slots 1.. the captured calls' inputs (see [`super::graph`]).
     in_tables: LegacyAlloc,
     error: CudaSlice<u32>,
+}
+
+/// cudarc's event tracking paused on the communicator's contexts while a
+/// capturing call issues. A tracked slice's address makes the stream wait on
+/// the slice's last write event; that event was recorded before the capture
+/// began, and a captured wait on uncaptured work is illegal
+/// (CUDA_ERROR_STREAM_CAPTURE_ISOLATION invalidates the whole capture). The
+/// captured call is ordered by the capturing stream itself, so the waits are
+/// not needed. Another thread using these contexts meanwhile sees tracking off
+/// for that span; tracking is restored on drop, where it was on.
+struct TrackingPaused {
+    paused: Vec<Arc<CudaContext>>,
+}
+
+impl TrackingPaused {
+    fn new(runtimes: &[Runtime]) -> TrackingPaused {
+        let mut paused: Vec<Arc<CudaContext>> = Vec::new();
+        for rt in runtimes {
+            let ctx = rt.context();
+            if ctx.is_event_tracking() && !paused.iter().any(|c| Arc::ptr_eq(c, ctx)) {
+                // SAFETY: only the span of one captured call, whose work the
+                // capturing stream orders; slices are neither freed nor
+                // created by it.
+                unsafe { ctx.disable_event_tracking() };
+                paused.push(ctx.clone());
+            }
+        }
+        TrackingPaused { paused }
+    }
+}
+
+impl Drop for TrackingPaused {
+    fn drop(&mut self) {
+        for ctx in &self.paused {
+            // SAFETY: restores the state found in `new`.
+            unsafe { ctx.enable_event_tracking() };
+        }
+    }
 }
 
 /// R ranks driven from this process: their registered staging, scratch and
@@ -459,6 +497,13 @@ impl Communicator {
             ));
         };
         let main = self.stream();
+        // Asked before any buffer is touched: reading a tracked slice's address
+        // inside a capture would otherwise wait on an uncaptured event.
+        let capturing = main
+            .capture_status()
+            .during(|| "querying the main stream's capture status".into())?
+            == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        let _paused = capturing.then(|| TrackingPaused::new(&self.runtimes));
         let out_addresses: Vec<u64> = outputs.iter().map(|o| o.address(main)).collect();
         let (dtype, n) = check_call_for(
             self.ranks.len() as u32,
@@ -482,10 +527,6 @@ impl Communicator {
         spec.validate()?;
         let bytes = n * dtype.info().bytes as usize;
         let tables = self.tables;
-        let capturing = main
-            .capture_status()
-            .during(|| "querying the main stream's capture status".into())?
-            == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE;
         // Captured calls read their inputs in place through a table slot filled
         // at end_capture; eager calls stage them and use slot 0.
         let slot = if capturing {
