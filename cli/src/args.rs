@@ -5,8 +5,8 @@ use std::fmt;
 
 use clap::{Args, Subcommand};
 use redjit_codegen::{
-    AllReduceSpec, DType, Family, KernelSpec, Load, NormSpec, Op, ReduceCopySpec, ReduceSpec, Role,
-    Rounding, Src,
+    AllReduceSpec, DType, Family, KernelSpec, Load, NmsSpec, NormSpec, Op, ReduceCopySpec,
+    ReduceSpec, Role, Rounding, Src,
 };
 
 use crate::error::{CliError, CliResult};
@@ -76,6 +76,7 @@ pub fn parse_spec_name(name: &str) -> CliResult<AnySpec> {
         Family::Reduce => Ok(Box::new(name.parse::<ReduceSpec>()?)),
         Family::AllReduce => Ok(Box::new(name.parse::<AllReduceSpec>()?)),
         Family::Norm => Ok(Box::new(name.parse::<NormSpec>()?)),
+        Family::Nms => Ok(Box::new(name.parse::<NmsSpec>()?)),
     }
 }
 

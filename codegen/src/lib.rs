@@ -28,12 +28,13 @@ pub mod spec;
 
 pub use error::SpecError;
 pub use registry::{
-    AllReduceAlgo, Arch, DType, Family, Load, NormLayout, NormOp, Op, ReduceAxis, ReduceOp, Role,
-    Rounding, SoftmaxAlgo, Src,
+    AllReduceAlgo, Arch, DType, Family, Load, NmsStage, NormLayout, NormOp, Op, ReduceAxis,
+    ReduceOp, Role, Rounding, SoftmaxAlgo, Src,
 };
 pub use render::{KernelSource, render_batch};
 pub use spec::KernelSpec;
 pub use spec::all_reduce::AllReduceSpec;
+pub use spec::nms::NmsSpec;
 pub use spec::norm::NormSpec;
 pub use spec::reduce::ReduceSpec;
 pub use spec::reduce_copy::ReduceCopySpec;

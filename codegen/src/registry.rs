@@ -464,6 +464,44 @@ registry_enum! {
                 "prelude/warp.cuh", "prelude/reduce.cuh", "prelude/norm.cuh",
             ],
         },
+        // Every stage of the pipeline is its own kernel of this family (the
+        // launcher compiles them as one program); ops.cuh gives the .rn
+        // arithmetic the IoU is computed with, so no add is fused into an FMA.
+        /// Non-maximum suppression with torchvision's semantics (issue 11).
+        Nms => FamilyInfo {
+            slug: "nms",
+            template: "nms.cu",
+            preludes: &["prelude/types.cuh", "prelude/ops.cuh", "prelude/nms.cuh"],
+        },
+    }
+}
+
+/// Facts about one stage of the `nms` pipeline.
+#[derive(Debug)]
+pub struct NmsStageInfo {
+    /// Short name in kernel names and flags.
+    pub slug: &'static str,
+    /// The block sizes the stage's kernel may be generated for.
+    pub threads: &'static [u32],
+}
+
+registry_enum! {
+    /// One kernel of the `nms` pipeline, in launch order: sort (tiles, then
+    /// the bitonic merge steps across and within tiles), mask, walk.
+    NmsStage: NmsStageInfo, what = "nms stage" {
+        /// Builds the sort keys from the scores (and checks the inputs) and sorts
+        /// each tile of 4 x threads keys in shared memory (bitonic).
+        Sort => NmsStageInfo { slug: "sort", threads: &[256, 512, 1024] },
+        /// One bitonic compare-exchange step across tiles (global memory).
+        Merge => NmsStageInfo { slug: "merge", threads: &[256, 512, 1024] },
+        /// The steps of a bitonic stage within each tile (shared memory).
+        TileMerge => NmsStageInfo { slug: "tilemerge", threads: &[256, 512, 1024] },
+        /// The suppression bitmask: one thread per sorted box, one 64-bit word
+        /// per 64-box column block.
+        Mask => NmsStageInfo { slug: "mask", threads: &[64] },
+        /// The reduction: one block walks the column blocks in score order,
+        /// keeping the removed bitset, and writes the kept indices and count.
+        Walk => NmsStageInfo { slug: "walk", threads: &[128, 256, 512, 1024] },
     }
 }
 

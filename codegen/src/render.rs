@@ -85,6 +85,11 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/prelude/norm.cuh"),
     ),
     ("norm.cu", include_str!("../../templates/norm.cu")),
+    (
+        "prelude/nms.cuh",
+        include_str!("../../templates/prelude/nms.cuh"),
+    ),
+    ("nms.cu", include_str!("../../templates/nms.cu")),
 ];
 
 fn engine() -> Result<&'static tera::Tera, SpecError> {

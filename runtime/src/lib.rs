@@ -25,6 +25,7 @@ mod error;
 mod hash;
 pub mod identity;
 pub mod jit;
+mod nms;
 mod norm;
 pub mod nvrtc;
 pub mod peer;
@@ -32,6 +33,7 @@ pub mod philox;
 mod reduce;
 mod reduce_copy;
 pub mod reference;
+pub mod reference_nms;
 pub mod reference_norm;
 pub mod reference_reduce;
 mod runtime;
@@ -40,13 +42,14 @@ pub use cache::{CacheKey, CacheStats, CompileCache, Origin};
 pub use elem::{DeviceElem, KernelInput, KernelOutput};
 pub use error::{Error, Result};
 pub use jit::{Compiled, Jit};
+pub use nms::{MASK_BUDGET_BYTES, NmsCall, NmsKernel, NmsPlan, check_call as check_nms_call};
 pub use norm::{NormArgs, NormCall, NormKernel, check_call as check_norm_call};
 pub use nvrtc::{Artifact, Nvrtc, NvrtcFacts, Output, Target};
 pub use redjit_codegen::spec::reduce::{Plan as ReducePlan, Shape as ReduceShape};
 pub use redjit_codegen::{
-    AllReduceAlgo, AllReduceSpec, Arch, DType, KernelSource, KernelSpec, Load, NormLayout, NormOp,
-    NormSpec, Op, ReduceAxis, ReduceCopySpec, ReduceOp, ReduceSpec, Role, Rounding, SoftmaxAlgo,
-    SpecError, Src,
+    AllReduceAlgo, AllReduceSpec, Arch, DType, KernelSource, KernelSpec, Load, NmsSpec, NmsStage,
+    NormLayout, NormOp, NormSpec, Op, ReduceAxis, ReduceCopySpec, ReduceOp, ReduceSpec, Role,
+    Rounding, SoftmaxAlgo, SpecError, Src,
 };
 pub use reduce::{Matrix, ReduceKernel, ReduceOutput, ResultType, check_call as check_reduce_call};
 pub use reduce_copy::{

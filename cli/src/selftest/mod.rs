@@ -113,6 +113,11 @@ fn plans(families: &[Family]) -> Vec<Plan> {
                 skipped = Some("checked by tests/gpu_norm.rs");
                 (0, Vec::new())
             }
+            // Checked against its CPU twin by tests/gpu_nms.rs.
+            Family::Nms => {
+                skipped = Some("checked by tests/gpu_nms.rs");
+                (0, Vec::new())
+            }
         };
         out.push(Plan {
             family,
@@ -268,7 +273,7 @@ fn on_gpu(plans: &[Plan], args: &SelftestArgs) -> CliResult {
         let r = match p.family {
             Family::ReduceCopy => reduce_copy::check(&rt, args.n)?,
             Family::Reduce => reduce::check(&rt, args.n)?,
-            Family::AllReduce | Family::Norm => FamilyResult::default(),
+            Family::AllReduce | Family::Norm | Family::Nms => FamilyResult::default(),
         };
         debug_assert_eq!(r.kernels, p.kernels);
         results.push((p.family, r));

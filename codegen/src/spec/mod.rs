@@ -1,6 +1,7 @@
 //! Kernel specs: plain Rust values that describe one kernel configuration.
 
 pub mod all_reduce;
+pub mod nms;
 pub mod norm;
 pub mod reduce;
 pub mod reduce_copy;
