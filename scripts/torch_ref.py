@@ -42,7 +42,17 @@ by block size; rows up to 32768) as "triton_gbps". GB/s counts what redjit
 counts: x read and out written once (plus residual in and out, weight and bias
 once).
 
-Stdlib + torch (+ triton, optional). Usage:
+--families nms adds torchvision.ops.nms (entries "family": "nms", "name": "nms",
+"n" the box count, "shape" thr<threshold>, as `redjit bench nms` keys them) on
+random boxes of the distribution `redjit bench nms` draws: corners uniform in a
+1000 x 1000 image, sides uniform in [1, 128), scores uniform in [0, 1); box
+counts from --nms-boxes (default 20000), thresholds from --nms-thresholds
+(default 0.5); eager only (median of CUDA-event timings of the whole call, which
+synchronises with the host as redjit's does). "eager_gbps" counts the boxes and
+scores read once (20 bytes a box), as redjit does, so the CLI's ratio column is
+the speed-up; "kept" is the kept count.
+
+Stdlib + torch (+ triton, optional; + torchvision for nms). Usage:
   python3 scripts/torch_ref.py --out torch.json [--n N | --sizes 1M,2^28] [--families reduce_copy,reduce]
 """
 
@@ -275,6 +285,48 @@ def norm_entries(shapes, a, dev):
     return entries
 
 
+def nms_entries(counts, thresholds, a, dev):
+    """torchvision.ops.nms on random boxes (see the module doc)."""
+    try:
+        import torchvision  # noqa: PLC0415
+    except Exception as err:  # noqa: BLE001
+        log(f"nms: torchvision is not importable ({err}); no nms entries")
+        return []
+    entries = []
+    header = f"{'kernel':<30} {'boxes':>8} {'thr':>5} {'kept':>7} {'eager us':>10}"
+    log(header)
+    log("-" * len(header))
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(0x5EED)
+    for n in counts:
+        xy = torch.rand(n, 2, device=dev, generator=gen) * 1000.0
+        wh = 1.0 + torch.rand(n, 2, device=dev, generator=gen) * 127.0
+        boxes = torch.cat([xy, xy + wh], dim=1).contiguous()
+        scores = torch.rand(n, device=dev, generator=gen)
+        for thr in thresholds:
+            kept = int(torchvision.ops.nms(boxes, scores, thr).numel())
+            e_us = time_us(lambda b, s, t=thr: torchvision.ops.nms(b, s, t), (boxes, scores), a.warmup, a.iters)
+            e = {
+                "family": "nms",
+                "name": "nms",
+                "n": n,
+                "shape": f"thr{thr}",
+                "kept": kept,
+                "eager_us": e_us,
+                "eager_gbps": gbps(20 * n, e_us),
+                "eager_expr": f"torchvision.ops.nms(boxes, scores, {thr})",
+                "compile_us": None,
+                "compile_gbps": None,
+                "compile_expr": None,
+                "torchvision": torchvision.__version__,
+            }
+            log(f"{'torchvision.ops.nms':<30} {n:>8} {thr:>5} {kept:>7} {e_us:>10.1f}")
+            entries.append(e)
+        del xy, wh, boxes, scores
+        torch.cuda.empty_cache()
+    return entries
+
+
 def forms():
     """(config, srcs letters, dsts letters) in redjit's matrix order."""
     out = []
@@ -363,7 +415,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1 << 28, help="elements per buffer")
     ap.add_argument("--sizes", default=None, help="a sweep instead of --n, e.g. 1M,16M,2^28")
-    ap.add_argument("--families", default="reduce_copy", help="comma-separated: reduce_copy,reduce,norm")
+    ap.add_argument("--families", default="reduce_copy", help="comma-separated: reduce_copy,reduce,norm,nms")
+    ap.add_argument("--nms-boxes", default="20000", help="nms: comma-separated box counts")
+    ap.add_argument("--nms-thresholds", default="0.5", help="nms: comma-separated IoU thresholds")
     ap.add_argument("--compile-sizes", default=None,
                     help="sizes that also get torch.compile (default: every size)")
     ap.add_argument("--iters", type=int, default=20)
@@ -394,9 +448,18 @@ def main():
         return 2
     families = [f.strip().replace("-", "_") for f in a.families.split(",") if f.strip()]
     for f in families:
-        if f not in ("reduce_copy", "reduce", "norm"):
-            log(f"error: unknown family {f!r}: expected reduce_copy, reduce, norm")
+        if f not in ("reduce_copy", "reduce", "norm", "nms"):
+            log(f"error: unknown family {f!r}: expected reduce_copy, reduce, norm, nms")
             return 2
+    try:
+        nms_counts = [int(v) for v in a.nms_boxes.split(",") if v.strip()]
+        nms_thresholds = [float(v) for v in a.nms_thresholds.split(",") if v.strip()]
+    except ValueError as e:
+        log(f"error: bad --nms-boxes or --nms-thresholds: {e}")
+        return 2
+    if any(c < 1 for c in nms_counts) or any(not (t >= 0) for t in nms_thresholds):
+        log("error: --nms-boxes must be at least 1 and --nms-thresholds numbers >= 0")
+        return 2
 
     # Large recompile limits: every form is compiled afresh anyway (reset_dynamo).
     for knob in ("recompile_limit", "cache_size_limit"):
@@ -498,6 +561,10 @@ def main():
     if "norm" in families:
         log("")
         entries.extend(norm_entries(NORM_SHAPES, a, dev))
+
+    if "nms" in families:
+        log("")
+        entries.extend(nms_entries(nms_counts, nms_thresholds, a, dev))
 
     result = {
         "gpu": gpu,

@@ -8,6 +8,7 @@
 //! buffers as it takes to cover 4x the L2 cache, so no launch finds its inputs
 //! in L2 (at 2^28 elements one copy is already 20x L2).
 
+mod nms;
 mod norm;
 mod reduce;
 mod reduce_copy;
@@ -31,6 +32,7 @@ use crate::sizes::fmt_size;
 use crate::timing::median_us;
 use crate::torch_ref::TorchTable;
 
+pub use nms::NmsBenchArgs;
 pub use norm::NormBenchArgs;
 pub use reduce::ReduceBenchArgs;
 pub use reduce_copy::ReduceCopyBenchArgs;
@@ -49,6 +51,9 @@ pub enum BenchCmd {
     Reduce(ReduceBenchArgs),
     /// Softmax, log-softmax, layer norm and RMS norm over rows at the shapes (GPU only).
     Norm(NormBenchArgs),
+    /// Non-maximum suppression of random boxes, the whole call (GPU only);
+    /// --sizes are box counts [default: 20000].
+    Nms(NmsBenchArgs),
     /// Every family with its default kernels, one table, one plot (GPU only).
     All(AllBenchArgs),
     /// JIT latency: context creation, cold compile+load, warm load from disk, batch.
@@ -147,6 +152,11 @@ pub fn bench_cmd(args: &BenchArgs) -> CliResult {
             let torch = a.common.check()?;
             let cases = norm::cases(a)?;
             run(&a.common, torch, "norm", |b| norm::bench(b, &cases))
+        }
+        BenchCmd::Nms(a) => {
+            let torch = a.common.check()?;
+            let sizes = a.common.sizes_or(nms::DEFAULT_BOXES);
+            run(&a.common, torch, "nms", |b| nms::bench(b, a, &sizes))
         }
         BenchCmd::All(a) => {
             let torch = a.common.check()?;

@@ -1,0 +1,141 @@
+//! `redjit bench nms`: the whole NMS call (sort, mask, GPU walk, reading back
+//! the count and the kept indices) on random boxes, median of CUDA-event
+//! timings; `--compare` adds torchvision.ops.nms measured by
+//! `scripts/torch_ref.py --families nms` on the same distribution.
+//!
+//! Boxes: corners uniform in a 1000 x 1000 image, sides uniform in [1, 128),
+//! scores uniform in [0, 1) (torch_ref.py draws the same distribution). Both
+//! sides synchronise with the host inside a call (torchvision copies its mask
+//! to the host; redjit reads back the count and the indices), so the events
+//! time the whole call. GB/s counts the boxes and scores read once (20 bytes a
+//! box), only to put NMS in the common table; the times are what matter.
+
+use clap::Args;
+use redjit_codegen::{KernelSpec, NmsSpec};
+
+use super::{Bench, Common, KernelRow};
+use crate::error::{CliError, CliResult, DriverContext};
+use crate::timing::median_us;
+
+#[derive(Debug, Clone, Args)]
+pub struct NmsBenchArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    /// IoU thresholds, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![0.5f32])]
+    pub thresholds: Vec<f32>,
+
+    /// The walk kernel (the pipeline's reduction stage).
+    #[arg(long, default_value = "nms_walk_t256")]
+    pub walk: String,
+}
+
+/// The box counts `bench nms` runs unless `--sizes` says otherwise.
+pub const DEFAULT_BOXES: &[usize] = &[20_000];
+
+/// The name PyTorch's entries are keyed by, and the shape label of a threshold.
+pub fn torch_key(thr: f32) -> (&'static str, String) {
+    ("nms", format!("thr{thr}"))
+}
+
+/// `n` random boxes (x1, y1, x2, y2) and scores from `seed` (SplitMix64).
+pub fn random_boxes(n: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let mut s = seed;
+    let mut u = || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let mut boxes = Vec::with_capacity(4 * n);
+    let mut scores = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (x, y) = (u() * 1000.0, u() * 1000.0);
+        let (w, h) = (1.0 + u() * 127.0, 1.0 + u() * 127.0);
+        boxes.extend([x, y, x + w, y + h]);
+        scores.push(u());
+    }
+    (boxes, scores)
+}
+
+pub fn bench(b: &mut Bench<'_>, a: &NmsBenchArgs, sizes: &[usize]) -> CliResult {
+    let walk: NmsSpec = a.walk.parse()?;
+    if a.thresholds.is_empty() {
+        return Err(CliError::usage("--thresholds: at least one"));
+    }
+    let rt = b.rt;
+    b.progress
+        .set_message(format!("compiling the nms pipeline ({walk})"));
+    let kernel = rt.nms(&walk)?;
+    b.expect((sizes.len() * a.thresholds.len()) as u64);
+    let (ctx, stream) = (rt.context(), rt.stream());
+    for &n in sizes {
+        let (boxes, scores) = random_boxes(n, 0x5eed_0000_0000_0001 ^ n as u64);
+        let bd = stream
+            .clone_htod(&boxes)
+            .during(|| format!("uploading {n} boxes"))?;
+        let sd = stream
+            .clone_htod(&scores)
+            .during(|| format!("uploading {n} scores"))?;
+        let copy_gbps = b.copy_gbps(5 * n.max(1))?;
+        for &thr in &a.thresholds {
+            let (key, label) = torch_key(thr);
+            b.progress
+                .set_message(format!("{} n={n} {label}", walk.name()));
+            let kept = kernel.run(stream, &bd, &sd, thr)?.len();
+            let us = median_us(ctx, stream, b.common.warmup, b.common.iters, || {
+                kernel.run(stream, &bd, &sd, thr)?;
+                Ok(())
+            })?;
+            b.println(format!("nms n={n} {label}: kept {kept} boxes, {us:.1} us"));
+            let bytes = 20 * n as u64;
+            let gbps = bytes as f64 / us / 1e3;
+            let reference = b
+                .torch
+                .as_ref()
+                .and_then(|t| t.get_named(key, n as u64, Some(&label)));
+            b.push(KernelRow {
+                family: "nms".into(),
+                name: walk.name(),
+                n: n as u64,
+                shape: Some(label),
+                config: None,
+                unroll: None,
+                transport: None,
+                srcs: None,
+                dsts: None,
+                bytes_per_elem: None,
+                bytes,
+                rotations: 1,
+                median_us: us,
+                gbps,
+                pct_of_copy: 100.0 * gbps / copy_gbps,
+                torch_eager_gbps: reference.and_then(|r| r.eager_gbps),
+                torch_compile_gbps: reference.and_then(|r| r.compile_gbps),
+                misaligned: Vec::new(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boxes_follow_the_distribution() {
+        let (boxes, scores) = random_boxes(1000, 7);
+        assert_eq!((boxes.len(), scores.len()), (4000, 1000));
+        for b in boxes.chunks_exact(4) {
+            assert!((0.0..1000.0).contains(&b[0]) && (0.0..1000.0).contains(&b[1]));
+            assert!(b[2] - b[0] >= 1.0 && b[2] - b[0] < 128.0 + 1e-3);
+            assert!(b[3] - b[1] >= 1.0 && b[3] - b[1] < 128.0 + 1e-3);
+        }
+        assert!(scores.iter().all(|s| (0.0..1.0).contains(s)));
+        assert_eq!(random_boxes(10, 7), random_boxes(10, 7));
+        assert_eq!(torch_key(0.5), ("nms", "thr0.5".to_string()));
+    }
+}
