@@ -18,8 +18,13 @@
 //!
 //! Semantics (the CPU twin, [`crate::reference_nms`], is the definition):
 //! - Order: score descending; equal scores (and `-0.0` against `+0.0`) lowest
-//!   index first. torch's CUDA sort, which torchvision uses, is a stable radix
-//!   sort at these sizes, which gives the same order; redjit makes it a rule.
+//!   index first, always (the keys are (score, index) pairs, so the order is
+//!   total). torchvision sorts with `scores.sort(0, descending=True)`; torch's
+//!   CUDA sort is stable above 32 elements (warp merge sort, then cub block and
+//!   segmented radix sorts: equal scores keep index order, the same as here),
+//!   while at 32 elements or fewer it uses an unstable bitonic sort, so there its
+//!   tie order is unspecified and may differ from redjit's. A radix sort may also
+//!   order `-0.0` and `+0.0` by their sign bit; redjit takes them as equal.
 //! - A box is dropped when its IoU with a kept, earlier box is strictly greater
 //!   than the threshold. Areas are `(x2 - x1) * (y2 - y1)`; a union of 0 or
 //!   less (zero-area or inverted boxes) counts as IoU 0, never suppressing
