@@ -8,7 +8,7 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let rt = Runtime::new(0)?;
 //! let s = rt.stream();
-//! // Two overlapping boxes (IoU 0.81) and a distant one.
+//! // Two overlapping boxes (IoU 0.9025) and a distant one.
 //! let boxes = s.clone_htod(&[0.0f32, 0.0, 10.0, 10.0, 0.5, 0.5, 10.0, 10.0, 20.0, 20.0, 30.0, 30.0])?;
 //! let scores = s.clone_htod(&[0.9f32, 0.95, 0.1])?;
 //! let nms = rt.nms(&NmsSpec::default())?;

@@ -6,11 +6,11 @@
 //! ```
 //! use redjit_runtime::reference_nms::nms;
 //!
-//! // Box 1 (score 0.95) suppresses box 0 (IoU 0.81 > 0.5); box 2 is apart.
+//! // Box 1 (score 0.95) suppresses box 0 (IoU 90.25 / 100 > 0.5); box 2 is apart.
 //! let boxes = [0.0, 0.0, 10.0, 10.0, 0.5, 0.5, 10.0, 10.0, 20.0, 20.0, 30.0, 30.0];
 //! assert_eq!(nms(&boxes, &[0.9, 0.95, 0.1], 0.5), [1, 2]);
-//! // At 0.9 nothing is suppressed: kept in score order.
-//! assert_eq!(nms(&boxes, &[0.9, 0.95, 0.1], 0.9), [1, 0, 2]);
+//! // At 0.95 nothing is suppressed: kept in score order.
+//! assert_eq!(nms(&boxes, &[0.9, 0.95, 0.1], 0.95), [1, 0, 2]);
 //! ```
 //!
 //! Rules (the launcher's module documents the inputs it refuses):
