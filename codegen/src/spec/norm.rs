@@ -46,6 +46,90 @@ pub const MAX_GRID: u64 = i32::MAX as u64;
 /// kernel takes longer rows while its chunks fit the device at once.
 pub const MAX_COLS: u64 = 1 << 20;
 
+/// Blocks per SM for the launch bound, by (op, layout, same dtype in and out,
+/// different dtypes): for each, the most of 1, 2, 3, 4, 6, 8 at which ptxas 13.0
+/// compiled every dtype pair of the group for sm_90 without a stack frame or a
+/// spill (`scripts/norm-occupancy.py` swept them; warp layouts are named with
+/// 32 lanes and apply to those only). tests/norm_compile_grid checks that no
+/// kernel of the ladder or the variants spills with these.
+const OCCUPANCY: &[(&str, &str, u32, u32)] = &[
+    ("layernorm", "b256x2", 4, 2),
+    ("layernorm", "b256x4", 2, 1),
+    ("layernorm", "b256x8", 2, 1),
+    ("layernorm", "b512x4", 1, 1),
+    ("layernorm", "b512x8", 1, 1),
+    ("layernorm", "s256x8", 2, 1),
+    ("layernorm", "s512x4", 2, 1),
+    ("layernorm", "s512x8", 1, 1),
+    ("layernorm", "w32x1", 4, 4),
+    ("layernorm", "w32x2", 4, 3),
+    ("layernorm", "w32x4", 4, 2),
+    ("layernorm", "w32x8", 2, 1),
+    ("layernorm_res", "b256x2", 4, 4),
+    ("layernorm_res", "b256x4", 4, 2),
+    ("layernorm_res", "b256x8", 3, 3),
+    ("layernorm_res", "b512x4", 2, 1),
+    ("layernorm_res", "b512x8", 1, 1),
+    ("layernorm_res", "s512x8", 1, 1),
+    ("layernorm_res", "w32x1", 4, 4),
+    ("layernorm_res", "w32x2", 4, 4),
+    ("layernorm_res", "w32x4", 4, 2),
+    ("layernorm_res", "w32x8", 2, 1),
+    ("logsoftmax_online", "b256x2", 8, 8),
+    ("logsoftmax_online", "b256x4", 6, 6),
+    ("logsoftmax_online", "b256x8", 4, 4),
+    ("logsoftmax_online", "b512x4", 3, 3),
+    ("logsoftmax_online", "b512x8", 2, 2),
+    ("logsoftmax_online", "s256x8", 4, 4),
+    ("logsoftmax_online", "s512x4", 3, 3),
+    ("logsoftmax_online", "s512x8", 2, 2),
+    ("logsoftmax_online", "w32x1", 8, 8),
+    ("logsoftmax_online", "w32x2", 6, 6),
+    ("logsoftmax_online", "w32x4", 4, 4),
+    ("logsoftmax_online", "w32x8", 2, 3),
+    ("rmsnorm", "b256x2", 8, 4),
+    ("rmsnorm", "b256x4", 4, 2),
+    ("rmsnorm", "b256x8", 3, 1),
+    ("rmsnorm", "b512x4", 3, 1),
+    ("rmsnorm", "b512x8", 1, 1),
+    ("rmsnorm", "s512x8", 2, 2),
+    ("rmsnorm", "w32x1", 8, 6),
+    ("rmsnorm", "w32x2", 6, 4),
+    ("rmsnorm", "w32x4", 4, 3),
+    ("rmsnorm", "w32x8", 2, 1),
+    ("rmsnorm_res", "b256x2", 6, 8),
+    ("rmsnorm_res", "b256x4", 4, 4),
+    ("rmsnorm_res", "b256x8", 2, 3),
+    ("rmsnorm_res", "b512x4", 2, 3),
+    ("rmsnorm_res", "b512x8", 1, 1),
+    ("rmsnorm_res", "s512x8", 1, 1),
+    ("rmsnorm_res", "w32x1", 6, 6),
+    ("rmsnorm_res", "w32x2", 6, 6),
+    ("rmsnorm_res", "w32x4", 4, 4),
+    ("rmsnorm_res", "w32x8", 2, 2),
+    ("softmax_online", "b256x2", 8, 8),
+    ("softmax_online", "b256x4", 8, 6),
+    ("softmax_online", "b256x8", 4, 4),
+    ("softmax_online", "b512x4", 4, 3),
+    ("softmax_online", "b512x8", 2, 2),
+    ("softmax_online", "s256x8", 4, 4),
+    ("softmax_online", "s512x4", 3, 3),
+    ("softmax_online", "s512x8", 2, 2),
+    ("softmax_online", "w32x1", 8, 8),
+    ("softmax_online", "w32x2", 6, 6),
+    ("softmax_online", "w32x4", 4, 4),
+    ("softmax_online", "w32x8", 2, 3),
+    ("softmax_safe", "b256x2", 8, 8),
+    ("softmax_safe", "b256x4", 8, 8),
+    ("softmax_safe", "b256x8", 4, 4),
+    ("softmax_safe", "b512x4", 4, 4),
+    ("softmax_safe", "b512x8", 2, 2),
+    ("softmax_safe", "w32x1", 8, 8),
+    ("softmax_safe", "w32x2", 6, 6),
+    ("softmax_safe", "w32x4", 4, 4),
+    ("softmax_safe", "w32x8", 3, 3),
+];
+
 /// One norm kernel configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NormSpec {
@@ -143,13 +227,27 @@ impl NormSpec {
         }
     }
 
-    /// The launch bound's blocks per SM, 1: registers up to 65536 / threads
-    /// (255 at most). Without a minimum ptxas aimed some of these kernels at
-    /// 32..64 registers and spilled the row; with 2 at 256 threads (128
-    /// registers) the mixed-dtype layer norms spilled. Occupancy is for the
-    /// benchmarks to weigh (`--variants`).
+    /// The launch bound's blocks per SM: from `OCCUPANCY` (the most at which
+    /// ptxas compiled the kernel's op and layout without a stack frame or a
+    /// spill), else 1 (registers up to 65536 / threads, 255 at most). Without a
+    /// minimum ptxas aimed some kernels at 32..64 registers and spilled the
+    /// row; with a minimum of 1 it spent up to 96 registers on rows of 4 packs,
+    /// which left 2..4 blocks of 256 on an SM, too few rows in flight for a
+    /// 16-bit row (half the bytes a row) to cover memory latency.
     pub fn min_blocks(&self) -> u32 {
-        1
+        let mut op = self.op.to_string();
+        if let Some(a) = self.algo {
+            op += &format!("_{a}");
+        }
+        if self.residual {
+            op += "_res";
+        }
+        let layout = format!("{}{}x{}", self.layout.info().letter, self.lanes, self.packs);
+        let mixed = self.input != self.output;
+        OCCUPANCY
+            .iter()
+            .find(|(o, l, _, _)| *o == op && *l == layout)
+            .map_or(1, |&(_, _, same, other)| if mixed { other } else { same })
     }
 
     /// Elements one row (warp, block) or one chunk (split) holds.
