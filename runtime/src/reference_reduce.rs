@@ -4,7 +4,10 @@
 //! and the longest chain of rounded operations the launch puts an element
 //! through (`Plan::chain`): |error| <= gamma(chain) * sum |x| for a sum (Higham,
 //! "Accuracy and Stability of Numerical Algorithms", 2nd ed., section 4.2), and
-//! the like for the others.
+//! the like for the others. Integer inputs accumulated in i64 (`reduce_*_i8_i64`)
+//! are exact: sum, sum of squares and dot are the exact integers
+//! ([`Reduced::Int`]), mean and the variances the device's own f64 steps from
+//! the exact integer moments, so every one of them is compared bit for bit.
 //!
 //! ```
 //! use redjit_runtime::reference::HostBuffer;
@@ -31,6 +34,8 @@ pub enum Reduced {
     Value(f64),
     /// An element index (argmax, argmin; -1 for no element).
     Index(i64),
+    /// An exact integer (sum, sum of squares, dot of integer inputs).
+    Int(i64),
 }
 
 /// What a GPU result must be: the exact result and how far a value may be
@@ -72,22 +77,38 @@ impl Expected {
         }
     }
 
-    /// Checks an i64 result.
+    /// Checks an i64 result (an index, or an exact integer).
     pub fn check_i64(&self, got: i64) -> Result<(), String> {
         match self.result {
-            Reduced::Index(want) if want == got => Ok(()),
-            want => Err(format!("got index {got}, want {want:?}")),
+            Reduced::Index(want) | Reduced::Int(want) if want == got => Ok(()),
+            want => Err(format!("got {got}, want {want:?}")),
         }
     }
 }
 
-/// The accumulator's unit roundoff: 2^-24 (f32), 2^-11 (f16), 2^-8 (bf16).
+/// The accumulator's unit roundoff: 2^-24 (f32), 2^-11 (f16), 2^-8 (bf16), 0
+/// (i64: exact); NaN for a type that is no accumulator (so any tolerance made
+/// from it fails every check).
 pub fn unit_roundoff(accum: DType) -> f64 {
     match accum {
         DType::F32 => (-24f64).exp2(),
         DType::F16 => (-11f64).exp2(),
         DType::BF16 => (-8f64).exp2(),
+        DType::I64 => 0.0,
+        DType::E4M3 | DType::E5M2 | DType::I8 => f64::NAN,
     }
+}
+
+/// `n M2 = n q - s^2` from the exact integer sum `s` and sum of squares `q`,
+/// as `prelude/reduce_int.cuh` forms it: each product with its FMA residual,
+/// then the differences, every step an f64 rounding to nearest.
+fn int_n_m2(s: i64, q: i64, n: f64) -> f64 {
+    let (s, q) = (s as f64, q as f64);
+    let p = n * q;
+    let ep = n.mul_add(q, -p);
+    let r = s * s;
+    let er = s.mul_add(s, -r);
+    (p - r) + (ep - er)
 }
 
 /// gamma(k) = k u / (1 - k u): the relative error bound of k rounded operations
@@ -121,6 +142,11 @@ struct Acc {
     /// Online softmax state (max, sum of e^(x - max)).
     lse_m: f64,
     lse_d: f64,
+    /// Exact integer moments (meaningful for integer inputs only; wrapping so
+    /// float inputs, for which they are unused, cannot overflow).
+    int_sum: i64,
+    int_sq: i64,
+    int_dot: i64,
 }
 
 impl Acc {
@@ -141,6 +167,9 @@ impl Acc {
             m2: 0.0,
             lse_m: f64::NEG_INFINITY,
             lse_d: 0.0,
+            int_sum: 0,
+            int_sq: 0,
+            int_dot: 0,
         }
     }
 
@@ -148,6 +177,10 @@ impl Acc {
     /// for dot, y.
     fn push(&mut self, i: i64, x: f32, y: f32) {
         let (xd, yd) = (f64::from(x), f64::from(y));
+        let (xi, yi) = (x as i64, y as i64);
+        self.int_sum = self.int_sum.wrapping_add(xi);
+        self.int_sq = self.int_sq.wrapping_add(xi.wrapping_mul(xi));
+        self.int_dot = self.int_dot.wrapping_add(xi.wrapping_mul(yi));
         self.n += 1;
         self.sum += xd;
         self.sum_abs += xd.abs();
@@ -195,6 +228,9 @@ impl Acc {
         self.mean += d * nb / n;
         self.m2 += o.m2 + d * d * na * nb / n;
         self.n += o.n;
+        self.int_sum = self.int_sum.wrapping_add(o.int_sum);
+        self.int_sq = self.int_sq.wrapping_add(o.int_sq);
+        self.int_dot = self.int_dot.wrapping_add(o.int_dot);
         self.sum += o.sum;
         self.sum_abs += o.sum_abs;
         self.sum_sq += o.sum_sq;
@@ -235,6 +271,26 @@ impl Acc {
             result: Reduced::Index(self.first_nan.or(i.map(|(_, i)| i)).unwrap_or(-1)),
             tol: 0.0,
         };
+        if accum == DType::I64 {
+            // Exact integer moments; the f32 results are the device's f64 steps.
+            let int = |v: i64| Expected {
+                result: Reduced::Int(v),
+                tol: 0.0,
+            };
+            let f32_exact = |v: f64| value(f64::from(v as f32), 0.0);
+            let c = if op == ReduceOp::VarSamp { 1.0 } else { 0.0 };
+            match op {
+                ReduceOp::Sum => return int(self.int_sum),
+                ReduceOp::SumSq => return int(self.int_sq),
+                ReduceOp::Dot => return int(self.int_dot),
+                ReduceOp::Mean => return f32_exact(self.int_sum as f64 / n),
+                ReduceOp::VarPop | ReduceOp::VarSamp => {
+                    return f32_exact(int_n_m2(self.int_sum, self.int_sq, n) / n / (n - c));
+                }
+                // Validation keeps the others off the integer accumulator.
+                _ => {}
+            }
+        }
         match op {
             ReduceOp::Sum => value(self.sum, gamma(chain, u) * self.sum_abs),
             ReduceOp::Mean => value(
@@ -480,7 +536,7 @@ mod tests {
         let x = buf(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
         let val = |name: &str| match all(&spec(name), 4, &[&x]).result {
             Reduced::Value(v) => v,
-            Reduced::Index(i) => panic!("{i}"),
+            r => panic!("{r:?}"),
         };
         assert_eq!(val("reduce_all_varpop_f32_f32"), 4.0);
         assert!((val("reduce_all_varsamp_f32_f32") - 32.0 / 7.0).abs() < 1e-12);

@@ -27,3 +27,4 @@ struct rj_dtype_e4m3 {
     v[2] = rj_e4m3_half_to_f32(hi, 0); v[3] = rj_e4m3_half_to_f32(hi, 1);
   }
 };
+RJ_BYTE_PACK_LOADS(rj_dtype_e4m3)

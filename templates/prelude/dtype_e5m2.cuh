@@ -27,3 +27,4 @@ struct rj_dtype_e5m2 {
     v[2] = rj_e5m2_half_to_f32(hi, 0); v[3] = rj_e5m2_half_to_f32(hi, 1);
   }
 };
+RJ_BYTE_PACK_LOADS(rj_dtype_e5m2)

@@ -20,3 +20,4 @@ struct rj_dtype_i8 {
     for (int e = 0; e < 4; ++e) v[e] = rj_i8_byte_to_f32(w[0], e);
   }
 };
+RJ_BYTE_PACK_LOADS(rj_dtype_i8)

@@ -21,6 +21,17 @@ RJ_DEFINE_LOAD8(rj_load_plain, ".global")
 RJ_DEFINE_LOAD8(rj_load_nc, ".global.nc")
 #undef RJ_DEFINE_LOAD8
 
-// A pack of 4 one-byte elements is one 32-bit word (packs.cuh has the 2- and
-// 4-word packs).
-template <class L> __device__ __forceinline__ void rj_ld_words(rj_u64 a, rj_u32 (&w)[1]) { w[0] = L::b32(a); }
+// A pack of 4 one-byte elements is one 32-bit word. packs.cuh's rj_ld4 reads a
+// pack through rj_ld_words, which has the 2- and 4-word packs only and finds no
+// later overload (its argument is an array of a fundamental type: no
+// argument-dependent lookup), so each 1-byte dtype file specialises rj_ld4 for
+// its struct and every load kind with this macro, after the struct.
+#define RJ_BYTE_PACK_LOAD(T, L)                                                             \
+  template <> __device__ __forceinline__ void rj_ld4<T, L>(rj_u64 a, rj_u64 i, float (&v)[4]) { \
+    const rj_u32 w[1] = {L::b32(a + i)};                                                    \
+    T::unpack4(w, v);                                                                       \
+  }
+#define RJ_BYTE_PACK_LOADS(T)              \
+  RJ_BYTE_PACK_LOAD(T, rj_load_volatile) \
+  RJ_BYTE_PACK_LOAD(T, rj_load_plain)    \
+  RJ_BYTE_PACK_LOAD(T, rj_load_nc)

@@ -208,14 +208,25 @@ impl ReduceSpec {
         self.input.info().integer && self.op.info().int_functor.is_some()
     }
 
-    /// The result's type: `"i64"` for an index and for the exact integer
-    /// results (sum, sum of squares, dot of an integer input), else `"f32"`.
-    pub fn result(&self) -> &'static str {
-        if self.op.info().index || (self.integer() && self.op.info().int_result) {
-            "i64"
+    /// The accumulator of `op` over `input` unless asked otherwise: i64 for
+    /// the ops of an integer input that have an integer form (exact), else f32.
+    pub fn default_accum(op: ReduceOp, input: DType) -> DType {
+        if input.info().integer && op.info().int_functor.is_some() {
+            DType::I64
         } else {
-            "f32"
+            DType::F32
         }
+    }
+
+    /// The result is an i64: an index, or an exact integer (sum, sum of
+    /// squares, dot of an integer input).
+    pub fn result_i64(&self) -> bool {
+        self.op.info().index || (self.integer() && self.op.info().int_result)
+    }
+
+    /// The result's type: `"i64"` (see `result_i64`), else `"f32"`.
+    pub fn result(&self) -> &'static str {
+        if self.result_i64() { "i64" } else { "f32" }
     }
 
     /// The launch layout for `shape` on a device with `sm_count` SMs that holds
