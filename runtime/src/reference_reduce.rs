@@ -614,4 +614,190 @@ mod tests {
             .collect();
         assert_eq!(c, vec![Reduced::Index(1); 3]);
     }
+
+    fn i8buf(v: &[i8]) -> HostBuffer {
+        HostBuffer::I8(v.to_vec())
+    }
+
+    #[test]
+    fn i8_sums_are_exact_integers_and_compared_bit_for_bit() {
+        let x = i8buf(&[127, -128, 5, -3, 127, 0]);
+        let y = i8buf(&[-128, -128, 2, 7, 1, 99]);
+        let e = all(&spec("reduce_all_sum_i8_i64"), 1, &[&x]);
+        assert_eq!((e.result, e.tol), (Reduced::Int(128), 0.0));
+        assert!(e.check_i64(128).is_ok() && e.check_i64(127).is_err());
+        assert!(e.check_f32(128.0).is_err(), "an integer result is no f32");
+        let e = all(&spec("reduce_all_sumsq_i8_i64"), 1, &[&x]);
+        assert_eq!(e.result, Reduced::Int(127 * 127 * 2 + 128 * 128 + 25 + 9));
+        let e = all(&spec("reduce_all_dot_i8_i64"), 1, &[&x, &y]);
+        assert_eq!(
+            e.result,
+            Reduced::Int(-127 * 128 + 128 * 128 + 10 - 21 + 127)
+        );
+        // Past the i32 range: 2^26 elements of -128 sum to -2^33.
+        let big = HostBuffer::I8(vec![-128; 1 << 26]);
+        let e = all(&spec("reduce_all_sum_i8_i64"), 1, &[&big]);
+        assert_eq!(e.result, Reduced::Int(-(1i64 << 33)));
+        let e = all(&spec("reduce_all_sumsq_i8_i64"), 1, &[&big]);
+        assert_eq!(e.result, Reduced::Int(1i64 << 40));
+        // max, min, argmax, argmin of i8 take the f32 path, exactly.
+        let e = all(&spec("reduce_all_max_i8_f32"), 1, &[&x]);
+        assert!(e.tol == 0.0 && e.check_f32(127.0).is_ok() && e.check_f32(126.0).is_err());
+        assert_eq!(
+            all(&spec("reduce_all_argmax_i8_f32"), 1, &[&x]).result,
+            Reduced::Index(0)
+        );
+        assert_eq!(
+            all(&spec("reduce_all_argmin_i8_f32"), 1, &[&x]).result,
+            Reduced::Index(1)
+        );
+        let e = all(&spec("reduce_all_min_i8_f32"), 1, &[&x]);
+        assert!(e.check_f32(-128.0).is_ok());
+    }
+
+    #[test]
+    fn i8_mean_and_variance_are_the_exact_moments_rounded_once() {
+        // Mean: the exact sum over n in f64, rounded once to f32.
+        let x = i8buf(&[1, 2, 2]);
+        let e = all(&spec("reduce_all_mean_i8_i64"), 1, &[&x]);
+        assert_eq!(e.tol, 0.0);
+        assert!(e.check_f32((5.0f64 / 3.0) as f32).is_ok());
+        assert!(
+            e.check_f32(f32::from_bits(((5.0f64 / 3.0) as f32).to_bits() + 1))
+                .is_err()
+        );
+        // Variance against exact rationals: n M2 = n q - s^2.
+        let rng = |i: usize| ((i * 2_654_435_761) >> 13) as u8 as i8;
+        for n in [1usize, 2, 3, 1000, 65_537] {
+            let v: Vec<i8> = (0..n).map(rng).collect();
+            let (s, q) = v.iter().fold((0i128, 0i128), |(s, q), &x| {
+                (s + i128::from(x), q + i128::from(x) * i128::from(x))
+            });
+            let nm2 = n as i128 * q - s * s;
+            let b = HostBuffer::I8(v);
+            let pop = all(&spec("reduce_all_varpop_i8_i64"), 1, &[&b]);
+            let want = (nm2 as f64 / (n as f64 * n as f64)) as f32;
+            // Within one f32 ulp of the exact value (the f64 steps round far below).
+            let Reduced::Value(got) = pop.result else {
+                panic!("{:?}", pop.result)
+            };
+            let got = got as f32;
+            assert!(
+                got.to_bits().abs_diff(want.to_bits()) <= 1,
+                "varpop n={n}: {got} vs {want}"
+            );
+            let samp = all(&spec("reduce_all_varsamp_i8_i64"), 1, &[&b]);
+            if n == 1 {
+                assert!(samp.check_f32(f32::NAN).is_ok() && pop.check_f32(0.0).is_ok());
+            } else {
+                let want = (nm2 as f64 / (n as f64 * (n - 1) as f64)) as f32;
+                let Reduced::Value(got) = samp.result else {
+                    panic!()
+                };
+                assert!(
+                    (got as f32).to_bits().abs_diff(want.to_bits()) <= 1,
+                    "varsamp n={n}"
+                );
+            }
+        }
+        // A constant array: exactly zero, no cancellation residue.
+        let c = HostBuffer::I8(vec![-77; 100_001]);
+        assert!(
+            all(&spec("reduce_all_varpop_i8_i64"), 1, &[&c])
+                .check_f32(0.0)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn i8_rows_and_cols_of_a_strided_matrix() {
+        // 2 x 3 with ld 4 (the fourth column is padding).
+        let x = i8buf(&[1, -2, 3, 100, 4, 5, -128, 100]);
+        let r: Vec<_> = rows(&spec("reduce_rows_sum_i8_i64"), 1, &[&x], (2, 3, 4))
+            .iter()
+            .map(|e| e.result)
+            .collect();
+        assert_eq!(r, vec![Reduced::Int(2), Reduced::Int(-119)]);
+        let c: Vec<_> = cols(&spec("reduce_cols_sumsq_i8_i64"), 1, &[&x], (2, 3, 4))
+            .iter()
+            .map(|e| e.result)
+            .collect();
+        assert_eq!(
+            c,
+            vec![Reduced::Int(17), Reduced::Int(29), Reduced::Int(9 + 16384)]
+        );
+    }
+
+    #[test]
+    fn fp8_inputs_decode_exactly_and_propagate_nan_and_inf() {
+        use crate::fp8::{Fp8E4M3, Fp8E5M2};
+        // e4m3: 448 + 1 + NaN.
+        let x = HostBuffer::E4M3(vec![Fp8E4M3(0x7e), Fp8E4M3(0x38), Fp8E4M3(0x7f)]);
+        assert!(
+            all(&spec("reduce_all_sum_e4m3_f32"), 1, &[&x])
+                .check_f32(f32::NAN)
+                .is_ok()
+        );
+        assert!(
+            all(&spec("reduce_all_max_e4m3_f32"), 1, &[&x])
+                .check_f32(f32::NAN)
+                .is_ok()
+        );
+        assert_eq!(
+            all(&spec("reduce_all_argmin_e4m3_f32"), 1, &[&x]).result,
+            Reduced::Index(2)
+        );
+        let finite = HostBuffer::E4M3(vec![Fp8E4M3(0x7e), Fp8E4M3(0x38), Fp8E4M3(0xfe)]);
+        assert!(
+            all(&spec("reduce_all_sum_e4m3_f32"), 1, &[&finite])
+                .check_f32(1.0)
+                .is_ok()
+        );
+        assert!(
+            all(&spec("reduce_all_max_e4m3_f32"), 1, &[&finite])
+                .check_f32(448.0)
+                .is_ok()
+        );
+        // e5m2: +inf wins max, -inf + +inf is NaN, the first NaN is argmax.
+        let y = HostBuffer::E5M2(vec![Fp8E5M2(0x3c), Fp8E5M2(0x7c), Fp8E5M2(0x7b)]);
+        assert!(
+            all(&spec("reduce_all_max_e5m2_f32"), 1, &[&y])
+                .check_f32(f32::INFINITY)
+                .is_ok()
+        );
+        assert!(
+            all(&spec("reduce_all_sum_e5m2_f32"), 1, &[&y])
+                .check_f32(f32::INFINITY)
+                .is_ok()
+        );
+        assert!(
+            all(&spec("reduce_all_min_e5m2_f32"), 1, &[&y])
+                .check_f32(1.0)
+                .is_ok()
+        );
+        let z = HostBuffer::E5M2(vec![
+            Fp8E5M2(0xfc),
+            Fp8E5M2(0x7c),
+            Fp8E5M2(0x7e),
+            Fp8E5M2(0x7d),
+        ]);
+        assert!(
+            all(&spec("reduce_all_sum_e5m2_f32"), 1, &[&z])
+                .check_f32(f32::NAN)
+                .is_ok()
+        );
+        assert_eq!(
+            all(&spec("reduce_all_argmax_e5m2_f32"), 1, &[&z]).result,
+            Reduced::Index(2)
+        );
+        // from_fn rounds to nearest even and saturates e4m3 as cvt.rn.satfinite.
+        let r = HostBuffer::from_fn(DType::E4M3, 3, |i| [1.0625, 1000.0, -0.0][i]);
+        assert_eq!(
+            r,
+            HostBuffer::E4M3(vec![Fp8E4M3(0x38), Fp8E4M3(0x7e), Fp8E4M3(0x80)])
+        );
+        assert_eq!(r.bits(2), 0x80);
+        let i = HostBuffer::from_fn(DType::I8, 4, |i| [2.5, -300.0, f32::NAN, 127.4][i]);
+        assert_eq!(i, HostBuffer::I8(vec![2, -128, 0, 127]));
+    }
 }

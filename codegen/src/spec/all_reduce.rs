@@ -306,6 +306,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn load_only_types_are_refused_naming_the_value_and_the_rule() {
+        for bad in [DType::E4M3, DType::E5M2, DType::I8, DType::I64] {
+            let spec = AllReduceSpec {
+                dtype: bad,
+                ..AllReduceSpec::default()
+            };
+            let msg = spec.validate().unwrap_err().to_string();
+            assert!(
+                msg.contains(&format!("invalid dtype = {bad}"))
+                    && msg.contains("must be one of: f32, bf16, f16"),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
     fn names_round_trip_for_every_world() {
         for world in MIN_WORLD..=MAX_WORLD {
             let m = AllReduceSpec::matrix(world);

@@ -541,6 +541,29 @@ mod tests {
     }
 
     #[test]
+    fn load_only_types_are_refused_naming_the_value_and_the_rule() {
+        let ops = row_ops()[0];
+        for bad in [DType::E4M3, DType::E5M2, DType::I8, DType::I64] {
+            for (spec, field) in [
+                (NormSpec::with(ops, bad, DType::F32, 100), "input"),
+                (NormSpec::with(ops, DType::BF16, bad, 100), "output"),
+            ] {
+                let e = spec.validate().unwrap_err();
+                assert!(
+                    matches!(e, SpecError::Invalid { field: f, .. } if f == field),
+                    "{e:?}"
+                );
+                let msg = e.to_string();
+                assert!(
+                    msg.contains(&format!("invalid {field} = {bad}"))
+                        && msg.contains("must be one of: f32, bf16, f16"),
+                    "{msg}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn bad_names_and_specs_are_refused_with_the_rule() {
         for bad in [
             "norm_softmax_bf16_bf16_w32x4",
