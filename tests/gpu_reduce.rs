@@ -805,7 +805,9 @@ fn fp8_nan_and_inf_follow_pytorch() {
     let n = 5000;
     // e4m3 has no infinity: its only special value is NaN (S.1111.111), and
     // the largest finite, 448, stands in for it. e5m2 has +-inf and NaNs.
-    let cases: Vec<(DType, &str, Vec<(usize, u8)>)> = vec![
+    // (input, what, planted codes at indices)
+    type Case = (DType, &'static str, Vec<(usize, u8)>);
+    let cases: Vec<Case> = vec![
         (DType::E4M3, "one NaN", vec![(3001, 0x7f)]),
         (
             DType::E4M3,
