@@ -1,7 +1,8 @@
 //! reduce kernels on the GPU against the f64 CPU twin: every op x input x
 //! accumulator, full-array sizes from 1 to 2^28 (and one past 2^31 elements),
 //! row and column shapes up to 32768 x 4096 including strided views, misaligned
-//! inputs, poisoned outputs, NaN and Inf, run-to-run bit identity, bad calls.
+//! inputs, poisoned outputs, NaN and Inf, run-to-run bit identity, bad calls;
+//! fp8 (e4m3, e5m2: sm_89+) and i8 (exact i64 sums) inputs.
 //! Run on a GPU machine with `--ignored` (REDJIT_REQUIRE_GPU=1 makes a missing GPU
 //! a failure); scripts/gpu-run.sh tests runs it.
 
@@ -14,8 +15,8 @@ use half::{bf16, f16};
 use redjit::reference::HostBuffer;
 use redjit::reference_reduce::{self, Expected};
 use redjit::{
-    Arch, DType, Error, KernelInput, KernelSpec, Matrix, ReduceAxis, ReduceKernel, ReduceOp,
-    ReduceOutput, ReduceShape, ReduceSpec, ResultType, Runtime,
+    Arch, DType, Error, Fp8E4M3, Fp8E5M2, KernelInput, KernelSpec, Matrix, ReduceAxis,
+    ReduceKernel, ReduceOp, ReduceOutput, ReduceShape, ReduceSpec, ResultType, Runtime, SpecError,
 };
 
 /// Poisoned elements around every buffer: before an input's view (misaligned
@@ -31,6 +32,9 @@ enum Dev {
     F32(CudaSlice<f32>),
     BF16(CudaSlice<bf16>),
     F16(CudaSlice<f16>),
+    E4M3(CudaSlice<Fp8E4M3>),
+    E5M2(CudaSlice<Fp8E5M2>),
+    I8(CudaSlice<i8>),
 }
 
 fn padded<T: Copy>(v: &[T], offset: usize, pad: T) -> Vec<T> {
@@ -41,12 +45,20 @@ fn padded<T: Copy>(v: &[T], offset: usize, pad: T) -> Vec<T> {
 }
 
 impl Dev {
-    /// Poison is NaN: a kernel that reads past its range turns a sum into NaN.
+    /// Poison is NaN: a kernel that reads past its range turns a sum into NaN
+    /// (i8: -128, which moves every sum and the minimum).
     fn upload(s: &Arc<CudaStream>, host: &HostBuffer, offset: usize) -> Dev {
         match host {
             HostBuffer::F32(v) => Dev::F32(s.clone_htod(&padded(v, offset, f32::NAN)).unwrap()),
             HostBuffer::BF16(v) => Dev::BF16(s.clone_htod(&padded(v, offset, bf16::NAN)).unwrap()),
             HostBuffer::F16(v) => Dev::F16(s.clone_htod(&padded(v, offset, f16::NAN)).unwrap()),
+            HostBuffer::E4M3(v) => {
+                Dev::E4M3(s.clone_htod(&padded(v, offset, Fp8E4M3(0x7f))).unwrap())
+            }
+            HostBuffer::E5M2(v) => {
+                Dev::E5M2(s.clone_htod(&padded(v, offset, Fp8E5M2(0x7f))).unwrap())
+            }
+            HostBuffer::I8(v) => Dev::I8(s.clone_htod(&padded(v, offset, i8::MIN)).unwrap()),
         }
     }
 
@@ -55,6 +67,9 @@ impl Dev {
             Dev::F32(b) => Box::new(b.slice(offset..offset + n)),
             Dev::BF16(b) => Box::new(b.slice(offset..offset + n)),
             Dev::F16(b) => Box::new(b.slice(offset..offset + n)),
+            Dev::E4M3(b) => Box::new(b.slice(offset..offset + n)),
+            Dev::E5M2(b) => Box::new(b.slice(offset..offset + n)),
+            Dev::I8(b) => Box::new(b.slice(offset..offset + n)),
         }
     }
 }
@@ -126,6 +141,23 @@ enum Values {
 }
 
 fn host_input(rng: &mut common::Rng, dtype: DType, n: usize, values: Values) -> HostBuffer {
+    // The 1-byte types whatever `values` asks: i8 uniform over -128..=127; fp8
+    // random signs and mantissas over 2^-8..2^8 (inside both formats' normal
+    // range, so sums cancel and round).
+    if dtype.info().integer {
+        return HostBuffer::I8((0..n).map(|_| (rng.next_u64() >> 56) as u8 as i8).collect());
+    }
+    if dtype.info().bytes == 1 {
+        let v: Vec<f32> = (0..n)
+            .map(|_| {
+                let r = rng.next_u64();
+                let sign = if r & 1 == 0 { 1.0 } else { -1.0 };
+                let exp = ((r >> 8) % 17) as i32 - 8;
+                sign * (1.0 + (r >> 40) as f32 / (1u64 << 24) as f32) * 2f32.powi(exp)
+            })
+            .collect();
+        return HostBuffer::from_fn(dtype, n, |i| v[i]);
+    }
     let v = match values {
         Values::Wide => rng.values(n),
         Values::Unit => (0..n)
@@ -155,7 +187,7 @@ fn run(
     runs: usize,
 ) -> Vec<Got> {
     let s = rt.stream();
-    let ty = if kernel.spec().op.info().index {
+    let ty = if kernel.spec().result_i64() {
         ResultType::I64
     } else {
         ResultType::F32
@@ -238,6 +270,10 @@ fn full_every_op_dtype_and_accumulator_at_odd_sizes() {
     };
     let mut rng = common::Rng::fresh("full_every_op_dtype_and_accumulator_at_odd_sizes");
     for spec in ReduceSpec::matrix(ReduceAxis::All) {
+        // fp8 needs sm_89+ (fp8_is_refused_before_sm89 checks the refusal).
+        if spec.min_arch() > rt.device().arch {
+            continue;
+        }
         for &n in FULL_SIZES {
             // f16 partial sums overflow past 65504 (lossy by design): the sum of
             // squares of 2^20 unit values would.
@@ -570,6 +606,9 @@ fn rows_and_cols_every_op_on_small_and_strided_shapes() {
     ];
     for axis in [ReduceAxis::Rows, ReduceAxis::Cols] {
         for spec in ReduceSpec::matrix(axis) {
+            if spec.min_arch() > rt.device().arch {
+                continue;
+            }
             for &(m, offset) in &shapes {
                 let hosts = matrix_inputs(&mut rng, &spec, m);
                 check_matrix(&rt, &spec, &hosts, m, offset);
@@ -665,4 +704,231 @@ fn bad_calls_fail_and_leave_the_kernel_usable() {
         rt.reduce(&spec.for_cluster()),
         Err(Error::Spec(_))
     ));
+}
+
+/// The fp8 and i8 inputs: every op (the i64 accumulator for i8's integer ops).
+fn byte_specs(axis: ReduceAxis) -> Vec<ReduceSpec> {
+    let mut out = Vec::new();
+    for input in [DType::E4M3, DType::E5M2, DType::I8] {
+        for &op in ReduceOp::ALL {
+            out.push(ReduceSpec {
+                axis,
+                op,
+                input,
+                accum: ReduceSpec::default_accum(op, input),
+                ..ReduceSpec::default()
+            });
+        }
+    }
+    out
+}
+
+/// Skips (with a note) what this GPU cannot run: fp8 before sm_89.
+fn runs_here(rt: &Runtime, spec: &ReduceSpec) -> bool {
+    let ok = spec.min_arch() <= rt.device().arch;
+    if !ok {
+        eprintln!("skipping {} on {}", spec.name(), rt.device().arch);
+    }
+    ok
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_and_i8_full_every_op_at_odd_sizes() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let mut rng = common::Rng::fresh("fp8_and_i8_full_every_op_at_odd_sizes");
+    for spec in byte_specs(ReduceAxis::All) {
+        if !runs_here(&rt, &spec) {
+            continue;
+        }
+        for n in [1, 33, 1025, (1 << 20) + 1] {
+            let hosts = inputs_for(&mut rng, &spec, n);
+            check_full(&rt, &spec, &hosts, 0, 2);
+            // Starts off the 4-byte pack boundary (dot: both alike).
+            for offset in [1, 3] {
+                if n > 1 {
+                    check_full(&rt, &spec, &hosts, offset, 1);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_and_i8_rows_and_cols_incl_strided_views() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let mut rng = common::Rng::fresh("fp8_and_i8_rows_and_cols_incl_strided_views");
+    let m = |rows, cols, ld| Matrix { rows, cols, ld };
+    // (shape, view offset): one element; warp-per-row and block-per-row rows;
+    // strided views (ld > cols, ld not a multiple of the 16-byte vector of 16
+    // one-byte columns); a view one byte in (element loads); tall for column
+    // splits; cols not a multiple of 16 beside vector threads.
+    let shapes = [
+        (m(1, 1, 1), 0),
+        (m(7, 1000, 1000), 1),
+        (m(33, 1025, 1031), 0),
+        (m(5, 3, 7), 3),
+        (m(20_000, 45, 47), 0),
+        (m(4099, 1003, 1024), 0),
+        (m(300, 520, 528), 0),
+        (m(3, 32, 32), 0),
+        (m(2000, 64, 64), 1),
+    ];
+    for axis in [ReduceAxis::Rows, ReduceAxis::Cols] {
+        for spec in byte_specs(axis) {
+            if !runs_here(&rt, &spec) {
+                continue;
+            }
+            for &(mat, offset) in &shapes {
+                let hosts = matrix_inputs(&mut rng, &spec, mat);
+                check_matrix(&rt, &spec, &hosts, mat, offset);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_nan_and_inf_follow_pytorch() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    if rt.device().arch < Arch::SM89 {
+        eprintln!("skipping: fp8 needs sm_89+");
+        return;
+    }
+    let n = 5000;
+    // e4m3 has no infinity: its only special value is NaN (S.1111.111), and
+    // the largest finite, 448, stands in for it. e5m2 has +-inf and NaNs.
+    // (input, what, planted codes at indices)
+    type Case = (DType, &'static str, Vec<(usize, u8)>);
+    let cases: Vec<Case> = vec![
+        (DType::E4M3, "one NaN", vec![(3001, 0x7f)]),
+        (
+            DType::E4M3,
+            "two NaNs (one negative)",
+            vec![(4000, 0x7f), (17, 0xff)],
+        ),
+        (DType::E4M3, "+-448", vec![(10, 0x7e), (4999, 0xfe)]),
+        (DType::E5M2, "one NaN", vec![(3001, 0x7f)]),
+        (DType::E5M2, "two NaNs", vec![(4000, 0x7d), (17, 0xfe)]),
+        (DType::E5M2, "+inf", vec![(2500, 0x7c)]),
+        (DType::E5M2, "+inf and -inf", vec![(10, 0x7c), (4999, 0xfc)]),
+        (DType::E5M2, "-inf", vec![(0, 0xfc)]),
+        (DType::E5M2, "NaN and inf", vec![(100, 0x7c), (200, 0x7f)]),
+    ];
+    let m = Matrix {
+        rows: 50,
+        cols: 100,
+        ld: 100,
+    };
+    for (input, what, planted) in &cases {
+        let base = HostBuffer::from_fn(*input, n, |i| (((i * 37) % 101) as f32 - 50.0) / 8.0);
+        let code = |i: usize| {
+            planted
+                .iter()
+                .find(|(at, _)| *at == i)
+                .map(|(_, c)| *c)
+                .unwrap_or(base.bits(i) as u8)
+        };
+        let host = match input {
+            DType::E4M3 => HostBuffer::E4M3((0..n).map(|i| Fp8E4M3(code(i))).collect()),
+            _ => HostBuffer::E5M2((0..n).map(|i| Fp8E5M2(code(i))).collect()),
+        };
+        for &op in ReduceOp::ALL.iter().filter(|o| o.info().inputs == 1) {
+            for axis in [ReduceAxis::All, ReduceAxis::Rows, ReduceAxis::Cols] {
+                let spec = ReduceSpec {
+                    axis,
+                    op,
+                    input: *input,
+                    ..ReduceSpec::default()
+                };
+                eprintln!("{what}: {}", spec.name());
+                if axis == ReduceAxis::All {
+                    check_full(&rt, &spec, std::slice::from_ref(&host), 0, 1);
+                } else {
+                    check_matrix(&rt, &spec, std::slice::from_ref(&host), m, 0);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn i8_sums_past_the_i32_range_are_exact() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    // 2^28 elements of 127 (and of -128): sums of +-2^35, sums of squares past
+    // 2^41, exact to the last unit; a planted minimum past the middle.
+    let n = 1usize << 28;
+    for fill in [127i8, -128] {
+        let mut v = vec![fill; n];
+        v[n / 2 + 7] = if fill > 0 { -3 } else { 5 };
+        let host = HostBuffer::I8(v);
+        for op in [
+            ReduceOp::Sum,
+            ReduceOp::SumSq,
+            ReduceOp::Mean,
+            ReduceOp::VarPop,
+            ReduceOp::VarSamp,
+            ReduceOp::Min,
+            ReduceOp::ArgMin,
+            ReduceOp::ArgMax,
+        ] {
+            let spec = ReduceSpec {
+                op,
+                input: DType::I8,
+                accum: ReduceSpec::default_accum(op, DType::I8),
+                ..ReduceSpec::default()
+            };
+            check_full(&rt, &spec, std::slice::from_ref(&host), 0, 2);
+        }
+        let dot = ReduceSpec {
+            op: ReduceOp::Dot,
+            input: DType::I8,
+            accum: DType::I64,
+            ..ReduceSpec::default()
+        };
+        check_full(&rt, &dot, &[host.clone(), host], 0, 1);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_is_refused_before_sm89_and_i8_results_are_i64() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let s = rt.stream();
+    let e4m3: ReduceSpec = "reduce_all_sum_e4m3_f32".parse().unwrap();
+    match rt.reduce(&e4m3) {
+        Ok(_) => assert!(rt.device().arch >= Arch::SM89),
+        Err(Error::Spec(SpecError::Unsupported { needs, .. })) => {
+            assert!(rt.device().arch < Arch::SM89);
+            assert_eq!(needs, Arch::SM89);
+        }
+        Err(e) => panic!("{e}"),
+    }
+    // An i8 sum writes i64: an f32 output is refused, naming the rule.
+    let sum: ReduceSpec = "reduce_all_sum_i8_i64".parse().unwrap();
+    let kernel = rt.reduce(&sum).unwrap();
+    let x = s.clone_htod(&vec![-7i8; 1001]).unwrap();
+    let mut wrong = s.alloc_zeros::<f32>(1).unwrap();
+    let err = kernel.launch(s, &[&x], &mut wrong).unwrap_err();
+    assert!(err.to_string().contains("sum writes i64"), "{err}");
+    let mut out = s.alloc_zeros::<i64>(1).unwrap();
+    kernel.launch(s, &[&x], &mut out).unwrap();
+    assert_eq!(s.clone_dtoh(&out).unwrap(), vec![-7007]);
+    // An i8 buffer given to an f32 kernel is refused.
+    let f32_sum = rt.reduce(&ReduceSpec::default()).unwrap();
+    let mut o = s.alloc_zeros::<f32>(1).unwrap();
+    let err = f32_sum.launch(s, &[&x], &mut o).unwrap_err();
+    assert!(err.to_string().contains("src0: i8"), "{err}");
 }

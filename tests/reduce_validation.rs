@@ -56,6 +56,63 @@ fn invalid_spec_rows() -> Vec<Row> {
             expect: &["varsamp accumulates in f32 only"],
         },
         Row {
+            what: "an i8 sum in floats",
+            mutate: |s| s.input = DType::I8,
+            field: "accum",
+            expect: &[
+                "invalid accum = f32",
+                "sum of i8 inputs accumulates exactly in integers",
+                "one of: i64",
+            ],
+        },
+        Row {
+            what: "an i8 dot in its own type",
+            mutate: |s| {
+                s.op = ReduceOp::Dot;
+                s.input = DType::I8;
+                s.accum = DType::I8;
+            },
+            field: "accum",
+            expect: &[
+                "invalid accum = i8",
+                "accumulator must be one of: f32, bf16, f16, i64",
+            ],
+        },
+        Row {
+            what: "an i8 argmax in i64",
+            mutate: |s| {
+                s.op = ReduceOp::ArgMax;
+                s.input = DType::I8;
+                s.accum = DType::I64;
+            },
+            field: "accum",
+            expect: &["invalid accum = i64", "argmax of i8 accumulates in f32"],
+        },
+        Row {
+            what: "an fp8 sum in i64",
+            mutate: |s| {
+                s.input = DType::E5M2;
+                s.accum = DType::I64;
+            },
+            field: "accum",
+            expect: &["invalid accum = i64", "integer inputs (i8)"],
+        },
+        Row {
+            what: "an fp8 sum in fp8",
+            mutate: |s| {
+                s.input = DType::E4M3;
+                s.accum = DType::E4M3;
+            },
+            field: "accum",
+            expect: &["invalid accum = e4m3"],
+        },
+        Row {
+            what: "an i64 input",
+            mutate: |s| s.input = DType::I64,
+            field: "input",
+            expect: &["invalid input = i64", "f32, bf16, f16, e4m3, e5m2, i8"],
+        },
+        Row {
             what: "warp per row on a full reduction",
             mutate: |s| s.warp_per_row = true,
             field: "warp_per_row",
@@ -168,6 +225,71 @@ fn arch_gates_fail_before_nvrtc() {
     // The cluster twin: thread-block clusters are sm_90.
     let cluster = sum.for_cluster();
     assert!(cluster.check_arch(Arch::SM80).is_err() && cluster.check_arch(Arch::SM90).is_ok());
+}
+
+#[test]
+fn fp8_on_sm80_is_refused_before_nvrtc_naming_the_arch_and_the_rule() {
+    // cvt.rn.f16x2.e4m3x2 / e5m2x2 are sm_89+; the JIT refuses before NVRTC
+    // (none needs to be installed for this test).
+    let jit = redjit::Jit::new(Arch::SM80, redjit::CompileCache::in_memory());
+    for axis in [ReduceAxis::All, ReduceAxis::Rows, ReduceAxis::Cols] {
+        for input in [DType::E4M3, DType::E5M2] {
+            let spec = ReduceSpec {
+                axis,
+                input,
+                ..ReduceSpec::default()
+            };
+            let err = jit.compile(&spec).unwrap_err();
+            let Error::Spec(SpecError::Unsupported { what, arch, needs }) = &err else {
+                panic!("{}: {err}", spec.name());
+            };
+            assert_eq!((*arch, *needs), (Arch::SM80, Arch::SM89), "{err}");
+            assert!(what.contains(&spec.name()), "{err}");
+            let msg = err.to_string();
+            assert!(
+                msg.contains(&format!("its {input} input's PTX conversions"))
+                    && msg.contains("is not supported on sm_80: it needs sm_89 or newer"),
+                "{msg}"
+            );
+        }
+    }
+    // i8 has no such rule.
+    let i8_sum: ReduceSpec = "reduce_all_sum_i8_i64".parse().unwrap();
+    assert!(i8_sum.check_arch(Arch::SM80).is_ok());
+}
+
+#[test]
+fn integer_results_are_i64_and_the_launcher_checks_them() {
+    let m = Some(Matrix {
+        rows: 3,
+        cols: 10,
+        ld: 10,
+    });
+    let sum: ReduceSpec = "reduce_rows_sum_i8_i64".parse().unwrap();
+    assert!(check_reduce_call(&sum, &[(DType::I8, 30)], m, (ResultType::I64, 3)).is_ok());
+    let e = check_reduce_call(&sum, &[(DType::I8, 30)], m, (ResultType::F32, 3))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("sum writes i64"), "{e}");
+    let e = check_reduce_call(&sum, &[(DType::E4M3, 30)], m, (ResultType::I64, 3))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("src0: e4m3") && e.contains("this kernel reads i8"),
+        "{e}"
+    );
+    let mean: ReduceSpec = "reduce_rows_mean_i8_i64".parse().unwrap();
+    assert!(check_reduce_call(&mean, &[(DType::I8, 30)], m, (ResultType::F32, 3)).is_ok());
+    let dot: ReduceSpec = "reduce_all_dot_i8_i64".parse().unwrap();
+    assert!(
+        check_reduce_call(
+            &dot,
+            &[(DType::I8, 9), (DType::I8, 9)],
+            None,
+            (ResultType::I64, 1)
+        )
+        .is_ok()
+    );
 }
 
 fn call_err(

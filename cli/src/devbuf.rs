@@ -5,7 +5,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, ValidAsZeroBits};
 use half::{bf16, f16};
 use redjit_codegen::DType;
-use redjit_runtime::{KernelInput, KernelOutput};
+use redjit_runtime::{Fp8E4M3, Fp8E5M2, KernelInput, KernelOutput};
 
 use crate::error::{CliResult, DriverContext};
 
@@ -17,6 +17,9 @@ pub enum DevBuf {
     F32(CudaSlice<f32>),
     BF16(CudaSlice<bf16>),
     F16(CudaSlice<f16>),
+    E4M3(CudaSlice<Fp8E4M3>),
+    E5M2(CudaSlice<Fp8E5M2>),
+    I8(CudaSlice<i8>),
 }
 
 /// A typed view of `n` elements at an offset, as one Sized type.
@@ -24,6 +27,9 @@ pub enum DevView<'a> {
     F32(CudaView<'a, f32>),
     BF16(CudaView<'a, bf16>),
     F16(CudaView<'a, f16>),
+    E4M3(CudaView<'a, Fp8E4M3>),
+    E5M2(CudaView<'a, Fp8E5M2>),
+    I8(CudaView<'a, i8>),
 }
 
 /// A typed mutable view of `n` elements at an offset, as one Sized type.
@@ -31,6 +37,9 @@ pub enum DevViewMut<'a> {
     F32(CudaViewMut<'a, f32>),
     BF16(CudaViewMut<'a, bf16>),
     F16(CudaViewMut<'a, f16>),
+    E4M3(CudaViewMut<'a, Fp8E4M3>),
+    E5M2(CudaViewMut<'a, Fp8E5M2>),
+    I8(CudaViewMut<'a, i8>),
 }
 
 impl DevView<'_> {
@@ -39,6 +48,9 @@ impl DevView<'_> {
             DevView::F32(s) => s,
             DevView::BF16(s) => s,
             DevView::F16(s) => s,
+            DevView::E4M3(s) => s,
+            DevView::E5M2(s) => s,
+            DevView::I8(s) => s,
         }
     }
 }
@@ -49,6 +61,9 @@ impl DevViewMut<'_> {
             DevViewMut::F32(s) => s,
             DevViewMut::BF16(s) => s,
             DevViewMut::F16(s) => s,
+            DevViewMut::E4M3(s) => s,
+            DevViewMut::E5M2(s) => s,
+            DevViewMut::I8(s) => s,
         }
     }
 }
@@ -60,6 +75,9 @@ impl DevBuf {
             DevBuf::F32(s) => DevView::F32(s.slice(offset..offset + n)),
             DevBuf::BF16(s) => DevView::BF16(s.slice(offset..offset + n)),
             DevBuf::F16(s) => DevView::F16(s.slice(offset..offset + n)),
+            DevBuf::E4M3(s) => DevView::E4M3(s.slice(offset..offset + n)),
+            DevBuf::E5M2(s) => DevView::E5M2(s.slice(offset..offset + n)),
+            DevBuf::I8(s) => DevView::I8(s.slice(offset..offset + n)),
         }
     }
 
@@ -68,6 +86,9 @@ impl DevBuf {
             DevBuf::F32(s) => DevViewMut::F32(s.slice_mut(offset..offset + n)),
             DevBuf::BF16(s) => DevViewMut::BF16(s.slice_mut(offset..offset + n)),
             DevBuf::F16(s) => DevViewMut::F16(s.slice_mut(offset..offset + n)),
+            DevBuf::E4M3(s) => DevViewMut::E4M3(s.slice_mut(offset..offset + n)),
+            DevBuf::E5M2(s) => DevViewMut::E5M2(s.slice_mut(offset..offset + n)),
+            DevBuf::I8(s) => DevViewMut::I8(s.slice_mut(offset..offset + n)),
         }
     }
 }
@@ -79,6 +100,11 @@ pub struct Filler {
     f32: CudaSlice<f32>,
     bf16: CudaSlice<bf16>,
     f16: CudaSlice<f16>,
+    e4m3: CudaSlice<Fp8E4M3>,
+    e5m2: CudaSlice<Fp8E5M2>,
+    /// The block scaled by 100 and rounded: i8 values in ±[50, 150) clamped to
+    /// 127, never zero.
+    i8: CudaSlice<i8>,
 }
 
 impl Filler {
@@ -94,6 +120,30 @@ impl Filler {
             f16: stream
                 .clone_htod(&host.iter().map(|&v| f16::from_f32(v)).collect::<Vec<_>>())
                 .during(|| upload("f16"))?,
+            e4m3: stream
+                .clone_htod(
+                    &host
+                        .iter()
+                        .map(|&v| Fp8E4M3::from_f32(v))
+                        .collect::<Vec<_>>(),
+                )
+                .during(|| upload("e4m3"))?,
+            e5m2: stream
+                .clone_htod(
+                    &host
+                        .iter()
+                        .map(|&v| Fp8E5M2::from_f32(v))
+                        .collect::<Vec<_>>(),
+                )
+                .during(|| upload("e5m2"))?,
+            i8: stream
+                .clone_htod(
+                    &host
+                        .iter()
+                        .map(|&v| (v * 100.0).round() as i8)
+                        .collect::<Vec<_>>(),
+                )
+                .during(|| upload("i8"))?,
         })
     }
 
@@ -103,6 +153,14 @@ impl Filler {
             DType::F32 => DevBuf::F32(self.filled(&self.f32, n)?),
             DType::BF16 => DevBuf::BF16(self.filled(&self.bf16, n)?),
             DType::F16 => DevBuf::F16(self.filled(&self.f16, n)?),
+            DType::E4M3 => DevBuf::E4M3(self.filled(&self.e4m3, n)?),
+            DType::E5M2 => DevBuf::E5M2(self.filled(&self.e5m2, n)?),
+            DType::I8 => DevBuf::I8(self.filled(&self.i8, n)?),
+            DType::I64 => {
+                return Err(crate::error::CliError::usage(
+                    "i64 is a reduction's accumulator, not a buffer's element type",
+                ));
+            }
         })
     }
 

@@ -98,6 +98,9 @@ impl Arch {
     /// Ampere (A100): the oldest target of the bf16/f16 conversions and of
     /// `min.NaN` / `max.NaN`.
     pub const SM80: Arch = Arch(80);
+    /// Ada (L4, L40): the oldest target of the fp8 conversions
+    /// (`cvt.rn.f16x2.e4m3x2`, `cvt.rn.f16x2.e5m2x2`).
+    pub const SM89: Arch = Arch(89);
     /// Hopper (H100, H200).
     pub const SM90: Arch = Arch(90);
 
@@ -137,7 +140,7 @@ impl FromStr for Arch {
 /// Facts about one element type.
 #[derive(Debug)]
 pub struct DTypeInfo {
-    /// Short name in kernel names and flags (`f32`, `bf16`, `f16`).
+    /// Short name in kernel names and flags (`f32`, `bf16`, `f16`, `e4m3`, ...).
     pub slug: &'static str,
     /// Size of one element.
     pub bytes: u32,
@@ -149,29 +152,78 @@ pub struct DTypeInfo {
     pub transport: bool,
     /// Oldest GPU whose PTX has the conversions this dtype uses.
     pub min_arch: Arch,
-    /// Prelude file with this dtype's loads, stores and conversions; every such
-    /// file defines the same functions (`rj_ld1_<slug>`, `rj_ld4_<slug>`,
-    /// `rj_st1_<slug>`, `rj_st4_<slug>`).
+    /// Prelude file with this dtype's device code: for an element type its
+    /// struct `rj_dtype_<slug>` (loads and widening, and for `store` types the
+    /// stores; see the end of `prelude/packs.cuh`); for the integer
+    /// accumulator its accumulation policy and functors.
     pub prelude: &'static str,
+    /// Prelude files `prelude` builds on that not every family includes (the
+    /// byte loads of the 1-byte types), in order, before it.
+    pub needs: &'static [&'static str],
     /// May be the input of a `reduce` kernel.
     pub reduce_input: bool,
-    /// The accumulation policy in `prelude/reduce.cuh` when this dtype may be a
-    /// `reduce` kernel's accumulator (the 16-bit ones are lossy: every add is
-    /// rounded to the type).
+    /// The accumulation policy when this dtype may be a `reduce` kernel's
+    /// accumulator: in `prelude/reduce.cuh` for the float ones (the 16-bit ones
+    /// are lossy: every add is rounded to the type), in `prelude/reduce_int.cuh`
+    /// for i64 (exact).
     pub reduce_accum: Option<&'static str>,
+    /// Its dtype file stores as well as loads (`st1`, `pack4`, `pack4_sr`): it
+    /// may be a buffer type of the families that write or move elements
+    /// (reduce_copy, norm, all_reduce). The load-only types (fp8, i8) are
+    /// `reduce` inputs only, and those families refuse them.
+    pub store: bool,
+    /// Holds integers: a `reduce` kernel accumulates it exactly (in i64) for
+    /// every op that has an integer form (`ReduceOpInfo::int_functor`).
+    pub integer: bool,
 }
 
 registry_enum! {
     /// An element type.
     DType: DTypeInfo, what = "dtype" {
         /// IEEE single precision: the accumulator.
-        F32 => DTypeInfo { slug: "f32", bytes: 4, c_type: "float", accum: true, transport: false, min_arch: Arch(50), prelude: "prelude/dtype_f32.cuh", reduce_input: true, reduce_accum: Some("rj_acc_f32") },
+        F32 => DTypeInfo { slug: "f32", bytes: 4, c_type: "float", accum: true, transport: false, min_arch: Arch(50), prelude: "prelude/dtype_f32.cuh", needs: &[], reduce_input: true, reduce_accum: Some("rj_acc_f32"), store: true, integer: false },
         /// bfloat16 (8 exponent bits, 7 mantissa bits): a transport type.
         // cvt.rn.bf16x2.f32 is sm_80+.
-        BF16 => DTypeInfo { slug: "bf16", bytes: 2, c_type: "rj_bf16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_bf16.cuh", reduce_input: true, reduce_accum: Some("rj_acc_bf16") },
+        BF16 => DTypeInfo { slug: "bf16", bytes: 2, c_type: "rj_bf16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_bf16.cuh", needs: &[], reduce_input: true, reduce_accum: Some("rj_acc_bf16"), store: true, integer: false },
         /// IEEE half precision: a transport type.
         // cvt.rn.f16x2.f32 is sm_80+.
-        F16 => DTypeInfo { slug: "f16", bytes: 2, c_type: "rj_f16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_f16.cuh", reduce_input: true, reduce_accum: Some("rj_acc_f16") },
+        F16 => DTypeInfo { slug: "f16", bytes: 2, c_type: "rj_f16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_f16.cuh", needs: &[], reduce_input: true, reduce_accum: Some("rj_acc_f16"), store: true, integer: false },
+        /// OCP FP8 E4M3 (bias 7, no infinities, NaN = S.1111.111, largest 448):
+        /// a `reduce` input, widened exactly through f16.
+        // cvt.rn.f16x2.e4m3x2 is sm_89+ (Ada, Hopper).
+        E4M3 => DTypeInfo { slug: "e4m3", bytes: 1, c_type: "rj_u8", accum: false, transport: false, min_arch: Arch::SM89, prelude: "prelude/dtype_e4m3.cuh", needs: &["prelude/packs8.cuh"], reduce_input: true, reduce_accum: None, store: false, integer: false },
+        /// OCP FP8 E5M2 (bias 15, IEEE-like with infinities and NaNs, largest
+        /// 57344): a `reduce` input, widened exactly through f16.
+        // cvt.rn.f16x2.e5m2x2 is sm_89+.
+        E5M2 => DTypeInfo { slug: "e5m2", bytes: 1, c_type: "rj_u8", accum: false, transport: false, min_arch: Arch::SM89, prelude: "prelude/dtype_e5m2.cuh", needs: &["prelude/packs8.cuh"], reduce_input: true, reduce_accum: None, store: false, integer: false },
+        /// Signed 8-bit integers: a `reduce` input, summed exactly in integers.
+        I8 => DTypeInfo { slug: "i8", bytes: 1, c_type: "signed char", accum: false, transport: false, min_arch: Arch(50), prelude: "prelude/dtype_i8.cuh", needs: &["prelude/packs8.cuh"], reduce_input: true, reduce_accum: None, store: false, integer: true },
+        /// Signed 64-bit integers: the exact accumulator of integer inputs (32-bit
+        /// sums within a thread's group of elements, 64-bit across groups,
+        /// threads and blocks) and the type of their integer results.
+        I64 => DTypeInfo { slug: "i64", bytes: 8, c_type: "rj_i64", accum: false, transport: false, min_arch: Arch(50), prelude: "prelude/reduce_int.cuh", needs: &[], reduce_input: false, reduce_accum: Some("rj_acc_i64"), store: false, integer: true },
+    }
+}
+
+impl DType {
+    /// The element types with loads and stores (`DTypeInfo::store`): the ones
+    /// reduce_copy, norm and all_reduce take, in table order.
+    ///
+    /// ```
+    /// use redjit_codegen::DType;
+    ///
+    /// assert_eq!(DType::stores().collect::<Vec<_>>(), [DType::F32, DType::BF16, DType::F16]);
+    /// ```
+    pub fn stores() -> impl Iterator<Item = DType> + Clone {
+        DType::ALL.iter().copied().filter(|d| d.info().store)
+    }
+
+    /// The slugs of `stores()`, for error messages.
+    pub fn store_types() -> String {
+        DType::stores()
+            .map(|d| d.slug())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -235,33 +287,41 @@ pub struct ReduceOpInfo {
     pub lossy_accum: bool,
     /// Oldest GPU with the op's PTX.
     pub min_arch: Arch,
+    /// The functor template in `prelude/reduce_int.cuh` that accumulates
+    /// integer inputs exactly in the i64 accumulator; `None`: integer inputs
+    /// go through the float functor (max, min, argmax, argmin are exact there,
+    /// logsumexp is float math), accumulated in f32.
+    pub int_functor: Option<&'static str>,
+    /// With the i64 accumulator, the result is the exact integer (i64), not an
+    /// f32 value (sum, sum of squares, dot; mean and the variances are f32).
+    pub int_result: bool,
 }
 
 registry_enum! {
     /// A reduction (issue 5): what a `reduce` kernel computes over each range.
     ReduceOp: ReduceOpInfo, what = "reduction" {
         /// NaN if any element is NaN.
-        Sum => ReduceOpInfo { slug: "sum", functor: "rj_red_sum", inputs: 1, index: false, lossy_accum: true, min_arch: Arch(70) },
+        Sum => ReduceOpInfo { slug: "sum", functor: "rj_red_sum", inputs: 1, index: false, lossy_accum: true, min_arch: Arch(70), int_functor: Some("rj_red_isum"), int_result: true },
         /// The sum divided by the element count.
-        Mean => ReduceOpInfo { slug: "mean", functor: "rj_red_mean", inputs: 1, index: false, lossy_accum: true, min_arch: Arch(70) },
+        Mean => ReduceOpInfo { slug: "mean", functor: "rj_red_mean", inputs: 1, index: false, lossy_accum: true, min_arch: Arch(70), int_functor: Some("rj_red_imean"), int_result: false },
         /// NaN if any element is NaN (PTX max.NaN is sm_80+).
-        Max => ReduceOpInfo { slug: "max", functor: "rj_red_max", inputs: 1, index: false, lossy_accum: false, min_arch: Arch::SM80 },
+        Max => ReduceOpInfo { slug: "max", functor: "rj_red_max", inputs: 1, index: false, lossy_accum: false, min_arch: Arch::SM80 , int_functor: None, int_result: false },
         /// NaN if any element is NaN (PTX min.NaN is sm_80+).
-        Min => ReduceOpInfo { slug: "min", functor: "rj_red_min", inputs: 1, index: false, lossy_accum: false, min_arch: Arch::SM80 },
+        Min => ReduceOpInfo { slug: "min", functor: "rj_red_min", inputs: 1, index: false, lossy_accum: false, min_arch: Arch::SM80 , int_functor: None, int_result: false },
         /// Population variance, sum((x - mean)^2) / n (Welford, Chan's merge).
-        VarPop => ReduceOpInfo { slug: "varpop", functor: "rj_red_varpop", inputs: 1, index: false, lossy_accum: false, min_arch: Arch(70) },
+        VarPop => ReduceOpInfo { slug: "varpop", functor: "rj_red_varpop", inputs: 1, index: false, lossy_accum: false, min_arch: Arch(70), int_functor: Some("rj_red_ivarpop"), int_result: false },
         /// Sample variance, sum((x - mean)^2) / (n - 1); NaN for one element.
-        VarSamp => ReduceOpInfo { slug: "varsamp", functor: "rj_red_varsamp", inputs: 1, index: false, lossy_accum: false, min_arch: Arch(70) },
+        VarSamp => ReduceOpInfo { slug: "varsamp", functor: "rj_red_varsamp", inputs: 1, index: false, lossy_accum: false, min_arch: Arch(70), int_functor: Some("rj_red_ivarsamp"), int_result: false },
         /// Index of the largest element; ties and NaNs: the lowest index, a NaN first.
-        ArgMax => ReduceOpInfo { slug: "argmax", functor: "rj_red_argmax", inputs: 1, index: true, lossy_accum: false, min_arch: Arch(70) },
+        ArgMax => ReduceOpInfo { slug: "argmax", functor: "rj_red_argmax", inputs: 1, index: true, lossy_accum: false, min_arch: Arch(70), int_functor: None, int_result: false },
         /// Index of the smallest element; ties and NaNs as argmax.
-        ArgMin => ReduceOpInfo { slug: "argmin", functor: "rj_red_argmin", inputs: 1, index: true, lossy_accum: false, min_arch: Arch(70) },
+        ArgMin => ReduceOpInfo { slug: "argmin", functor: "rj_red_argmin", inputs: 1, index: true, lossy_accum: false, min_arch: Arch(70), int_functor: None, int_result: false },
         /// sum(x * y) of two inputs.
-        Dot => ReduceOpInfo { slug: "dot", functor: "rj_red_dot", inputs: 2, index: false, lossy_accum: true, min_arch: Arch(70) },
+        Dot => ReduceOpInfo { slug: "dot", functor: "rj_red_dot", inputs: 2, index: false, lossy_accum: true, min_arch: Arch(70), int_functor: Some("rj_red_idot"), int_result: true },
         /// sum(x * x).
-        SumSq => ReduceOpInfo { slug: "sumsq", functor: "rj_red_sumsq", inputs: 1, index: false, lossy_accum: true, min_arch: Arch(70) },
+        SumSq => ReduceOpInfo { slug: "sumsq", functor: "rj_red_sumsq", inputs: 1, index: false, lossy_accum: true, min_arch: Arch(70), int_functor: Some("rj_red_isumsq"), int_result: true },
         /// log(sum(exp(x))), through the online-softmax (max, scaled sum) merge.
-        LogSumExp => ReduceOpInfo { slug: "lse", functor: "rj_red_lse", inputs: 1, index: false, lossy_accum: false, min_arch: Arch::SM80 },
+        LogSumExp => ReduceOpInfo { slug: "lse", functor: "rj_red_lse", inputs: 1, index: false, lossy_accum: false, min_arch: Arch::SM80 , int_functor: None, int_result: false },
     }
 }
 

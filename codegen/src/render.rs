@@ -90,6 +90,26 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/prelude/nms.cuh"),
     ),
     ("nms.cu", include_str!("../../templates/nms.cu")),
+    (
+        "prelude/packs8.cuh",
+        include_str!("../../templates/prelude/packs8.cuh"),
+    ),
+    (
+        "prelude/dtype_e4m3.cuh",
+        include_str!("../../templates/prelude/dtype_e4m3.cuh"),
+    ),
+    (
+        "prelude/dtype_e5m2.cuh",
+        include_str!("../../templates/prelude/dtype_e5m2.cuh"),
+    ),
+    (
+        "prelude/dtype_i8.cuh",
+        include_str!("../../templates/prelude/dtype_i8.cuh"),
+    ),
+    (
+        "prelude/reduce_int.cuh",
+        include_str!("../../templates/prelude/reduce_int.cuh"),
+    ),
 ];
 
 fn engine() -> Result<&'static tera::Tera, SpecError> {
@@ -185,6 +205,9 @@ mod tests {
         }
         for d in DType::ALL {
             assert!(has(d.info().prelude), "{}", d.info().prelude);
+            for p in d.info().needs {
+                assert!(has(p), "{p}");
+            }
         }
     }
 

@@ -79,15 +79,18 @@ impl Matrix {
 /// The element type of a reduction's result buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResultType {
-    /// Values (sum, mean, max, var, ...), whatever the input and accumulator.
+    /// Values (sum, mean, max, var, ...), whatever the input and accumulator,
+    /// but for the exact integer results below.
     F32,
-    /// Element indices (argmax, argmin), as PyTorch's int64.
+    /// Element indices (argmax, argmin), as PyTorch's int64; and the exact
+    /// sum, sum of squares and dot of an integer input (i8 with the i64
+    /// accumulator), as PyTorch's int8 sum gives int64.
     I64,
 }
 
 impl ResultType {
     fn of(spec: &ReduceSpec) -> ResultType {
-        if spec.op.info().index {
+        if spec.result_i64() {
             ResultType::I64
         } else {
             ResultType::F32

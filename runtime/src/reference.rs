@@ -16,6 +16,8 @@
 use half::{bf16, f16};
 use redjit_codegen::{DType, Op, ReduceCopySpec, Role, Rounding};
 
+use crate::fp8::{Fp8E4M3, Fp8E5M2};
+
 /// A host buffer of one of redjit's dtypes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostBuffer {
@@ -25,6 +27,12 @@ pub enum HostBuffer {
     BF16(Vec<bf16>),
     /// f16 elements.
     F16(Vec<f16>),
+    /// OCP FP8 E4M3 elements (a reduction input).
+    E4M3(Vec<Fp8E4M3>),
+    /// OCP FP8 E5M2 elements (a reduction input).
+    E5M2(Vec<Fp8E5M2>),
+    /// i8 elements (a reduction input).
+    I8(Vec<i8>),
 }
 
 impl HostBuffer {
@@ -34,6 +42,9 @@ impl HostBuffer {
             HostBuffer::F32(_) => DType::F32,
             HostBuffer::BF16(_) => DType::BF16,
             HostBuffer::F16(_) => DType::F16,
+            HostBuffer::E4M3(_) => DType::E4M3,
+            HostBuffer::E5M2(_) => DType::E5M2,
+            HostBuffer::I8(_) => DType::I8,
         }
     }
 
@@ -43,6 +54,9 @@ impl HostBuffer {
             HostBuffer::F32(v) => v.len(),
             HostBuffer::BF16(v) => v.len(),
             HostBuffer::F16(v) => v.len(),
+            HostBuffer::E4M3(v) => v.len(),
+            HostBuffer::E5M2(v) => v.len(),
+            HostBuffer::I8(v) => v.len(),
         }
     }
 
@@ -57,6 +71,9 @@ impl HostBuffer {
             HostBuffer::F32(v) => v[i],
             HostBuffer::BF16(v) => v[i].to_f32(),
             HostBuffer::F16(v) => v[i].to_f32(),
+            HostBuffer::E4M3(v) => v[i].to_f32(),
+            HostBuffer::E5M2(v) => v[i].to_f32(),
+            HostBuffer::I8(v) => f32::from(v[i]),
         }
     }
 
@@ -66,16 +83,35 @@ impl HostBuffer {
             HostBuffer::F32(v) => v[i].to_bits(),
             HostBuffer::BF16(v) => u32::from(v[i].to_bits()),
             HostBuffer::F16(v) => u32::from(v[i].to_bits()),
+            HostBuffer::E4M3(v) => u32::from(v[i].0),
+            HostBuffer::E5M2(v) => u32::from(v[i].0),
+            HostBuffer::I8(v) => u32::from(v[i] as u8),
+        }
+    }
+
+    /// Element `i` as an integer: i8 exactly; `None` for the float types.
+    pub fn get_int(&self, i: usize) -> Option<i64> {
+        match self {
+            HostBuffer::I8(v) => Some(i64::from(v[i])),
+            _ => None,
         }
     }
 
     /// A buffer of `len` elements of `dtype`, each `f(i)` rounded to nearest even
-    /// (as `cvt.rn` does, NaN included), filled in parallel chunks.
+    /// (as `cvt.rn` does, NaN included; fp8 E4M3 saturates to +-448 as
+    /// `cvt.rn.satfinite` does; i8 saturates to -128..=127, NaN to 0), filled in
+    /// parallel chunks. Panics for i64, which is no element type of a buffer
+    /// here (a harness error).
     pub fn from_fn(dtype: DType, len: usize, f: impl Fn(usize) -> f32 + Sync) -> HostBuffer {
         match dtype {
             DType::F32 => HostBuffer::F32(par_fill(len, &f)),
             DType::BF16 => HostBuffer::BF16(par_fill(len, |i| bf16_rn(f(i)))),
             DType::F16 => HostBuffer::F16(par_fill(len, |i| f16_rn(f(i)))),
+            DType::E4M3 => HostBuffer::E4M3(par_fill(len, |i| Fp8E4M3::from_f32(f(i)))),
+            DType::E5M2 => HostBuffer::E5M2(par_fill(len, |i| Fp8E5M2::from_f32(f(i)))),
+            // `as` saturates and maps NaN to 0.
+            DType::I8 => HostBuffer::I8(par_fill(len, |i| f(i).round_ties_even() as i8)),
+            DType::I64 => panic!("i64 is an accumulator, not a buffer's element type"),
         }
     }
 }
@@ -239,6 +275,10 @@ pub fn reduce_copy(
             (DType::F16, Rounding::Stochastic) => {
                 HostBuffer::F16(par_fill(n, |i| f16_sr(value(i), bits(i))))
             }
+            // A validated spec's buffers are store types (f32, bf16, f16).
+            (dtype, Rounding::Stochastic) => {
+                panic!("reduce_copy has no {dtype} buffers: {spec:?} is not a valid spec")
+            }
         })
         .collect()
 }
@@ -294,6 +334,7 @@ mod tests {
             DType::BF16 => (bf16_sr(x, 0).to_f64(), bf16_sr(x, 0xffff).to_f64()),
             DType::F16 => (f16_sr(x, 0).to_f64(), f16_sr(x, u32::MAX).to_f64()),
             DType::F32 => (f64::from(x), f64::from(x)),
+            other => panic!("no stochastic rounding to {other}"),
         };
         (lo, hi)
     }

@@ -99,6 +99,8 @@ impl Want {
             DType::F32 => f64::from(f32::from_bits(got_bits)),
             DType::BF16 => f64::from(bf16::from_bits(got_bits as u16).to_f32()),
             DType::F16 => f64::from(f16::from_bits(got_bits as u16).to_f32()),
+            // A validated norm spec's output is a store type.
+            other => return Err(format!("a norm kernel writes no {other}")),
         };
         let w = self.value;
         let ok = if w.is_nan() {
@@ -119,6 +121,8 @@ impl Want {
                     let r = f16::from_f64(w).to_bits();
                     ordered16(r, false).abs_diff(ordered16(got_bits as u16, false)) <= 1
                 }
+                // Refused above.
+                _ => false,
             }
         };
         if ok {
@@ -165,11 +169,14 @@ pub fn chain(spec: &NormSpec, cols: u64) -> u64 {
     per_thread + tree + splits + 2
 }
 
+// A validated norm spec's input and output are store types (f32, bf16, f16);
+// the others would be a harness error.
 fn round_to(dtype: DType, v: f32) -> f32 {
     match dtype {
         DType::F32 => v,
         DType::BF16 => crate::reference::bf16_rn(v).to_f32(),
         DType::F16 => crate::reference::f16_rn(v).to_f32(),
+        other => panic!("a norm kernel has no {other} buffers"),
     }
 }
 
@@ -178,6 +185,7 @@ fn bits_of(dtype: DType, v: f32) -> u32 {
         DType::F32 => v.to_bits(),
         DType::BF16 => u32::from(crate::reference::bf16_rn(v).to_bits()),
         DType::F16 => u32::from(crate::reference::f16_rn(v).to_bits()),
+        other => panic!("a norm kernel has no {other} buffers"),
     }
 }
 

@@ -4,7 +4,10 @@
 //! and the longest chain of rounded operations the launch puts an element
 //! through (`Plan::chain`): |error| <= gamma(chain) * sum |x| for a sum (Higham,
 //! "Accuracy and Stability of Numerical Algorithms", 2nd ed., section 4.2), and
-//! the like for the others.
+//! the like for the others. Integer inputs accumulated in i64 (`reduce_*_i8_i64`)
+//! are exact: sum, sum of squares and dot are the exact integers
+//! ([`Reduced::Int`]), mean and the variances the device's own f64 steps from
+//! the exact integer moments, so every one of them is compared bit for bit.
 //!
 //! ```
 //! use redjit_runtime::reference::HostBuffer;
@@ -31,6 +34,8 @@ pub enum Reduced {
     Value(f64),
     /// An element index (argmax, argmin; -1 for no element).
     Index(i64),
+    /// An exact integer (sum, sum of squares, dot of integer inputs).
+    Int(i64),
 }
 
 /// What a GPU result must be: the exact result and how far a value may be
@@ -72,22 +77,38 @@ impl Expected {
         }
     }
 
-    /// Checks an i64 result.
+    /// Checks an i64 result (an index, or an exact integer).
     pub fn check_i64(&self, got: i64) -> Result<(), String> {
         match self.result {
-            Reduced::Index(want) if want == got => Ok(()),
-            want => Err(format!("got index {got}, want {want:?}")),
+            Reduced::Index(want) | Reduced::Int(want) if want == got => Ok(()),
+            want => Err(format!("got {got}, want {want:?}")),
         }
     }
 }
 
-/// The accumulator's unit roundoff: 2^-24 (f32), 2^-11 (f16), 2^-8 (bf16).
+/// The accumulator's unit roundoff: 2^-24 (f32), 2^-11 (f16), 2^-8 (bf16), 0
+/// (i64: exact); NaN for a type that is no accumulator (so any tolerance made
+/// from it fails every check).
 pub fn unit_roundoff(accum: DType) -> f64 {
     match accum {
         DType::F32 => (-24f64).exp2(),
         DType::F16 => (-11f64).exp2(),
         DType::BF16 => (-8f64).exp2(),
+        DType::I64 => 0.0,
+        DType::E4M3 | DType::E5M2 | DType::I8 => f64::NAN,
     }
+}
+
+/// `n M2 = n q - s^2` from the exact integer sum `s` and sum of squares `q`,
+/// as `prelude/reduce_int.cuh` forms it: each product with its FMA residual,
+/// then the differences, every step an f64 rounding to nearest.
+fn int_n_m2(s: i64, q: i64, n: f64) -> f64 {
+    let (s, q) = (s as f64, q as f64);
+    let p = n * q;
+    let ep = n.mul_add(q, -p);
+    let r = s * s;
+    let er = s.mul_add(s, -r);
+    (p - r) + (ep - er)
 }
 
 /// gamma(k) = k u / (1 - k u): the relative error bound of k rounded operations
@@ -121,6 +142,11 @@ struct Acc {
     /// Online softmax state (max, sum of e^(x - max)).
     lse_m: f64,
     lse_d: f64,
+    /// Exact integer moments (meaningful for integer inputs only; wrapping so
+    /// float inputs, for which they are unused, cannot overflow).
+    int_sum: i64,
+    int_sq: i64,
+    int_dot: i64,
 }
 
 impl Acc {
@@ -141,6 +167,9 @@ impl Acc {
             m2: 0.0,
             lse_m: f64::NEG_INFINITY,
             lse_d: 0.0,
+            int_sum: 0,
+            int_sq: 0,
+            int_dot: 0,
         }
     }
 
@@ -148,6 +177,10 @@ impl Acc {
     /// for dot, y.
     fn push(&mut self, i: i64, x: f32, y: f32) {
         let (xd, yd) = (f64::from(x), f64::from(y));
+        let (xi, yi) = (x as i64, y as i64);
+        self.int_sum = self.int_sum.wrapping_add(xi);
+        self.int_sq = self.int_sq.wrapping_add(xi.wrapping_mul(xi));
+        self.int_dot = self.int_dot.wrapping_add(xi.wrapping_mul(yi));
         self.n += 1;
         self.sum += xd;
         self.sum_abs += xd.abs();
@@ -195,6 +228,9 @@ impl Acc {
         self.mean += d * nb / n;
         self.m2 += o.m2 + d * d * na * nb / n;
         self.n += o.n;
+        self.int_sum = self.int_sum.wrapping_add(o.int_sum);
+        self.int_sq = self.int_sq.wrapping_add(o.int_sq);
+        self.int_dot = self.int_dot.wrapping_add(o.int_dot);
         self.sum += o.sum;
         self.sum_abs += o.sum_abs;
         self.sum_sq += o.sum_sq;
@@ -235,6 +271,26 @@ impl Acc {
             result: Reduced::Index(self.first_nan.or(i.map(|(_, i)| i)).unwrap_or(-1)),
             tol: 0.0,
         };
+        if accum == DType::I64 {
+            // Exact integer moments; the f32 results are the device's f64 steps.
+            let int = |v: i64| Expected {
+                result: Reduced::Int(v),
+                tol: 0.0,
+            };
+            let f32_exact = |v: f64| value(f64::from(v as f32), 0.0);
+            let c = if op == ReduceOp::VarSamp { 1.0 } else { 0.0 };
+            match op {
+                ReduceOp::Sum => return int(self.int_sum),
+                ReduceOp::SumSq => return int(self.int_sq),
+                ReduceOp::Dot => return int(self.int_dot),
+                ReduceOp::Mean => return f32_exact(self.int_sum as f64 / n),
+                ReduceOp::VarPop | ReduceOp::VarSamp => {
+                    return f32_exact(int_n_m2(self.int_sum, self.int_sq, n) / n / (n - c));
+                }
+                // Validation keeps the others off the integer accumulator.
+                _ => {}
+            }
+        }
         match op {
             ReduceOp::Sum => value(self.sum, gamma(chain, u) * self.sum_abs),
             ReduceOp::Mean => value(
@@ -480,7 +536,7 @@ mod tests {
         let x = buf(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
         let val = |name: &str| match all(&spec(name), 4, &[&x]).result {
             Reduced::Value(v) => v,
-            Reduced::Index(i) => panic!("{i}"),
+            r => panic!("{r:?}"),
         };
         assert_eq!(val("reduce_all_varpop_f32_f32"), 4.0);
         assert!((val("reduce_all_varsamp_f32_f32") - 32.0 / 7.0).abs() < 1e-12);
@@ -557,5 +613,191 @@ mod tests {
             .map(|e| e.result)
             .collect();
         assert_eq!(c, vec![Reduced::Index(1); 3]);
+    }
+
+    fn i8buf(v: &[i8]) -> HostBuffer {
+        HostBuffer::I8(v.to_vec())
+    }
+
+    #[test]
+    fn i8_sums_are_exact_integers_and_compared_bit_for_bit() {
+        let x = i8buf(&[127, -128, 5, -3, 127, 0]);
+        let y = i8buf(&[-128, -128, 2, 7, 1, 99]);
+        let e = all(&spec("reduce_all_sum_i8_i64"), 1, &[&x]);
+        assert_eq!((e.result, e.tol), (Reduced::Int(128), 0.0));
+        assert!(e.check_i64(128).is_ok() && e.check_i64(127).is_err());
+        assert!(e.check_f32(128.0).is_err(), "an integer result is no f32");
+        let e = all(&spec("reduce_all_sumsq_i8_i64"), 1, &[&x]);
+        assert_eq!(e.result, Reduced::Int(127 * 127 * 2 + 128 * 128 + 25 + 9));
+        let e = all(&spec("reduce_all_dot_i8_i64"), 1, &[&x, &y]);
+        assert_eq!(
+            e.result,
+            Reduced::Int(-127 * 128 + 128 * 128 + 10 - 21 + 127)
+        );
+        // Past the i32 range: 2^26 elements of -128 sum to -2^33.
+        let big = HostBuffer::I8(vec![-128; 1 << 26]);
+        let e = all(&spec("reduce_all_sum_i8_i64"), 1, &[&big]);
+        assert_eq!(e.result, Reduced::Int(-(1i64 << 33)));
+        let e = all(&spec("reduce_all_sumsq_i8_i64"), 1, &[&big]);
+        assert_eq!(e.result, Reduced::Int(1i64 << 40));
+        // max, min, argmax, argmin of i8 take the f32 path, exactly.
+        let e = all(&spec("reduce_all_max_i8_f32"), 1, &[&x]);
+        assert!(e.tol == 0.0 && e.check_f32(127.0).is_ok() && e.check_f32(126.0).is_err());
+        assert_eq!(
+            all(&spec("reduce_all_argmax_i8_f32"), 1, &[&x]).result,
+            Reduced::Index(0)
+        );
+        assert_eq!(
+            all(&spec("reduce_all_argmin_i8_f32"), 1, &[&x]).result,
+            Reduced::Index(1)
+        );
+        let e = all(&spec("reduce_all_min_i8_f32"), 1, &[&x]);
+        assert!(e.check_f32(-128.0).is_ok());
+    }
+
+    #[test]
+    fn i8_mean_and_variance_are_the_exact_moments_rounded_once() {
+        // Mean: the exact sum over n in f64, rounded once to f32.
+        let x = i8buf(&[1, 2, 2]);
+        let e = all(&spec("reduce_all_mean_i8_i64"), 1, &[&x]);
+        assert_eq!(e.tol, 0.0);
+        assert!(e.check_f32((5.0f64 / 3.0) as f32).is_ok());
+        assert!(
+            e.check_f32(f32::from_bits(((5.0f64 / 3.0) as f32).to_bits() + 1))
+                .is_err()
+        );
+        // Variance against exact rationals: n M2 = n q - s^2.
+        let rng = |i: usize| ((i * 2_654_435_761) >> 13) as u8 as i8;
+        for n in [1usize, 2, 3, 1000, 65_537] {
+            let v: Vec<i8> = (0..n).map(rng).collect();
+            let (s, q) = v.iter().fold((0i128, 0i128), |(s, q), &x| {
+                (s + i128::from(x), q + i128::from(x) * i128::from(x))
+            });
+            let nm2 = n as i128 * q - s * s;
+            let b = HostBuffer::I8(v);
+            let pop = all(&spec("reduce_all_varpop_i8_i64"), 1, &[&b]);
+            let want = (nm2 as f64 / (n as f64 * n as f64)) as f32;
+            // Within one f32 ulp of the exact value (the f64 steps round far below).
+            let Reduced::Value(got) = pop.result else {
+                panic!("{:?}", pop.result)
+            };
+            let got = got as f32;
+            assert!(
+                got.to_bits().abs_diff(want.to_bits()) <= 1,
+                "varpop n={n}: {got} vs {want}"
+            );
+            let samp = all(&spec("reduce_all_varsamp_i8_i64"), 1, &[&b]);
+            if n == 1 {
+                assert!(samp.check_f32(f32::NAN).is_ok() && pop.check_f32(0.0).is_ok());
+            } else {
+                let want = (nm2 as f64 / (n as f64 * (n - 1) as f64)) as f32;
+                let Reduced::Value(got) = samp.result else {
+                    panic!()
+                };
+                assert!(
+                    (got as f32).to_bits().abs_diff(want.to_bits()) <= 1,
+                    "varsamp n={n}"
+                );
+            }
+        }
+        // A constant array: exactly zero, no cancellation residue.
+        let c = HostBuffer::I8(vec![-77; 100_001]);
+        assert!(
+            all(&spec("reduce_all_varpop_i8_i64"), 1, &[&c])
+                .check_f32(0.0)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn i8_rows_and_cols_of_a_strided_matrix() {
+        // 2 x 3 with ld 4 (the fourth column is padding).
+        let x = i8buf(&[1, -2, 3, 100, 4, 5, -128, 100]);
+        let r: Vec<_> = rows(&spec("reduce_rows_sum_i8_i64"), 1, &[&x], (2, 3, 4))
+            .iter()
+            .map(|e| e.result)
+            .collect();
+        assert_eq!(r, vec![Reduced::Int(2), Reduced::Int(-119)]);
+        let c: Vec<_> = cols(&spec("reduce_cols_sumsq_i8_i64"), 1, &[&x], (2, 3, 4))
+            .iter()
+            .map(|e| e.result)
+            .collect();
+        assert_eq!(
+            c,
+            vec![Reduced::Int(17), Reduced::Int(29), Reduced::Int(9 + 16384)]
+        );
+    }
+
+    #[test]
+    fn fp8_inputs_decode_exactly_and_propagate_nan_and_inf() {
+        use crate::fp8::{Fp8E4M3, Fp8E5M2};
+        // e4m3: 448 + 1 + NaN.
+        let x = HostBuffer::E4M3(vec![Fp8E4M3(0x7e), Fp8E4M3(0x38), Fp8E4M3(0x7f)]);
+        assert!(
+            all(&spec("reduce_all_sum_e4m3_f32"), 1, &[&x])
+                .check_f32(f32::NAN)
+                .is_ok()
+        );
+        assert!(
+            all(&spec("reduce_all_max_e4m3_f32"), 1, &[&x])
+                .check_f32(f32::NAN)
+                .is_ok()
+        );
+        assert_eq!(
+            all(&spec("reduce_all_argmin_e4m3_f32"), 1, &[&x]).result,
+            Reduced::Index(2)
+        );
+        let finite = HostBuffer::E4M3(vec![Fp8E4M3(0x7e), Fp8E4M3(0x38), Fp8E4M3(0xfe)]);
+        assert!(
+            all(&spec("reduce_all_sum_e4m3_f32"), 1, &[&finite])
+                .check_f32(1.0)
+                .is_ok()
+        );
+        assert!(
+            all(&spec("reduce_all_max_e4m3_f32"), 1, &[&finite])
+                .check_f32(448.0)
+                .is_ok()
+        );
+        // e5m2: +inf wins max, -inf + +inf is NaN, the first NaN is argmax.
+        let y = HostBuffer::E5M2(vec![Fp8E5M2(0x3c), Fp8E5M2(0x7c), Fp8E5M2(0x7b)]);
+        assert!(
+            all(&spec("reduce_all_max_e5m2_f32"), 1, &[&y])
+                .check_f32(f32::INFINITY)
+                .is_ok()
+        );
+        assert!(
+            all(&spec("reduce_all_sum_e5m2_f32"), 1, &[&y])
+                .check_f32(f32::INFINITY)
+                .is_ok()
+        );
+        assert!(
+            all(&spec("reduce_all_min_e5m2_f32"), 1, &[&y])
+                .check_f32(1.0)
+                .is_ok()
+        );
+        let z = HostBuffer::E5M2(vec![
+            Fp8E5M2(0xfc),
+            Fp8E5M2(0x7c),
+            Fp8E5M2(0x7e),
+            Fp8E5M2(0x7d),
+        ]);
+        assert!(
+            all(&spec("reduce_all_sum_e5m2_f32"), 1, &[&z])
+                .check_f32(f32::NAN)
+                .is_ok()
+        );
+        assert_eq!(
+            all(&spec("reduce_all_argmax_e5m2_f32"), 1, &[&z]).result,
+            Reduced::Index(2)
+        );
+        // from_fn rounds to nearest even and saturates e4m3 as cvt.rn.satfinite.
+        let r = HostBuffer::from_fn(DType::E4M3, 3, |i| [1.0625, 1000.0, -0.0][i]);
+        assert_eq!(
+            r,
+            HostBuffer::E4M3(vec![Fp8E4M3(0x38), Fp8E4M3(0x7e), Fp8E4M3(0x80)])
+        );
+        assert_eq!(r.bits(2), 0x80);
+        let i = HostBuffer::from_fn(DType::I8, 4, |i| [2.5, -300.0, f32::NAN, 127.4][i]);
+        assert_eq!(i, HostBuffer::I8(vec![2, -128, 0, 127]));
     }
 }

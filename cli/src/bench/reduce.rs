@@ -31,7 +31,8 @@ pub struct ReduceBenchArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_op, default_values_t = default_ops())]
     pub ops: Vec<ReduceOp>,
 
-    /// Input dtypes, comma-separated (the accumulator is f32).
+    /// Input dtypes, comma-separated (any `reduce` input: f32, bf16, f16, e4m3,
+    /// e5m2, i8; the accumulator is f32, or i64 for the integer ops of i8).
     #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_dtype, default_values_t = vec![DType::F32, DType::BF16])]
     pub inputs: Vec<DType>,
 
@@ -158,7 +159,7 @@ impl Case {
     fn bytes(&self) -> u64 {
         let inputs = self.spec.op.info().inputs as u64;
         let elem = u64::from(self.spec.input.info().bytes);
-        let result = if self.spec.op.info().index { 8 } else { 4 };
+        let result = if self.spec.result_i64() { 8 } else { 4 };
         inputs * elem * self.n as u64 + result * self.results() as u64
     }
 }
@@ -174,6 +175,7 @@ pub fn cases(a: &ReduceBenchArgs, sizes: &[usize]) -> CliResult<Vec<Case>> {
                 specs.push(ReduceSpec {
                     op,
                     input,
+                    accum: ReduceSpec::default_accum(op, input),
                     ..ReduceSpec::default()
                 });
             }
@@ -183,6 +185,7 @@ pub fn cases(a: &ReduceBenchArgs, sizes: &[usize]) -> CliResult<Vec<Case>> {
                 specs.push(ReduceSpec {
                     axis,
                     input,
+                    accum: ReduceSpec::default_accum(ReduceOp::Sum, input),
                     ..ReduceSpec::default()
                 });
             }
@@ -364,7 +367,7 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
         }
         let results = case.results();
         let what = || "allocating a bench output".to_string();
-        let mut out = if case.spec.op.info().index {
+        let mut out = if case.spec.result_i64() {
             Out::I64(stream.alloc_zeros::<i64>(results).during(what)?)
         } else {
             Out::F32(stream.alloc_zeros::<f32>(results).during(what)?)

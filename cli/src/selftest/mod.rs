@@ -233,9 +233,12 @@ fn on_gpu(plans: &[Plan], args: &SelftestArgs) -> CliResult {
         rt.device().sm_count,
         rt.context_time().as_secs_f64() * 1e3
     );
+    // Only what this GPU runs (fp8 reductions need sm_89+).
+    let arch = rt.device().arch;
     let all: Vec<&dyn KernelSpec> = plans
         .iter()
         .flat_map(|p| p.compile.iter().map(|s| s.as_ref() as &dyn KernelSpec))
+        .filter(|s| s.min_arch() <= arch)
         .collect();
     let tc = Instant::now();
     let mut workers = 0;

@@ -179,7 +179,16 @@ fn upload(stream: &Arc<CudaStream>, host: &HostBuffer) -> CliResult<DevBuf> {
         HostBuffer::F32(v) => DevBuf::F32(stream.clone_htod(v).during(what)?),
         HostBuffer::BF16(v) => DevBuf::BF16(stream.clone_htod(v).during(what)?),
         HostBuffer::F16(v) => DevBuf::F16(stream.clone_htod(v).during(what)?),
+        other => return Err(no_buffers(other.dtype())),
     })
+}
+
+/// A valid reduce_copy spec's buffers are store types (f32, bf16, f16).
+fn no_buffers(dtype: DType) -> crate::error::CliError {
+    crate::error::CliError::failure(format!(
+        "reduce_copy has no {dtype} buffers (its types: {})",
+        DType::store_types()
+    ))
 }
 
 /// All-ones bits: a NaN no finite input produces, so an unwritten element fails.
@@ -187,6 +196,8 @@ fn poison_bits(dtype: DType) -> u32 {
     match dtype {
         DType::F32 => u32::MAX,
         DType::BF16 | DType::F16 => u32::from(u16::MAX),
+        DType::E4M3 | DType::E5M2 | DType::I8 => u32::from(u8::MAX),
+        DType::I64 => u32::MAX,
     }
 }
 
@@ -208,6 +219,7 @@ fn poisoned(stream: &Arc<CudaStream>, dtype: DType, n: usize) -> CliResult<DevBu
                 .clone_htod(&vec![f16::from_bits(u16::MAX); n])
                 .during(what)?,
         ),
+        other => return Err(no_buffers(other)),
     })
 }
 
@@ -217,6 +229,9 @@ fn download(stream: &Arc<CudaStream>, buf: &DevBuf) -> CliResult<HostBuffer> {
         DevBuf::F32(s) => HostBuffer::F32(stream.clone_dtoh(s).during(what)?),
         DevBuf::BF16(s) => HostBuffer::BF16(stream.clone_dtoh(s).during(what)?),
         DevBuf::F16(s) => HostBuffer::F16(stream.clone_dtoh(s).during(what)?),
+        DevBuf::E4M3(_) => return Err(no_buffers(DType::E4M3)),
+        DevBuf::E5M2(_) => return Err(no_buffers(DType::E5M2)),
+        DevBuf::I8(_) => return Err(no_buffers(DType::I8)),
     })
 }
 

@@ -125,7 +125,7 @@ impl AllReduceSpec {
     /// Every valid spec for `world` ranks: dtype x op x algorithm (+ cp.async).
     pub fn matrix(world: u32) -> Vec<AllReduceSpec> {
         let mut out = Vec::new();
-        for &dtype in DType::ALL {
+        for dtype in DType::stores() {
             for &op in Op::ALL {
                 for (algo, cp_async) in [
                     (AllReduceAlgo::OneShot, false),
@@ -186,6 +186,17 @@ impl KernelSpec for AllReduceSpec {
                 "world",
                 self.world,
                 format!("an all-reduce has {MIN_WORLD} to {MAX_WORLD} ranks (one host)"),
+            ));
+        }
+        if !self.dtype.info().store {
+            return Err(SpecError::invalid(
+                "dtype",
+                self.dtype,
+                format!(
+                    "an all-reduce's element type must be one of: {} (types with loads and stores; {} is a reduction input only)",
+                    DType::store_types(),
+                    self.dtype
+                ),
             ));
         }
         if !PACK_BYTES.is_multiple_of(self.dtype.info().bytes) {
@@ -295,10 +306,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn load_only_types_are_refused_naming_the_value_and_the_rule() {
+        for bad in [DType::E4M3, DType::E5M2, DType::I8, DType::I64] {
+            let spec = AllReduceSpec {
+                dtype: bad,
+                ..AllReduceSpec::default()
+            };
+            let msg = spec.validate().unwrap_err().to_string();
+            assert!(
+                msg.contains(&format!("invalid dtype = {bad}"))
+                    && msg.contains("must be one of: f32, bf16, f16"),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
     fn names_round_trip_for_every_world() {
         for world in MIN_WORLD..=MAX_WORLD {
             let m = AllReduceSpec::matrix(world);
-            assert_eq!(m.len(), DType::ALL.len() * Op::ALL.len() * 3);
+            assert_eq!(m.len(), DType::stores().count() * Op::ALL.len() * 3);
             for spec in m {
                 assert_eq!(spec.name().parse::<AllReduceSpec>().unwrap(), spec);
             }

@@ -77,4 +77,7 @@ impl<S: KernelSpec + ?Sized> KernelSpec for &S {
     fn render(&self) -> Result<KernelSource, SpecError> {
         (**self).render()
     }
+    fn check_arch(&self, arch: Arch) -> Result<(), SpecError> {
+        (**self).check_arch(arch)
+    }
 }

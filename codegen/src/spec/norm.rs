@@ -398,6 +398,18 @@ impl KernelSpec for NormSpec {
     }
 
     fn validate(&self) -> Result<(), SpecError> {
+        for (field, d) in [("input", self.input), ("output", self.output)] {
+            if !d.info().store {
+                return Err(SpecError::invalid(
+                    field,
+                    d,
+                    format!(
+                        "a norm kernel's input and output must be one of: {} (types with loads and stores; {d} is a reduction input only)",
+                        DType::store_types()
+                    ),
+                ));
+            }
+        }
         let softmax = self.op.info().softmax;
         match (softmax, self.algo) {
             (true, None) => {
@@ -615,13 +627,36 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for ops in row_ops() {
-            for &input in DType::ALL {
-                for &output in DType::ALL {
+            for input in DType::stores() {
+                for output in DType::stores() {
                     let base = NormSpec::with(ops, input, output, 100);
                     for s in variants(&base) {
                         assert_eq!(s.name().parse::<NormSpec>().unwrap(), s, "{}", s.name());
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn load_only_types_are_refused_naming_the_value_and_the_rule() {
+        let ops = row_ops()[0];
+        for bad in [DType::E4M3, DType::E5M2, DType::I8, DType::I64] {
+            for (spec, field) in [
+                (NormSpec::with(ops, bad, DType::F32, 100), "input"),
+                (NormSpec::with(ops, DType::BF16, bad, 100), "output"),
+            ] {
+                let e = spec.validate().unwrap_err();
+                assert!(
+                    matches!(e, SpecError::Invalid { field: f, .. } if f == field),
+                    "{e:?}"
+                );
+                let msg = e.to_string();
+                assert!(
+                    msg.contains(&format!("invalid {field} = {bad}"))
+                        && msg.contains("must be one of: f32, bf16, f16"),
+                    "{msg}"
+                );
             }
         }
     }

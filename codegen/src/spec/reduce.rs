@@ -1,7 +1,11 @@
 //! `reduce`: full-array, row-wise and column-wise reductions (seeds 001 and 002,
 //! issue 5): sum, mean, max, min, population and sample variance, argmax,
-//! argmin, dot, sum of squares and logsumexp, over f32, bf16 or f16 inputs,
-//! accumulated in f32 (or, lossy, in the input's own 16-bit type).
+//! argmin, dot, sum of squares and logsumexp, over f32, bf16, f16, fp8 (e4m3,
+//! e5m2: sm_89+) or i8 inputs, accumulated in f32 (or, lossy, in the input's own
+//! 16-bit type), and i8 exactly in integers (the `i64` accumulator: sum, sum of
+//! squares and dot give the exact i64; mean and the variances an f32 from the
+//! exact integer moments; max, min, argmax, argmin and logsumexp take the f32
+//! path, where max, min and the indices are exact too).
 //!
 //! ```
 //! use redjit_codegen::{KernelSpec, ReduceSpec};
@@ -68,7 +72,9 @@ pub struct ReduceSpec {
     pub op: ReduceOp,
     /// The element type of the input(s).
     pub input: DType,
-    /// The type sums are accumulated in: f32, or (lossy) the input's own 16-bit type.
+    /// The type sums are accumulated in: f32, or (lossy) the input's own 16-bit
+    /// type; for an integer input (i8), i64 (exact) for the ops with an integer
+    /// form (`ReduceOpInfo::int_functor`), f32 for the others.
     pub accum: DType,
     /// The row kernel's twin for short rows, a warp per row (named with a
     /// trailing `_w`). The launcher picks it itself from the row length and
@@ -142,7 +148,10 @@ impl ReduceSpec {
         let mut out = Vec::new();
         for &op in ReduceOp::ALL {
             for &input in DType::ALL.iter().filter(|d| d.info().reduce_input) {
-                for accum in [DType::F32, input] {
+                let accums = DType::ALL
+                    .iter()
+                    .filter(|d| d.info().reduce_accum.is_some());
+                for &accum in accums {
                     let spec = ReduceSpec {
                         axis,
                         op,
@@ -177,12 +186,13 @@ impl ReduceSpec {
     }
 
     /// Pack loads each thread keeps in flight: 64 bytes (4 packs of f32, 8 of a
-    /// 16-bit type).
+    /// 16-bit type, 16 of a 1-byte type, whose pack of 4 is one 32-bit word).
     pub fn unroll(&self) -> u32 {
         64 / (4 * self.input.info().bytes)
     }
 
-    /// Column kernels: adjacent columns per thread (4 of f32, 8 of a 16-bit type).
+    /// Column kernels: adjacent columns per thread, one 16-byte load (4 of f32, 8
+    /// of a 16-bit type, 16 of a 1-byte type).
     pub fn col_vec(&self) -> u32 {
         COL_VEC_BYTES / self.input.info().bytes
     }
@@ -192,9 +202,31 @@ impl ReduceSpec {
         32 * u64::from(self.col_vec())
     }
 
-    /// The result's type: `"i64"` for an index, else `"f32"`.
+    /// Accumulates exactly in integers: an integer input and an op with an
+    /// integer form (the spec's accumulator is then i64).
+    pub fn integer(&self) -> bool {
+        self.input.info().integer && self.op.info().int_functor.is_some()
+    }
+
+    /// The accumulator of `op` over `input` unless asked otherwise: i64 for
+    /// the ops of an integer input that have an integer form (exact), else f32.
+    pub fn default_accum(op: ReduceOp, input: DType) -> DType {
+        if input.info().integer && op.info().int_functor.is_some() {
+            DType::I64
+        } else {
+            DType::F32
+        }
+    }
+
+    /// The result is an i64: an index, or an exact integer (sum, sum of
+    /// squares, dot of an integer input).
+    pub fn result_i64(&self) -> bool {
+        self.op.info().index || (self.integer() && self.op.info().int_result)
+    }
+
+    /// The result's type: `"i64"` (see `result_i64`), else `"f32"`.
     pub fn result(&self) -> &'static str {
-        if self.op.info().index { "i64" } else { "f32" }
+        if self.result_i64() { "i64" } else { "f32" }
     }
 
     /// The launch layout for `shape` on a device with `sm_count` SMs that holds
@@ -323,17 +355,21 @@ impl ReduceSpec {
 
     fn context(&self) -> ReduceContext {
         let policy = self.accum.info().reduce_accum.unwrap_or("rj_acc_f32");
+        let functor = match self.op.info().int_functor {
+            Some(f) if self.integer() => f,
+            _ => self.op.info().functor,
+        };
         ReduceContext {
             name: self.name(),
             axis: self.axis.slug(),
             op: self.op.slug(),
-            functor: format!("{}<{}>", self.op.info().functor, policy),
+            functor: format!("{functor}<{policy}>"),
             input: self.input.slug(),
             srcs: self.op.info().inputs,
-            result: if self.op.info().index {
-                "an i64 index"
-            } else {
-                "an f32 value"
+            result: match (self.op.info().index, self.result()) {
+                (true, _) => "an i64 index",
+                (false, "i64") => "an exact i64 value",
+                _ => "an f32 value",
             },
             threads: THREADS,
             unroll: self.unroll(),
@@ -400,7 +436,40 @@ impl KernelSpec for ReduceSpec {
                 ),
             ));
         }
-        if self.accum != DType::F32 {
+        let integer_input = self.input.info().integer;
+        if integer_input && self.op.info().int_functor.is_some() {
+            // Exact: the integer ops of an integer input accumulate in the
+            // integer accumulator, never in floats.
+            if !self.accum.info().integer {
+                return Err(SpecError::invalid(
+                    "accum",
+                    self.accum,
+                    format!(
+                        "{} of {} inputs accumulates exactly in integers: the accumulator must be one of: {}",
+                        self.op,
+                        self.input,
+                        list(|d| d.info().integer && d.info().reduce_accum.is_some())
+                    ),
+                ));
+            }
+        } else if self.accum.info().integer {
+            let with_int: Vec<_> = ReduceOp::ALL
+                .iter()
+                .filter(|o| o.info().int_functor.is_some())
+                .map(|o| o.slug())
+                .collect();
+            return Err(SpecError::invalid(
+                "accum",
+                self.accum,
+                format!(
+                    "integer accumulation is for integer inputs ({}) and the ops {}; {} of {} accumulates in f32",
+                    list(|d| d.info().integer && d.info().reduce_input),
+                    with_int.join(", "),
+                    self.op,
+                    self.input
+                ),
+            ));
+        } else if self.accum != DType::F32 {
             if self.accum != self.input {
                 return Err(SpecError::invalid(
                     "accum",
@@ -478,8 +547,39 @@ impl KernelSpec for ReduceSpec {
         .unwrap_or(Arch(70))
     }
 
+    /// The family's preludes (every float dtype file among them), then what the
+    /// input and the accumulator bring that is not there yet: the 1-byte types'
+    /// byte loads and dtype file, the integer functors.
     fn preludes(&self) -> Vec<&'static str> {
-        Family::Reduce.info().preludes.to_vec()
+        let mut out = Family::Reduce.info().preludes.to_vec();
+        for d in [self.input, self.accum] {
+            for &p in d.info().needs.iter().chain([&d.info().prelude]) {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    }
+
+    /// As the trait's, with the input's conversions named when the input is
+    /// what needs the newer GPU (fp8: `cvt.rn.f16x2.e4m3x2` is sm_89+).
+    fn check_arch(&self, arch: Arch) -> Result<(), SpecError> {
+        self.validate()?;
+        let needs = self.min_arch();
+        if arch < needs {
+            let what = if self.input.info().min_arch > arch {
+                format!(
+                    "{} (its {} input's PTX conversions)",
+                    self.name(),
+                    self.input
+                )
+            } else {
+                self.name()
+            };
+            return Err(SpecError::Unsupported { what, arch, needs });
+        }
+        Ok(())
     }
 
     fn render_body(&self) -> Result<String, SpecError> {
@@ -570,11 +670,138 @@ mod tests {
     #[test]
     fn the_matrix_has_every_op_and_dtype_and_the_lossy_variants() {
         let m = ReduceSpec::matrix(ReduceAxis::All);
-        // 11 ops x 3 inputs in f32, plus 4 lossy ops x 2 16-bit inputs.
-        assert_eq!(m.len(), 11 * 3 + 4 * 2);
+        // 11 ops x 3 float inputs in f32, plus 4 lossy ops x 2 16-bit inputs
+        // (the configurations before fp8 and i8, unchanged).
+        let float16: Vec<_> = m
+            .iter()
+            .filter(|s| [DType::F32, DType::BF16, DType::F16].contains(&s.input))
+            .collect();
+        assert_eq!(float16.len(), 11 * 3 + 4 * 2);
         assert!(m.iter().any(|s| s.name() == "reduce_all_sum_bf16_bf16"));
         assert!(m.iter().any(|s| s.name() == "reduce_all_dot_f16_f16"));
         assert!(!m.iter().any(|s| s.name() == "reduce_all_max_f16_f16"));
+        // fp8: 11 ops x 2 inputs in f32 only; i8: 11 ops, 6 of them exact in i64.
+        assert_eq!(m.len(), 11 * 3 + 4 * 2 + 11 * 2 + 11);
+        let i8s: Vec<_> = m
+            .iter()
+            .filter(|s| s.input == DType::I8)
+            .map(|s| s.name())
+            .collect();
+        for name in [
+            "reduce_all_sum_i8_i64",
+            "reduce_all_mean_i8_i64",
+            "reduce_all_varsamp_i8_i64",
+            "reduce_all_dot_i8_i64",
+            "reduce_all_sumsq_i8_i64",
+            "reduce_all_max_i8_f32",
+            "reduce_all_argmin_i8_f32",
+            "reduce_all_lse_i8_f32",
+        ] {
+            assert!(i8s.iter().any(|n| n == name), "{name}: {i8s:?}");
+        }
+        assert!(m.iter().any(|s| s.name() == "reduce_all_sum_e4m3_f32"));
+        assert!(m.iter().any(|s| s.name() == "reduce_all_argmax_e5m2_f32"));
+    }
+
+    #[test]
+    fn integer_inputs_accumulate_exactly_and_others_refuse_i64() {
+        let spec = |name: &str| name.parse::<ReduceSpec>();
+        // i8 sums must be exact: an f32 accumulator is refused, naming i64.
+        let e = spec("reduce_all_sum_i8_f32").unwrap_err().to_string();
+        assert!(
+            e.contains("invalid accum = f32")
+                && e.contains("exactly in integers")
+                && e.contains("i64"),
+            "{e}"
+        );
+        // i64 is for integer inputs and the ops with an integer form.
+        let e = spec("reduce_all_sum_f32_i64").unwrap_err().to_string();
+        assert!(
+            e.contains("invalid accum = i64") && e.contains("integer inputs (i8)"),
+            "{e}"
+        );
+        let e = spec("reduce_all_max_i8_i64").unwrap_err().to_string();
+        assert!(
+            e.contains("invalid accum = i64") && e.contains("max of i8 accumulates in f32"),
+            "{e}"
+        );
+        // fp8 accumulates in f32 only; i64 is no input.
+        let e = spec("reduce_all_sum_e4m3_e4m3").unwrap_err().to_string();
+        assert!(
+            e.contains("invalid accum = e4m3")
+                && e.contains("accumulator must be one of: f32, bf16, f16, i64"),
+            "{e}"
+        );
+        let e = spec("reduce_all_sum_i64_i64").unwrap_err().to_string();
+        assert!(
+            e.contains("invalid input = i64") && e.contains("f32, bf16, f16, e4m3, e5m2, i8"),
+            "{e}"
+        );
+        // Result types: the exact integers are i64, mean and var f32.
+        let r = |n: &str| spec(n).unwrap().result();
+        assert_eq!(r("reduce_all_sum_i8_i64"), "i64");
+        assert_eq!(r("reduce_rows_dot_i8_i64"), "i64");
+        assert_eq!(r("reduce_cols_sumsq_i8_i64"), "i64");
+        assert_eq!(r("reduce_all_mean_i8_i64"), "f32");
+        assert_eq!(r("reduce_all_varpop_i8_i64"), "f32");
+        assert_eq!(r("reduce_all_max_i8_f32"), "f32");
+        assert_eq!(r("reduce_all_argmax_i8_f32"), "i64");
+        assert_eq!(r("reduce_all_sum_e4m3_f32"), "f32");
+        // The integer functors and their prelude.
+        let s = spec("reduce_all_varsamp_i8_i64").unwrap();
+        assert!(s.integer());
+        let src = s.render().unwrap().code;
+        assert!(
+            src.contains("typedef rj_red_ivarsamp<rj_acc_i64> Op;"),
+            "{src}"
+        );
+        assert!(src.contains("typedef rj_dtype_i8 T;"));
+        assert!(s.preludes().ends_with(&[
+            "prelude/packs8.cuh",
+            "prelude/dtype_i8.cuh",
+            "prelude/reduce_int.cuh"
+        ]));
+        let max = spec("reduce_all_max_i8_f32").unwrap();
+        assert!(!max.integer());
+        assert!(!max.preludes().contains(&"prelude/reduce_int.cuh"));
+        // The float inputs' kernels keep their preludes (and so their text).
+        assert_eq!(
+            ReduceSpec::default().preludes(),
+            Family::Reduce.info().preludes.to_vec()
+        );
+    }
+
+    #[test]
+    fn fp8_needs_sm89_with_an_error_naming_the_conversion() {
+        for name in ["reduce_all_sum_e4m3_f32", "reduce_cols_argmax_e5m2_f32"] {
+            let s: ReduceSpec = name.parse().unwrap();
+            assert_eq!(s.min_arch(), Arch::SM89);
+            let e = s.check_arch(Arch::SM80).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    SpecError::Unsupported {
+                        arch: Arch::SM80,
+                        needs: Arch::SM89,
+                        ..
+                    }
+                ),
+                "{e:?}"
+            );
+            let msg = e.to_string();
+            assert!(
+                msg.contains(name)
+                    && msg.contains("input's PTX conversions")
+                    && msg.contains("not supported on sm_80: it needs sm_89 or newer"),
+                "{msg}"
+            );
+            assert!(s.check_arch(Arch::SM89).is_ok() && s.check_arch(Arch::SM90).is_ok());
+        }
+        // i8 has no arch rule of its own.
+        let s: ReduceSpec = "reduce_all_sum_i8_i64".parse().unwrap();
+        assert!(s.check_arch(Arch::SM80).is_ok());
+        // The 1-byte types: 16 packs of one word in flight, 16 columns a thread.
+        assert_eq!((s.unroll(), s.col_vec(), s.col_tile()), (16, 16, 512));
     }
 
     #[test]
