@@ -50,7 +50,7 @@ pub const MAX_COLS: u64 = 1 << 20;
 /// different dtypes): for each, the most of 1, 2, 3, 4, 6, 8 at which ptxas 13.0
 /// compiled every dtype pair of the group for sm_90 without a stack frame or a
 /// spill (`scripts/norm-occupancy.py` swept them; warp layouts are named with
-/// 32 lanes and apply to those only). tests/norm_compile_grid checks that no
+/// 32 lanes and stand for every group size). tests/norm_compile_grid checks that no
 /// kernel of the ladder or the variants spills with these.
 const OCCUPANCY: &[(&str, &str, u32, u32)] = &[
     ("layernorm", "b256x2", 4, 2),
@@ -63,7 +63,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32)] = &[
     ("layernorm", "s512x8", 1, 1),
     ("layernorm", "w32x1", 4, 4),
     ("layernorm", "w32x2", 4, 3),
-    ("layernorm", "w32x4", 4, 2),
+    ("layernorm", "w32x4", 3, 2),
     ("layernorm", "w32x8", 2, 1),
     ("layernorm_res", "b256x2", 4, 4),
     ("layernorm_res", "b256x4", 4, 2),
@@ -242,7 +242,14 @@ impl NormSpec {
         if self.residual {
             op += "_res";
         }
-        let layout = format!("{}{}x{}", self.layout.info().letter, self.lanes, self.packs);
+        // A warp-layout block is 256 threads whatever its group size: its
+        // registers a thread follow the packs, so the 32-lane entry stands for all.
+        let lanes = if self.layout == NormLayout::Warp {
+            32
+        } else {
+            self.lanes
+        };
+        let layout = format!("{}{}x{}", self.layout.info().letter, lanes, self.packs);
         let mixed = self.input != self.output;
         OCCUPANCY
             .iter()
@@ -610,6 +617,16 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
     }
     for &packs in &PACKS[1..] {
         push(NormLayout::Warp, 32, packs);
+    }
+    // Several rows a warp with more bytes a lane in flight (narrow rows).
+    for lanes in [4, 8, 16] {
+        for packs in [2, 4] {
+            push(NormLayout::Warp, lanes, packs);
+        }
+    }
+    // Smaller blocks a row: more rows an SM in flight (16-bit rows).
+    for (lanes, packs) in [(128, 4), (128, 8)] {
+        push(NormLayout::Block, lanes, packs);
     }
     for (lanes, packs) in [(256, 2), (256, 4), (256, 8), (512, 4), (512, 8)] {
         push(NormLayout::Block, lanes, packs);
