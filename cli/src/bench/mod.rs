@@ -30,6 +30,7 @@ use crate::error::{CliError, CliResult, DriverContext};
 use crate::report::{utc_date, write_json};
 use crate::sizes::fmt_size;
 use crate::timing::median_us;
+use crate::torch_ref::TorchEntry;
 use crate::torch_ref::TorchTable;
 
 pub use nms::NmsBenchArgs;
@@ -219,6 +220,47 @@ pub struct KernelRow {
     /// reduce_copy with --misaligned: (which buffer + how many elements off, median µs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub misaligned: Vec<(String, f64)>,
+}
+
+impl KernelRow {
+    /// A measured kernel of a family without reduce_copy's configuration
+    /// columns: `bytes` moved per launch over `rotations` buffer sets in a
+    /// median of `median_us`, against the copy of the same run and PyTorch's
+    /// entry for it, if any.
+    #[allow(clippy::too_many_arguments)]
+    pub fn measured(
+        family: &str,
+        name: String,
+        n: u64,
+        shape: Option<String>,
+        bytes: u64,
+        rotations: u64,
+        median_us: f64,
+        copy_gbps: f64,
+        reference: Option<&TorchEntry>,
+    ) -> KernelRow {
+        let gbps = bytes as f64 / median_us / 1e3;
+        KernelRow {
+            family: family.into(),
+            name,
+            n,
+            shape,
+            config: None,
+            unroll: None,
+            transport: None,
+            srcs: None,
+            dsts: None,
+            bytes_per_elem: None,
+            bytes,
+            rotations,
+            median_us,
+            gbps,
+            pct_of_copy: 100.0 * gbps / copy_gbps,
+            torch_eager_gbps: reference.and_then(|r| r.eager_gbps),
+            torch_compile_gbps: reference.and_then(|r| r.compile_gbps),
+            misaligned: Vec::new(),
+        }
+    }
 }
 
 fn reduce_copy_family() -> String {

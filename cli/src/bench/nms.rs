@@ -91,31 +91,21 @@ pub fn bench(b: &mut Bench<'_>, a: &NmsBenchArgs, sizes: &[usize]) -> CliResult 
             })?;
             b.println(format!("nms n={n} {label}: kept {kept} boxes, {us:.1} us"));
             let bytes = 20 * n as u64;
-            let gbps = bytes as f64 / us / 1e3;
             let reference = b
                 .torch
                 .as_ref()
                 .and_then(|t| t.get_named(key, n as u64, Some(&label)));
-            b.push(KernelRow {
-                family: "nms".into(),
-                name: walk.name(),
-                n: n as u64,
-                shape: Some(label),
-                config: None,
-                unroll: None,
-                transport: None,
-                srcs: None,
-                dsts: None,
-                bytes_per_elem: None,
+            b.push(KernelRow::measured(
+                "nms",
+                walk.name(),
+                n as u64,
+                Some(label),
                 bytes,
-                rotations: 1,
-                median_us: us,
-                gbps,
-                pct_of_copy: 100.0 * gbps / copy_gbps,
-                torch_eager_gbps: reference.and_then(|r| r.eager_gbps),
-                torch_compile_gbps: reference.and_then(|r| r.compile_gbps),
-                misaligned: Vec::new(),
-            });
+                1,
+                us,
+                copy_gbps,
+                reference,
+            ));
         }
     }
     Ok(())

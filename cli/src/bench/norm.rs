@@ -257,31 +257,21 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
         stream
             .synchronize()
             .during(|| format!("finishing {name}"))?;
-        let gbps = bytes as f64 / us / 1e3;
         let reference = b
             .torch
             .as_ref()
             .and_then(|t| t.get_named(&torch_key(&case.spec), n as u64, Some(&label)));
-        b.push(KernelRow {
-            family: "norm".into(),
+        b.push(KernelRow::measured(
+            "norm",
             name,
-            n: n as u64,
-            shape: Some(label),
-            config: None,
-            unroll: None,
-            transport: None,
-            srcs: None,
-            dsts: None,
-            bytes_per_elem: None,
+            n as u64,
+            Some(label),
             bytes,
             rotations,
-            median_us: us,
-            gbps,
-            pct_of_copy: 100.0 * gbps / copy_gbps,
-            torch_eager_gbps: reference.and_then(|r| r.eager_gbps),
-            torch_compile_gbps: reference.and_then(|r| r.compile_gbps),
-            misaligned: Vec::new(),
-        });
+            us,
+            copy_gbps,
+            reference,
+        ));
     }
     Ok(())
 }

@@ -392,32 +392,22 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
         stream
             .synchronize()
             .during(|| format!("finishing {name}"))?;
-        let gbps = bytes as f64 / us / 1e3;
         let shape = case.shape_label();
         let reference = b
             .torch
             .as_ref()
             .and_then(|t| t.get_named(&name, case.n as u64, shape.as_deref()));
-        b.push(KernelRow {
-            family: "reduce".into(),
+        b.push(KernelRow::measured(
+            "reduce",
             name,
-            n: case.n as u64,
+            case.n as u64,
             shape,
-            config: None,
-            unroll: None,
-            transport: None,
-            srcs: None,
-            dsts: None,
-            bytes_per_elem: None,
             bytes,
             rotations,
-            median_us: us,
-            gbps,
-            pct_of_copy: 100.0 * gbps / copy_gbps,
-            torch_eager_gbps: reference.and_then(|r| r.eager_gbps),
-            torch_compile_gbps: reference.and_then(|r| r.compile_gbps),
-            misaligned: Vec::new(),
-        });
+            us,
+            copy_gbps,
+            reference,
+        ));
     }
     Ok(())
 }
