@@ -2,6 +2,7 @@
 # Runs on the GPU machine (no Rust there), from the repo root, over what
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
 #   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro] [bench-all] [norm]
+#                           [some-tests] [nms] [norm-quick] [norm-variants]
 #   (default: the first five; bench-all is a sweep of every family with PyTorch and a plot)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
@@ -99,6 +100,42 @@ for step in "${steps[@]}"; do
     "$BIN/redjit" bench norm --json "$OUT/bench-norm.json" --compare "$OUT/torch-norm.json" 2>&1 | tee "$OUT/bench-norm.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     "$BIN/redjit" bench norm --variants --json "$OUT/bench-norm-variants.json" --compare "$OUT/torch-norm.json" 2>&1 | tee "$OUT/bench-norm-variants.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    ;;
+  some-tests)
+    # GPU_TESTS="bin[:filter] ..." (a filter is a test-name substring), each
+    # bounded by TEST_TIMEOUT seconds (default 120): a short call's selection.
+    echo "== selected GPU tests: ${GPU_TESTS:-}"
+    export REDJIT_CACHE_DIR=/tmp/redjit-cache-tests
+    for sel in ${GPU_TESTS:-}; do
+      bin=${sel%%:*}
+      filter=""
+      [ "$sel" != "$bin" ] && filter=${sel#*:}
+      t0=$(date +%s)
+      timeout "${TEST_TIMEOUT:-120}" "$BIN/$bin" --ignored --test-threads=1 $filter >"$OUT/$bin${filter:+-$filter}.log" 2>&1
+      rc=$?
+      echo "$sel: rc=$rc in $(($(date +%s) - t0)) s"
+      grep -E "^test |test result|panicked" "$OUT/$bin${filter:+-$filter}.log" | grep -v " ... ok$" | head -20
+      [ $rc -eq 0 ] || status=1
+    done
+    ;;
+  nms)
+    echo "== torchvision.ops.nms, then redjit bench nms, same call"
+    python3 stage/scripts/torch_ref.py --families nms --n 1048576 --nms-boxes 20000,100000 --out "$OUT/torch-nms.json" 2>&1 | tee "$OUT/torch-nms.log" || status=1
+    "$BIN/redjit" bench nms --sizes 20000,100000 --json "$OUT/bench-nms.json" --compare "$OUT/torch-nms.json" 2>&1 | tee "$OUT/bench-nms.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    ;;
+  norm-quick)
+    # The default ladder against a PyTorch/Triton JSON of an earlier call of the
+    # same machine kind (TORCH_NORM_JSON), without re-running PyTorch.
+    echo "== redjit bench norm against ${TORCH_NORM_JSON:-}"
+    "$BIN/redjit" bench norm --json "$OUT/bench-norm.json" ${TORCH_NORM_JSON:+--compare "$TORCH_NORM_JSON"} 2>&1 | tee "$OUT/bench-norm.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    ;;
+  norm-variants)
+    echo "== redjit bench norm --variants at ${NORM_SHAPES:-32768x4096,8192x16384,262144x128}"
+    timeout "${VARIANTS_TIMEOUT:-90}" "$BIN/redjit" bench norm --variants --shapes "${NORM_SHAPES:-32768x4096,8192x16384,262144x128}" \
+      --json "$OUT/bench-norm-variants.json" 2>&1 | tee "$OUT/bench-norm-variants.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     ;;
   *) echo "unknown step $step"; status=2 ;;
