@@ -204,6 +204,20 @@ fn exact_inputs_bit_for_bit_f16() {
     exact_all::<f16>();
 }
 
+/// One small configuration for compute-sanitizer (memcheck, synccheck): 2
+/// ranks, both kernels and the cp.async variant, an odd size and a staged
+/// misaligned input, checked bit for bit like the full test. Kept small
+/// because the tools slow kernels down by orders of magnitude.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn one_small_configuration_for_the_sanitizers() {
+    let Some(c) = comm(2, 1 << 20, Duration::from_secs(30)) else {
+        return;
+    };
+    exact_case::<f32>(2, &c, 4099, 0, Op::Sum);
+    exact_case::<bf16>(2, &c, 1031, 1, Op::Sum);
+}
+
 /// Random inputs against f64: the kernel sums in f32 in rank order and rounds
 /// once to the dtype, so |got - exact| <= ulp_half(dtype, |exact|) +
 /// (R - 1) * 2^-24 * sum |x_r| (each f32 add rounds by at most half an f32 ulp
