@@ -24,17 +24,22 @@
 //!   allocation per call, so a call is capturable in a CUDA graph.
 //! - The stats stage is the `reduce` family's full-array logsumexp walk
 //!   (`rj_feed_range`, `rj_block_reduce`, `rj_arrive_last` and the `rj_red_lse`
-//!   state, all from `prelude/reduce.cuh`), with two differences that keep the
-//!   `reduce` kernel itself unchanged: each element enters as `s x` rounded to
-//!   f32 (as the row softmax of the `norm` family scales at load), and the
-//!   result is the (max, sum) state, not `m + ln d` folded into one f32. The
-//!   folded value cannot serve: at |m| ~ 1e4 its ulp is 2^-10, so
-//!   `e^(s x - lse)` would be off by up to 5e-4 relative; with m and d apart
-//!   `s x - m` is exact where it matters (Sterbenz) and the error stays at the
-//!   row softmax's.
+//!   state, all from `prelude/reduce.cuh`), with three differences, kept in
+//!   `prelude/softmax_all.cuh` so the `reduce` kernel itself is unchanged
+//!   (a `scale` argument there would change every reduce kernel's signature
+//!   for one op): each element enters as `s x` rounded to f32 (as the row
+//!   softmax of the `norm` family scales at load); a group of packs sums its
+//!   exponentials apart before adding them to the held sum (a chain of ~100
+//!   rounded adds at 2^28 elements instead of ~1000: the f32 result stays
+//!   within 1e-5); and the result is the (max, sum) state, not `m + ln d`
+//!   folded into one f32. The folded value cannot serve: at |m| ~ 1e4 its ulp
+//!   is 2^-10, so `e^(s x - lse)` would be off by up to 5e-4 relative; with m
+//!   and d apart `s x - m` is exact where it matters (Sterbenz) and the error
+//!   stays at the row softmax's.
 //! - The launch plan of the stats stage is the `reduce` kernel's
-//!   ([`SoftmaxAllSpec::stats_plan`] asks [`ReduceSpec::plan`]), so its grid and
-//!   the chain that bounds its rounding come from one place.
+//!   ([`SoftmaxAllSpec::stats_plan`] asks [`ReduceSpec::plan`]), so its grid
+//!   and workspace come from one place; the rounding chain is this stage's own
+//!   ([`SoftmaxAllSpec::stats_chain`]).
 //!
 //! Special values as the row softmax (`prelude/norm.cuh`): NaN or +Inf anywhere,
 //! or only -Inf, gives NaN everywhere; -Inf elements of any other array give 0
@@ -155,6 +160,41 @@ impl SoftmaxAllSpec {
     pub fn stats_plan(&self, n: u64, sm_count: u32, blocks_per_sm: u32) -> Plan {
         self.reduce_twin()
             .plan(Shape::All { n }, sm_count, blocks_per_sm)
+    }
+
+    /// Stats stage on `grid` blocks for n elements: the longest chain of
+    /// rounded adds an element's exponential goes through to the state (a
+    /// thread's group sums, one group of `4 x unroll`, the last packs (fewer
+    /// than a group), the unaligned head and the tail element by element, the
+    /// block tree, the last block's merge of the partials). With f32's unit roundoff it bounds the sum's error
+    /// (`reference_norm` derives the tolerances from it).
+    pub fn stats_chain(&self, n: u64, grid: u32) -> u64 {
+        let lanes = u64::from(grid.max(1)) * u64::from(THREADS);
+        let group = 4 * u64::from(self.reduce_twin().unroll());
+        let block_levels = 5 + u64::from(THREADS / 32).ilog2() as u64;
+        let last = if grid > 1 {
+            u64::from(grid).div_ceil(u64::from(THREADS)) + block_levels
+        } else {
+            0
+        };
+        n.div_ceil(lanes).div_ceil(group) + 2 * group + 5 + block_levels + last + 1
+    }
+
+    /// Stats stage on `grid` blocks for n elements: the most times a partial
+    /// sum is rescaled by `e^(old max - new max)` (each an `ex2.approx`, about
+    /// 2^-22 relative, and a rounded product; exact when the max stays):
+    /// once per group a thread feeds or element it feeds alone, once per merge
+    /// level.
+    pub fn stats_rescales(&self, n: u64, grid: u32) -> u64 {
+        let lanes = u64::from(grid.max(1)) * u64::from(THREADS);
+        let group = 4 * u64::from(self.reduce_twin().unroll());
+        let block_levels = 5 + u64::from(THREADS / 32).ilog2() as u64;
+        let last = if grid > 1 {
+            u64::from(grid).div_ceil(u64::from(THREADS)) + block_levels
+        } else {
+            0
+        };
+        n.div_ceil(lanes).div_ceil(group) + group + 5 + block_levels + last + 1
     }
 
     /// Normalise stage: elements per 16-byte vector of the narrower buffer (4
@@ -413,5 +453,10 @@ mod tests {
         assert_eq!(spec.normalize_grid(n, 132), 132 * NORMALIZE_BLOCKS_PER_SM);
         assert_eq!(spec.normalize_grid(5 << 33, 1), NORMALIZE_BLOCKS_PER_SM);
         assert_eq!(spec.min_arch(), Arch::SM80);
+        // 2^28 on 1056 blocks: 993 elements a thread in groups of 32 (bf16).
+        let chain = spec.stats_chain(n, 1056);
+        assert_eq!(chain, 32 + 64 + 5 + 8 + (5 + 8) + 1);
+        assert!(spec.stats_rescales(n, 1056) < chain);
+        assert_eq!(spec.stats_chain(5, 1), 1 + 64 + 5 + 8 + 1);
     }
 }
