@@ -6,7 +6,7 @@ use std::fmt;
 use clap::{Args, Subcommand};
 use redjit_codegen::{
     AllReduceSpec, DType, Family, KernelSpec, Load, NmsSpec, NormSpec, Op, ReduceCopySpec,
-    ReduceSpec, Role, Rounding, Src,
+    ReduceSpec, Role, Rounding, SoftmaxAllSpec, Src,
 };
 
 use crate::error::{CliError, CliResult};
@@ -77,6 +77,7 @@ pub fn parse_spec_name(name: &str) -> CliResult<AnySpec> {
         Family::AllReduce => Ok(Box::new(name.parse::<AllReduceSpec>()?)),
         Family::Norm => Ok(Box::new(name.parse::<NormSpec>()?)),
         Family::Nms => Ok(Box::new(name.parse::<NmsSpec>()?)),
+        Family::SoftmaxAll => Ok(Box::new(name.parse::<SoftmaxAllSpec>()?)),
     }
 }
 

@@ -29,7 +29,7 @@ pub mod spec;
 pub use error::SpecError;
 pub use registry::{
     AllReduceAlgo, Arch, DType, Family, Load, NmsStage, NormLayout, NormOp, Op, ReduceAxis,
-    ReduceOp, Role, Rounding, SoftmaxAlgo, Src,
+    ReduceOp, Role, Rounding, SoftmaxAlgo, SoftmaxAllStage, Src,
 };
 pub use render::{KernelSource, render_batch};
 pub use spec::KernelSpec;
@@ -38,3 +38,4 @@ pub use spec::nms::NmsSpec;
 pub use spec::norm::NormSpec;
 pub use spec::reduce::ReduceSpec;
 pub use spec::reduce_copy::ReduceCopySpec;
+pub use spec::softmax_all::SoftmaxAllSpec;

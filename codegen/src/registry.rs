@@ -533,6 +533,22 @@ registry_enum! {
             template: "nms.cu",
             preludes: &["prelude/types.cuh", "prelude/ops.cuh", "prelude/nms.cuh"],
         },
+        // Two kernels a call, rendered into one program (the launcher compiles
+        // both): the stats stage is reduce.cuh's full-array logsumexp walk over
+        // scale * x with its (max, sum) state kept whole; the normalise stage
+        // reads that state from device memory. softmax_all.cuh holds both
+        // stages' device code.
+        /// Softmax and log-softmax over a whole array (issue 11, seed 002's
+        /// "naive" softmax done correctly).
+        SoftmaxAll => FamilyInfo {
+            slug: "softmax_all",
+            template: "softmax_all.cu",
+            preludes: &[
+                "prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh",
+                "prelude/dtype_f32.cuh", "prelude/dtype_bf16.cuh", "prelude/dtype_f16.cuh",
+                "prelude/warp.cuh", "prelude/reduce.cuh", "prelude/softmax_all.cuh",
+            ],
+        },
     }
 }
 
@@ -562,6 +578,25 @@ registry_enum! {
         /// The reduction: one block walks the column blocks in score order,
         /// keeping the removed bitset, and writes the kept indices and count.
         Walk => NmsStageInfo { slug: "walk", threads: &[128, 256, 512, 1024] },
+    }
+}
+
+/// Facts about one stage of the `softmax_all` pipeline.
+#[derive(Debug)]
+pub struct SoftmaxAllStageInfo {
+    /// Short name in kernel names and flags.
+    pub slug: &'static str,
+}
+
+registry_enum! {
+    /// One kernel of a whole-array softmax, in launch order.
+    SoftmaxAllStage: SoftmaxAllStageInfo, what = "softmax_all stage" {
+        /// The array's (max, sum of e^(s x - max)) state, through the full-array
+        /// walk of the `reduce` family's logsumexp (a last-block finish, no
+        /// atomics on values), written to device memory.
+        Stats => SoftmaxAllStageInfo { slug: "stats" },
+        /// Every element from that state: softmax or log-softmax, elementwise.
+        Normalize => SoftmaxAllStageInfo { slug: "normalize" },
     }
 }
 

@@ -110,6 +110,14 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
         "prelude/reduce_int.cuh",
         include_str!("../../templates/prelude/reduce_int.cuh"),
     ),
+    (
+        "prelude/softmax_all.cuh",
+        include_str!("../../templates/prelude/softmax_all.cuh"),
+    ),
+    (
+        "softmax_all.cu",
+        include_str!("../../templates/softmax_all.cu"),
+    ),
 ];
 
 fn engine() -> Result<&'static tera::Tera, SpecError> {

@@ -38,6 +38,7 @@ pub mod reference_nms;
 pub mod reference_norm;
 pub mod reference_reduce;
 mod runtime;
+mod softmax_all;
 
 pub use cache::{CacheKey, CacheStats, CompileCache, Origin};
 pub use elem::{DeviceElem, KernelInput, KernelOutput};
@@ -51,10 +52,11 @@ pub use redjit_codegen::spec::reduce::{Plan as ReducePlan, Shape as ReduceShape}
 pub use redjit_codegen::{
     AllReduceAlgo, AllReduceSpec, Arch, DType, KernelSource, KernelSpec, Load, NmsSpec, NmsStage,
     NormLayout, NormOp, NormSpec, Op, ReduceAxis, ReduceCopySpec, ReduceOp, ReduceSpec, Role,
-    Rounding, SoftmaxAlgo, SpecError, Src,
+    Rounding, SoftmaxAlgo, SoftmaxAllSpec, SoftmaxAllStage, SpecError, Src,
 };
 pub use reduce::{Matrix, ReduceKernel, ReduceOutput, ResultType, check_call as check_reduce_call};
 pub use reduce_copy::{
     DEFAULT_THREADS, LaunchOptions, ReduceCopyArgs, ReduceCopyKernel, Stochastic,
 };
 pub use runtime::{DeviceInfo, PrepareReport, Runtime, RuntimeOptions, gpu_available};
+pub use softmax_all::{SoftmaxAllCall, SoftmaxAllKernel, check_call as check_softmax_all_call};

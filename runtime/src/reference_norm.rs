@@ -1,4 +1,6 @@
-//! CPU twin of the `norm` kernels: every row op in f64, from the very f32 values
+//! CPU twin of the `norm` kernels, and of the whole-array softmax
+//! (`softmax_all`, [`check_softmax_all`]) through the same [`SoftmaxStats`]:
+//! every row op in f64, from the very f32 values
 //! the kernel works on (softmax: `x * scale` rounded to f32; fused residual:
 //! `x + residual` rounded to f32 and then to the input type, which is also the
 //! exact expected `residual_out`), and the tolerance each output must meet.
@@ -38,9 +40,9 @@
 //! ```
 
 use half::{bf16, f16};
-use redjit_codegen::{DType, NormLayout, NormOp, NormSpec};
+use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAllSpec};
 
-use crate::reference::HostBuffer;
+use crate::reference::{HostBuffer, par_map};
 use crate::reference_reduce::gamma;
 
 const U: f64 = 1.0 / 16_777_216.0;
@@ -189,12 +191,181 @@ fn bits_of(dtype: DType, v: f32) -> u32 {
     }
 }
 
+/// The max of a softmax's scaled values, NaN if any is NaN (fold from -Inf).
+pub fn softmax_max(m: f64, x: f64) -> f64 {
+    if m.is_nan() || x.is_nan() {
+        f64::NAN
+    } else {
+        m.max(x)
+    }
+}
+
+/// A softmax's f64 statistics over its scaled values and the error budget of
+/// the kernel's normaliser: what every softmax twin (a row of the `norm`
+/// family, a whole array of `softmax_all`) derives each element's [`Want`]
+/// from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SoftmaxStats {
+    /// The max of the scaled values (NaN if any is NaN).
+    pub m: f64,
+    /// The sum of e^(v - m) over the scaled values v.
+    pub d: f64,
+    /// ln d.
+    pub ln_d: f64,
+    /// The kernel's relative error in d: 2^-20 (ex2.approx in each term and
+    /// the sum) + chain u, and whatever else its reduction rounds.
+    pub sum_err: f64,
+}
+
+impl SoftmaxStats {
+    /// The statistics of max m and normaliser d, with the kernel's budget.
+    pub fn new(m: f64, d: f64, sum_err: f64) -> SoftmaxStats {
+        SoftmaxStats {
+            m,
+            d,
+            ln_d: d.ln(),
+            sum_err,
+        }
+    }
+
+    /// NaN or +Inf among the values, or only -Inf: NaN everywhere.
+    pub fn special(&self) -> bool {
+        self.m.is_nan() || self.m.is_infinite()
+    }
+
+    /// The expected output (softmax, or log-softmax when `log`) for the scaled
+    /// value `x` (`x * scale` rounded to f32, as the kernels compute it).
+    pub fn want(&self, x: f64, log: bool) -> Want {
+        if self.special() {
+            return Want {
+                value: f64::NAN,
+                tol: 0.0,
+            };
+        }
+        let t = x - self.m;
+        if log {
+            let y = t - self.ln_d;
+            Want {
+                value: y,
+                tol: t.abs() * 2.0 * U + self.sum_err + (y.abs() + self.ln_d.abs()) * 2.0 * U,
+            }
+        } else {
+            let y = t.exp() / self.d;
+            let tol = if t == f64::NEG_INFINITY {
+                0.0
+            } else {
+                y * (self.sum_err + t.abs() * 2.0 * U + 4.0 * U) + TINY
+            };
+            Want { value: y, tol }
+        }
+    }
+}
+
 /// The expected outputs of every row. Panics if the buffers do not fit the
 /// spec (a harness error).
 pub fn expect_rows(spec: &NormSpec, a: &NormInputs<'_>) -> Vec<RowWant> {
     assert_eq!(a.x.dtype(), spec.input, "x dtype");
     let ch = chain(spec, a.cols as u64);
-    crate::reference::par_map(a.rows, |r| expect_row(spec, a, r, ch))
+    par_map(a.rows, |r| expect_row(spec, a, r, ch))
+}
+
+/// Whole-array softmax (`softmax_all`, issue 11): the statistics of
+/// `scale * x` (each product rounded to f32, as the kernels) over all of x,
+/// summed in parallel chunks, with the stats stage's error budget for a launch
+/// of `grid` blocks: 2^-20 + chain u + (2^-22 + u) per rescale of a partial
+/// sum (`SoftmaxAllSpec::stats_chain`, `stats_rescales`). That worst case
+/// (every group raising its thread's max: an ascending array) is about 4e-5
+/// at 2^28 elements; random arrays rescale a few times a thread and land far
+/// below 1e-5 (the GPU tests assert both).
+pub fn softmax_all_stats(
+    spec: &SoftmaxAllSpec,
+    x: &HostBuffer,
+    scale: f32,
+    grid: u32,
+) -> SoftmaxStats {
+    let n = x.len();
+    let chunks = n.clamp(1, 1024);
+    let per = n.div_ceil(chunks).max(1);
+    let range = |c: usize| c * per..((c + 1) * per).min(n);
+    let scaled = |i: usize| f64::from(x.get_f32(i) * scale);
+    let m = par_map(chunks, |c| {
+        range(c).map(scaled).fold(f64::NEG_INFINITY, softmax_max)
+    })
+    .into_iter()
+    .fold(f64::NEG_INFINITY, softmax_max);
+    let d: f64 = par_map(chunks, |c| {
+        range(c).map(|i| (scaled(i) - m).exp()).sum::<f64>()
+    })
+    .iter()
+    .sum();
+    let chain = spec.stats_chain(n as u64, grid);
+    let rescales = spec.stats_rescales(n as u64, grid);
+    SoftmaxStats::new(
+        m,
+        d,
+        2f64.powi(-20) + chain as f64 * U + rescales as f64 * (2f64.powi(-22) + U),
+    )
+}
+
+/// Checks every element of a whole-array softmax's output `y` (the kernel's
+/// bits) against the twin of `x`: [`softmax_all_stats`], then each element's
+/// [`Want`] (f32 within the tolerance; 16-bit within it or 1 ulp of the
+/// correctly rounded value). Returns the largest relative error among the
+/// finite nonzero expected values, or the first failures (at most 8) and
+/// their count.
+pub fn check_softmax_all(
+    spec: &SoftmaxAllSpec,
+    x: &HostBuffer,
+    scale: f32,
+    grid: u32,
+    y: &HostBuffer,
+) -> Result<f64, String> {
+    assert_eq!(x.dtype(), spec.input, "x dtype");
+    assert_eq!(y.dtype(), spec.output, "y dtype");
+    assert_eq!(x.len(), y.len(), "lengths");
+    let st = softmax_all_stats(spec, x, scale, grid);
+    let log = spec.op == NormOp::LogSoftmax;
+    let n = x.len();
+    let chunks = n.clamp(1, 1024);
+    let per = n.div_ceil(chunks).max(1);
+    let parts = par_map(chunks, |c| {
+        let mut worst = 0f64;
+        let mut bad = Vec::new();
+        let mut count = 0usize;
+        for i in c * per..((c + 1) * per).min(n) {
+            let w = st.want(f64::from(x.get_f32(i) * scale), log);
+            let bits = y.bits(i);
+            match w.check(spec.output, bits) {
+                Ok(()) => {
+                    let got = f64::from(y.get_f32(i));
+                    if w.value.is_finite() && w.value != 0.0 {
+                        worst = worst.max((got - w.value).abs() / w.value.abs());
+                    }
+                }
+                Err(e) => {
+                    count += 1;
+                    if bad.len() < 8 {
+                        bad.push(format!("y[{i}] (x = {:e}): {e}", x.get_f32(i)));
+                    }
+                }
+            }
+        }
+        (worst, bad, count)
+    });
+    let worst = parts.iter().map(|p| p.0).fold(0f64, f64::max);
+    let count: usize = parts.iter().map(|p| p.2).sum();
+    if count == 0 {
+        return Ok(worst);
+    }
+    let first: Vec<String> = parts.into_iter().flat_map(|p| p.1).take(8).collect();
+    Err(format!(
+        "{}: {count} of {n} elements wrong (m = {:e}, d = {:e}, budget {:e}); first:\n{}",
+        spec.name(),
+        st.m,
+        st.d,
+        st.sum_err,
+        first.join("\n")
+    ))
 }
 
 fn expect_row(spec: &NormSpec, a: &NormInputs<'_>, r: usize, ch: u64) -> RowWant {
@@ -206,47 +377,11 @@ fn expect_row(spec: &NormSpec, a: &NormInputs<'_>, r: usize, ch: u64) -> RowWant
             .map(|c| f64::from(a.x.get_f32(at(c)) * a.param))
             .collect();
         let log = spec.op == NormOp::LogSoftmax;
-        let m = v.iter().copied().fold(f64::NEG_INFINITY, |m, x| {
-            if m.is_nan() || x.is_nan() {
-                f64::NAN
-            } else {
-                m.max(x)
-            }
-        });
-        // The f64 formula; NaN / +Inf anywhere or an all -Inf row: NaN.
-        let special = m.is_nan() || m == f64::INFINITY || m == f64::NEG_INFINITY;
+        let m = v.iter().copied().fold(f64::NEG_INFINITY, softmax_max);
         let d: f64 = v.iter().map(|x| (x - m).exp()).sum();
-        let ln_d = d.ln();
-        let sum_err = 2f64.powi(-20) + ch as f64 * U;
-        let out = v
-            .iter()
-            .map(|&x| {
-                if special {
-                    return Want {
-                        value: f64::NAN,
-                        tol: 0.0,
-                    };
-                }
-                let t = x - m;
-                if log {
-                    let y = t - ln_d;
-                    Want {
-                        value: y,
-                        tol: t.abs() * 2.0 * U + sum_err + (y.abs() + ln_d.abs()) * 2.0 * U,
-                    }
-                } else {
-                    let y = t.exp() / d;
-                    let tol = if t == f64::NEG_INFINITY {
-                        0.0
-                    } else {
-                        y * (sum_err + t.abs() * 2.0 * U + 4.0 * U) + TINY
-                    };
-                    Want { value: y, tol }
-                }
-            })
-            .collect();
+        let st = SoftmaxStats::new(m, d, 2f64.powi(-20) + ch as f64 * U);
         return RowWant {
-            out,
+            out: v.iter().map(|&x| st.want(x, log)).collect(),
             residual_out: None,
             mean: None,
             rstd: None,
@@ -402,6 +537,47 @@ mod tests {
         a.weight = Some(&wb);
         let r = &expect_rows(&spec("norm_rmsnorm_res_bf16_bf16_w1x1"), &a)[0];
         assert_eq!(r.residual_out.as_ref().unwrap()[0], 0x3f80);
+    }
+
+    #[test]
+    fn whole_array_softmax_is_the_one_row_softmax() {
+        let x = f32s(&[1.0, 2.0, 3.0, f32::NEG_INFINITY, 0.5]);
+        let row = &expect_rows(
+            &spec("norm_softmax_online_f32_f32_w1x1"),
+            &NormInputs::new(&x, 1, 5, 5, 0.5),
+        )[0];
+        let all: SoftmaxAllSpec = "softmax_all_softmax_f32_f32".parse().unwrap();
+        let st = softmax_all_stats(&all, &x, 0.5, 1);
+        for (i, w) in row.out.iter().enumerate() {
+            let a = st.want(f64::from(x.get_f32(i) * 0.5), false);
+            assert!((a.value - w.value).abs() < 1e-15, "{i}");
+        }
+        // The kernel's values pass, a value 1e-4 off fails, naming the element.
+        let y = HostBuffer::F32(row.out.iter().map(|w| w.value as f32).collect());
+        let worst = check_softmax_all(&all, &x, 0.5, 1, &y).unwrap();
+        assert!(worst < 1e-7, "{worst}");
+        let mut off = row.out.iter().map(|w| w.value as f32).collect::<Vec<_>>();
+        off[1] *= 1.0 + 1e-4;
+        let e = check_softmax_all(&all, &x, 0.5, 1, &HostBuffer::F32(off)).unwrap_err();
+        assert!(
+            e.contains("1 of 5 elements wrong") && e.contains("y[1]"),
+            "{e}"
+        );
+        // Special arrays: NaN everywhere.
+        for bad in [
+            [1.0, f32::NAN],
+            [1.0, f32::INFINITY],
+            [f32::NEG_INFINITY; 2],
+        ] {
+            let st = softmax_all_stats(&all, &f32s(&bad), 1.0, 1);
+            assert!(st.special() && st.want(1.0, true).value.is_nan(), "{bad:?}");
+        }
+        // The budget grows with n: at most 5e-5 at 2^28 on 1056 blocks.
+        let big = softmax_all_stats(&all, &x, 1.0, 1).sum_err
+            + (all.stats_chain(1 << 28, 1056) - all.stats_chain(5, 1)) as f64 * U
+            + (all.stats_rescales(1 << 28, 1056) - all.stats_rescales(5, 1)) as f64
+                * (2f64.powi(-22) + U);
+        assert!(big < 5e-5, "{big}");
     }
 
     #[test]

@@ -118,6 +118,11 @@ fn plans(families: &[Family]) -> Vec<Plan> {
                 skipped = Some("checked by tests/gpu_nms.rs");
                 (0, Vec::new())
             }
+            // Checked against its f64 twin by tests/gpu_softmax_all.rs.
+            Family::SoftmaxAll => {
+                skipped = Some("checked by tests/gpu_softmax_all.rs");
+                (0, Vec::new())
+            }
         };
         out.push(Plan {
             family,
@@ -276,7 +281,9 @@ fn on_gpu(plans: &[Plan], args: &SelftestArgs) -> CliResult {
         let r = match p.family {
             Family::ReduceCopy => reduce_copy::check(&rt, args.n)?,
             Family::Reduce => reduce::check(&rt, args.n)?,
-            Family::AllReduce | Family::Norm | Family::Nms => FamilyResult::default(),
+            Family::AllReduce | Family::Norm | Family::Nms | Family::SoftmaxAll => {
+                FamilyResult::default()
+            }
         };
         debug_assert_eq!(r.kernels, p.kernels);
         results.push((p.family, r));

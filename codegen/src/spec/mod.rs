@@ -5,6 +5,7 @@ pub mod nms;
 pub mod norm;
 pub mod reduce;
 pub mod reduce_copy;
+pub mod softmax_all;
 
 use crate::error::SpecError;
 use crate::registry::{Arch, Family};

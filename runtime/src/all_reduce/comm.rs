@@ -192,12 +192,13 @@ struct Rank {
 /// captured call is ordered by the capturing stream itself, so the waits are
 /// not needed. Another thread using these contexts meanwhile sees tracking off
 /// for that span; tracking is restored on drop, where it was on.
-struct TrackingPaused {
+pub(crate) struct TrackingPaused {
     paused: Vec<Arc<CudaContext>>,
 }
 
 impl TrackingPaused {
-    fn new(runtimes: &[Runtime]) -> TrackingPaused {
+    /// Pauses tracking on the contexts of `runtimes` that have it on.
+    pub(crate) fn new(runtimes: &[Runtime]) -> TrackingPaused {
         let mut paused: Vec<Arc<CudaContext>> = Vec::new();
         for rt in runtimes {
             let ctx = rt.context();

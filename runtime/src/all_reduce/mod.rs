@@ -13,4 +13,5 @@ pub mod graph;
 pub mod ipc;
 pub mod protocol;
 
+pub(crate) use comm::TrackingPaused;
 pub use comm::{Call, CommOptions, Communicator, Placement, check_call, check_call_for};
