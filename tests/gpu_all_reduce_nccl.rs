@@ -9,7 +9,7 @@
 //!
 //! ```text
 //! REDJIT_REQUIRE_GPU=1 \
-//! REDJIT_NCCL_LIB="$(python -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))')/lib" \
+//! REDJIT_NCCL_LIB="$(python -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])')/lib" \
 //! cargo test -p redjit --test gpu_all_reduce_nccl -- --ignored --nocapture
 //! ```
 //!

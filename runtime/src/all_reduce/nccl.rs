@@ -28,7 +28,7 @@
 //! only that is tried; otherwise the dynamic loader's search path
 //! (`LD_LIBRARY_PATH`, the cache) is asked for `libnccl.so.2`, then
 //! `libnccl.so`. On the GPU machines NCCL comes with PyTorch's wheel:
-//! `REDJIT_NCCL_LIB=$(python -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))')/lib`.
+//! `REDJIT_NCCL_LIB=$(python -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])')/lib`.
 //! Absence is an [`Error::NcclUnavailable`] naming every path tried, never a
 //! panic: cudarc 0.19's own NCCL loader panics when the library (or any symbol)
 //! is missing and only asks for `libnccl.so` and `libnccl.so.<cuda major>`, so
@@ -55,6 +55,12 @@
 //! the caller gives) and premulsum are `ncclRedOpCreatePreMulSum` with the
 //! factor (1/count for avg) in the call's dtype, created per call and
 //! destroyed after it. dtypes: f32, bf16, f16 (NCCL >= 2.11 has them all).
+//!
+//! **CUDA graphs.** NCCL captures its calls into a graph itself. Through
+//! [`super::Communicator::all_reduce_routed`] cudarc's event tracking is paused
+//! for a capturing call, as for the kernels; a standalone [`NcclComm`] leaves
+//! it alone, so capture with it on buffers whose tracking is off (or on a
+//! context with tracking disabled).
 //!
 //! **Not tested here** (no second GPU, no second host): the multi-rank
 //! placements; `Devices` and `Process` are written to NCCL's documented use.
