@@ -10,6 +10,13 @@ OUT="${OUT:-/tmp/redjit-out}"
 mkdir -p "$OUT"
 BIN=stage/bin
 export REDJIT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
+# The NCCL backend (gpu_all_reduce_nccl) loads NCCL from PyTorch's wheel
+# (nvidia/nccl/lib/libnccl.so.2) unless REDJIT_NCCL_LIB already names one; with
+# REDJIT_REQUIRE_GPU=1 a missing NCCL fails that test, naming what it tried.
+if [ -z "${REDJIT_NCCL_LIB:-}" ]; then
+  nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null) \
+    && export REDJIT_NCCL_LIB="$nccl_dir"
+fi
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(selftest tests jit bench macro)
 status=0

@@ -85,6 +85,32 @@ pub enum Error {
         reason: String,
     },
 
+    /// The NCCL library could not be found, opened, or lacks a call the NCCL
+    /// backend makes (see [`crate::all_reduce::nccl`]).
+    #[error(
+        "NCCL is not available: {reason}; tried: {}. Set REDJIT_NCCL_LIB to the library (or its folder), e.g. PyTorch's site-packages/nvidia/nccl/lib/libnccl.so.2, or put that folder on LD_LIBRARY_PATH",
+        tried.join("; ")
+    )]
+    NcclUnavailable {
+        /// Every path or name tried, each with why it failed.
+        tried: Vec<String>,
+        /// What is missing.
+        reason: String,
+    },
+
+    /// An NCCL call failed.
+    #[error("NCCL error in {during}: {name} ({code}): {message}")]
+    Nccl {
+        /// What redjit was doing (`"ncclAllReduce on rank 1"`, ...).
+        during: String,
+        /// The `ncclResult_t` value.
+        code: u32,
+        /// Its name (`ncclInvalidUsage`, ...).
+        name: String,
+        /// NCCL's error string and, where it has one, its last error message.
+        message: String,
+    },
+
     /// The compile cache's directory could not be used at all.
     #[error("compile cache at {path}: {message}")]
     Cache {

@@ -34,11 +34,30 @@
 //!
 //! Topology: the table assumes full peer access over NVLink. Ranks on one GPU
 //! (the test placement) use it unchanged. Ranks joined only over PCIe, or
-//! without peer access, belong to the NCCL backend (not built yet), which the
-//! communicator will select before this table is consulted.
+//! without peer access, belong to the NCCL backend ([`super::nccl`]) as a
+//! communicator of its own.
+//!
+//! NCCL as the fallback: `nccl_min[w - 2]` is the smallest message (bytes per
+//! rank) that world size `w` hands to NCCL instead of a kernel, for sizes
+//! where redjit's kernels lose. [`AlgoTable::route`] takes it only when the
+//! communicator has NCCL (built with `CommOptions::nccl` and the library
+//! found); [`AlgoTable::choose`] never does. The placeholder has no NCCL
+//! entries (vLLM hands over to NCCL above 8 MB; the two-GPU issue measures
+//! where redjit's own kernels stop winning).
+//!
+//! ```
+//! use redjit_runtime::all_reduce::choice::{AlgoTable, Choice, Route};
+//! let mut t = AlgoTable::placeholder();
+//! t.nccl_min[8 - 2] = Some(32 << 20);
+//! assert_eq!(t.route(8, 64 << 20, true)?, Route::Nccl);
+//! assert_eq!(t.route(8, 64 << 20, false)?, Route::Kernel(Choice::CP_ASYNC)); // no NCCL: a kernel
+//! assert_eq!(t.route(8, 64 << 10, true)?, Route::Kernel(Choice::ONE_SHOT));
+//! # Ok::<(), redjit_runtime::Error>(())
+//! ```
 //!
 //! Override order: `REDJIT_AR_ALGO` (`oneshot`, `twostage` or `cpasync`) in
-//! the environment forces one kernel ([`AlgoTable::with_env`]); otherwise
+//! the environment forces one kernel, and `nccl` routes every size to NCCL
+//! where the communicator has it ([`AlgoTable::with_env`]); otherwise
 //! `CommOptions::algos`, which defaults to the placeholder.
 
 #![warn(missing_docs)]
@@ -86,11 +105,23 @@ pub struct Thresholds {
     pub cp_async_min: Option<usize>,
 }
 
+/// Where [`AlgoTable::route`] sends a call: a redjit kernel, or NCCL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// One of redjit's kernels.
+    Kernel(Choice),
+    /// The communicator's NCCL backend.
+    Nccl,
+}
+
 /// The algorithm-choice table: thresholds per world size 2..=8.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AlgoTable {
     /// `rows[w - 2]`: the thresholds of world size `w`.
     pub rows: [Thresholds; 7],
+    /// `nccl_min[w - 2]`: the smallest message (bytes per rank) that world size
+    /// `w` runs on NCCL, where the communicator has it (`None`: never).
+    pub nccl_min: [Option<usize>; 7],
     /// Whether the numbers come from measurements (false for the placeholder).
     pub measured: bool,
     /// Where the numbers come from (a BENCHMARKS.md entry once measured).
@@ -131,6 +162,7 @@ impl AlgoTable {
                 row(256 * KB, 8 * MB),       // 7
                 row(256 * KB, 8 * MB),       // 8
             ],
+            nccl_min: [None; 7],
             measured: false,
             source: "UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
         }
@@ -154,18 +186,42 @@ impl AlgoTable {
         };
         AlgoTable {
             rows: [t; 7],
+            nccl_min: [None; 7],
             measured: false,
             source: format!("forced: {choice:?}"),
         }
     }
 
-    /// `self`, unless `REDJIT_AR_ALGO` forces one kernel; an unknown value is
-    /// an error naming the accepted ones.
+    /// `self`, unless `REDJIT_AR_ALGO` forces one kernel (or `nccl`: NCCL for
+    /// every size, the kernels' thresholds kept for a communicator without
+    /// it); an unknown value is an error naming the accepted ones.
     pub fn with_env(self) -> Result<AlgoTable> {
         match std::env::var("REDJIT_AR_ALGO") {
+            Ok(v) if v.trim().eq_ignore_ascii_case("nccl") => Ok(self.nccl_always()),
             Ok(v) => Ok(AlgoTable::always(parse_forced(&v)?)),
             Err(_) => Ok(self),
         }
+    }
+
+    /// `self` with every size of every world routed to NCCL where the
+    /// communicator has it.
+    pub fn nccl_always(mut self) -> AlgoTable {
+        self.nccl_min = [Some(0); 7];
+        self.source = format!("{}; NCCL forced", self.source);
+        self
+    }
+
+    /// Where a call of `bytes` bytes per rank among `world` ranks runs: NCCL
+    /// from `nccl_min` on if `nccl` (the communicator has it), else the kernel
+    /// [`Self::choose`] picks.
+    pub fn route(&self, world: u32, bytes: usize, nccl: bool) -> Result<Route> {
+        let choice = self.choose(world, bytes)?;
+        let from = self.nccl_min[world as usize - 2];
+        Ok(if nccl && from.is_some_and(|m| bytes >= m) {
+            Route::Nccl
+        } else {
+            Route::Kernel(choice)
+        })
     }
 
     /// The kernel for `world` ranks and `bytes` bytes per rank.
@@ -193,7 +249,7 @@ pub fn parse_forced(v: &str) -> Result<Choice> {
         "twostage" => Ok(Choice::TWO_STAGE),
         "cpasync" => Ok(Choice::CP_ASYNC),
         other => Err(err(format!(
-            "REDJIT_AR_ALGO={other:?}: expected one of: oneshot, twostage, cpasync"
+            "REDJIT_AR_ALGO={other:?}: expected one of: oneshot, twostage, cpasync (or nccl)"
         ))),
     }
 }

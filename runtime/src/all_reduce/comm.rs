@@ -39,11 +39,14 @@
 //! see the captured kernel arguments with the inputs' current contents (see
 //! [`super::graph`]).
 //!
-//! Not built yet (designed here, taken up by the two-GPU issue):
-//! - NCCL backend (cudarc's `nccl` feature, library from PyTorch's venv
-//!   `nvidia/nccl/lib` at run time) when peer access is missing or ranks span
-//!   hosts, and the hierarchical mode (peer reduce-scatter, NCCL across hosts,
-//!   peer all-gather).
+//! NCCL: with `CommOptions::nccl` the communicator also joins its ranks in an
+//! NCCL communicator ([`super::nccl`]), and [`Communicator::all_reduce_routed`]
+//! sends the sizes the table routes to NCCL there ([`super::choice::Route`]).
+//! Where peer access is missing or ranks span hosts, [`super::nccl::NcclComm`]
+//! is the communicator on its own.
+//!
+//! Not built yet (designed here, taken up by the two-GPU issue): the
+//! hierarchical mode (peer reduce-scatter, NCCL across hosts, peer all-gather).
 
 #![warn(missing_docs)]
 
@@ -58,8 +61,9 @@ use cudarc::driver::{
 use redjit_codegen::spec::all_reduce::{MAX_BLOCKS, PACK_BYTES, signal};
 use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 
-use super::choice::AlgoTable;
+use super::choice::{AlgoTable, Route};
 use super::graph::{GraphBuffers, GraphRecord};
+use super::nccl::{NcclComm, NcclLib, NcclPlacement};
 use super::protocol::BarrierTimeout;
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
@@ -117,6 +121,23 @@ pub struct CommOptions {
     /// The algorithm-choice table [`Communicator::choose`] reads (see
     /// [`super::choice`]; `REDJIT_AR_ALGO` in the environment overrides it).
     pub algos: AlgoTable,
+    /// Whether to join the ranks in an NCCL communicator too, the table's
+    /// fallback (see [`super::nccl`]).
+    pub nccl: NcclUse,
+}
+
+/// Whether a [`Communicator`] joins its ranks in NCCL as well.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NcclUse {
+    /// No NCCL (the default: NCCL's set-up costs time and GPU memory).
+    #[default]
+    Off,
+    /// NCCL if the library is found (`REDJIT_NCCL_LIB` or the loader's search
+    /// path) and the placement allows it (one rank per GPU); otherwise none,
+    /// and every call runs a kernel. Other NCCL failures are errors.
+    IfAvailable,
+    /// NCCL, or `Communicator::new` fails (library absent, ranks sharing a GPU).
+    Required,
 }
 
 impl Default for CommOptions {
@@ -127,6 +148,7 @@ impl Default for CommOptions {
             join_timeout: Duration::from_secs(60),
             graph_slots: 1024,
             algos: AlgoTable::placeholder(),
+            nccl: NcclUse::Off,
         }
     }
 }
@@ -243,6 +265,8 @@ pub struct Communicator {
     graph: Mutex<GraphBuffers>,
     /// Peers' allocations opened for captured inputs, by handle (each opened once).
     graph_mappings: Mutex<Vec<(IpcHandle, OpenedIpc)>>,
+    /// The same ranks in NCCL (`CommOptions::nccl`), the table's fallback.
+    nccl: Option<NcclComm>,
 }
 
 const TABLE_BYTES: u64 = std::mem::size_of::<PtrTable>() as u64;
@@ -393,6 +417,7 @@ impl Communicator {
             write_table(&rank.in_tables, super::graph::EAGER_SLOT, &tables[0].0)?;
         }
         let graph_slots = opts.graph_slots;
+        let nccl = nccl_for(&placement, &runtimes, opts.nccl, opts.join_timeout)?;
         Ok(Communicator {
             placement,
             world,
@@ -405,7 +430,70 @@ impl Communicator {
             issuing: Mutex::new(()),
             graph: Mutex::new(GraphBuffers::new(graph_slots)),
             graph_mappings: Mutex::new(Vec::new()),
+            nccl,
         })
+    }
+
+    /// The NCCL communicator over the same ranks, if it was built
+    /// (`CommOptions::nccl`).
+    pub fn nccl(&self) -> Option<&NcclComm> {
+        self.nccl.as_ref()
+    }
+
+    /// Where a call of `bytes` bytes per rank runs: the table's kernel, or NCCL
+    /// where the table says so and this communicator has it.
+    pub fn route(&self, bytes: usize) -> Result<Route> {
+        self.opts
+            .algos
+            .route(self.world, bytes, self.nccl.is_some())
+    }
+
+    /// `outputs[r] = op(inputs[0], ..., inputs[R-1])` on every rank r, run where
+    /// [`Self::route`] says: a kernel through [`Self::all_reduce`], or NCCL on
+    /// the same streams (ordered with [`Self::stream`] alike). `scalar` as in
+    /// [`Call`].
+    pub fn all_reduce_routed(
+        &self,
+        inputs: &[&dyn KernelInput],
+        outputs: &mut [&mut dyn KernelOutput],
+        op: Op,
+        scalar: Option<f32>,
+    ) -> Result<()> {
+        let bytes = inputs
+            .first()
+            .map_or(0, |i| i.len() * i.dtype().info().bytes as usize);
+        let call = |c: super::choice::Choice| Call {
+            cp_async: c.cp_async,
+            op,
+            scalar,
+            ..Call::sum(c.algo)
+        };
+        let (route, nccl) = (self.route(bytes)?, self.nccl.as_ref());
+        let (Route::Nccl, Some(nccl)) = (route, nccl) else {
+            let c = match route {
+                Route::Kernel(c) => c,
+                Route::Nccl => self.opts.algos.choose(self.world, bytes)?,
+            };
+            return self.all_reduce(inputs, outputs, call(c));
+        };
+        if let Some(reason) = self.broken() {
+            return Err(Error::Broken { reason });
+        }
+        let Ok(_issuing) = self.issuing.try_lock() else {
+            return Err(comm_err(
+                "concurrent call",
+                "another all-reduce is being issued on this communicator; one at a time".into(),
+            ));
+        };
+        let main = self.stream();
+        let capturing = main
+            .capture_status()
+            .during(|| "querying the main stream's capture status".into())?
+            == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        // As in all_reduce: NCCL captures into the graph itself, but reading a
+        // tracked slice's address would wait on an uncaptured event.
+        let _paused = capturing.then(|| TrackingPaused::new(&self.runtimes));
+        nccl.issue(main, inputs, outputs, call(super::choice::Choice::ONE_SHOT))
     }
 
     /// Number of ranks.
@@ -893,6 +981,53 @@ impl super::ipc::RankBuffers for CudaRank<'_> {
         })?;
         Ok((m.ptr(), m))
     }
+}
+
+/// The NCCL communicator `use_` asks for over `placement`'s ranks, on the
+/// communicator's contexts and main stream.
+fn nccl_for(
+    placement: &Placement,
+    runtimes: &[Runtime],
+    use_: NcclUse,
+    join_timeout: Duration,
+) -> Result<Option<NcclComm>> {
+    if use_ == NcclUse::Off {
+        return Ok(None);
+    }
+    let lib = match (NcclLib::get(), use_) {
+        (Ok(lib), _) => lib,
+        (Err(Error::NcclUnavailable { .. }), NcclUse::IfAvailable) => return Ok(None),
+        (Err(e), _) => return Err(e),
+    };
+    let nccl_placement = match placement {
+        Placement::Devices { ordinals } => NcclPlacement::Devices {
+            ordinals: ordinals.clone(),
+        },
+        Placement::Process {
+            ordinal,
+            rank,
+            world,
+            rendezvous,
+            gpu_share: 1,
+        } => NcclPlacement::Process {
+            ordinal: *ordinal,
+            rank: *rank,
+            world: *world,
+            rendezvous: rendezvous.clone(),
+            join_timeout,
+        },
+        _ if use_ == NcclUse::IfAvailable => return Ok(None),
+        other => {
+            return Err(comm_err(
+                "NCCL",
+                format!(
+                    "{other:?}: NCCL allows one rank per GPU in a communicator, and these ranks share one"
+                ),
+            ));
+        }
+    };
+    let ctxs = runtimes.iter().map(|rt| rt.context().clone()).collect();
+    NcclComm::with_contexts(lib, nccl_placement, ctxs, runtimes[0].stream().clone()).map(Some)
 }
 
 /// Validates one call without a GPU (`out_addresses`: each output's device

@@ -2,7 +2,8 @@
 //! (see [`comm`] for an example), the barrier's model ([`protocol`]), the
 //! rendezvous of ranks in separate processes ([`bootstrap`]) and how such a
 //! rank joins its peers through CUDA IPC ([`ipc`]), CUDA-graph bookkeeping
-//! ([`graph`]) and the algorithm-choice table ([`choice`]).
+//! ([`graph`]), the algorithm-choice table ([`choice`]) and the NCCL backend
+//! ([`nccl`]).
 
 #![warn(missing_docs)]
 
@@ -11,7 +12,8 @@ pub mod choice;
 pub mod comm;
 pub mod graph;
 pub mod ipc;
+pub mod nccl;
 pub mod protocol;
 
 pub(crate) use comm::TrackingPaused;
-pub use comm::{Call, CommOptions, Communicator, Placement, check_call, check_call_for};
+pub use comm::{Call, CommOptions, Communicator, NcclUse, Placement, check_call, check_call_for};
