@@ -5,45 +5,16 @@
 //! GPU, f32/bf16/f16), while sizes and alignments it does not limit pass; the
 //! choice table routes to NCCL only where the communicator has it. Pure CPU.
 
+mod common;
+
 use std::path::Path;
 
-use cudarc::driver::{CudaStream, LaunchArgs};
 use redjit::all_reduce::Call;
 use redjit::all_reduce::choice::{AlgoTable, Choice, Route};
 use redjit::all_reduce::nccl::{NcclComm, NcclLib, NcclOp, NcclPlacement, check_call};
 use redjit::{AllReduceAlgo, DType, Error, KernelInput, KernelOutput, Op};
 
-struct Fake {
-    dtype: DType,
-    len: usize,
-    address: u64,
-}
-
-impl KernelInput for Fake {
-    fn dtype(&self) -> DType {
-        self.dtype
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn push_input<'a>(&'a self, _: &mut LaunchArgs<'a>) {}
-    fn address(&self, _: &CudaStream) -> u64 {
-        self.address
-    }
-}
-
-impl KernelOutput for Fake {
-    fn dtype(&self) -> DType {
-        self.dtype
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn push_output<'a>(&'a mut self, _: &mut LaunchArgs<'a>) {}
-    fn address(&self, _: &CudaStream) -> u64 {
-        self.address
-    }
-}
+use common::FakeBuffer as Fake;
 
 fn unavailable(e: Error) -> (Vec<String>, String) {
     let text = e.to_string();

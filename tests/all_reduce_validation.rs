@@ -3,41 +3,12 @@
 //! or stray scalars give typed errors naming the value and the rule. Pure CPU
 //! (fake buffers stand in for device memory).
 
-use cudarc::driver::{CudaStream, LaunchArgs};
+mod common;
+
 use redjit::all_reduce::{Call, check_call};
 use redjit::{AllReduceAlgo, DType, Error, KernelInput, KernelOutput, Op};
 
-struct Fake {
-    dtype: DType,
-    len: usize,
-    address: u64,
-}
-
-impl KernelInput for Fake {
-    fn dtype(&self) -> DType {
-        self.dtype
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn push_input<'a>(&'a self, _: &mut LaunchArgs<'a>) {}
-    fn address(&self, _: &CudaStream) -> u64 {
-        self.address
-    }
-}
-
-impl KernelOutput for Fake {
-    fn dtype(&self) -> DType {
-        self.dtype
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn push_output<'a>(&'a mut self, _: &mut LaunchArgs<'a>) {}
-    fn address(&self, _: &CudaStream) -> u64 {
-        self.address
-    }
-}
+use common::FakeBuffer as Fake;
 
 fn fake(dtype: DType, len: usize, address: u64) -> Fake {
     Fake {

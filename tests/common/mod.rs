@@ -354,3 +354,37 @@ pub fn assert_instruction_counts(name: &str, ptx: &str, counts: &[(&str, usize)]
 pub fn ptx_snapshot_text(name: &str, nvrtc_version: &str, ptx: &str) -> String {
     format!("// spec: {name}  nvrtc: {nvrtc_version}  target: sm_90 ptx\n{ptx}")
 }
+
+/// A buffer description that is no device memory: the validation tests' input
+/// and output (dtype, length and address are all a call check reads).
+pub struct FakeBuffer {
+    pub dtype: redjit::DType,
+    pub len: usize,
+    pub address: u64,
+}
+
+impl redjit::KernelInput for FakeBuffer {
+    fn dtype(&self) -> redjit::DType {
+        self.dtype
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn push_input<'a>(&'a self, _: &mut cudarc::driver::LaunchArgs<'a>) {}
+    fn address(&self, _: &cudarc::driver::CudaStream) -> u64 {
+        self.address
+    }
+}
+
+impl redjit::KernelOutput for FakeBuffer {
+    fn dtype(&self) -> redjit::DType {
+        self.dtype
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn push_output<'a>(&'a mut self, _: &mut cudarc::driver::LaunchArgs<'a>) {}
+    fn address(&self, _: &cudarc::driver::CudaStream) -> u64 {
+        self.address
+    }
+}

@@ -245,6 +245,14 @@ impl Drop for TrackingPaused {
     }
 }
 
+/// A call being issued: the one-at-a-time lock, whether the main stream
+/// captures, and the paused event tracking of a capturing call.
+struct Issue<'a> {
+    _lock: std::sync::MutexGuard<'a, ()>,
+    capturing: bool,
+    _paused: Option<TrackingPaused>,
+}
+
 /// R ranks driven from this process: their registered staging, scratch and
 /// signal buffers, one stream per rank, and the all-reduce kernels for each
 /// dtype, op and algorithm, compiled on first use.
@@ -476,24 +484,42 @@ impl Communicator {
             };
             return self.all_reduce(inputs, outputs, call(c));
         };
+        // NCCL captures into the graph itself; the issue guard still pauses the
+        // event tracking a captured address read would trip.
+        let _issue = self.start_issue()?;
+        nccl.issue(
+            self.stream(),
+            inputs,
+            outputs,
+            call(super::choice::Choice::ONE_SHOT),
+        )
+    }
+
+    /// What every call does before it touches a buffer: refuses on a broken
+    /// communicator or while another call issues, asks whether the main stream
+    /// captures (before any address is read: inside a capture, reading a
+    /// tracked slice's address waits on an uncaptured event) and pauses
+    /// cudarc's event tracking for a capturing call. Held until the call ends.
+    fn start_issue(&self) -> Result<Issue<'_>> {
         if let Some(reason) = self.broken() {
             return Err(Error::Broken { reason });
         }
-        let Ok(_issuing) = self.issuing.try_lock() else {
+        let Ok(lock) = self.issuing.try_lock() else {
             return Err(comm_err(
                 "concurrent call",
                 "another all-reduce is being issued on this communicator; one at a time".into(),
             ));
         };
-        let main = self.stream();
-        let capturing = main
+        let capturing = self
+            .stream()
             .capture_status()
             .during(|| "querying the main stream's capture status".into())?
             == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE;
-        // As in all_reduce: NCCL captures into the graph itself, but reading a
-        // tracked slice's address would wait on an uncaptured event.
-        let _paused = capturing.then(|| TrackingPaused::new(&self.runtimes));
-        nccl.issue(main, inputs, outputs, call(super::choice::Choice::ONE_SHOT))
+        Ok(Issue {
+            _lock: lock,
+            capturing,
+            _paused: capturing.then(|| TrackingPaused::new(&self.runtimes)),
+        })
     }
 
     /// Number of ranks.
@@ -576,23 +602,9 @@ impl Communicator {
         outputs: &mut [&mut dyn KernelOutput],
         call: Call,
     ) -> Result<()> {
-        if let Some(reason) = self.broken() {
-            return Err(Error::Broken { reason });
-        }
-        let Ok(_issuing) = self.issuing.try_lock() else {
-            return Err(comm_err(
-                "concurrent call",
-                "another all-reduce is being issued on this communicator; one at a time".into(),
-            ));
-        };
+        let issue = self.start_issue()?;
+        let capturing = issue.capturing;
         let main = self.stream();
-        // Asked before any buffer is touched: reading a tracked slice's address
-        // inside a capture would otherwise wait on an uncaptured event.
-        let capturing = main
-            .capture_status()
-            .during(|| "querying the main stream's capture status".into())?
-            == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE;
-        let _paused = capturing.then(|| TrackingPaused::new(&self.runtimes));
         let out_addresses: Vec<u64> = outputs.iter().map(|o| o.address(main)).collect();
         let (dtype, n) = check_call_for(
             self.ranks.len() as u32,
