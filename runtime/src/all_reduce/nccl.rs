@@ -55,6 +55,8 @@
 //! the caller gives) and premulsum are `ncclRedOpCreatePreMulSum` with the
 //! factor (1/count for avg) in the call's dtype, created per call and
 //! destroyed after it. dtypes: f32, bf16, f16 (NCCL >= 2.11 has them all).
+//! On one rank NCCL runs those scaling ops through a kernel that can leave a
+//! remainder unwritten ([`one_rank_covers`]); such calls go in pieces it covers.
 //!
 //! **CUDA graphs.** NCCL captures its calls into a graph itself. Through
 //! [`super::Communicator::all_reduce_routed`] cudarc's event tracking is paused
@@ -327,6 +329,42 @@ pub enum NcclOp {
     Builtin(ncclRedOp_t),
     /// `ncclRedOpCreatePreMulSum` with this factor.
     PreMulSum(f32),
+}
+
+/// NCCL's one-rank PreMulSum kernel (`oneRankReduce`, `src/device/onerank.cu`,
+/// which NCCL runs for avg and premulsum when the communicator has one rank)
+/// launches `min(32, ceil(bytes / 16 KiB))` blocks and gives block b the
+/// elements `[b, b + 1) * alignUp(count / blocks, 16 / elt_size)`, capped at
+/// count: when count / blocks rounds down to a whole pack, the remainder is
+/// never written (seen on the H100 with NCCL 2.28.9: avg of 2^20 + 3 f32 left
+/// the last 3 unwritten). Whether one call of `count` elements covers them all.
+pub fn one_rank_covers(count: usize, elt_size: usize) -> bool {
+    if count == 0 {
+        return true;
+    }
+    let pack = (16 / elt_size.max(1)).max(1);
+    let blocks = (count * elt_size).div_ceil(16 << 10).clamp(1, 32);
+    blocks * (count / blocks).div_ceil(pack) * pack >= count
+}
+
+/// Pieces `(offset, count)` tiling `0..count` that NCCL's one-rank PreMulSum
+/// kernel covers whole (see [`one_rank_covers`]): the whole call when it does;
+/// else a multiple of 32 blocks' packs (when it still launches 32 blocks) and
+/// the small rest, or else pieces of 16 KiB (one block each).
+pub fn one_rank_pieces(count: usize, elt_size: usize) -> Vec<(usize, usize)> {
+    if one_rank_covers(count, elt_size) {
+        return vec![(0, count)];
+    }
+    let pack = (16 / elt_size.max(1)).max(1);
+    let head = count / (32 * pack) * (32 * pack);
+    if head * elt_size > 31 * (16 << 10) && one_rank_covers(count - head, elt_size) {
+        return vec![(0, head), (head, count - head)];
+    }
+    let step = ((16 << 10) / elt_size.max(1)).max(1);
+    (0..count)
+        .step_by(step)
+        .map(|o| (o, step.min(count - o)))
+        .collect()
 }
 
 /// The NCCL op for `op` with the call's `scalar`, among `world` ranks: avg with
@@ -745,6 +783,18 @@ impl NcclComm {
                 }
             }
         }
+        // One rank with a scaling op runs NCCL's one-rank kernel, which can drop
+        // a remainder: split the call into pieces it covers whole.
+        let elt_bytes = dtype.info().bytes as usize;
+        let scaling = matches!(
+            op,
+            NcclOp::PreMulSum(_) | NcclOp::Builtin(ncclRedOp_t::ncclAvg)
+        );
+        let pieces = if self.world == 1 && scaling {
+            one_rank_pieces(n, elt_bytes)
+        } else {
+            vec![(0, n)]
+        };
         if result.is_ok() {
             result = self.grouped(|| {
                 for (i, rank) in self.ranks.iter().enumerate() {
@@ -756,20 +806,25 @@ impl NcclComm {
                     // of `datatype` on rank i's GPU (check_call_for checked both
                     // lengths and dtypes); `ops[i]` belongs to rank i's live
                     // communicator; the stream is a live stream of its context.
-                    let code = unsafe {
-                        (self.lib.all_reduce)(
-                            send[i] as *const c_void,
-                            recv[i] as *mut c_void,
-                            n,
-                            datatype,
-                            ops[i],
-                            rank.comm,
-                            rank.stream.cu_stream() as *mut c_void,
-                        )
-                    };
-                    self.lib.check(code, Some(rank.comm), || {
-                        format!("ncclAllReduce on rank {r}")
-                    })?;
+                    for &(at, count) in &pieces {
+                        let skip = (at * elt_bytes) as u64;
+                        // SAFETY: as above; `at + count <= n`, so each piece lies
+                        // within both buffers.
+                        let code = unsafe {
+                            (self.lib.all_reduce)(
+                                (send[i] + skip) as *const c_void,
+                                (recv[i] + skip) as *mut c_void,
+                                count,
+                                datatype,
+                                ops[i],
+                                rank.comm,
+                                rank.stream.cu_stream() as *mut c_void,
+                            )
+                        };
+                        self.lib.check(code, Some(rank.comm), || {
+                            format!("ncclAllReduce on rank {r}")
+                        })?;
+                    }
                 }
                 Ok(())
             });
@@ -1008,6 +1063,43 @@ mod tests {
         // Every registry op has a mapping.
         for op in Op::ALL {
             nccl_op(*op, Some(2.0), 2).unwrap();
+        }
+    }
+
+    /// The failing H100 case is detected, and every split tiles the call with
+    /// pieces the one-rank kernel covers, for every size class it launches.
+    #[test]
+    fn one_rank_pieces_tile_the_call_and_are_covered() {
+        assert!(!one_rank_covers((1 << 20) + 3, 4));
+        assert!(one_rank_covers(1 << 20, 4));
+        assert!(one_rank_covers(1031, 4));
+        for elt in [2usize, 4] {
+            let mut sizes: Vec<usize> = (0..3000).collect();
+            for base in [1usize << 14, 1 << 17, 1 << 20, 1 << 24, 123_457, 1_000_003] {
+                sizes.extend(base.saturating_sub(70)..base + 70);
+            }
+            for n in sizes {
+                let pieces = one_rank_pieces(n, elt);
+                let mut next = 0;
+                for &(at, count) in &pieces {
+                    assert_eq!(at, next, "n={n} elt={elt}: {pieces:?}");
+                    assert!(
+                        count > 0 || n == 0,
+                        "n={n} elt={elt}: empty piece in {pieces:?}"
+                    );
+                    assert!(
+                        one_rank_covers(count, elt),
+                        "n={n} elt={elt}: piece {at}+{count} not covered"
+                    );
+                    next += count;
+                }
+                assert_eq!(next, n, "n={n} elt={elt}: {pieces:?}");
+                assert!(
+                    pieces.len() <= 32,
+                    "n={n} elt={elt}: {} pieces",
+                    pieces.len()
+                );
+            }
         }
     }
 
