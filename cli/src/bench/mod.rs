@@ -8,7 +8,7 @@
 //! buffers as it takes to cover 4x the L2 cache, so no launch finds its inputs
 //! in L2 (at 2^28 elements one copy is already 20x L2).
 
-mod nms;
+pub(crate) mod nms;
 mod norm;
 mod reduce;
 mod reduce_copy;

@@ -16,6 +16,7 @@
 //! twin takes milliseconds; the exhaustive sizes are in the GPU test suite.
 
 pub mod compile;
+mod nms;
 mod reduce;
 mod reduce_copy;
 
@@ -113,10 +114,9 @@ fn plans(families: &[Family]) -> Vec<Plan> {
                 skipped = Some("checked by tests/gpu_norm.rs");
                 (0, Vec::new())
             }
-            // Checked against its CPU twin by tests/gpu_nms.rs.
             Family::Nms => {
-                skipped = Some("checked by tests/gpu_nms.rs");
-                (0, Vec::new())
+                let specs = nms::specs();
+                (specs.len(), nms::compile_list(&specs))
             }
             // Checked against its f64 twin by tests/gpu_softmax_all.rs.
             Family::SoftmaxAll => {
@@ -281,7 +281,8 @@ fn on_gpu(plans: &[Plan], args: &SelftestArgs) -> CliResult {
         let r = match p.family {
             Family::ReduceCopy => reduce_copy::check(&rt, args.n)?,
             Family::Reduce => reduce::check(&rt, args.n)?,
-            Family::AllReduce | Family::Norm | Family::Nms | Family::SoftmaxAll => {
+            Family::Nms => nms::check(&rt)?,
+            Family::AllReduce | Family::Norm | Family::SoftmaxAll => {
                 FamilyResult::default()
             }
         };
