@@ -5,6 +5,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, ValidAsZeroBits};
 use half::{bf16, f16};
 use redjit_codegen::DType;
+use redjit_runtime::reference::HostBuffer;
 use redjit_runtime::{Fp8E4M3, Fp8E5M2, KernelInput, KernelOutput};
 
 use crate::error::{CliResult, DriverContext};
@@ -90,6 +91,48 @@ impl DevBuf {
             DevBuf::E5M2(s) => DevViewMut::E5M2(s.slice_mut(offset..offset + n)),
             DevBuf::I8(s) => DevViewMut::I8(s.slice_mut(offset..offset + n)),
         }
+    }
+}
+
+impl DevBuf {
+    /// `host` at element `offset` of a new buffer, NaN before it and `slack`
+    /// NaN after it (so a read out of range shows in the result).
+    pub fn upload_padded(
+        stream: &Arc<CudaStream>,
+        host: &HostBuffer,
+        offset: usize,
+        slack: usize,
+    ) -> CliResult<DevBuf> {
+        let len = host.len();
+        let padded = HostBuffer::from_fn(host.dtype(), offset + len + slack, |i| {
+            if (offset..offset + len).contains(&i) {
+                host.get_f32(i - offset)
+            } else {
+                f32::NAN
+            }
+        });
+        let what = || "uploading a selftest buffer".to_string();
+        Ok(match padded {
+            HostBuffer::F32(v) => DevBuf::F32(stream.clone_htod(&v).during(what)?),
+            HostBuffer::BF16(v) => DevBuf::BF16(stream.clone_htod(&v).during(what)?),
+            HostBuffer::F16(v) => DevBuf::F16(stream.clone_htod(&v).during(what)?),
+            HostBuffer::E4M3(v) => DevBuf::E4M3(stream.clone_htod(&v).during(what)?),
+            HostBuffer::E5M2(v) => DevBuf::E5M2(stream.clone_htod(&v).during(what)?),
+            HostBuffer::I8(v) => DevBuf::I8(stream.clone_htod(&v).during(what)?),
+        })
+    }
+
+    /// Every element, back on the host.
+    pub fn download(&self, stream: &Arc<CudaStream>) -> CliResult<HostBuffer> {
+        let what = || "reading a selftest buffer back".to_string();
+        Ok(match self {
+            DevBuf::F32(b) => HostBuffer::F32(stream.clone_dtoh(b).during(what)?),
+            DevBuf::BF16(b) => HostBuffer::BF16(stream.clone_dtoh(b).during(what)?),
+            DevBuf::F16(b) => HostBuffer::F16(stream.clone_dtoh(b).during(what)?),
+            DevBuf::E4M3(b) => HostBuffer::E4M3(stream.clone_dtoh(b).during(what)?),
+            DevBuf::E5M2(b) => HostBuffer::E5M2(stream.clone_dtoh(b).during(what)?),
+            DevBuf::I8(b) => HostBuffer::I8(stream.clone_dtoh(b).during(what)?),
+        })
     }
 }
 

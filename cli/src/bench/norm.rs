@@ -141,8 +141,7 @@ pub fn cases(a: &NormBenchArgs) -> CliResult<Vec<Case>> {
                     // its length, and a split must be needed.
                     for v in variants(&base) {
                         let wide = v.capacity().is_some_and(|c| c > 8 * cols as u64)
-                            || (v.layout == NormLayout::Split
-                                && base.layout != NormLayout::Split);
+                            || (v.layout == NormLayout::Split && base.layout != NormLayout::Split);
                         if !wide {
                             push(v, (rows, cols));
                         }

@@ -19,6 +19,7 @@ pub mod compile;
 mod nms;
 mod reduce;
 mod reduce_copy;
+mod softmax_all;
 
 use std::time::{Duration, Instant};
 
@@ -118,11 +119,7 @@ fn plans(families: &[Family]) -> Vec<Plan> {
                 let specs = nms::specs();
                 (specs.len(), nms::compile_list(&specs))
             }
-            // Checked against its f64 twin by tests/gpu_softmax_all.rs.
-            Family::SoftmaxAll => {
-                skipped = Some("checked by tests/gpu_softmax_all.rs");
-                (0, Vec::new())
-            }
+            Family::SoftmaxAll => (softmax_all::specs().len(), softmax_all::compile_list()),
         };
         out.push(Plan {
             family,
@@ -282,9 +279,8 @@ fn on_gpu(plans: &[Plan], args: &SelftestArgs) -> CliResult {
             Family::ReduceCopy => reduce_copy::check(&rt, args.n)?,
             Family::Reduce => reduce::check(&rt, args.n)?,
             Family::Nms => nms::check(&rt)?,
-            Family::AllReduce | Family::Norm | Family::SoftmaxAll => {
-                FamilyResult::default()
-            }
+            Family::SoftmaxAll => softmax_all::check(&rt, args.n)?,
+            Family::AllReduce | Family::Norm => FamilyResult::default(),
         };
         debug_assert_eq!(r.kernels, p.kernels);
         results.push((p.family, r));

@@ -104,23 +104,7 @@ fn inputs(spec: &ReduceSpec, len: usize, seed: u64) -> Vec<HostBuffer> {
 
 /// `host` on the device after `offset` NaNs and before SLACK more.
 fn upload(stream: &Arc<CudaStream>, host: &HostBuffer, offset: usize) -> CliResult<DevBuf> {
-    let len = host.len();
-    let padded = HostBuffer::from_fn(host.dtype(), offset + len + SLACK, |i| {
-        if (offset..offset + len).contains(&i) {
-            host.get_f32(i - offset)
-        } else {
-            f32::NAN
-        }
-    });
-    let what = || "uploading a selftest input".to_string();
-    Ok(match padded {
-        HostBuffer::F32(v) => DevBuf::F32(stream.clone_htod(&v).during(what)?),
-        HostBuffer::BF16(v) => DevBuf::BF16(stream.clone_htod(&v).during(what)?),
-        HostBuffer::F16(v) => DevBuf::F16(stream.clone_htod(&v).during(what)?),
-        HostBuffer::E4M3(v) => DevBuf::E4M3(stream.clone_htod(&v).during(what)?),
-        HostBuffer::E5M2(v) => DevBuf::E5M2(stream.clone_htod(&v).during(what)?),
-        HostBuffer::I8(v) => DevBuf::I8(stream.clone_htod(&v).during(what)?),
-    })
+    DevBuf::upload_padded(stream, host, offset, SLACK)
 }
 
 enum Out {
