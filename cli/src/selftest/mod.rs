@@ -17,6 +17,7 @@
 
 pub mod compile;
 mod nms;
+mod norm;
 mod reduce;
 mod reduce_copy;
 mod softmax_all;
@@ -110,10 +111,9 @@ fn plans(families: &[Family]) -> Vec<Plan> {
                 skipped = Some("needs several GPUs; see tests/gpu_all_reduce.rs");
                 (0, Vec::new())
             }
-            // Checked against its f64 twin by tests/gpu_norm.rs (not yet here).
             Family::Norm => {
-                skipped = Some("checked by tests/gpu_norm.rs");
-                (0, Vec::new())
+                let compile = norm::compile_list(&norm::specs());
+                (compile.len(), compile)
             }
             Family::Nms => {
                 let specs = nms::specs();
@@ -280,7 +280,8 @@ fn on_gpu(plans: &[Plan], args: &SelftestArgs) -> CliResult {
             Family::Reduce => reduce::check(&rt, args.n)?,
             Family::Nms => nms::check(&rt)?,
             Family::SoftmaxAll => softmax_all::check(&rt, args.n)?,
-            Family::AllReduce | Family::Norm => FamilyResult::default(),
+            Family::Norm => norm::check(&rt)?,
+            Family::AllReduce => FamilyResult::default(),
         };
         debug_assert_eq!(r.kernels, p.kernels);
         results.push((p.family, r));

@@ -1,0 +1,157 @@
+//! norm in selftest: every row op (softmax and log-softmax, safe and online;
+//! layer norm and RMS norm, with and without the fused residual add) x every
+//! input x output dtype, at the default layout for rows of 100 (lane groups),
+//! 1031 (a block a row) and 20 000 (blocks a row) elements, strided rows (ld
+//! past cols), NaN-padded inputs and NaN-poisoned outputs, against the f64
+//! twin (`reference_norm::expect_rows`: f32 within the derived bound, 16-bit
+//! within it or one ulp; residual_out bit for bit).
+
+use std::time::Instant;
+
+use redjit_codegen::spec::norm::row_ops;
+use redjit_codegen::{DType, KernelSpec, NormSpec};
+use redjit_runtime::reference::HostBuffer;
+use redjit_runtime::reference_norm::{NormInputs, expect_rows};
+use redjit_runtime::{Matrix, NormArgs, Runtime};
+
+use super::FamilyResult;
+use crate::args::AnySpec;
+use crate::devbuf::{DevBuf, random_block};
+use crate::error::CliResult;
+
+/// NaN elements after each buffer.
+const SLACK: usize = 3;
+/// (rows, cols, ld): a lane group, a block and a split row each.
+const SHAPES: &[(usize, usize, usize)] = &[(37, 100, 104), (9, 1031, 1031), (3, 20_000, 20_003)];
+
+/// Each op and dtype pair at the default layout of each shape's row length.
+pub fn specs() -> Vec<(NormSpec, Matrix)> {
+    let mut out = Vec::new();
+    for ops in row_ops() {
+        for input in DType::stores() {
+            for output in DType::stores() {
+                for &(rows, cols, ld) in SHAPES {
+                    let spec = NormSpec::with(ops, input, output, cols as u64);
+                    out.push((spec, Matrix { rows, cols, ld }));
+                }
+            }
+        }
+    }
+    out
+}
+
+pub fn compile_list(specs: &[(NormSpec, Matrix)]) -> Vec<AnySpec> {
+    let mut names: Vec<String> = Vec::new();
+    let mut out: Vec<AnySpec> = Vec::new();
+    for (s, _) in specs {
+        if !names.contains(&s.name()) {
+            names.push(s.name());
+            out.push(Box::new(s.clone()));
+        }
+    }
+    out
+}
+
+fn values(dtype: DType, n: usize, seed: u64, scale: f32, bias: f32) -> HostBuffer {
+    let block = random_block(n.clamp(1, 1 << 16), seed);
+    HostBuffer::from_fn(dtype, n, |i| bias + scale * block[i % block.len()])
+}
+
+pub fn check(rt: &Runtime) -> CliResult<FamilyResult> {
+    let t0 = Instant::now();
+    let cases = specs();
+    let mut r = FamilyResult {
+        kernels: compile_list(&cases).len(),
+        ..FamilyResult::default()
+    };
+    let s = rt.stream();
+    for (k, (spec, m)) in cases.iter().enumerate() {
+        r.checks += 1;
+        let what = format!("{} {}x{} ld {}", spec.name(), m.rows, m.cols, m.ld);
+        let info = spec.op.info();
+        let n = (m.rows - 1) * m.ld + m.cols;
+        let seed = 0x0a11_5e1f ^ ((k as u64) << 20);
+        let param = if info.softmax { 1.0 } else { 1e-5 };
+        let x = values(spec.input, n, seed, 2.0, 0.0);
+        let res = spec
+            .residual
+            .then(|| values(spec.input, n, seed ^ 1, 1.0, 0.0));
+        let w = (!info.softmax).then(|| values(spec.input, m.cols, seed ^ 2, 0.25, 1.0));
+        let b = info
+            .bias
+            .then(|| values(spec.input, m.cols, seed ^ 3, 0.5, 0.0));
+        let verdict = (|| -> CliResult<Result<(), String>> {
+            let kernel = rt.norm(spec)?;
+            let up = |h: &HostBuffer| DevBuf::upload_padded(s, h, 0, SLACK);
+            let xd = up(&x)?;
+            let rd = res.as_ref().map(up).transpose()?;
+            let wd = w.as_ref().map(up).transpose()?;
+            let bd = b.as_ref().map(up).transpose()?;
+            let poison = |d: DType, len: usize| {
+                DevBuf::upload_padded(s, &HostBuffer::from_fn(d, 0, |_| 0.0), 0, len + SLACK)
+            };
+            let mut yd = poison(spec.output, n)?;
+            let mut rod = spec.residual.then(|| poison(spec.input, n)).transpose()?;
+            {
+                let xv = xd.view(0, n);
+                let rv = rd.as_ref().map(|d| d.view(0, n));
+                let wv = wd.as_ref().map(|d| d.view(0, m.cols));
+                let bv = bd.as_ref().map(|d| d.view(0, m.cols));
+                let mut yv = yd.view_mut(0, n);
+                let mut rov = rod.as_mut().map(|d| d.view_mut(0, n));
+                let args = NormArgs {
+                    x: xv.input(),
+                    residual: rv.as_ref().map(|v| v.input()),
+                    weight: wv.as_ref().map(|v| v.input()),
+                    bias: bv.as_ref().map(|v| v.input()),
+                    out: yv.output(),
+                    residual_out: rov.as_mut().map(|v| v.output()),
+                    mean: None,
+                    rstd: None,
+                    shape: *m,
+                    param,
+                };
+                kernel.launch(s, args)?;
+            }
+            let got = yd.download(s)?;
+            let got_res = rod.as_ref().map(|d| d.download(s)).transpose()?;
+            let mut inputs = NormInputs::new(&x, m.rows, m.cols, m.ld, param);
+            inputs.residual = res.as_ref();
+            inputs.weight = w.as_ref();
+            inputs.bias = b.as_ref();
+            let want = expect_rows(spec, &inputs);
+            // Poison between the rows and after the last stays.
+            for i in 0..n + SLACK {
+                let inside = i < n && i % m.ld < m.cols;
+                if !inside && !got.get_f32(i).is_nan() {
+                    return Ok(Err(format!("wrote outside its elements at {i}")));
+                }
+            }
+            for (row, rw) in want.iter().enumerate() {
+                for (c, e) in rw.out.iter().enumerate() {
+                    if let Err(msg) = e.check(spec.output, got.bits(row * m.ld + c)) {
+                        return Ok(Err(format!("out[{row}][{c}]: {msg}")));
+                    }
+                }
+                if let (Some(bits), Some(g)) = (&rw.residual_out, &got_res) {
+                    for (c, &wb) in bits.iter().enumerate() {
+                        let gb = g.bits(row * m.ld + c);
+                        if gb != wb {
+                            return Ok(Err(format!(
+                                "residual_out[{row}][{c}]: {gb:#x}, want {wb:#x}"
+                            )));
+                        }
+                    }
+                }
+            }
+            Ok(Ok(()))
+        })();
+        match verdict {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => r.failures.push(format!("{what}: {e}")),
+            Err(e) => r.failures.push(format!("{what}: {e}")),
+        }
+    }
+    r.time = t0.elapsed();
+    Ok(r)
+}
