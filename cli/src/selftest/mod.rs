@@ -15,6 +15,7 @@
 //! NVRTC on the CPU machine, 144 of them in series). The checks themselves are small launches with odd sizes, whose CPU
 //! twin takes milliseconds; the exhaustive sizes are in the GPU test suite.
 
+mod all_reduce;
 pub mod compile;
 mod nms;
 mod norm;
@@ -87,15 +88,12 @@ struct Plan {
     family: Family,
     kernels: usize,
     compile: Vec<AnySpec>,
-    /// Why selftest does not check this family (printed under the table).
-    skipped: Option<&'static str>,
 }
 
 fn plans(families: &[Family]) -> Vec<Plan> {
     let wanted = |f: Family| families.is_empty() || families.contains(&f);
     let mut out = Vec::new();
     for &family in Family::ALL.iter().filter(|&&f| wanted(f)) {
-        let mut skipped = None;
         let (kernels, compile) = match family {
             Family::ReduceCopy => {
                 let specs = reduce_copy::specs();
@@ -105,11 +103,10 @@ fn plans(families: &[Family]) -> Vec<Plan> {
                 let specs = reduce::specs();
                 (specs.len(), reduce::compile_list(&specs))
             }
-            // Its kernels need a communicator of several ranks: checked by
-            // tests/gpu_all_reduce.rs, compiled by tests/all_reduce_compile_grid.rs.
+            // Two ranks placed on the one GPU (the kernels and barrier of two).
             Family::AllReduce => {
-                skipped = Some("needs several GPUs; see tests/gpu_all_reduce.rs");
-                (0, Vec::new())
+                let specs = all_reduce::specs();
+                (specs.len(), all_reduce::compile_list(&specs))
             }
             Family::Norm => {
                 let compile = norm::compile_list(&norm::specs());
@@ -125,7 +122,6 @@ fn plans(families: &[Family]) -> Vec<Plan> {
             family,
             kernels,
             compile,
-            skipped,
         });
     }
     out
@@ -146,14 +142,6 @@ pub fn selftest_cmd(args: &SelftestArgs) -> CliResult {
         Err(e) => {
             println!("no GPU ({e}): checking generation and NVRTC compilation only");
             compile_only(&plans, args)
-        }
-    }
-}
-
-fn skipped_notes(plans: &[Plan]) {
-    for p in plans {
-        if let Some(why) = p.skipped {
-            println!("{}: not checked here ({why})", p.family.slug());
         }
     }
 }
@@ -186,7 +174,7 @@ fn compile_only(plans: &[Plan], args: &SelftestArgs) -> CliResult {
     let t0 = Instant::now();
     let mut results = Vec::new();
     let mut total = 0;
-    for p in plans.iter().filter(|p| p.skipped.is_none()) {
+    for p in plans.iter() {
         let names: Vec<String> = p.compile.iter().map(|s| s.name()).collect();
         let out = compile::compile_parallel(
             &names,
@@ -209,7 +197,6 @@ fn compile_only(plans: &[Plan], args: &SelftestArgs) -> CliResult {
     for (family, r) in &results {
         row(&format!("{} (compile)", family.slug()), r);
     }
-    skipped_notes(plans);
     println!("total {:.1} s", t0.elapsed().as_secs_f64());
     let failed: Vec<&String> = results.iter().flat_map(|(_, r)| &r.failures).collect();
     if let Some(first) = failed.first() {
@@ -274,14 +261,14 @@ fn on_gpu(plans: &[Plan], args: &SelftestArgs) -> CliResult {
         prep.compiled
     );
     let mut results = Vec::new();
-    for p in plans.iter().filter(|p| p.skipped.is_none()) {
+    for p in plans.iter() {
         let r = match p.family {
             Family::ReduceCopy => reduce_copy::check(&rt, args.n)?,
             Family::Reduce => reduce::check(&rt, args.n)?,
             Family::Nms => nms::check(&rt)?,
             Family::SoftmaxAll => softmax_all::check(&rt, args.n)?,
             Family::Norm => norm::check(&rt)?,
-            Family::AllReduce => FamilyResult::default(),
+            Family::AllReduce => all_reduce::check(args.n, 0)?,
         };
         debug_assert_eq!(r.kernels, p.kernels);
         results.push((p.family, r));
@@ -290,7 +277,6 @@ fn on_gpu(plans: &[Plan], args: &SelftestArgs) -> CliResult {
     for (family, r) in &results {
         row(family.slug(), r);
     }
-    skipped_notes(plans);
     println!("total {:.1} s", t0.elapsed().as_secs_f64());
     let failed: Vec<&String> = results.iter().flat_map(|(_, r)| &r.failures).collect();
     for f in failed.iter().take(20) {
