@@ -2,7 +2,7 @@
 # Runs on the GPU machine (no Rust there), from the repo root, over what
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
 #   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro] [bench-all] [norm]
-#                           [some-tests] [nms] [norm-quick] [norm-variants]
+#                           [some-tests] [nms] [softmax-all] [norm-quick] [norm-variants]
 #   (default: the first five; bench-all is a sweep of every family with PyTorch and a plot)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
@@ -130,6 +130,12 @@ for step in "${steps[@]}"; do
     echo "== torchvision.ops.nms, then redjit bench nms, same call"
     python3 stage/scripts/torch_ref.py --families nms --n 1048576 --nms-boxes 20000,100000 --out "$OUT/torch-nms.json" 2>&1 | tee "$OUT/torch-nms.log" || status=1
     "$BIN/redjit" bench nms --sizes 20000,100000 --json "$OUT/bench-nms.json" --compare "$OUT/torch-nms.json" 2>&1 | tee "$OUT/bench-nms.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    ;;
+  softmax-all)
+    echo "== PyTorch whole-array softmax, then redjit bench softmax-all, same call"
+    python3 stage/scripts/torch_ref.py --families softmax_all --n 268435456 --out "$OUT/torch-softmax-all.json" 2>&1 | tee "$OUT/torch-softmax-all.log" || status=1
+    "$BIN/redjit" bench softmax-all --json "$OUT/bench-softmax-all.json" --compare "$OUT/torch-softmax-all.json" 2>&1 | tee "$OUT/bench-softmax-all.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     ;;
   norm-quick)

@@ -52,6 +52,10 @@ synchronises with the host as redjit's does). "eager_gbps" counts the boxes and
 scores read once (20 bytes a box), as redjit does, so the CLI's ratio column is
 the speed-up; "kept" is the kept count.
 
+--families softmax_all adds torch.softmax / torch.log_softmax over x.view(-1)
+(entries "family": "softmax_all", "name" softmax_all_<op>_<dtype>_<dtype>, as
+`redjit bench softmax-all` names its kernels) at --n / --sizes, f32 and bf16.
+
 Stdlib + torch (+ triton, optional; + torchvision for nms). Usage:
   python3 scripts/torch_ref.py --out torch.json [--n N | --sizes 1M,2^28] [--families reduce_copy,reduce]
 """
@@ -327,6 +331,49 @@ def nms_entries(counts, thresholds, a, dev):
     return entries
 
 
+def softmax_all_entries(sizes, a, dev):
+    """Whole-array softmax and log-softmax, torch.softmax(x.view(-1), 0) (the
+    entries keyed as `redjit bench softmax-all` names its kernels)."""
+    entries = []
+    header = f"{'kernel':<36} {'n':>11} {'eager us':>10} {'eager GB/s':>10} {'compile GB/s':>12}"
+    log(header)
+    log("-" * len(header))
+    ops = [
+        ("softmax", "torch.softmax(x.view(-1), 0)", lambda x: torch.softmax(x.view(-1), 0)),
+        ("logsoftmax", "torch.log_softmax(x.view(-1), 0)", lambda x: torch.log_softmax(x.view(-1), 0)),
+    ]
+    for dname, dt in NORM_DTYPES.items():
+        for n in sizes:
+            x = torch.randn(n, device=dev, dtype=dt)
+            nbytes = 2 * n * x.element_size()
+            for key, expr, fn in ops:
+                e_us = time_us(fn, (x,), a.warmup, a.iters)
+                e = {
+                    "family": "softmax_all",
+                    "name": f"softmax_all_{key}_{dname}_{dname}",
+                    "n": n,
+                    "eager_us": e_us,
+                    "eager_gbps": gbps(nbytes, e_us),
+                    "eager_expr": expr,
+                    "compile_us": None,
+                    "compile_gbps": None,
+                    "compile_expr": None,
+                }
+                if not a.no_compile:
+                    c_us, c_expr, variants, c_err = compiled_time([(expr, fn)], (x,), a.warmup, a.iters)
+                    e.update(compile_us=c_us, compile_gbps=gbps(nbytes, c_us), compile_expr=c_expr,
+                             compile_variants_us=variants)
+                    if c_err:
+                        e["compile_error"] = c_err
+                fmt = lambda v, wd: f"{v:>{wd}.1f}" if v is not None else f"{'-':>{wd}}"  # noqa: E731
+                log(f"{e['name']:<36} {n:>11} {fmt(e_us, 10)} {fmt(e['eager_gbps'], 10)} "
+                    f"{fmt(e['compile_gbps'], 12)}")
+                entries.append(e)
+            del x
+            torch.cuda.empty_cache()
+    return entries
+
+
 def forms():
     """(config, srcs letters, dsts letters) in redjit's matrix order."""
     out = []
@@ -415,7 +462,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1 << 28, help="elements per buffer")
     ap.add_argument("--sizes", default=None, help="a sweep instead of --n, e.g. 1M,16M,2^28")
-    ap.add_argument("--families", default="reduce_copy", help="comma-separated: reduce_copy,reduce,norm,nms")
+    ap.add_argument("--families", default="reduce_copy", help="comma-separated: reduce_copy,reduce,norm,nms,softmax_all")
     ap.add_argument("--nms-boxes", default="20000", help="nms: comma-separated box counts")
     ap.add_argument("--nms-thresholds", default="0.5", help="nms: comma-separated IoU thresholds")
     ap.add_argument("--compile-sizes", default=None,
@@ -448,8 +495,8 @@ def main():
         return 2
     families = [f.strip().replace("-", "_") for f in a.families.split(",") if f.strip()]
     for f in families:
-        if f not in ("reduce_copy", "reduce", "norm", "nms"):
-            log(f"error: unknown family {f!r}: expected reduce_copy, reduce, norm, nms")
+        if f not in ("reduce_copy", "reduce", "norm", "nms", "softmax_all"):
+            log(f"error: unknown family {f!r}: expected reduce_copy, reduce, norm, nms, softmax_all")
             return 2
     try:
         nms_counts = [int(v) for v in a.nms_boxes.split(",") if v.strip()]
@@ -565,6 +612,10 @@ def main():
     if "nms" in families:
         log("")
         entries.extend(nms_entries(nms_counts, nms_thresholds, a, dev))
+
+    if "softmax_all" in families:
+        log("")
+        entries.extend(softmax_all_entries(sizes, a, dev))
 
     result = {
         "gpu": gpu,

@@ -12,6 +12,7 @@ pub(crate) mod nms;
 mod norm;
 mod reduce;
 mod reduce_copy;
+mod softmax_all;
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -37,6 +38,7 @@ pub use nms::NmsBenchArgs;
 pub use norm::NormBenchArgs;
 pub use reduce::ReduceBenchArgs;
 pub use reduce_copy::ReduceCopyBenchArgs;
+pub use softmax_all::SoftmaxAllBenchArgs;
 
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
@@ -55,6 +57,8 @@ pub enum BenchCmd {
     /// Non-maximum suppression of random boxes, the whole call (GPU only);
     /// --sizes are box counts [default: 20000].
     Nms(NmsBenchArgs),
+    /// Whole-array softmax and log-softmax, both launches, f32 and bf16 (GPU only).
+    SoftmaxAll(SoftmaxAllBenchArgs),
     /// Every family with its default kernels, one table, one plot (GPU only).
     All(AllBenchArgs),
     /// JIT latency: context creation, cold compile+load, warm load from disk, batch.
@@ -158,6 +162,14 @@ pub fn bench_cmd(args: &BenchArgs) -> CliResult {
             let torch = a.common.check()?;
             let sizes = a.common.sizes_or(nms::DEFAULT_BOXES);
             run(&a.common, torch, "nms", |b| nms::bench(b, a, &sizes))
+        }
+        BenchCmd::SoftmaxAll(a) => {
+            let torch = a.common.check()?;
+            let sizes = a.common.sizes_or(softmax_all::DEFAULT_SIZES);
+            let specs = softmax_all::specs(a)?;
+            run(&a.common, torch, "softmax_all", |b| {
+                softmax_all::bench(b, &specs, &sizes)
+            })
         }
         BenchCmd::All(a) => {
             let torch = a.common.check()?;
