@@ -62,7 +62,6 @@ pub fn check(n: usize, ordinal: usize) -> CliResult<FamilyResult> {
     )?;
     let s = comm.stream();
     for spec in &specs {
-        r.checks += 1;
         let what = format!("{} n={n}", spec.name());
         let verdict = (|| -> CliResult<Result<(), String>> {
             let hosts: Vec<HostBuffer> = (0..WORLD)
@@ -107,11 +106,7 @@ pub fn check(n: usize, ordinal: usize) -> CliResult<FamilyResult> {
             }
             Ok(Ok(()))
         })();
-        match verdict {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => r.failures.push(format!("{what}: {e}")),
-            Err(e) => r.failures.push(format!("{what}: {e}")),
-        }
+        r.record(&what, verdict);
     }
     r.time = t0.elapsed();
     Ok(r)

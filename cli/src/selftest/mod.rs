@@ -82,6 +82,19 @@ pub struct FamilyResult {
     pub time: Duration,
 }
 
+impl FamilyResult {
+    /// One check's verdict: a wrong result or an error of the call fails this
+    /// check, not the whole run.
+    pub fn record<T>(&mut self, what: &str, verdict: CliResult<Result<T, String>>) {
+        self.checks += 1;
+        match verdict {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => self.failures.push(format!("{what}: {e}")),
+            Err(e) => self.failures.push(format!("{what}: {e}")),
+        }
+    }
+}
+
 /// What selftest covers of one family: the specs to check (each compiled with
 /// the twins its launcher may pick, listed in `compile`).
 struct Plan {

@@ -66,7 +66,6 @@ pub fn check(rt: &Runtime) -> CliResult<FamilyResult> {
     };
     let s = rt.stream();
     for (k, (spec, m)) in cases.iter().enumerate() {
-        r.checks += 1;
         let what = format!("{} {}x{} ld {}", spec.name(), m.rows, m.cols, m.ld);
         let info = spec.op.info();
         let n = (m.rows - 1) * m.ld + m.cols;
@@ -146,11 +145,7 @@ pub fn check(rt: &Runtime) -> CliResult<FamilyResult> {
             }
             Ok(Ok(()))
         })();
-        match verdict {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => r.failures.push(format!("{what}: {e}")),
-            Err(e) => r.failures.push(format!("{what}: {e}")),
-        }
+        r.record(&what, verdict);
     }
     r.time = t0.elapsed();
     Ok(r)

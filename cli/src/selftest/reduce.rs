@@ -147,13 +147,7 @@ pub fn check(rt: &Runtime, n: usize) -> CliResult<FamilyResult> {
             } else {
                 format!("{} {mat:?} offset={offset}", spec.name())
             };
-            r.checks += 1;
-            // A launch or driver error fails this check, not the whole run.
-            let verdict =
-                check_one(rt, spec, &hosts, mat, offset).unwrap_or_else(|e| Err(e.to_string()));
-            if let Err(e) = verdict {
-                r.failures.push(format!("{what}: {e}"));
-            }
+            r.record(&what, check_one(rt, spec, &hosts, mat, offset));
         }
     }
     r.time = t0.elapsed();

@@ -46,7 +46,6 @@ pub fn check(rt: &Runtime, n: usize) -> CliResult<FamilyResult> {
     };
     let s = rt.stream();
     for (k, spec) in specs.iter().enumerate() {
-        r.checks += 1;
         let what = format!("{} n={n}", spec.name());
         let block = random_block(n.min(1 << 16), 0x50f7 ^ k as u64);
         // Values in +-[2, 6): a softmax with a real spread.
@@ -72,11 +71,7 @@ pub fn check(rt: &Runtime, n: usize) -> CliResult<FamilyResult> {
             let grid = kernel.stats_plan(n as u64).grid.0;
             Ok(check_softmax_all(spec, &x, SCALE, grid, &y))
         })();
-        match verdict {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => r.failures.push(format!("{what}: {e}")),
-            Err(e) => r.failures.push(format!("{what}: {e}")),
-        }
+        r.record(&what, verdict);
     }
     r.time = t0.elapsed();
     Ok(r)
