@@ -7,7 +7,7 @@
 //! ```
 //! use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 //!
-//! let spec = AllReduceSpec { world: 4, dtype: DType::BF16, op: Op::Sum, algo: AllReduceAlgo::TwoStage, cp_async: true };
+//! let spec = AllReduceSpec { world: 4, dtype: DType::BF16, op: Op::Sum, algo: AllReduceAlgo::TwoStage, cp_async: true, transport: None };
 //! assert_eq!(spec.name(), "all_reduce_r4_bf16_sum_twostage_cpasync");
 //! assert_eq!(spec.name().parse::<AllReduceSpec>().unwrap(), spec);
 //! let src = spec.render().unwrap();
