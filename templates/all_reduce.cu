@@ -1,6 +1,13 @@
 // ---- {{ name }} ----
 // all_reduce (seed 003{% if cp_async %}, seed 004{% endif %}): {{ world }} ranks, {{ dtype }} in and out, reduced in f32
 // with {{ op_functor }} in rank order 0..{{ world - 1 }} on every rank, so every rank gets identical bits.
+{%- if quant %}
+// Quantized transport: peers exchange {{ peer }} (each rank's input quantized into its staging
+// buffer by reduce_copy with stochastic rounding before this kernel); the output is
+// {{ dtype }}.{% if two_stage %} The reduce-scatter partial is rounded to {{ peer }} stochastically (element j
+// draws Philox position partial_base + j) into scratch, and its owner writes the
+// rounded value too, so every rank's output holds the same bits.{% endif %}
+{%- endif %}
 {%- if two_stage %}
 // Two-stage: start barrier; reduce-scatter (rank r reduces slice r of the packs
 // into its scratch buffer and its output){% if cp_async %}, its peer loads double-buffered through
@@ -19,7 +26,10 @@
 // 16-byte packs of {{ pack_elts }} elements; the n % {{ pack_elts }} elements past the last pack
 // are reduced one by one. Every pointer is 16-byte aligned (the launcher checks).
 namespace {{ name }}_impl {
-typedef rj_dtype_{{ dtype }} T;
+typedef rj_dtype_{{ peer }} T;
+{%- if quant %}
+typedef rj_dtype_{{ dtype }} O;
+{%- endif %}
 typedef {{ op_functor }} Op;
 static const int kRanks = {{ world }};
 static const int kElts = {{ pack_elts }};
@@ -50,9 +60,41 @@ __device__ __forceinline__ void reduce_tail(const rj_ar_ptrs& in, rj_u64 out, rj
     float acc = op.pre(rj_ld1<T, rj_load_plain>(in.p[0], i));
 #pragma unroll
     for (int q = 1; q < kRanks; ++q) acc = op.apply(acc, op.pre(rj_ld1<T, rj_load_plain>(in.p[q], i)));
-    rj_st1<T>(out, i, op.post(acc));
+    rj_st1<{% if quant %}O{% else %}T{% endif %}>(out, i, op.post(acc));
   }
 }
+{%- if quant %}
+
+// The {{ pack_elts }} f32 values of pack p into the f32 output: two 16-byte stores.
+__device__ __forceinline__ void store_out(rj_u64 out, rj_u64 p, const float (&v)[kElts]) {
+  rj_st_b128(out + p * 32u, rj_b128{rj_f32_as_bits(v[0]), rj_f32_as_bits(v[1]), rj_f32_as_bits(v[2]), rj_f32_as_bits(v[3])});
+  rj_st_b128(out + p * 32u + 16u, rj_b128{rj_f32_as_bits(v[4]), rj_f32_as_bits(v[5]), rj_f32_as_bits(v[6]), rj_f32_as_bits(v[7])});
+}
+{%- if two_stage %}
+// The reduce-scatter partial of pack p (slot i of this rank's scratch): rounded to
+// T stochastically (element j = p * kElts + e draws position partial_base + j),
+// stored to scratch, and the rounded value widened into this rank's output.
+__device__ __forceinline__ void store_partial(rj_u64 scratch, rj_u64 out, rj_u64 i, rj_u64 p, const float (&acc)[kElts],
+                                              rj_u64 seed, rj_u64 partial_base) {
+  rj_u32 w[4];
+#pragma unroll
+  for (int g = 0; g < kElts / 4; ++g) {
+    rj_u32 r[4];
+    rj_sr_bits4(seed, partial_base, p * kElts + g * 4, r);
+    const float v[4] = {acc[g * 4], acc[g * 4 + 1], acc[g * 4 + 2], acc[g * 4 + 3]};
+    rj_u32 ww[T::kWords];
+    T::pack4_sr(v, r, ww);
+#pragma unroll
+    for (int k = 0; k < T::kWords; ++k) w[g * T::kWords + k] = ww[k];
+  }
+  const rj_b128 packed = rj_b128{w[0], w[1], w[2], w[3]};
+  rj_st_b128(scratch + i * 16u, packed);
+  float rounded[kElts];
+  rj_ar_unpack16<T>(packed, rounded);
+  store_out(out, p, rounded);
+}
+{%- endif %}
+{%- endif %}
 {%- if cp_async %}
 
 // Issues the cp.async of every rank's pack at byte offset `off` into staging
@@ -88,7 +130,8 @@ __device__ __forceinline__ void reduce_staged(rj_u32 stage, rj_u32 buf, const Op
 // table after capture (seed 003 step 2), so replays read the registered inputs.
 extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
     const rj_ar_ptrs* __restrict__ in_table, rj_ar_ptrs sig, rj_ar_ptrs tmp, void* out_ptr,
-    rj_u32 rank, rj_u64 n, float op_arg, rj_u64 timeout_ns, rj_u32* error_ptr) {
+    rj_u32 rank, rj_u64 n, float op_arg, rj_u64 timeout_ns, rj_u32* error_ptr{% if quant %},
+    rj_u64 seed, rj_u64 partial_base{% endif %}) {
   using namespace {{ name }}_impl;
   const rj_ar_ptrs in = *in_table;
   const Op op = {op_arg};
@@ -122,9 +165,13 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
       rj_cp_async_wait<1>();
       float acc[kElts];
       reduce_staged(stage, buf, op, acc);
+{%- if quant %}
+      store_partial(scratch, out, i, mine + i, acc, seed, partial_base);
+{%- else %}
       const rj_b128 packed = rj_ar_pack16<T>(acc);
       rj_st_b128(scratch + i * 16u, packed);
       rj_st_b128(out + (mine + i) * 16u, packed);
+{%- endif %}
       buf ^= 1u;
     }
     rj_cp_async_wait<0>();
@@ -133,9 +180,13 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
   for (rj_u64 i = thread; i < mine_len; i += n_threads) {
     float acc[kElts];
     reduce_pack(in, (mine + i) * 16u, op, acc);
+{%- if quant %}
+    store_partial(scratch, out, i, mine + i, acc, seed, partial_base);
+{%- else %}
     const rj_b128 packed = rj_ar_pack16<T>(acc);
     rj_st_b128(scratch + i * 16u, packed);
     rj_st_b128(out + (mine + i) * 16u, packed);
+{%- endif %}
   }
 {%- endif %}
   // Inputs are valid until the middle barrier: every rank reduces the tail itself.
@@ -148,13 +199,24 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
     const rj_u64 len = start < n_packs ? (n_packs - start < part ? n_packs - start : part) : 0;
     const rj_u64 from = rj_ar_pick<kRanks>(tmp, q);
     for (rj_u64 i = thread; i < len; i += n_threads)
+{%- if quant %} {
+      float v[kElts];
+      rj_ar_unpack16<T>(rj_load_plain::b128(from + i * 16u), v);
+      store_out(out, start + i, v);
+    }
+{%- else %}
       rj_st_b128(out + (start + i) * 16u, rj_load_plain::b128(from + i * 16u));
+{%- endif %}
   }
 {%- else %}
   for (rj_u64 p = thread; p < n_packs; p += n_threads) {
     float acc[kElts];
     reduce_pack(in, p * 16u, op, acc);
+{%- if quant %}
+    store_out(out, p, acc);
+{%- else %}
     rj_st_b128(out + p * 16u, rj_ar_pack16<T>(acc));
+{%- endif %}
   }
   reduce_tail(in, out, n_packs * kElts, n, op, thread, n_threads);
   rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArEnd);

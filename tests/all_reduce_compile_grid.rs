@@ -28,3 +28,31 @@ fn every_all_reduce_kernel_compiles_to_ptx_and_cubin() {
 fn ptxas_reports_no_stack_and_no_spills() {
     common::assert_ptxas_no_stack_no_spills(&grid(), AllReduceSpec::threads);
 }
+
+/// The quantized kernels (f32 in and out, bf16 transport with stochastic
+/// rounding): world 2..8 x sum/avg/premulsum x the three kernels.
+fn quantized_grid() -> Vec<AllReduceSpec> {
+    (MIN_WORLD..=MAX_WORLD)
+        .flat_map(AllReduceSpec::quantized_matrix)
+        .collect()
+}
+
+#[test]
+fn every_quantized_all_reduce_kernel_compiles_to_ptx_and_cubin() {
+    let Some(_nvrtc) = common::nvrtc_or_skip() else {
+        return;
+    };
+    let specs = quantized_grid();
+    assert_eq!(specs.len(), 7 * 3 * 3);
+    common::assert_compiles_for_sm90(&specs, &[Output::Ptx, Output::Cubin]);
+    // And the reduce_copy kernel that quantizes each rank's input.
+    common::assert_compiles_for_sm90(
+        &[redjit::all_reduce::Quantize::default().reduce_copy_spec()],
+        &[Output::Ptx, Output::Cubin],
+    );
+}
+
+#[test]
+fn quantized_ptxas_reports_no_stack_and_no_spills() {
+    common::assert_ptxas_no_stack_no_spills(&quantized_grid(), AllReduceSpec::threads);
+}

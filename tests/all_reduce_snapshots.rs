@@ -81,3 +81,13 @@ fn two_stage_bf16_source_and_ptx() {
 fn two_stage_cp_async_bf16_source_and_ptx() {
     check_and_snapshot("all_reduce_r4_bf16_sum_twostage_cpasync", 2, true);
 }
+
+#[test]
+fn one_shot_quantized_source_and_ptx() {
+    check_and_snapshot("all_reduce_r4_f32_sum_oneshot_q_bf16_sr", 2, false);
+}
+
+#[test]
+fn two_stage_quantized_source_and_ptx() {
+    check_and_snapshot("all_reduce_r4_f32_sum_twostage_q_bf16_sr", 2, false);
+}

@@ -323,6 +323,62 @@ fn par_fill<T: Copy + Default + Send>(len: usize, f: impl Fn(usize) -> T + Sync)
     out
 }
 
+/// The twin of the quantized all-reduce ([`crate::all_reduce::quant`]): what
+/// every rank's output holds after
+/// [`Communicator::all_reduce_quantized`](crate::all_reduce::Communicator::all_reduce_quantized)
+/// of `inputs` (one f32 slice per rank, in rank order, all of one length),
+/// bit for bit. Rank r's input is rounded to bf16 stochastically from position
+/// `q.input_base(r, n)`, the ranks' values are combined in f32 in rank order
+/// with `op` (`scalar`: premulsum's factor, avg's count); the two-stage kernel
+/// rounds the result of every element of a whole 8-element pack to bf16 again
+/// from position `q.partial_base(R, n)`, the last `n % 8` elements are not
+/// rounded again. Large inputs are computed with [`par_map`].
+///
+/// # Panics
+/// When the inputs differ in length or `q.transport` is not bf16 (the only
+/// transport generated).
+pub fn all_reduce_quantized(
+    inputs: &[&[f32]],
+    algo: redjit_codegen::AllReduceAlgo,
+    op: Op,
+    scalar: Option<f32>,
+    q: crate::all_reduce::Quantize,
+) -> Vec<f32> {
+    assert_eq!(q.transport, DType::BF16, "only bf16 transport is generated");
+    let world = inputs.len() as u32;
+    let n = inputs.first().map_or(0, |x| x.len());
+    assert!(
+        inputs.iter().all(|x| x.len() == n),
+        "every rank passes the same length"
+    );
+    let arg = scalar.unwrap_or(0.0);
+    let bases: Vec<u64> = (0..world).map(|r| q.input_base(r, n)).collect();
+    let partial = q.partial_base(world, n);
+    // Whole 16-byte packs of bf16: the two-stage reduce-scatter's part.
+    let packed = n / 8 * 8;
+    let two_stage = algo == redjit_codegen::AllReduceAlgo::TwoStage;
+    let value = |i: usize| {
+        let mut acc = 0.0f32;
+        for (r, x) in inputs.iter().enumerate() {
+            let v = bf16_sr(x[i], crate::philox::sr_bits(q.seed, bases[r], i as u64)).to_f32();
+            let v = op_pre(op, arg, v);
+            acc = if r == 0 { v } else { op_apply(op, acc, v) };
+        }
+        let acc = op_post(op, arg, acc);
+        if two_stage && i < packed {
+            bf16_sr(acc, crate::philox::sr_bits(q.seed, partial, i as u64)).to_f32()
+        } else {
+            acc
+        }
+    };
+    // Threads only where they pay (the unbiasedness test makes many tiny calls).
+    if n < 1 << 14 {
+        (0..n).map(value).collect()
+    } else {
+        par_map(n, value)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,12 +7,53 @@
 //! ```
 //! use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 //!
-//! let spec = AllReduceSpec { world: 4, dtype: DType::BF16, op: Op::Sum, algo: AllReduceAlgo::TwoStage, cp_async: true };
+//! let spec = AllReduceSpec { world: 4, dtype: DType::BF16, op: Op::Sum, algo: AllReduceAlgo::TwoStage, cp_async: true, transport: None };
 //! assert_eq!(spec.name(), "all_reduce_r4_bf16_sum_twostage_cpasync");
 //! assert_eq!(spec.name().parse::<AllReduceSpec>().unwrap(), spec);
 //! let src = spec.render().unwrap();
 //! assert!(src.code.contains("cp.async.cg.shared.global"));
+//!
+//! // Quantized transport (NCCLX-style): f32 in and out, bf16 on the wire.
+//! let q = AllReduceSpec { dtype: DType::F32, transport: Some(DType::BF16), ..spec };
+//! assert_eq!(q.name(), "all_reduce_r4_f32_sum_twostage_cpasync_q_bf16_sr");
+//! assert_eq!(q.name().parse::<AllReduceSpec>().unwrap(), q);
 //! ```
+//!
+//! ## Quantized transport (`transport: Some(bf16)`, issue 12 item 7)
+//!
+//! f32 inputs and outputs, bf16 in every buffer a peer reads, f32 accumulation,
+//! stochastic rounding wherever an f32 becomes a bf16 (NCCLX's quantized
+//! all-reduce). Built on reduce_copy: the communicator quantizes each rank's
+//! f32 input into its registered staging buffer with a one-source
+//! `reduce_copy_u4_f32_bf16_a_T_sum_sr` kernel, launched where the plain
+//! all-reduce copies the input with `cuMemcpyDtoDAsync` (same launch count,
+//! half the bytes written, any input alignment through reduce_copy's
+//! misaligned twins, and reduce_copy's SR code and its proven CPU twin reused
+//! as they are). Quantizing inside the all-reduce kernel instead would need the
+//! f32 input 16-byte aligned or a second tail path, and graph capture's
+//! in-place inputs would have to be f32 while peers read bf16. The all-reduce
+//! kernel then reads bf16 packs like the bf16 kernel, accumulates in f32 in
+//! rank order (every rank identical bits) and writes f32; the two-stage kernel
+//! rounds its reduce-scatter partial to bf16 with SR into scratch (and writes
+//! the rounded value, widened, to its own output, so the owner's slice equals
+//! what the others gather), the all-gather widens bf16 to f32. Elements past
+//! the last whole bf16 pack (n % 8) are reduced by every rank from the
+//! quantized inputs and never rounded again.
+//!
+//! Random bits (key = the call's seed; `base` the call's counter offset;
+//! `s` = n rounded up to a multiple of 4, so every stage starts on a Philox
+//! counter boundary when `base` does): rank r's input element i draws
+//! position `base + r*s + i`; the two-stage partial of element j draws
+//! position `base + R*s + j`; position p is lane p % 4 of
+//! `philox(key = seed, counter = p / 4)` as in reduce_copy. So the result
+//! depends only on (inputs, seed, base, rank, element index), never on grid or
+//! block. A call spans `(R + 1) * s` positions; advance `base` by that (or
+//! change the seed) for fresh bits.
+//!
+//! Only sum, avg and premulsum are allowed: stochastic rounding is unbiased, so
+//! sums of rounded values stay unbiased; prod, min and max gain nothing from it
+//! and would only lose precision. premulsum multiplies the dequantized value
+//! (the input is rounded first, then scaled in f32).
 
 #![warn(missing_docs)]
 
@@ -81,7 +122,16 @@ pub struct AllReduceSpec {
     /// `cp.async`, prefetching the next packs while the current ones are
     /// reduced (two-stage only; sm_80+).
     pub cp_async: bool,
+    /// `Some(bf16)`: quantized transport. `dtype` (f32) is the input and output
+    /// type, peers exchange bf16 rounded stochastically (see the module docs);
+    /// `None`: peers exchange `dtype` itself.
+    pub transport: Option<DType>,
 }
+
+/// Suffix of a quantized kernel's name after the transport type: stochastic rounding.
+const SR_SUFFIX: &str = "_sr";
+/// Marks the transport type in a quantized kernel's name (`_q_bf16_sr`).
+const Q_MARK: &str = "_q_";
 
 impl Default for AllReduceSpec {
     fn default() -> Self {
@@ -91,14 +141,47 @@ impl Default for AllReduceSpec {
             op: Op::Sum,
             algo: AllReduceAlgo::OneShot,
             cp_async: false,
+            transport: None,
         }
     }
 }
 
 impl AllReduceSpec {
-    /// Elements per 16-byte pack.
+    /// The type in the buffers peers read (staging and scratch): the transport
+    /// type when quantized, else `dtype`.
+    pub fn peer_dtype(&self) -> DType {
+        self.transport.unwrap_or(self.dtype)
+    }
+
+    /// Elements per 16-byte pack of the peer buffers.
     pub fn pack_elts(&self) -> u32 {
-        PACK_BYTES / self.dtype.info().bytes
+        PACK_BYTES / self.peer_dtype().info().bytes
+    }
+
+    /// The quantized specs for `world` ranks: f32 with bf16 transport, for
+    /// sum/avg/premulsum and each algorithm (+ cp.async).
+    pub fn quantized_matrix(world: u32) -> Vec<AllReduceSpec> {
+        let mut out = Vec::new();
+        for &op in Op::ALL {
+            for (algo, cp_async) in [
+                (AllReduceAlgo::OneShot, false),
+                (AllReduceAlgo::TwoStage, false),
+                (AllReduceAlgo::TwoStage, true),
+            ] {
+                let spec = AllReduceSpec {
+                    world,
+                    dtype: DType::F32,
+                    op,
+                    algo,
+                    cp_async,
+                    transport: Some(DType::BF16),
+                };
+                if spec.validate().is_ok() {
+                    out.push(spec);
+                }
+            }
+        }
+        out
     }
 
     /// Threads per block, the kernel's launch bound and the only block size it is
@@ -138,6 +221,7 @@ impl AllReduceSpec {
                         op,
                         algo,
                         cp_async,
+                        transport: None,
                     };
                     if spec.validate().is_ok() {
                         out.push(spec);
@@ -153,6 +237,8 @@ impl AllReduceSpec {
             name: self.name(),
             world: self.world,
             dtype: self.dtype.slug(),
+            peer: self.peer_dtype().slug(),
+            quant: self.transport.is_some(),
             pack_elts: self.pack_elts(),
             op_functor: self.op.info().functor,
             two_stage: self.algo == AllReduceAlgo::TwoStage,
@@ -168,6 +254,10 @@ struct AllReduceContext {
     name: String,
     world: u32,
     dtype: &'static str,
+    /// The peer buffers' type (the transport type when quantized).
+    peer: &'static str,
+    /// Quantized transport: f32 out, SR-rounded two-stage partials.
+    quant: bool,
     pack_elts: u32,
     op_functor: &'static str,
     two_stage: bool,
@@ -217,10 +307,42 @@ impl KernelSpec for AllReduceSpec {
                 ),
             ));
         }
+        if let Some(t) = self.transport {
+            if t != DType::BF16 {
+                return Err(SpecError::invalid(
+                    "transport",
+                    t,
+                    "a quantized all-reduce transports bf16 (stochastic rounding); no other transport type is generated",
+                ));
+            }
+            if self.dtype != DType::F32 {
+                return Err(SpecError::invalid(
+                    "dtype",
+                    self.dtype,
+                    format!("a quantized all-reduce (transport {t}) takes f32 input and output"),
+                ));
+            }
+            if !matches!(self.op, Op::Sum | Op::Avg | Op::PreMulSum) {
+                return Err(SpecError::invalid(
+                    "op",
+                    self.op,
+                    format!(
+                        "a quantized all-reduce (transport {t}) sums: op must be one of: {}, {}, {} (stochastic rounding keeps sums unbiased; it gains nothing for the others)",
+                        Op::Sum,
+                        Op::Avg,
+                        Op::PreMulSum
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 
     fn name(&self) -> String {
+        let quant = match self.transport {
+            Some(t) => format!("{Q_MARK}{t}{SR_SUFFIX}"),
+            None => String::new(),
+        };
         format!(
             "{}_r{}_{}_{}_{}",
             Family::AllReduce.slug(),
@@ -229,17 +351,25 @@ impl KernelSpec for AllReduceSpec {
             self.op,
             self.algo
         ) + if self.cp_async { "_cpasync" } else { "" }
+            + &quant
     }
 
     /// `ld.acquire.sys` / `st.release.sys` are sm_70+, cp.async sm_80+.
     fn min_arch(&self) -> Arch {
         let base = if self.cp_async { Arch::SM80 } else { Arch(70) };
-        base.max(self.dtype.info().min_arch).max(self.op.min_arch())
+        let transport = self.transport.map_or(base, |t| t.info().min_arch);
+        base.max(self.dtype.info().min_arch)
+            .max(self.op.min_arch())
+            .max(transport)
     }
 
     fn preludes(&self) -> Vec<&'static str> {
         let mut out = Family::AllReduce.info().preludes.to_vec();
         out.push(self.dtype.info().prelude);
+        if let Some(t) = self.transport {
+            out.push(t.info().prelude);
+            out.push("prelude/philox.cuh");
+        }
         out
     }
 
@@ -266,11 +396,18 @@ impl FromStr for AllReduceSpec {
             input: s.to_string(),
             rule: rule.to_string(),
         };
-        let format = "expected all_reduce_r<world>_<dtype>_<op>_<algorithm>[_cpasync], e.g. all_reduce_r4_bf16_sum_twostage";
+        let format = "expected all_reduce_r<world>_<dtype>_<op>_<algorithm>[_cpasync][_q_<transport>_sr], e.g. all_reduce_r4_bf16_sum_twostage";
         let rest = s
             .strip_prefix(Family::AllReduce.slug())
             .and_then(|r| r.strip_prefix('_'))
             .ok_or_else(|| parse_err(format))?;
+        let (rest, transport) = match rest
+            .strip_suffix(SR_SUFFIX)
+            .and_then(|r| r.rsplit_once(Q_MARK))
+        {
+            Some((r, t)) => (r, Some(t.parse::<DType>()?)),
+            None => (rest, None),
+        };
         let (rest, cp_async) = match rest.strip_suffix("_cpasync") {
             Some(r) => (r, true),
             None => (rest, false),
@@ -289,6 +426,7 @@ impl FromStr for AllReduceSpec {
             op: op.parse()?,
             algo: algo.parse()?,
             cp_async,
+            transport,
         };
         spec.validate()?;
         if spec.name() != s {
@@ -454,5 +592,97 @@ mod tests {
             }
         }
         assert_eq!(signal::counter_offset(0), seen.len() * 4);
+    }
+
+    fn quant(world: u32, op: Op, algo: AllReduceAlgo, cp_async: bool) -> AllReduceSpec {
+        AllReduceSpec {
+            world,
+            dtype: DType::F32,
+            op,
+            algo,
+            cp_async,
+            transport: Some(DType::BF16),
+        }
+    }
+
+    #[test]
+    fn quantized_names_round_trip_and_render() {
+        for world in MIN_WORLD..=MAX_WORLD {
+            let m = AllReduceSpec::quantized_matrix(world);
+            assert_eq!(m.len(), 3 * 3, "sum/avg/premulsum x 3 kernels");
+            for spec in m {
+                let name = spec.name();
+                assert!(name.ends_with("_q_bf16_sr"), "{name}");
+                assert_eq!(name.parse::<AllReduceSpec>().unwrap(), spec);
+                assert_eq!(spec.pack_elts(), 8);
+                assert_eq!(spec.min_arch(), Arch::SM80);
+                let code = spec.render().unwrap().code;
+                assert!(code.contains("typedef rj_dtype_bf16 T;"), "{name}");
+                assert!(code.contains("typedef rj_dtype_f32 O;"), "{name}");
+                assert!(code.contains("rj_u64 seed, rj_u64 partial_base"), "{name}");
+                let two = spec.algo == AllReduceAlgo::TwoStage;
+                assert_eq!(code.contains("store_partial(scratch"), two, "{name}");
+            }
+        }
+        assert_eq!(
+            quant(2, Op::Avg, AllReduceAlgo::OneShot, false).name(),
+            "all_reduce_r2_f32_avg_oneshot_q_bf16_sr"
+        );
+        // The plain kernels are untouched by the option.
+        let plain = AllReduceSpec::default().render().unwrap().code;
+        assert!(!plain.contains("partial_base") && !plain.contains("typedef rj_dtype_f32 O;"));
+    }
+
+    #[test]
+    fn quantized_specs_refuse_other_types_and_ops_naming_the_rule() {
+        let bad = |s: AllReduceSpec| s.validate().unwrap_err().to_string();
+        for op in [Op::Prod, Op::Min, Op::Max] {
+            let e = bad(quant(4, op, AllReduceAlgo::OneShot, false));
+            assert!(
+                e.contains(&format!("invalid op = {op}"))
+                    && e.contains("must be one of: sum, avg, premulsum"),
+                "{e}"
+            );
+        }
+        for dtype in [DType::BF16, DType::F16] {
+            let e = bad(AllReduceSpec {
+                dtype,
+                ..quant(4, Op::Sum, AllReduceAlgo::TwoStage, false)
+            });
+            assert!(
+                e.contains(&format!("invalid dtype = {dtype}")) && e.contains("takes f32 input"),
+                "{e}"
+            );
+        }
+        let e = bad(AllReduceSpec {
+            transport: Some(DType::F16),
+            ..quant(4, Op::Sum, AllReduceAlgo::OneShot, false)
+        });
+        assert!(
+            e.contains("invalid transport = f16") && e.contains("transports bf16"),
+            "{e}"
+        );
+        for (name, want) in [
+            (
+                "all_reduce_r4_f32_max_oneshot_q_bf16_sr",
+                "invalid op = max",
+            ),
+            (
+                "all_reduce_r4_bf16_sum_oneshot_q_bf16_sr",
+                "invalid dtype = bf16",
+            ),
+            (
+                "all_reduce_r4_f32_sum_oneshot_q_f16_sr",
+                "invalid transport = f16",
+            ),
+            ("all_reduce_r4_f32_sum_oneshot_q_f64_sr", "\"f64\""),
+            (
+                "all_reduce_r4_f32_sum_oneshot_q_bf16",
+                "expected all_reduce_r<world>",
+            ),
+        ] {
+            let e = name.parse::<AllReduceSpec>().unwrap_err().to_string();
+            assert!(e.contains(want), "{name}: {e}");
+        }
     }
 }

@@ -45,6 +45,10 @@
 //! Where peer access is missing or ranks span hosts, [`super::nccl::NcclComm`]
 //! is the communicator on its own.
 //!
+//! Quantized transport: [`Communicator::all_reduce_quantized`] takes f32 and
+//! exchanges bf16 rounded stochastically ([`super::quant`]); it runs the
+//! kernels only (the NCCL route has no quantized mode).
+//!
 //! Not built yet (designed here, taken up by the two-GPU issue): the
 //! hierarchical mode (peer reduce-scatter, NCCL across hosts, peer all-gather).
 
@@ -56,7 +60,8 @@ use std::time::Duration;
 
 use cudarc::driver::sys;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig,
+    PushKernelArg,
 };
 use redjit_codegen::spec::all_reduce::{MAX_BLOCKS, PACK_BYTES, signal};
 use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
@@ -65,9 +70,11 @@ use super::choice::{AlgoTable, Route};
 use super::graph::{GraphBuffers, GraphRecord};
 use super::nccl::{NcclComm, NcclLib, NcclPlacement};
 use super::protocol::BarrierTimeout;
+use super::quant::Quantize;
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
 use crate::peer::{IpcHandle, LegacyAlloc, OpenedIpc};
+use crate::reduce_copy::{LaunchOptions, ReduceCopyArgs, Stochastic};
 use crate::runtime::Runtime;
 
 /// Where the ranks live.
@@ -297,6 +304,29 @@ fn write_table(tables: &LegacyAlloc, slot: u32, table: &[u64; 8]) -> Result<()> 
 
 fn addr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
     cudarc::driver::DevicePtr::device_ptr(s, stream).0
+}
+
+/// A rank's registered staging buffer as the destination of the reduce_copy
+/// launch that quantizes its input (n transport elements at `address`).
+struct StagingOut {
+    address: u64,
+    dtype: DType,
+    len: usize,
+}
+
+impl KernelOutput for StagingOut {
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn push_output<'a>(&'a mut self, args: &mut LaunchArgs<'a>) {
+        args.arg(&self.address);
+    }
+    fn address(&self, _stream: &CudaStream) -> u64 {
+        self.address
+    }
 }
 
 fn comm_err(what: &str, rule: String) -> Error {
@@ -602,6 +632,33 @@ impl Communicator {
         outputs: &mut [&mut dyn KernelOutput],
         call: Call,
     ) -> Result<()> {
+        self.issue_call(inputs, outputs, call, None)
+    }
+
+    /// The quantized all-reduce ([`super::quant`]): f32 `inputs` and
+    /// `outputs`, each rank's input rounded stochastically to `q.transport`
+    /// (bf16) into its staging buffer by a reduce_copy kernel, reduced in f32
+    /// in rank order (every rank gets the same bits); the two-stage kernel
+    /// rounds its reduce-scatter partials stochastically too. `call.op` is sum,
+    /// avg or premulsum (others: a spec error naming the rule); the result is
+    /// [`crate::reference::all_reduce_quantized`] bit for bit.
+    pub fn all_reduce_quantized(
+        &self,
+        inputs: &[&dyn KernelInput],
+        outputs: &mut [&mut dyn KernelOutput],
+        call: Call,
+        q: Quantize,
+    ) -> Result<()> {
+        self.issue_call(inputs, outputs, call, Some(q))
+    }
+
+    fn issue_call(
+        &self,
+        inputs: &[&dyn KernelInput],
+        outputs: &mut [&mut dyn KernelOutput],
+        call: Call,
+        quant: Option<Quantize>,
+    ) -> Result<()> {
         let issue = self.start_issue()?;
         let capturing = issue.capturing;
         let main = self.stream();
@@ -624,13 +681,25 @@ impl Communicator {
             op: call.op,
             algo: call.algo,
             cp_async: call.cp_async,
+            transport: quant.map(|q| q.transport),
         };
         spec.validate()?;
+        if let Some(q) = quant.filter(|q| !q.fits(self.world(), n)) {
+            return Err(comm_err(
+                "quantize base",
+                format!(
+                    "base {} + {} positions (R + 1 times n rounded up to 4) must fit in 64 bits",
+                    q.base,
+                    Quantize::span(self.world(), n)
+                ),
+            ));
+        }
         let bytes = n * dtype.info().bytes as usize;
         let tables = self.tables;
         // Captured calls read their inputs in place through a table slot filled
         // at end_capture; eager calls stage them and use slot 0.
-        let slot = if capturing {
+        // A quantized call always stages (quantizing is the staging).
+        let slot = if capturing && quant.is_none() {
             let addresses: Vec<u64> = inputs.iter().map(|i| i.address(main)).collect();
             self.graph
                 .lock()
@@ -645,6 +714,29 @@ impl Communicator {
             rank.stream
                 .join(main)
                 .during(|| format!("rank {r}: waiting for the main stream"))?;
+            if let Some(q) = quant {
+                let kernel = self.runtimes[rank.rt].reduce_copy(&q.reduce_copy_spec())?;
+                let mut staging = StagingOut {
+                    address: tables[0].0[r],
+                    dtype: q.transport,
+                    len: n,
+                };
+                let args = ReduceCopyArgs {
+                    scalar: None,
+                    stochastic: Some(Stochastic {
+                        seed: q.seed,
+                        base: q.input_base(rank.id, n),
+                    }),
+                };
+                kernel.launch_with(
+                    &rank.stream,
+                    &[inputs[i]],
+                    &mut [&mut staging],
+                    args,
+                    LaunchOptions::default(),
+                )?;
+                continue;
+            }
             let src = inputs[i].address(main);
             if !capturing && src != tables[0].0[r] {
                 // SAFETY: `src` holds `bytes` bytes (checked: n elements of dtype);
@@ -659,6 +751,8 @@ impl Communicator {
         }
         let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
         let op_arg = call.scalar.unwrap_or(0.0);
+        let (seed, partial_base) =
+            quant.map_or((0, 0), |q| (q.seed, q.partial_base(self.world(), n)));
         let mut grid = None;
         for (i, rank) in self.ranks.iter().enumerate() {
             let r = rank.id as usize;
@@ -691,12 +785,16 @@ impl Communicator {
                 .arg(&op_arg)
                 .arg(&timeout_ns)
                 .arg(&err);
+            if quant.is_some() {
+                args.arg(&seed).arg(&partial_base);
+            }
             // SAFETY: the kernel was generated from `spec`: the input table's
             // device address (a live slot of 64 bytes; a captured call's slot is
             // written at end_capture, before any replay), two rj_ar_ptrs by
             // value, the output pointer, rank (u32), n (u64), the op's scalar
             // (f32), the timeout (u64) and the error word's pointer, in that
-            // order. Every table entry is a live buffer of this communicator
+            // order, then for a quantized spec the seed and the partials'
+            // first Philox position (u64 each). Every table entry is a live buffer of this communicator
             // sized for n elements (check_call), or a captured input of n
             // elements that the caller keeps alive while the graph replays; the output holds n elements and
             // is 16-byte aligned; the grid is the same on every rank.

@@ -3,7 +3,7 @@
 //! rendezvous of ranks in separate processes ([`bootstrap`]) and how such a
 //! rank joins its peers through CUDA IPC ([`ipc`]), CUDA-graph bookkeeping
 //! ([`graph`]), the algorithm-choice table ([`choice`]) and the NCCL backend
-//! ([`nccl`]).
+//! ([`nccl`]); [`quant`] the quantized (bf16-transport) all-reduce.
 
 #![warn(missing_docs)]
 
@@ -14,6 +14,8 @@ pub mod graph;
 pub mod ipc;
 pub mod nccl;
 pub mod protocol;
+pub mod quant;
 
 pub(crate) use comm::TrackingPaused;
 pub use comm::{Call, CommOptions, Communicator, NcclUse, Placement, check_call, check_call_for};
+pub use quant::Quantize;
