@@ -2,7 +2,7 @@
 # Runs on the GPU machine (no Rust there), from the repo root, over what
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
 #   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro] [bench-all] [norm]
-#                           [some-tests] [nms] [softmax-all] [norm-quick] [norm-variants]
+#                           [some-tests] [nms] [softmax-all] [norm-quick] [norm-variants] [sanitize]
 #   (default: the first five; bench-all is a sweep of every family with PyTorch and a plot)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
@@ -137,6 +137,24 @@ for step in "${steps[@]}"; do
     python3 stage/scripts/torch_ref.py --families softmax_all --n 268435456 --out "$OUT/torch-softmax-all.json" 2>&1 | tee "$OUT/torch-softmax-all.log" || status=1
     "$BIN/redjit" bench softmax-all --json "$OUT/bench-softmax-all.json" --compare "$OUT/torch-softmax-all.json" 2>&1 | tee "$OUT/bench-softmax-all.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    ;;
+  sanitize)
+    # compute-sanitizer over small configurations of each family (the tools slow
+    # kernels by orders of magnitude): SANITIZE="bin:filter ..." overrides.
+    echo "== compute-sanitizer memcheck / racecheck / synccheck"
+    cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    export REDJIT_CACHE_DIR=/tmp/redjit-cache-tests
+    for sel in ${SANITIZE:-gpu_reduce_copy:each_buffer_misaligned gpu_reduce_copy:bad_calls gpu_reduce:bad_calls gpu_norm:bad_calls gpu_nms:hand_cases gpu_softmax_all:bad_calls gpu_all_reduce:one_small}; do
+      bin=${sel%%:*}
+      filter=${sel#*:}
+      for tool in memcheck racecheck synccheck; do
+        log="$OUT/sanitize-$bin-$filter-$tool.log"
+        timeout "${SANITIZE_TIMEOUT:-120}" "$cs" --tool "$tool" --error-exitcode 9 "$BIN/$bin" --ignored --test-threads=1 "$filter" >"$log" 2>&1
+        rc=$?
+        echo "$bin:$filter $tool: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+        [ $rc -eq 0 ] || status=1
+      done
+    done
     ;;
   norm-quick)
     # The default ladder against a PyTorch/Triton JSON of an earlier call of the
