@@ -144,6 +144,11 @@ pub enum NcclUse {
     /// and every call runs a kernel. Other NCCL failures are errors.
     IfAvailable,
     /// NCCL, or `Communicator::new` fails (library absent, ranks sharing a GPU).
+    ///
+    /// With `IfAvailable` or `Required`, GPUs whose peer access cannot be
+    /// proven are no error when NCCL is there: every routed call then goes
+    /// through NCCL ([`Communicator::all_reduce_routed`]) and the kernel calls
+    /// are errors naming the GPUs and why.
     Required,
 }
 
@@ -282,6 +287,9 @@ pub struct Communicator {
     graph_mappings: Mutex<Vec<(IpcHandle, OpenedIpc)>>,
     /// The same ranks in NCCL (`CommOptions::nccl`), the table's fallback.
     nccl: Option<NcclComm>,
+    /// Peer access between two of the GPUs could not be proven (why): the
+    /// kernels cannot run, and every routed call goes through NCCL.
+    peer_missing: Option<String>,
 }
 
 const TABLE_BYTES: u64 = std::mem::size_of::<PtrTable>() as u64;
@@ -385,9 +393,20 @@ impl Communicator {
             .iter()
             .map(|&o| Runtime::new(o))
             .collect::<Result<Vec<_>>>()?;
-        for i in 0..runtimes.len() {
+        // Without proven peer access the kernels cannot run; with NCCL asked for
+        // (and found, below) every call goes through NCCL instead.
+        let mut peer_missing: Option<String> = None;
+        'pairs: for i in 0..runtimes.len() {
             for j in i + 1..runtimes.len() {
-                crate::peer::enable_and_prove(runtimes[i].context(), runtimes[j].context())?;
+                if let Err(e) =
+                    crate::peer::enable_and_prove(runtimes[i].context(), runtimes[j].context())
+                {
+                    if opts.nccl == NcclUse::Off {
+                        return Err(e);
+                    }
+                    peer_missing = Some(format!("GPUs {} and {}: {e}", ordinals[i], ordinals[j]));
+                    break 'pairs;
+                }
             }
         }
         let staging_bytes = opts.max_bytes.next_multiple_of(PACK_BYTES as usize);
@@ -456,6 +475,12 @@ impl Communicator {
         }
         let graph_slots = opts.graph_slots;
         let nccl = nccl_for(&placement, &runtimes, opts.nccl, opts.join_timeout)?;
+        if let (Some(why), None) = (&peer_missing, &nccl) {
+            return Err(comm_err(
+                "peer access",
+                format!("{why}; the kernels need peer access and NCCL is not available either"),
+            ));
+        }
         Ok(Communicator {
             placement,
             world,
@@ -469,6 +494,7 @@ impl Communicator {
             graph: Mutex::new(GraphBuffers::new(graph_slots)),
             graph_mappings: Mutex::new(Vec::new()),
             nccl,
+            peer_missing,
         })
     }
 
@@ -481,6 +507,9 @@ impl Communicator {
     /// Where a call of `bytes` bytes per rank runs: the table's kernel, or NCCL
     /// where the table says so and this communicator has it.
     pub fn route(&self, bytes: usize) -> Result<Route> {
+        if self.peer_missing.is_some() {
+            return Ok(Route::Nccl);
+        }
         self.opts
             .algos
             .route(self.world, bytes, self.nccl.is_some())
@@ -659,6 +688,14 @@ impl Communicator {
         call: Call,
         quant: Option<Quantize>,
     ) -> Result<()> {
+        if let Some(why) = &self.peer_missing {
+            return Err(comm_err(
+                "peer access",
+                format!(
+                    "{why}: the kernels need peer access; this communicator runs its calls through NCCL (all_reduce_routed)"
+                ),
+            ));
+        }
         let issue = self.start_issue()?;
         let capturing = issue.capturing;
         let main = self.stream();
