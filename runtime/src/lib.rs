@@ -39,6 +39,7 @@ pub mod reference_norm;
 pub mod reference_reduce;
 mod runtime;
 mod softmax_all;
+mod workspace;
 
 pub use cache::{CacheKey, CacheStats, CompileCache, Origin};
 pub use elem::{DeviceElem, KernelInput, KernelOutput};

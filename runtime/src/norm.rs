@@ -17,9 +17,9 @@
 //! # Ok(()) }
 //! ```
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use redjit_codegen::spec::norm::{PARTIAL_BYTES, Plan};
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormSpec};
 
@@ -27,6 +27,7 @@ use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
 use crate::reduce::Matrix;
 use crate::runtime::Runtime;
+use crate::workspace::Workspace;
 
 /// The buffers and scalars of one norm launch. Row r of every row buffer (x,
 /// residual, out, residual_out) starts at element r * ld.
@@ -153,7 +154,7 @@ pub struct NormKernel<'rt> {
     name: String,
     func: CudaFunction,
     blocks_per_sm: u32,
-    workspace: Mutex<Option<CudaSlice<u8>>>,
+    workspace: Workspace,
 }
 
 impl Runtime {
@@ -172,7 +173,7 @@ impl Runtime {
             name,
             func,
             blocks_per_sm,
-            workspace: Mutex::new(None),
+            workspace: Workspace::new(),
         })
     }
 }
@@ -211,21 +212,14 @@ impl NormKernel<'_> {
     /// Checks the call, then launches it on `stream`.
     pub fn launch(&self, stream: &Arc<CudaStream>, a: NormArgs<'_>) -> Result<()> {
         let plan = check_call(&self.spec, &NormCall::of(&a), self.resident())?;
-        let counter_bytes = (plan.counters * 4).next_multiple_of(PARTIAL_BYTES);
-        let need = counter_bytes + plan.partials * PARTIAL_BYTES;
-        let mut guard = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.as_ref().is_none_or(|w| w.len() < need.max(1)) {
-            // Zeroed: every counter starts at zero, and each launch leaves its
-            // counters at zero again (the kernel resets them).
-            let ws = stream
-                .alloc_zeros::<u8>(need.max(PARTIAL_BYTES))
-                .during(|| format!("allocating the workspace of {}", self.name))?;
-            *guard = Some(ws);
-        }
-        let Some(ws) = guard.as_mut() else {
-            unreachable!("the workspace was just allocated")
-        };
-        let (mut counters, mut partials) = ws.split_at_mut(counter_bytes.min(ws.len()));
+        let mut ws = self.workspace.hold(
+            stream,
+            plan.counters,
+            plan.partials,
+            PARTIAL_BYTES,
+            &self.name,
+        )?;
+        let (mut counters, mut partials) = ws.split();
         let null: u64 = 0;
         let NormArgs {
             x,

@@ -18,7 +18,7 @@
 //! # Ok(()) }
 //! ```
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, CudaViewMut, DeviceSlice, LaunchArgs, LaunchConfig,
@@ -30,6 +30,7 @@ use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceSpec, SpecError};
 use crate::elem::KernelInput;
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::Runtime;
+use crate::workspace::Workspace;
 
 /// A rows x cols matrix in a buffer: row r starts at element r * ld (ld >= cols;
 /// ld > cols is a strided view).
@@ -146,7 +147,7 @@ pub struct ReduceKernel<'rt> {
     blocks_per_sm: u32,
     warp_twin: OnceLock<CudaFunction>,
     cluster_twin: OnceLock<CudaFunction>,
-    workspace: Mutex<Option<CudaSlice<u8>>>,
+    workspace: Workspace,
 }
 
 impl Runtime {
@@ -177,7 +178,7 @@ impl Runtime {
             blocks_per_sm,
             warp_twin: OnceLock::new(),
             cluster_twin: OnceLock::new(),
-            workspace: Mutex::new(None),
+            workspace: Workspace::new(),
         })
     }
 }
@@ -249,23 +250,14 @@ impl ReduceKernel<'_> {
         } else {
             &self.func
         };
-        // Counters first (16-byte rounded), then the partials.
-        let counter_bytes = (plan.counters * 4).next_multiple_of(PARTIAL_BYTES);
-        let need = counter_bytes + plan.partials * PARTIAL_BYTES;
-        let mut guard = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
-        let big_enough = guard.as_ref().is_some_and(|w| w.len() >= need.max(1));
-        if !big_enough {
-            // Zeroed: every counter starts at zero, and each launch's last block
-            // leaves its counters at zero again.
-            let ws = stream
-                .alloc_zeros::<u8>(need.max(PARTIAL_BYTES))
-                .during(|| format!("allocating the workspace of {}", self.name))?;
-            *guard = Some(ws);
-        }
-        let Some(ws) = guard.as_mut() else {
-            unreachable!("the workspace was just allocated")
-        };
-        let (mut counters, mut partials) = ws.split_at_mut(counter_bytes.min(ws.len()));
+        let mut ws = self.workspace.hold(
+            stream,
+            plan.counters,
+            plan.partials,
+            PARTIAL_BYTES,
+            &self.name,
+        )?;
+        let (mut counters, mut partials) = ws.split();
         let mut args = stream.launch_builder(func);
         for s in srcs {
             s.push_input(&mut args);
