@@ -138,6 +138,16 @@ fn engine() -> Result<&'static tera::Tera, SpecError> {
         .map_err(Clone::clone)
 }
 
+/// Validates `spec`, then renders its family's template from `ctx`: every
+/// spec's `render_body`.
+pub(crate) fn render_body(
+    spec: &(impl crate::spec::KernelSpec + ?Sized),
+    ctx: &impl Serialize,
+) -> Result<String, SpecError> {
+    spec.validate()?;
+    render_template(spec.family().info().template, ctx)
+}
+
 /// Renders one family template (a kernel body) from a serde context.
 pub(crate) fn render_template(template: &str, ctx: &impl Serialize) -> Result<String, SpecError> {
     let err = |e: tera::Error| SpecError::Render {

@@ -374,8 +374,7 @@ impl KernelSpec for AllReduceSpec {
     }
 
     fn render_body(&self) -> Result<String, SpecError> {
-        self.validate()?;
-        render::render_template(Family::AllReduce.info().template, &self.context())
+        render::render_body(self, &self.context())
     }
 }
 

@@ -26,8 +26,10 @@ pub trait KernelSpec {
     fn min_arch(&self) -> Arch;
 
     /// Shared device code the kernel needs (family preludes, then the dtype files
-    /// of its buffers), in the order it must appear.
-    fn preludes(&self) -> Vec<&'static str>;
+    /// of its buffers), in the order it must appear. By default the family's.
+    fn preludes(&self) -> Vec<&'static str> {
+        self.family().info().preludes.to_vec()
+    }
 
     /// Validates, then renders the family template alone: the kernel and its
     /// helpers (in a namespace of the kernel's own), without the preludes, so

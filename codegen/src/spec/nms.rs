@@ -145,13 +145,8 @@ impl KernelSpec for NmsSpec {
         Arch(70)
     }
 
-    fn preludes(&self) -> Vec<&'static str> {
-        Family::Nms.info().preludes.to_vec()
-    }
-
     fn render_body(&self) -> Result<String, SpecError> {
-        self.validate()?;
-        render::render_template(Family::Nms.info().template, &self.context())
+        render::render_body(self, &self.context())
     }
 }
 

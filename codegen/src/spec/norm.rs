@@ -516,13 +516,8 @@ impl KernelSpec for NormSpec {
         .unwrap_or(Arch::SM80)
     }
 
-    fn preludes(&self) -> Vec<&'static str> {
-        Family::Norm.info().preludes.to_vec()
-    }
-
     fn render_body(&self) -> Result<String, SpecError> {
-        self.validate()?;
-        render::render_template(Family::Norm.info().template, &self.context())
+        render::render_body(self, &self.context())
     }
 }
 

@@ -583,8 +583,7 @@ impl KernelSpec for ReduceSpec {
     }
 
     fn render_body(&self) -> Result<String, SpecError> {
-        self.validate()?;
-        render::render_template(Family::Reduce.info().template, &self.context())
+        render::render_body(self, &self.context())
     }
 }
 

@@ -480,8 +480,7 @@ impl KernelSpec for ReduceCopySpec {
     }
 
     fn render_body(&self) -> Result<String, SpecError> {
-        self.validate()?;
-        render::render_template(Family::ReduceCopy.info().template, &self.context())
+        render::render_body(self, &self.context())
     }
 }
 

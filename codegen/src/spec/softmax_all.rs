@@ -322,13 +322,8 @@ impl KernelSpec for SoftmaxAllSpec {
         .unwrap_or(Arch::SM80)
     }
 
-    fn preludes(&self) -> Vec<&'static str> {
-        Family::SoftmaxAll.info().preludes.to_vec()
-    }
-
     fn render_body(&self) -> Result<String, SpecError> {
-        self.validate()?;
-        render::render_template(Family::SoftmaxAll.info().template, &self.context())
+        render::render_body(self, &self.context())
     }
 }
 
