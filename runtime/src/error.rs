@@ -121,6 +121,19 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// The refusals of one kernel's launch checks: `err(what, value, rule)` is
+    /// an [`Error::Launch`] naming `kernel`.
+    pub(crate) fn launch_of(kernel: String) -> impl Fn(&'static str, String, String) -> Error {
+        move |what, value, rule| Error::Launch {
+            kernel: kernel.clone(),
+            what,
+            value,
+            rule,
+        }
+    }
+}
+
 /// `Result` with the runtime's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -283,12 +283,7 @@ impl NormKernel<'_> {
 /// through here.
 pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> {
     spec.validate()?;
-    let err = |what: &'static str, value: String, rule: String| Error::Launch {
-        kernel: spec.name(),
-        what,
-        value,
-        rule,
-    };
+    let err = Error::launch_of(spec.name());
     let m = c.shape;
     if let Some((what, value, rule)) = m.shape_violation() {
         return Err(err(what, value, rule));

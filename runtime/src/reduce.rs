@@ -325,12 +325,7 @@ pub fn check_call(
     m: Option<Matrix>,
     out: (ResultType, usize),
 ) -> Result<Shape> {
-    let err = |what: &'static str, value: String, rule: String| Error::Launch {
-        kernel: spec.name(),
-        what,
-        value,
-        rule,
-    };
+    let err = Error::launch_of(spec.name());
     let reads = spec.op.info().inputs;
     if inputs.len() != reads {
         return Err(err(
