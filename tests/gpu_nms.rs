@@ -17,17 +17,12 @@ use redjit::{Error, KernelInput, NmsKernel, NmsSpec};
 const SIZES: &[usize] = &[0, 1, 2, 63, 64, 65, 1000, 20_000, 100_003];
 const THRESHOLDS: &[f32] = &[0.0, 0.3, 0.5, 0.7, 1.0];
 
-/// Random boxes in a 1000 x 1000 image, sides 1..128 (the benchmark's
-/// distribution), and scores on a grid of 1/64 so many are equal.
+/// Random boxes of the benchmark's distribution (`reference_nms::random_boxes`),
+/// with scores moved to a grid of 1/64 so many are equal.
 fn random_case(rng: &mut common::Rng, n: usize) -> (Vec<f32>, Vec<f32>) {
-    let mut u = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
-    let mut boxes = Vec::with_capacity(4 * n);
-    let mut scores = Vec::with_capacity(n);
-    for _ in 0..n {
-        let (x, y) = (u() * 1000.0, u() * 1000.0);
-        let (w, h) = (1.0 + u() * 127.0, 1.0 + u() * 127.0);
-        boxes.extend([x, y, x + w, y + h]);
-        scores.push((u() * 64.0).floor() / 64.0);
+    let (boxes, mut scores) = redjit::reference_nms::random_boxes(n, rng.next_u64());
+    for s in &mut scores {
+        *s = (*s * 64.0).floor() / 64.0;
     }
     (boxes, scores)
 }

@@ -158,6 +158,30 @@ pub fn nms(boxes: &[f32], scores: &[f32], threshold: f32) -> Vec<i64> {
     keep
 }
 
+/// `n` random boxes (x1, y1, x2, y2) and scores from `seed` (SplitMix64): the
+/// benchmark's distribution (corners uniform in a 1000 x 1000 image, sides in
+/// [1, 128), scores in [0, 1)), shared by `redjit bench nms`, selftest and the
+/// GPU tests; `scripts/torch_ref.py` draws the same distribution.
+pub fn random_boxes(n: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let mut s = seed;
+    let mut u = || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let mut boxes = Vec::with_capacity(4 * n);
+    let mut scores = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (x, y) = (u() * 1000.0, u() * 1000.0);
+        let (w, h) = (1.0 + u() * 127.0, 1.0 + u() * 127.0);
+        boxes.extend([x, y, x + w, y + h]);
+        scores.push(u());
+    }
+    (boxes, scores)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@
 
 use clap::Args;
 use redjit_codegen::{KernelSpec, NmsSpec};
+use redjit_runtime::reference_nms::random_boxes;
 
 use super::{Bench, Common, KernelRow};
 use crate::error::{CliError, CliResult, DriverContext};
@@ -37,27 +38,6 @@ pub const DEFAULT_BOXES: &[usize] = &[20_000];
 /// The name PyTorch's entries are keyed by, and the shape label of a threshold.
 pub fn torch_key(thr: f32) -> (&'static str, String) {
     ("nms", format!("thr{thr}"))
-}
-
-/// `n` random boxes (x1, y1, x2, y2) and scores from `seed` (SplitMix64).
-pub fn random_boxes(n: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
-    let mut s = seed;
-    let mut u = || {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
-    };
-    let mut boxes = Vec::with_capacity(4 * n);
-    let mut scores = Vec::with_capacity(n);
-    for _ in 0..n {
-        let (x, y) = (u() * 1000.0, u() * 1000.0);
-        let (w, h) = (1.0 + u() * 127.0, 1.0 + u() * 127.0);
-        boxes.extend([x, y, x + w, y + h]);
-        scores.push(u());
-    }
-    (boxes, scores)
 }
 
 pub fn bench(b: &mut Bench<'_>, a: &NmsBenchArgs, sizes: &[usize]) -> CliResult {

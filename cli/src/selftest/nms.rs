@@ -10,8 +10,8 @@ use redjit_runtime::{Runtime, reference_nms};
 
 use super::FamilyResult;
 use crate::args::AnySpec;
-use crate::bench::nms::random_boxes;
 use crate::error::{CliResult, DriverContext};
+use redjit_runtime::reference_nms::random_boxes;
 
 /// Box counts: one box, a partial block, blocks and a remainder, many blocks.
 const COUNTS: &[usize] = &[1, 63, 1000, 20_000];
