@@ -2,7 +2,7 @@
 # Runs on the GPU machine (no Rust there), from the repo root, over what
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
 #   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro] [bench-all] [norm]
-#                           [some-tests] [nms] [softmax-all] [norm-quick] [norm-variants] [sanitize]
+#                           [some-tests] [reduce] [nms] [softmax-all] [norm-quick] [norm-variants] [sanitize]
 #   (default: the first five; bench-all is a sweep of every family with PyTorch and a plot)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
@@ -99,6 +99,19 @@ for step in "${steps[@]}"; do
     fi
     "$BIN/redjit" bench all --sizes "$sizes" --json "$OUT/bench-all.json" --compare "$OUT/torch-all.json" \
       "${plot[@]}" 2>&1 | tee "$OUT/bench-all.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    ;;
+  reduce)
+    # Issue 5's figures: full-array ops at REDUCE_SIZES (2^16 for the per-call
+    # cost, 2^28 for bandwidth), row/column sums, PyTorch eager in the same
+    # call; then 2^16 again with the launches replayed from a CUDA graph.
+    sizes=${REDUCE_SIZES:-2^16,2^28}
+    echo "== PyTorch eager (reduce), then redjit bench reduce at $sizes, same call"
+    python3 stage/scripts/torch_ref.py --families reduce --sizes "$sizes" --no-compile \
+      --out "$OUT/torch-reduce.json" 2>&1 | tee "$OUT/torch-reduce.log" || status=1
+    "$BIN/redjit" bench reduce --sizes "$sizes" --json "$OUT/bench-reduce.json" --compare "$OUT/torch-reduce.json" 2>&1 | tee "$OUT/bench-reduce.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    "$BIN/redjit" bench reduce --sizes 2^16 --shapes none --timing graph 2>&1 | tee -a "$OUT/bench-reduce.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     ;;
   norm)
