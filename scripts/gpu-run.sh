@@ -104,7 +104,8 @@ for step in "${steps[@]}"; do
   reduce)
     # Issue 5's figures: full-array ops at REDUCE_SIZES (2^16 for the per-call
     # cost, 2^28 for bandwidth), row/column sums, PyTorch eager in the same
-    # call; then 2^16 again with the launches replayed from a CUDA graph.
+    # call; then 2^16 again with the launches replayed from a CUDA graph, and
+    # back to back with cudarc's event tracking off.
     sizes=${REDUCE_SIZES:-2^16,2^28}
     echo "== PyTorch eager (reduce), then redjit bench reduce at $sizes, same call"
     python3 stage/scripts/torch_ref.py --families reduce --sizes "$sizes" --no-compile \
@@ -112,6 +113,8 @@ for step in "${steps[@]}"; do
     "$BIN/redjit" bench reduce --sizes "$sizes" --json "$OUT/bench-reduce.json" --compare "$OUT/torch-reduce.json" 2>&1 | tee "$OUT/bench-reduce.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     "$BIN/redjit" bench reduce --sizes 2^16 --shapes none --timing graph 2>&1 | tee -a "$OUT/bench-reduce.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    "$BIN/redjit" bench reduce --sizes 2^16 --shapes none --untracked 2>&1 | tee -a "$OUT/bench-reduce.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     ;;
   norm)

@@ -171,9 +171,8 @@ fn run_phase(phase: Phase, specs: &[AnySpec], dir: &Path, json: Option<&Path>) -
     }
     let t0 = Instant::now();
     let rt = Runtime::with_options(RuntimeOptions {
-        ordinal: 0,
         cache_dir: Some(dir.to_path_buf()),
-        no_disk_cache: false,
+        ..RuntimeOptions::default()
     })?;
     let runtime_init = t0.elapsed();
     let refs: Vec<&(dyn KernelSpec + Send + Sync)> = specs.iter().map(|s| s.as_ref()).collect();

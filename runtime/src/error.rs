@@ -123,10 +123,13 @@ pub enum Error {
 
 impl Error {
     /// The refusals of one kernel's launch checks: `err(what, value, rule)` is
-    /// an [`Error::Launch`] naming `kernel`.
-    pub(crate) fn launch_of(kernel: String) -> impl Fn(&'static str, String, String) -> Error {
+    /// an [`Error::Launch`] naming `kernel()`, which only a refusal evaluates (a
+    /// kernel name is a formatted string; a valid launch builds none).
+    pub(crate) fn launch_of<'a>(
+        kernel: impl Fn() -> String + 'a,
+    ) -> impl Fn(&'static str, String, String) -> Error + 'a {
         move |what, value, rule| Error::Launch {
-            kernel: kernel.clone(),
+            kernel: kernel(),
             what,
             value,
             rule,

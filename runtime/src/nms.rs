@@ -131,7 +131,7 @@ impl NmsPlan {
 /// the launch plan. Every call goes through here.
 pub fn check_call(spec: &NmsSpec, c: &NmsCall) -> Result<NmsPlan> {
     spec.validate()?;
-    let err = Error::launch_of(spec.name());
+    let err = Error::launch_of(|| spec.name());
     if spec.stage != NmsStage::Walk {
         return Err(err(
             "spec",

@@ -212,14 +212,14 @@ impl NormKernel<'_> {
     /// Checks the call, then launches it on `stream`.
     pub fn launch(&self, stream: &Arc<CudaStream>, a: NormArgs<'_>) -> Result<()> {
         let plan = check_call(&self.spec, &NormCall::of(&a), self.resident())?;
-        let mut ws = self.workspace.hold(
+        let ws = self.workspace.hold(
             stream,
             plan.counters,
             plan.partials,
             PARTIAL_BYTES,
             &self.name,
         )?;
-        let (mut counters, mut partials) = ws.split();
+        let (counters, partials) = ws.addresses();
         let null: u64 = 0;
         let NormArgs {
             x,
@@ -253,7 +253,7 @@ impl NormKernel<'_> {
             }
         }
         let (rows, cols, ld) = (shape.rows as u64, shape.cols as u64, shape.ld as u64);
-        args.arg(&mut counters).arg(&mut partials);
+        args.arg(&counters).arg(&partials);
         args.arg(&rows)
             .arg(&cols)
             .arg(&ld)
@@ -283,7 +283,7 @@ impl NormKernel<'_> {
 /// through here.
 pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> {
     spec.validate()?;
-    let err = Error::launch_of(spec.name());
+    let err = Error::launch_of(|| spec.name());
     let m = c.shape;
     if let Some((what, value, rule)) = m.shape_violation() {
         return Err(err(what, value, rule));

@@ -136,9 +136,9 @@ impl_reduce_output!(i64, ResultType::I64, CudaSlice<i64>, CudaViewMut<'_, i64>);
 /// kernels, loaded on the first launch with short rows; the grid of a row
 /// launch does not depend on occupancy), its cluster twin (full-array kernels
 /// on sm_90+, loaded on the first launch of a small size), and the workspace of
-/// its grid finish (partials and arrival counters), grown on demand. Launches of
-/// one kernel on several streams share the workspace; cudarc's event tracking
-/// orders them.
+/// its grid finish (partials and arrival counters), one per stream launched on,
+/// grown on demand. Launches on one stream are ordered by it; launches on
+/// several streams each use their stream's own workspace.
 pub struct ReduceKernel<'rt> {
     rt: &'rt Runtime,
     spec: ReduceSpec,
@@ -250,20 +250,20 @@ impl ReduceKernel<'_> {
         } else {
             &self.func
         };
-        let mut ws = self.workspace.hold(
+        let ws = self.workspace.hold(
             stream,
             plan.counters,
             plan.partials,
             PARTIAL_BYTES,
             &self.name,
         )?;
-        let (mut counters, mut partials) = ws.split();
+        let (counters, partials) = ws.addresses();
         let mut args = stream.launch_builder(func);
         for s in srcs {
             s.push_input(&mut args);
         }
         out.push_output(&mut args);
-        args.arg(&mut counters).arg(&mut partials);
+        args.arg(&counters).arg(&partials);
         let (a, b, c, d) = match shape {
             Shape::All { n } => (n, 0, 0, 0),
             Shape::Matrix { rows, cols, ld } => (rows, cols, ld, plan.rows_per_split),
@@ -325,7 +325,7 @@ pub fn check_call(
     m: Option<Matrix>,
     out: (ResultType, usize),
 ) -> Result<Shape> {
-    let err = Error::launch_of(spec.name());
+    let err = Error::launch_of(|| spec.name());
     let reads = spec.op.info().inputs;
     if inputs.len() != reads {
         return Err(err(

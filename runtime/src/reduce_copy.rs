@@ -240,7 +240,7 @@ impl ReduceCopyKernel<'_> {
         call: ReduceCopyArgs,
         opts: LaunchOptions,
     ) -> Result<usize> {
-        let err = Error::launch_of(self.name.clone());
+        let err = Error::launch_of(|| self.name.clone());
         let max_threads = self.max_threads;
         let threads = self.threads(opts);
         if threads == 0 || !threads.is_multiple_of(32) || threads > max_threads {

@@ -53,6 +53,14 @@ pub struct RuntimeOptions {
     pub cache_dir: Option<std::path::PathBuf>,
     /// Keep compiled kernels in memory only.
     pub no_disk_cache: bool,
+    /// Turn off cudarc's per-buffer event tracking on this runtime's context
+    /// before anything is allocated on it. With tracking on (cudarc's default,
+    /// once a second stream exists, as the runtime's own stream makes one),
+    /// every tracked buffer a launch takes costs event waits and records
+    /// (driver calls) on the host at each launch; turn it off when one stream
+    /// uses the buffers, or when you order your streams yourself (events,
+    /// `join`).
+    pub no_event_tracking: bool,
 }
 
 /// What `prepare` did.
@@ -133,6 +141,11 @@ impl Runtime {
         let t0 = Instant::now();
         let ctx = CudaContext::new(opts.ordinal)
             .during(|| format!("creating a context on device {}", opts.ordinal))?;
+        if opts.no_event_tracking {
+            // SAFETY: nothing has been allocated on this context object yet; the
+            // option's doc puts ordering across streams on the caller.
+            unsafe { ctx.disable_event_tracking() };
+        }
         let stream = ctx.new_stream().during(|| "creating a stream".into())?;
         let context_time = t0.elapsed();
         let attr = |a: CUdevice_attribute| ctx.attribute(a).during(|| format!("reading {a:?}"));

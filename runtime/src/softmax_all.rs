@@ -70,7 +70,7 @@ pub struct SoftmaxAllCall {
 /// without a GPU. Returns n.
 pub fn check_call(spec: &SoftmaxAllSpec, c: &SoftmaxAllCall) -> Result<u64> {
     spec.validate()?;
-    let err = Error::launch_of(spec.name());
+    let err = Error::launch_of(|| spec.name());
     if spec.stage != SoftmaxAllStage::Normalize {
         return Err(err(
             "spec",

@@ -1,33 +1,59 @@
 //! The device scratch a reduce or norm kernel object keeps between launches:
 //! u32 counters, rounded up to a whole partial slot, then the partial states.
-//! It is allocated zeroed and grown on demand; every launch leaves its
-//! counters at zero again (the last block to finish resets them), so only a
-//! new buffer needs zeroing. Launches of one kernel object on several streams
-//! share it (the kernel objects' docs say how they are ordered).
+//!
+//! One buffer per stream the kernel object is launched on, allocated zeroed and
+//! grown on demand; every launch leaves its counters at zero again (the last
+//! block to finish resets them), so only a new buffer needs zeroing. The kernel
+//! gets the buffer's raw addresses, not a tracked cudarc slice: with one buffer
+//! per stream the stream itself orders every use, and a replaced buffer is freed
+//! stream-ordered on that same stream, after the launches that used it. Tracked
+//! slices would cost two event waits and two event records per launch (driver
+//! calls, about a microsecond of host time each pair) to order what the stream
+//! already orders.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut};
+use cudarc::driver::{result, sys, CudaStream};
 
 use crate::error::{DriverContext, Result};
 
-/// A kernel object's counters-then-partials scratch buffer.
-pub(crate) struct Workspace(Mutex<Option<CudaSlice<u8>>>);
+/// A kernel object's counters-then-partials scratch buffers, one per stream.
+pub(crate) struct Workspace(Mutex<Vec<StreamScratch>>);
 
-/// The workspace, locked for one launch and large enough for it.
+/// A zeroed-on-allocation device buffer used on one stream only.
+struct StreamScratch {
+    stream: Arc<CudaStream>,
+    ptr: sys::CUdeviceptr,
+    len: usize,
+}
+
+impl Drop for StreamScratch {
+    fn drop(&mut self) {
+        // Stream-ordered: launches already queued on the stream finish first.
+        // A failure here (a context already torn down) leaves nothing to free.
+        if self.stream.context().bind_to_thread().is_ok() {
+            // SAFETY: `ptr` came from `malloc_async` on this stream and is freed once.
+            let _ = unsafe { result::free_async(self.ptr, self.stream.cu_stream()) };
+        }
+    }
+}
+
+/// The workspace of one stream, locked for one launch and large enough for it.
 pub(crate) struct Held<'a> {
-    buffer: MutexGuard<'a, Option<CudaSlice<u8>>>,
+    _guard: MutexGuard<'a, Vec<StreamScratch>>,
+    ptr: sys::CUdeviceptr,
     counter_bytes: usize,
 }
 
 impl Workspace {
     pub(crate) fn new() -> Workspace {
-        Workspace(Mutex::new(None))
+        Workspace(Mutex::new(Vec::new()))
     }
 
-    /// Locks the workspace for a launch of `kernel` that needs `counters` u32
-    /// counters and `partials` partial states of `slot` bytes each, replacing
-    /// it with a larger zeroed buffer first when it is too small.
+    /// Locks the workspace for a launch of `kernel` on `stream` that needs
+    /// `counters` u32 counters and `partials` partial states of `slot` bytes
+    /// each, replacing the stream's buffer with a larger zeroed one first when
+    /// it is too small.
     pub(crate) fn hold(
         &self,
         stream: &Arc<CudaStream>,
@@ -37,29 +63,51 @@ impl Workspace {
         kernel: &str,
     ) -> Result<Held<'_>> {
         let counter_bytes = (counters * 4).next_multiple_of(slot);
-        let need = counter_bytes + partials * slot;
-        let mut buffer = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if buffer.as_ref().is_none_or(|w| w.len() < need.max(1)) {
-            let ws = stream
-                .alloc_zeros::<u8>(need.max(slot))
-                .during(|| format!("allocating the workspace of {kernel}"))?;
-            *buffer = Some(ws);
-        }
+        let need = (counter_bytes + partials * slot).max(slot).max(1);
+        let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let at = all
+            .iter()
+            .position(|s| s.stream.cu_stream() == stream.cu_stream());
+        let ptr = match at {
+            Some(i) if all[i].len >= need => all[i].ptr,
+            _ => {
+                let fresh = zeroed(stream, need)
+                    .during(|| format!("allocating the workspace of {kernel}"))?;
+                let ptr = fresh.ptr;
+                match at {
+                    Some(i) => all[i] = fresh,
+                    None => all.push(fresh),
+                }
+                ptr
+            }
+        };
         Ok(Held {
-            buffer,
+            _guard: all,
+            ptr,
             counter_bytes,
         })
     }
 }
 
+fn zeroed(stream: &Arc<CudaStream>, len: usize) -> Result<StreamScratch, result::DriverError> {
+    stream.context().bind_to_thread()?;
+    // SAFETY: a fresh allocation on `stream`, zeroed on the same stream before
+    // any launch that is queued after it can read it.
+    let ptr = unsafe { result::malloc_async(stream.cu_stream(), len) }?;
+    let scratch = StreamScratch {
+        stream: stream.clone(),
+        ptr,
+        len,
+    };
+    // SAFETY: `ptr` holds `len` bytes.
+    unsafe { result::memset_d8_async(ptr, 0, len, stream.cu_stream()) }?;
+    Ok(scratch)
+}
+
 impl Held<'_> {
-    /// The counters and the partials behind them: the kernel's two workspace
-    /// arguments.
-    pub(crate) fn split(&mut self) -> (CudaViewMut<'_, u8>, CudaViewMut<'_, u8>) {
-        let Some(ws) = self.buffer.as_mut() else {
-            unreachable!("hold allocated the workspace")
-        };
-        let at = self.counter_bytes.min(ws.len());
-        ws.split_at_mut(at)
+    /// The device addresses of the counters and of the partials behind them:
+    /// the kernel's two workspace arguments.
+    pub(crate) fn addresses(&self) -> (u64, u64) {
+        (self.ptr, self.ptr + self.counter_bytes as u64)
     }
 }

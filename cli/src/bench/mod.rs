@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use redjit_codegen::DType;
-use redjit_runtime::{DeviceInfo, Runtime};
+use redjit_runtime::{DeviceInfo, Runtime, RuntimeOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::bench_jit::{JitArgs, jit_cmd};
@@ -100,6 +100,12 @@ pub struct Common {
     /// Draw GB/s against size for each kernel, with the copy roofline (.svg or .png).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+
+    /// cudarc's per-buffer event tracking off (every buffer of a benchmark is
+    /// used on one stream, so it orders nothing there): launches cost only what
+    /// redjit and the driver take.
+    #[arg(long)]
+    pub untracked: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -330,7 +336,10 @@ fn run(
 ) -> CliResult {
     redjit_runtime::gpu_available()
         .map_err(|e| CliError::failure(format!("`redjit bench {what}` cannot run: {e}")))?;
-    let rt = Runtime::new(0)?;
+    let rt = Runtime::with_options(RuntimeOptions {
+        no_event_tracking: common.untracked,
+        ..RuntimeOptions::default()
+    })?;
     let dev = rt.device().clone();
     println!(
         "GPU: {} ({}, {} SMs, {} L2), driver {}",
@@ -341,8 +350,15 @@ fn run(
         driver(&dev)
     );
     println!(
-        "median of {} launches after {} warm-up, buffers rotated over >= {}x L2",
-        common.iters, common.warmup, ROTATE_L2_TIMES
+        "median of {} launches after {} warm-up, buffers rotated over >= {}x L2{}",
+        common.iters,
+        common.warmup,
+        ROTATE_L2_TIMES,
+        if common.untracked {
+            ", cudarc event tracking off"
+        } else {
+            ""
+        }
     );
     if let Some(t) = &torch {
         let m = &t.meta;
