@@ -60,8 +60,8 @@ fn sum_f32_source_and_ptx() {
         &nvrtc.version_string(),
         &[
             // f32 packs are 16 bytes, read-only path: 4 in flight in the unrolled
-            // loop and 1 in the remainder loop.
-            ("ld.global.nc.v4.u32", 5),
+            // loop and up to 4 in the remainder's masked group.
+            ("ld.global.nc.v4.u32", 8),
             ("ld.global.nc.v2.u32", 0),
             // Warp butterfly (5) and the block's re-reduction of 8 warps (3), in
             // the block pass and again in the last block's pass.
@@ -86,8 +86,8 @@ fn argmax_bf16_source_and_ptx() {
         &spec,
         &nvrtc.version_string(),
         &[
-            // bf16 packs are 8 bytes: 8 in flight, then 1.
-            ("ld.global.nc.v2.u32", 9),
+            // bf16 packs are 8 bytes: 8 in flight, then a masked group of 4.
+            ("ld.global.nc.v2.u32", 12),
             ("ld.global.nc.v4.u32", 0),
             // (value, 64-bit index) is three words per butterfly step.
             ("shfl.sync.bfly.b32", 3 * 2 * (5 + 3)),

@@ -473,19 +473,33 @@ __device__ __forceinline__ typename Op::S rj_feed_range(const Op& op, typename O
     }
     acc = op.feed_n(acc, v, [&](int k) { return head + (p + (rj_u64)(k / 4) * lanes) * 4 + (rj_u64)(k % 4); });
   }
-  // The last packs, fewer than kUnroll a lane: element by element (a group
-  // update here gains nothing and ptxas spilled the warp-per-row Welford twins
-  // around it).
-  for (; p < packs; p += lanes) {
-    float x[4], y[4];
-    rj_ld4<T, rj_load_nc>(src0, start + p * 4, x);
-    if constexpr (kSrcs == 2) rj_ld4<T, rj_load_nc>(src1, start + p * 4, y);
+  // The last packs, fewer than kUnroll a lane: up to 4 (two sources: 2 of each)
+  // loaded together, in flight at once as in the loop above, then fed element
+  // by element in index order (a group update here gains nothing, and ptxas
+  // spilled the warp-per-row Welford twins around it; so did more packs in
+  // flight, and 4 of each of two byte-sized sources).
+  const int kRest = kUnroll < 4 / kSrcs ? kUnroll : 4 / kSrcs;
+  for (; p < packs; p += kRest * lanes) {
+    float x[kRest][4], y[kSrcs == 2 ? kRest : 1][4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      if constexpr (kSrcs == 2) {
-        acc = op.feed(acc, op.value(x[e], y[e]), head + p * 4 + e);
-      } else {
-        acc = op.feed(acc, op.value(x[e]), head + p * 4 + e);
+    for (int u = 0; u < kRest; ++u) {
+      if (p + u * lanes < packs) {
+        rj_ld4<T, rj_load_nc>(src0, start + (p + u * lanes) * 4, x[u]);
+        if constexpr (kSrcs == 2) rj_ld4<T, rj_load_nc>(src1, start + (p + u * lanes) * 4, y[u]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kRest; ++u) {
+      if (p + u * lanes < packs) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const rj_u64 index = head + (p + u * lanes) * 4 + e;
+          if constexpr (kSrcs == 2) {
+            acc = op.feed(acc, op.value(x[u][e], y[u][e]), index);
+          } else {
+            acc = op.feed(acc, op.value(x[u][e]), index);
+          }
+        }
       }
     }
   }

@@ -55,6 +55,10 @@ pub const CLUSTER: u32 = 8;
 /// this many elements: two rounds of 16 elements per thread of the cluster.
 /// Past it, more blocks read faster than the last-block finish costs.
 pub const CLUSTER_MAX_N: u64 = 2 * 16 * CLUSTER as u64 * THREADS as u64;
+/// The cluster twin's packs of 4 in flight per thread: all of a thread's share
+/// of `CLUSTER_MAX_N` in one round of loads, whatever the dtype (a small
+/// reduction waits on each round's memory latency in turn).
+pub const CLUSTER_UNROLL: u32 = (CLUSTER_MAX_N / (4 * CLUSTER as u64 * THREADS as u64)) as u32;
 /// gridDim.y's limit: the column kernel's splits.
 pub const MAX_SPLITS: u64 = 65_535;
 /// gridDim.x's limit.
@@ -186,8 +190,12 @@ impl ReduceSpec {
     }
 
     /// Pack loads each thread keeps in flight: 64 bytes (4 packs of f32, 8 of a
-    /// 16-bit type, 16 of a 1-byte type, whose pack of 4 is one 32-bit word).
+    /// 16-bit type, 16 of a 1-byte type, whose pack of 4 is one 32-bit word);
+    /// the cluster twin `CLUSTER_UNROLL` packs.
     pub fn unroll(&self) -> u32 {
+        if self.cluster {
+            return CLUSTER_UNROLL;
+        }
         64 / (4 * self.input.info().bytes)
     }
 
