@@ -5,6 +5,13 @@
 // Fused residual add: h = x + residual, rounded to {{ input }}, is written to res_out and normalised.
 {%- endif %}
 // Each thread holds {{ packs }} pack(s) of 4 elements of the row in registers.
+{%- if general %}
+// General twin: any alignment of the buffers, any ld and row length (the element
+// path for what is not a whole, aligned pack).
+{%- else %}
+// Whole packs only: cols and ld multiples of 4, every buffer pack-aligned (the
+// launcher takes the general twin, _g, otherwise).
+{%- endif %}
 {%- if layout == "warp" %}
 // A group of {{ lanes }} lane(s) per row, {{ threads }}-thread blocks; groups take rows in
 // turn over the grid (warp-uniform loop: a whole warp reaches every shuffle).
@@ -22,6 +29,7 @@ typedef {{ functor }} Op;
 const int kThreads = {{ threads }};
 const int kLanes = {{ lanes }};
 const int kPacks = {{ packs }};
+const bool kWhole = {% if general %}false{% else %}true{% endif %};
 
 struct Args {
   rj_u64 x, res, w, b, out, res_out, mean, rstd;
@@ -32,19 +40,26 @@ struct Args {
 // One row (or chunk) from load to store.
 template <class Red>
 __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader) {
-  const rj_chunk<kLanes> c{first, cols, lane};
+  const rj_chunk<kLanes, kWhole> c{first, cols, lane};
   const rj_u64 off = r * a.ld;
   const rj_u64 xr = a.x + off * T::kBytes, outr = a.out + off * TO::kBytes;
-  bool vec = xr % (4 * T::kBytes) == 0 && outr % (4 * TO::kBytes) == 0;
 {%- if residual %}
   const rj_u64 resr = a.res + off * T::kBytes, rout = a.res_out + off * T::kBytes;
+{%- endif %}
+{%- if general %}
+  bool vec = xr % (4 * T::kBytes) == 0 && outr % (4 * TO::kBytes) == 0;
+{%- if residual %}
   vec = vec && resr % (4 * T::kBytes) == 0 && rout % (4 * T::kBytes) == 0;
 {%- endif %}
 {%- if not softmax %}
   vec = vec && a.w % (4 * T::kBytes) == 0 && a.b % (4 * T::kBytes) == 0;
 {%- endif %}
+{%- else %}
+  // Whole packs: the launcher checked every buffer's alignment, ld and cols.
+  const bool vec = true;
+{%- endif %}
   float x[kPacks][4];
-  rj_row_ld<T, kPacks, kLanes>(xr, c, vec, 0.0f, x);
+  rj_row_ld<T, kPacks>(xr, c, vec, 0.0f, x);
 {%- if softmax %}
 #pragma unroll
   for (int p = 0; p < kPacks; ++p)
@@ -55,18 +70,18 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- if residual %}
   {
     float h[kPacks][4];
-    rj_row_ld<T, kPacks, kLanes>(resr, c, vec, 0.0f, h);
+    rj_row_ld<T, kPacks>(resr, c, vec, 0.0f, h);
 #pragma unroll
     for (int p = 0; p < kPacks; ++p)
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = {{ input_round }}::round(x[p][k] + h[p][k]);
-    rj_row_st<T, kPacks, kLanes>(rout, c, vec, x);
+    rj_row_st<T, kPacks>(rout, c, vec, x);
   }
 {%- endif %}
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, vec};
 {%- endif %}
   op.row(x, c, red, leader);
-  rj_row_st<TO, kPacks, kLanes>(outr, c, vec, x);
+  rj_row_st<TO, kPacks>(outr, c, vec, x);
 }
 }  // namespace {{ name }}_impl
 

@@ -3,7 +3,8 @@
 //! each: every row op (softmax safe/online, log-softmax safe/online, layer norm
 //! and RMS norm with and without the residual add) x every input x output dtype
 //! in a warp, a block and a split layout, and every layout variant of the ladder
-//! and the benchmarks for bf16 -> bf16 and f32 -> f32.
+//! and the benchmarks for bf16 -> bf16 and f32 -> f32; each whole-pack kernel and
+//! its general twin.
 //! Needs NVRTC (scripts/test.sh installs it).
 
 mod common;
@@ -13,9 +14,13 @@ use redjit::{DType, KernelSpec, NormLayout, NormSpec, Output};
 
 fn grid() -> Vec<NormSpec> {
     let mut out: Vec<NormSpec> = Vec::new();
+    // Each kernel and its general twin (`_g`), which the launcher takes for
+    // misaligned or odd rows.
     let mut push = |s: NormSpec| {
-        if !out.contains(&s) {
-            out.push(s);
+        for s in [s.general_twin(), s] {
+            if !out.contains(&s) {
+                out.push(s);
+            }
         }
     };
     for ops in row_ops() {

@@ -17,7 +17,7 @@
 //! # Ok(()) }
 //! ```
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use redjit_codegen::spec::norm::{PARTIAL_BYTES, Plan};
@@ -146,33 +146,54 @@ impl NormCall {
     }
 }
 
-/// A loaded norm kernel, the spec it came from, its occupancy, and the
-/// workspace of the split layout (counters and partial states), grown on demand.
+/// A loaded norm kernel, the spec it came from, its occupancy, its general
+/// twin (`_g`: loaded on the first call the whole-pack kernel does not fit), and
+/// the workspace of the split layout (counters and partial states), grown on
+/// demand.
 pub struct NormKernel<'rt> {
     rt: &'rt Runtime,
     spec: NormSpec,
     name: String,
+    main: Loaded,
+    general: OnceLock<Loaded>,
+    workspace: Workspace,
+}
+
+/// A loaded function and the blocks of it an SM holds at once.
+struct Loaded {
+    spec: NormSpec,
     func: CudaFunction,
     blocks_per_sm: u32,
-    workspace: Workspace,
+}
+
+impl Loaded {
+    fn new(rt: &Runtime, spec: &NormSpec) -> Result<Loaded> {
+        let func = rt.function(spec)?;
+        let blocks_per_sm = func
+            .occupancy_max_active_blocks_per_multiprocessor(spec.threads(), 0, None)
+            .during(|| format!("querying the occupancy of {}", spec.name()))?
+            .max(1);
+        Ok(Loaded {
+            spec: spec.clone(),
+            func,
+            blocks_per_sm,
+        })
+    }
 }
 
 impl Runtime {
     /// Compiles (through the cache) and loads the norm kernel `spec`, exactly
     /// that layout; `spec.for_cols(cols)` is the default layout for a row length.
+    /// Ask for the whole-pack kernel (not `general`): its launcher takes the
+    /// general twin itself for a call with misaligned buffers, or `cols` or `ld`
+    /// not a multiple of 4.
     pub fn norm(&self, spec: &NormSpec) -> Result<NormKernel<'_>> {
-        let func = self.function(spec)?;
-        let name = spec.name();
-        let blocks_per_sm = func
-            .occupancy_max_active_blocks_per_multiprocessor(spec.threads(), 0, None)
-            .during(|| format!("querying the occupancy of {name}"))?
-            .max(1);
         Ok(NormKernel {
             rt: self,
             spec: spec.clone(),
-            name,
-            func,
-            blocks_per_sm,
+            name: spec.name(),
+            main: Loaded::new(self, spec)?,
+            general: OnceLock::new(),
             workspace: Workspace::new(),
         })
     }
@@ -189,14 +210,42 @@ impl NormKernel<'_> {
         &self.name
     }
 
-    /// Blocks of this kernel an SM holds at once.
+    /// Blocks of this kernel (not its general twin) an SM holds at once.
     pub fn blocks_per_sm(&self) -> u32 {
-        self.blocks_per_sm
+        self.main.blocks_per_sm
     }
 
-    /// Blocks of this kernel the device holds at once.
+    /// Blocks of this kernel (not its general twin) the device holds at once.
     pub fn resident(&self) -> u64 {
-        u64::from(self.rt.device().sm_count) * u64::from(self.blocks_per_sm)
+        u64::from(self.rt.device().sm_count) * u64::from(self.main.blocks_per_sm)
+    }
+
+    /// The kernel for a call: this one, or its general twin when the call's
+    /// rows are not whole, aligned packs.
+    fn for_call(&self, stream: &CudaStream, a: &NormArgs<'_>) -> Result<&Loaded> {
+        if self.spec.general {
+            return Ok(&self.main);
+        }
+        let (i, o) = (
+            self.spec.input.info().bytes as u64,
+            self.spec.output.info().bytes as u64,
+        );
+        let mut addresses = vec![(a.x.address(stream), i), (a.out.address(stream), o)];
+        for b in [a.residual, a.weight, a.bias].into_iter().flatten() {
+            addresses.push((b.address(stream), i));
+        }
+        if let Some(b) = a.residual_out.as_deref() {
+            addresses.push((b.address(stream), i));
+        }
+        let m = a.shape;
+        if NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, &addresses) {
+            return Ok(&self.main);
+        }
+        if let Some(l) = self.general.get() {
+            return Ok(l);
+        }
+        let l = Loaded::new(self.rt, &self.spec.general_twin())?;
+        Ok(self.general.get_or_init(|| l))
     }
 
     /// The launch layout for `rows` x `cols` on this device.
@@ -205,13 +254,15 @@ impl NormKernel<'_> {
             rows as u64,
             cols as u64,
             self.rt.device().sm_count,
-            self.blocks_per_sm,
+            self.main.blocks_per_sm,
         )
     }
 
     /// Checks the call, then launches it on `stream`.
     pub fn launch(&self, stream: &Arc<CudaStream>, a: NormArgs<'_>) -> Result<()> {
-        let plan = check_call(&self.spec, &NormCall::of(&a), self.resident())?;
+        let k = self.for_call(stream, &a)?;
+        let resident = u64::from(self.rt.device().sm_count) * u64::from(k.blocks_per_sm);
+        let plan = check_call(&k.spec, &NormCall::of(&a), resident)?;
         let ws = self.workspace.hold(
             stream,
             plan.counters,
@@ -233,7 +284,7 @@ impl NormKernel<'_> {
             shape,
             param,
         } = a;
-        let mut args = stream.launch_builder(&self.func);
+        let mut args = stream.launch_builder(&k.func);
         x.push_input(&mut args);
         for b in [residual, weight, bias] {
             match b {
@@ -261,10 +312,11 @@ impl NormKernel<'_> {
             .arg(&param);
         let cfg = LaunchConfig {
             grid_dim: (plan.grid, 1, 1),
-            block_dim: (self.spec.threads(), 1, 1),
+            block_dim: (k.spec.threads(), 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: the kernel was generated from `self.spec` with the signature
+        // SAFETY: the kernel was generated from `k.spec` (this spec, or its
+        // general twin: the same signature) with the signature
         // (x, residual, weight, bias, out, residual_out, mean, rstd, counters,
         // partials: pointers; rows, cols, ld: u64; splits: u32; param: f32), in
         // that order; absent buffers are null and the kernel never touches them.
@@ -272,8 +324,10 @@ impl NormKernel<'_> {
         // shape (row buffers (rows - 1) * ld + cols, vectors cols, statistics
         // rows), the row fits the kernel, and a split launch's blocks of a row
         // fit the device at once; the workspace holds `plan.counters` zeroed
-        // counters and `plan.partials` slots.
-        unsafe { args.launch(cfg) }.during(|| format!("launching {}", self.name))?;
+        // counters and `plan.partials` slots. A whole-pack kernel runs only when
+        // `for_call` found cols and ld multiples of 4 and every buffer aligned to
+        // 4 elements.
+        unsafe { args.launch(cfg) }.during(|| format!("launching {}", k.spec.name()))?;
         Ok(())
     }
 }

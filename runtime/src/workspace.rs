@@ -13,7 +13,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cudarc::driver::{result, sys, CudaStream};
+use cudarc::driver::{CudaStream, result, sys};
 
 use crate::error::{DriverContext, Result};
 

@@ -9,8 +9,8 @@
 // row's merged state.
 //
 // Every row op has the same contract:
-//   template <int P, int L, class Red>
-//   void row(float (&x)[P][4], const rj_chunk<L>& c, Red& red, bool leader) const
+//   template <int P, class C, class Red>
+//   void row(float (&x)[P][4], const C& c, Red& red, bool leader) const   (C an rj_chunk)
 // x holds the (scaled, residual-added) row chunk; row() reduces through red and
 // leaves the output values in x; the leader thread of a row writes the row's
 // statistics (norms, when asked).
@@ -22,39 +22,51 @@
 // Which elements of a row chunk a thread holds.
 // Positions within a row are 32-bit (a row is far below 2^32 elements; the
 // launcher checks it), which saves a register pair per pack.
-template <int L> struct rj_chunk {
+// W (whole packs): the launcher guarantees cols % 4 == 0 and every buffer of every
+// row pack-aligned, so a pack lies wholly inside the row or wholly past it: one
+// vector access or none, no element path. Without W (the general twin, `_g`),
+// any alignment and length: the element path keeps a register footprint that
+// cost the common case occupancy.
+template <int L, bool W> struct rj_chunk {
+  static const bool kWhole = W;
   rj_u32 first;  // the chunk's first element (0 unless split)
   rj_u32 cols;   // the row's length
   rj_u32 lane;   // this thread's lane in the row
   __device__ __forceinline__ rj_u32 at(int p) const { return first + ((rj_u32)p * L + lane) * 4; }
-  __device__ __forceinline__ bool ok(int p, int k) const { return at(p) + k < cols; }
+  __device__ __forceinline__ bool ok(int p, int k) const { return W ? at(p) < cols : at(p) + k < cols; }
+  // Pack p lies wholly inside the row.
+  __device__ __forceinline__ bool whole(int p) const { return W ? at(p) < cols : at(p) + 4 <= cols; }
 };
 
-// Loads this thread's packs of the chunk from the row at a; vec: every buffer of
-// the row is pack-aligned, so whole packs go through one vector load (the row's
-// last, partial pack and misaligned rows element by element). Missing elements
-// are `fill`.
-template <class T, int P, int L>
-__device__ __forceinline__ void rj_row_ld(rj_u64 a, const rj_chunk<L>& c, bool vec, float fill, float (&x)[P][4]) {
+// Loads this thread's packs of the chunk from the row at a. A whole-pack chunk:
+// one vector load per pack inside the row. Otherwise vec (every buffer of the row
+// pack-aligned) sends whole packs through one vector load, and the row's last,
+// partial pack and misaligned rows go element by element. Missing elements are
+// `fill`.
+template <class T, int P, class C>
+__device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float fill, float (&x)[P][4]) {
 #pragma unroll
   for (int p = 0; p < P; ++p) {
     const rj_u32 e = c.at(p);
-    if (vec && e + 4 <= c.cols) {
+    if ((C::kWhole || vec) && c.whole(p)) {
       rj_ld4<T, rj_load_nc>(a, e, x[p]);
+    } else if constexpr (C::kWhole) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) x[p][k] = fill;
     } else {
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = e + k < c.cols ? rj_ld1<T, rj_load_nc>(a, e + k) : fill;
     }
   }
 }
-template <class T, int P, int L>
-__device__ __forceinline__ void rj_row_st(rj_u64 a, const rj_chunk<L>& c, bool vec, const float (&y)[P][4]) {
+template <class T, int P, class C>
+__device__ __forceinline__ void rj_row_st(rj_u64 a, const C& c, bool vec, const float (&y)[P][4]) {
 #pragma unroll
   for (int p = 0; p < P; ++p) {
     const rj_u32 e = c.at(p);
-    if (vec && e + 4 <= c.cols) {
+    if ((C::kWhole || vec) && c.whole(p)) {
       rj_st4<T>(a, e, y[p]);
-    } else {
+    } else if constexpr (!C::kWhole) {
 #pragma unroll
       for (int k = 0; k < 4; ++k)
         if (e + k < c.cols) rj_st1<T>(a, e + k, y[p][k]);
@@ -62,11 +74,14 @@ __device__ __forceinline__ void rj_row_st(rj_u64 a, const rj_chunk<L>& c, bool v
   }
 }
 // One pack of a per-column vector (weight, bias) at the pack's elements.
-template <class T, int L>
-__device__ __forceinline__ void rj_col_ld4(rj_u64 a, const rj_chunk<L>& c, int p, bool vec, float (&w)[4]) {
+template <class T, class C>
+__device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, bool vec, float (&w)[4]) {
   const rj_u32 e = c.at(p);
-  if (vec && e + 4 <= c.cols) {
+  if ((C::kWhole || vec) && c.whole(p)) {
     rj_ld4<T, rj_load_nc>(a, e, w);
+  } else if constexpr (C::kWhole) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w[k] = 0.0f;
   } else {
 #pragma unroll
     for (int k = 0; k < 4; ++k) w[k] = e + k < c.cols ? rj_ld1<T, rj_load_nc>(a, e + k) : 0.0f;
@@ -145,8 +160,8 @@ template <int kThreads> struct rj_red_split {
 // load (x * scale rounded once, as the twin does).
 template <bool kOnline, bool kLog> struct rj_norm_softmax {
   float param;  // the scale, applied by the caller
-  template <int P, int L, class Red>
-  __device__ __forceinline__ void row(float (&x)[P][4], const rj_chunk<L>& c, const Red& red, bool) const {
+  template <int P, class C, class Red>
+  __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool) const {
     float m = rj_neg_inf();
 #pragma unroll
     for (int p = 0; p < P; ++p)
@@ -207,8 +222,8 @@ template <class T> struct rj_norm_layer_t {
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
   bool vec;
-  template <int P, int L, class Red>
-  __device__ __forceinline__ void row(float (&x)[P][4], const rj_chunk<L>& c, const Red& red, bool leader) const {
+  template <int P, class C, class Red>
+  __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool leader) const {
     float n = 0.0f, sum = 0.0f;
 #pragma unroll
     for (int p = 0; p < P; ++p)
@@ -238,8 +253,8 @@ template <class T> struct rj_norm_layer_t {
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       float wv[4], bv[4];
-      rj_col_ld4<T, L>(w, c, p, vec, wv);
-      rj_col_ld4<T, L>(b, c, p, vec, bv);
+      rj_col_ld4<T>(w, c, p, vec, wv);
+      rj_col_ld4<T>(b, c, p, vec, bv);
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = rj_add_rn(rj_mul_rn(rj_mul_rn(x[p][k] - s.mean, rstd), wv[k]), bv[k]);
     }
@@ -253,8 +268,8 @@ template <class T> struct rj_norm_rms_t {
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
   bool vec;
-  template <int P, int L, class Red>
-  __device__ __forceinline__ void row(float (&x)[P][4], const rj_chunk<L>& c, const Red& red, bool leader) const {
+  template <int P, class C, class Red>
+  __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool leader) const {
     float ss = 0.0f;
 #pragma unroll
     for (int p = 0; p < P; ++p)
@@ -267,7 +282,7 @@ template <class T> struct rj_norm_rms_t {
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       float wv[4];
-      rj_col_ld4<T, L>(w, c, p, vec, wv);
+      rj_col_ld4<T>(w, c, p, vec, wv);
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = rj_mul_rn(rj_mul_rn(x[p][k], rstd), wv[k]);
     }

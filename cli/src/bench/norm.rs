@@ -42,6 +42,11 @@ pub struct NormBenchArgs {
     /// that fits them, instead.
     #[arg(long = "spec", value_name = "NAME")]
     pub specs: Vec<String>,
+
+    /// Each kernel again with these launch bounds (blocks per SM, comma-separated;
+    /// `_o<n>` in names), where its block size allows them.
+    #[arg(long, value_delimiter = ',')]
+    pub bounds: Vec<u32>,
 }
 
 impl NormBenchArgs {
@@ -53,6 +58,7 @@ impl NormBenchArgs {
             dtypes: vec![DType::F32, DType::BF16],
             variants: false,
             specs: Vec::new(),
+            bounds: Vec::new(),
         }
     }
 }
@@ -106,15 +112,31 @@ pub fn cases(a: &NormBenchArgs) -> CliResult<Vec<Case>> {
     }
     let mut out = Vec::new();
     let mut push = |spec: NormSpec, (rows, cols): (usize, usize)| {
-        if spec.capacity().is_none_or(|c| c >= cols as u64) {
-            out.push(Case {
-                spec,
-                m: Matrix {
-                    rows,
-                    cols,
-                    ld: cols,
-                },
-            });
+        if spec.capacity().is_some_and(|c| c < cols as u64) {
+            return;
+        }
+        // The bench's buffers are aligned and ld = cols: rows of a length that
+        // is not a multiple of 4 run on the general twin, named as such.
+        let spec = if cols % 4 == 0 {
+            spec
+        } else {
+            spec.general_twin()
+        };
+        let bounded = a.bounds.iter().map(|&b| NormSpec {
+            bound: Some(b),
+            ..spec.clone()
+        });
+        for spec in std::iter::once(spec.clone()).chain(bounded) {
+            if spec.validate().is_ok() {
+                out.push(Case {
+                    spec,
+                    m: Matrix {
+                        rows,
+                        cols,
+                        ld: cols,
+                    },
+                });
+            }
         }
     };
     if !a.specs.is_empty() {
@@ -296,6 +318,7 @@ mod tests {
             json: None,
             compare: None,
             plot: None,
+            untracked: false,
         })
     }
 

@@ -424,6 +424,7 @@ mod tests {
             json: None,
             compare: None,
             plot: None,
+            untracked: false,
         })
     }
 

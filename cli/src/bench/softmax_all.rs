@@ -126,6 +126,7 @@ mod tests {
                 json: None,
                 compare: None,
                 plot: None,
+                untracked: false,
             },
             dtypes,
         }

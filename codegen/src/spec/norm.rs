@@ -40,23 +40,120 @@ pub const PACKS: &[u32] = &[1, 2, 4, 8];
 /// Bytes of one partial state in the split layout's workspace (Welford's three
 /// words rounded up).
 pub const PARTIAL_BYTES: usize = 16;
+/// Resident threads an SM holds (sm_80 and sm_90): the largest launch bound.
+pub const MAX_THREADS_PER_SM: u32 = 2048;
 /// gridDim.x's limit.
 pub const MAX_GRID: u64 = i32::MAX as u64;
 /// Longest row the default ladder (`for_cols`) and the tests target; a split
 /// kernel takes longer rows while its chunks fit the device at once.
 pub const MAX_COLS: u64 = 1 << 20;
 
-/// Blocks per SM for the launch bound, by (op, layout, same dtype in and out,
-/// different dtypes): for each, the most of 1, 2, 3, 4, 6, 8 at which ptxas 13.0
-/// compiled every dtype pair of the group for sm_90 without a stack frame or a
-/// spill (`scripts/norm-occupancy.py` swept them; warp layouts are named with
-/// 32 lanes and stand for every group size). tests/norm_compile_grid checks that no
-/// kernel of the ladder or the variants spills with these. Layer norm at b256x4
-/// stays at 1: at 2 the f32 kernel fell from 94 % to 71 % of the copy bandwidth
-/// at 32768x4096 on the H100 (BENCHMARKS.md, third session, run4). Layer norm
-/// with residual at b256x8, same dtypes, went from 3 to 2 when Chan's merge took
-/// one reciprocal for three divisions: at 3, ptxas spilled 4 words.
+/// Blocks per SM for the launch bound of the whole-pack kernels, by (op, layout,
+/// same dtype in and out, different dtypes): for each, the most of 1, 2, 3, 4, 6,
+/// 8 at which ptxas 13.0 compiled every dtype pair of the group for sm_90 without
+/// a stack frame or a spill (`scripts/norm-occupancy.py` swept them; warp layouts
+/// are named with 32 lanes and stand for every group size without its own entry).
+/// tests/norm_compile_grid checks that no kernel of the ladder or the variants
+/// spills with these: the entries for smaller groups, and layer norm's b256x8 and
+/// b512x8, are the bounds it found spilling lowered to the most that compiled
+/// clean with the bound in the source (`_o<n>`); the sweep rewrites the bound in
+/// NVRTC's PTX, which NVRTC itself compiles a little differently.
 const OCCUPANCY: &[(&str, &str, u32, u32)] = &[
+    ("layernorm", "b256x2", 6, 6),
+    ("layernorm", "b256x4", 6, 3),
+    ("layernorm", "b256x8", 3, 2),
+    ("layernorm", "b512x4", 3, 1),
+    ("layernorm", "b512x8", 1, 1),
+    ("layernorm", "s256x8", 3, 2),
+    ("layernorm", "s512x4", 2, 1),
+    ("layernorm", "s512x8", 1, 1),
+    ("layernorm", "w32x1", 6, 6),
+    ("layernorm", "w32x2", 6, 6),
+    ("layernorm", "w32x4", 4, 4),
+    ("layernorm", "w8x4", 4, 2),
+    ("layernorm", "w32x8", 3, 2),
+    ("layernorm_res", "b256x2", 6, 6),
+    ("layernorm_res", "b256x4", 6, 4),
+    ("layernorm_res", "b256x8", 4, 2),
+    ("layernorm_res", "b512x4", 3, 3),
+    ("layernorm_res", "b512x8", 2, 1),
+    ("layernorm_res", "s256x8", 2, 4),
+    ("layernorm_res", "s512x4", 3, 2),
+    ("layernorm_res", "s512x8", 1, 2),
+    ("layernorm_res", "w32x1", 6, 6),
+    ("layernorm_res", "w32x2", 6, 6),
+    ("layernorm_res", "w32x4", 4, 4),
+    ("layernorm_res", "w32x8", 2, 3),
+    ("logsoftmax_online", "b256x2", 8, 8),
+    ("logsoftmax_online", "b256x4", 8, 8),
+    ("logsoftmax_online", "b256x8", 4, 4),
+    ("logsoftmax_online", "b512x4", 4, 4),
+    ("logsoftmax_online", "b512x8", 2, 2),
+    ("logsoftmax_online", "s256x8", 4, 4),
+    ("logsoftmax_online", "s512x4", 3, 3),
+    ("logsoftmax_online", "s512x8", 2, 2),
+    ("logsoftmax_online", "w32x1", 8, 8),
+    ("logsoftmax_online", "w32x2", 8, 8),
+    ("logsoftmax_online", "w32x4", 6, 6),
+    ("logsoftmax_online", "w8x4", 6, 4),
+    ("logsoftmax_online", "w32x8", 4, 4),
+    ("rmsnorm", "b256x2", 8, 8),
+    ("rmsnorm", "b256x4", 4, 4),
+    ("rmsnorm", "b256x8", 3, 2),
+    ("rmsnorm", "b512x4", 2, 2),
+    ("rmsnorm", "b512x8", 1, 1),
+    ("rmsnorm", "s256x8", 4, 3),
+    ("rmsnorm", "s512x4", 3, 2),
+    ("rmsnorm", "s512x8", 2, 1),
+    ("rmsnorm", "w32x1", 8, 8),
+    ("rmsnorm", "w32x2", 8, 8),
+    ("rmsnorm", "w16x2", 6, 6),
+    ("rmsnorm", "w8x2", 6, 6),
+    ("rmsnorm", "w4x2", 6, 6),
+    ("rmsnorm", "w32x4", 4, 4),
+    ("rmsnorm", "w32x8", 4, 2),
+    ("rmsnorm_res", "b256x2", 8, 8),
+    ("rmsnorm_res", "b256x4", 6, 6),
+    ("rmsnorm_res", "b256x8", 3, 4),
+    ("rmsnorm_res", "b512x4", 3, 3),
+    ("rmsnorm_res", "b512x8", 1, 2),
+    ("rmsnorm_res", "s256x8", 2, 4),
+    ("rmsnorm_res", "s512x4", 3, 3),
+    ("rmsnorm_res", "s512x8", 1, 2),
+    ("rmsnorm_res", "w32x1", 6, 6),
+    ("rmsnorm_res", "w32x2", 6, 6),
+    ("rmsnorm_res", "w32x4", 4, 4),
+    ("rmsnorm_res", "w32x8", 4, 4),
+    ("softmax_online", "b256x2", 8, 8),
+    ("softmax_online", "b256x4", 8, 8),
+    ("softmax_online", "b256x8", 4, 4),
+    ("softmax_online", "b512x4", 4, 4),
+    ("softmax_online", "b512x8", 2, 2),
+    ("softmax_online", "s256x8", 4, 4),
+    ("softmax_online", "s512x4", 3, 3),
+    ("softmax_online", "s512x8", 2, 2),
+    ("softmax_online", "w32x1", 8, 8),
+    ("softmax_online", "w32x2", 8, 8),
+    ("softmax_online", "w32x4", 6, 6),
+    ("softmax_online", "w32x8", 4, 4),
+    ("softmax_safe", "b256x2", 8, 8),
+    ("softmax_safe", "b256x4", 8, 8),
+    ("softmax_safe", "b256x8", 4, 4),
+    ("softmax_safe", "b512x4", 4, 4),
+    ("softmax_safe", "b512x8", 2, 2),
+    ("softmax_safe", "w32x1", 8, 8),
+    ("softmax_safe", "w32x2", 8, 8),
+    ("softmax_safe", "w32x4", 6, 6),
+    ("softmax_safe", "w32x8", 4, 4),
+];
+
+/// The same for the general twins (`_g`, `norm-occupancy.py --general`), whose
+/// element path takes more registers. Layer norm at b256x4 stays at 1: at 2 the
+/// f32 kernel fell from 94 % to 71 % of the copy bandwidth at 32768x4096 on the
+/// H100 (BENCHMARKS.md, third session, run4, when it was the only kernel). Layer
+/// norm with residual at b256x8, same dtypes, went from 3 to 2 when Chan's merge
+/// took one reciprocal for three divisions: at 3, ptxas spilled 4 words.
+const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32)] = &[
     ("layernorm", "b256x2", 4, 2),
     ("layernorm", "b256x4", 1, 1),
     ("layernorm", "b256x8", 2, 1),
@@ -154,6 +251,15 @@ pub struct NormSpec {
     pub lanes: u32,
     /// Packs of 4 elements each thread holds.
     pub packs: u32,
+    /// The general twin (`_g` in names): any buffer alignment, `ld` and row
+    /// length. Without it the kernel takes whole packs only (`cols` and `ld`
+    /// multiples of 4, every buffer 4-element aligned), with no element path
+    /// and the registers that saves. Ask for the kernel without it: the
+    /// launcher takes the twin for calls the kernel does not fit.
+    pub general: bool,
+    /// The launch bound's blocks per SM (`_o<n>` in names), instead of the
+    /// `OCCUPANCY` table's: what `redjit bench norm --bounds` measures.
+    pub bound: Option<u32>,
 }
 
 impl Default for NormSpec {
@@ -168,6 +274,8 @@ impl Default for NormSpec {
             layout: NormLayout::Warp,
             lanes: 32,
             packs: 4,
+            general: false,
+            bound: None,
         }
     }
 }
@@ -231,7 +339,8 @@ impl NormSpec {
         }
     }
 
-    /// The launch bound's blocks per SM: from `OCCUPANCY` (the most at which
+    /// The launch bound's blocks per SM: `bound`, else from `OCCUPANCY` or
+    /// `OCCUPANCY_GENERAL` (the most at which
     /// ptxas compiled the kernel's op and layout without a stack frame or a
     /// spill), else 1 (registers up to 65536 / threads, 255 at most). Without a
     /// minimum ptxas aimed some kernels at 32..64 registers and spilled the
@@ -239,6 +348,9 @@ impl NormSpec {
     /// which left 2..4 blocks of 256 on an SM, too few rows in flight for a
     /// 16-bit row (half the bytes a row) to cover memory latency.
     pub fn min_blocks(&self) -> u32 {
+        if let Some(b) = self.bound {
+            return b;
+        }
         let mut op = self.op.to_string();
         if let Some(a) = self.algo {
             op += &format!("_{a}");
@@ -247,18 +359,49 @@ impl NormSpec {
             op += "_res";
         }
         // A warp-layout block is 256 threads whatever its group size: its
-        // registers a thread follow the packs, so the 32-lane entry stands for all.
-        let lanes = if self.layout == NormLayout::Warp {
-            32
-        } else {
-            self.lanes
-        };
-        let layout = format!("{}{}x{}", self.layout.info().letter, lanes, self.packs);
+        // registers a thread mostly follow the packs, so the 32-lane entry
+        // stands for a group size without an entry of its own.
+        let letter = self.layout.info().letter;
+        let exact = format!("{letter}{}x{}", self.lanes, self.packs);
+        let warp32 = format!("{letter}32x{}", self.packs);
         let mixed = self.input != self.output;
-        OCCUPANCY
-            .iter()
-            .find(|(o, l, _, _)| *o == op && *l == layout)
-            .map_or(1, |&(_, _, same, other)| if mixed { other } else { same })
+        let table = if self.general {
+            OCCUPANCY_GENERAL
+        } else {
+            OCCUPANCY
+        };
+        let entry = |layout: &str| {
+            table
+                .iter()
+                .find(|(o, l, _, _)| *o == op && *l == layout)
+                .map(|&(_, _, same, other)| if mixed { other } else { same })
+        };
+        entry(&exact)
+            .or_else(|| {
+                (self.layout == NormLayout::Warp)
+                    .then(|| entry(&warp32))
+                    .flatten()
+            })
+            .unwrap_or(1)
+    }
+
+    /// The general twin of this kernel (`_g`): any alignment, `ld` and length.
+    pub fn general_twin(&self) -> NormSpec {
+        NormSpec {
+            general: true,
+            ..self.clone()
+        }
+    }
+
+    /// Whether the whole-pack kernel (not the general twin) takes rows of
+    /// `cols` with leading dimension `ld` from buffers at `addresses` of
+    /// `elem_bytes`-wide elements.
+    pub fn whole_packs_fit(cols: u64, ld: u64, addresses: &[(u64, u64)]) -> bool {
+        cols.is_multiple_of(4)
+            && ld.is_multiple_of(4)
+            && addresses
+                .iter()
+                .all(|&(a, bytes)| a.is_multiple_of(4 * bytes))
     }
 
     /// Elements one row (warp, block) or one chunk (split) holds.
@@ -283,8 +426,15 @@ impl NormSpec {
             p.clamp(1, 8) as u32
         };
         let (layout, lanes, packs) = if cols <= 128 {
-            let lanes = cols.div_ceil(4).next_power_of_two().clamp(1, 32);
-            (NormLayout::Warp, lanes as u32, 1)
+            // Up to 4 packs a lane and a group of lanes per row, several rows a
+            // warp: at 262144 x 128 on the H100, 8 lanes x 4 packs beat a warp
+            // of 1 pack for layer norm (f32: 95.6 % of copy against 65.3 %) and
+            // the online softmax (bf16: 72.9 % against 58.7 %), and were within
+            // 1.2 points of it for the other f32 row ops (BENCHMARKS.md, third
+            // session, norm variants).
+            let packs = cols.div_ceil(4).next_power_of_two().clamp(1, 4);
+            let lanes = cols.div_ceil(4 * packs).next_power_of_two().clamp(1, 32);
+            (NormLayout::Warp, lanes as u32, packs as u32)
         } else if cols <= 1024 {
             (NormLayout::Warp, 32, packs_for(32))
         } else if cols <= 4096 {
@@ -370,6 +520,7 @@ impl NormSpec {
             min_blocks: self.min_blocks(),
             lanes: self.lanes,
             packs: self.packs,
+            general: self.general,
             partial_bytes: PARTIAL_BYTES,
         }
     }
@@ -392,6 +543,7 @@ struct NormContext {
     min_blocks: u32,
     lanes: u32,
     packs: u32,
+    general: bool,
     partial_bytes: usize,
 }
 
@@ -478,6 +630,19 @@ impl KernelSpec for NormSpec {
                 ),
             ));
         }
+        if let Some(b) = self.bound
+            && (b == 0 || b * self.threads() > MAX_THREADS_PER_SM)
+        {
+            return Err(SpecError::invalid(
+                "bound",
+                b,
+                format!(
+                    "a launch bound is 1 to {} blocks of {} threads per SM",
+                    MAX_THREADS_PER_SM / self.threads(),
+                    self.threads()
+                ),
+            ));
+        }
         if self.layout == NormLayout::Split && self.algo == Some(SoftmaxAlgo::Safe) {
             return Err(SpecError::invalid(
                 "algo",
@@ -497,12 +662,14 @@ impl KernelSpec for NormSpec {
             s += "_res";
         }
         format!(
-            "{s}_{}_{}_{}{}x{}",
+            "{s}_{}_{}_{}{}x{}{}{}",
             self.input,
             self.output,
             self.layout.info().letter,
             self.lanes,
-            self.packs
+            self.packs,
+            self.bound.map_or(String::new(), |b| format!("_o{b}")),
+            if self.general { "_g" } else { "" }
         )
     }
 
@@ -541,12 +708,21 @@ impl FromStr for NormSpec {
             input: s.to_string(),
             rule: rule.to_string(),
         };
-        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s><lanes>x<packs>, e.g. norm_softmax_online_bf16_bf16_w32x4";
+        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s><lanes>x<packs>[_o<blocks per SM>][_g], e.g. norm_softmax_online_bf16_bf16_w32x4";
         let rest = s
             .strip_prefix(Family::Norm.slug())
             .and_then(|r| r.strip_prefix('_'))
             .ok_or_else(|| parse_err(format))?;
         let mut parts: Vec<&str> = rest.split('_').collect();
+        let general = parts.last() == Some(&"g");
+        if general {
+            parts.pop();
+        }
+        let mut bound = None;
+        if let Some(b) = parts.last().and_then(|p| p.strip_prefix('o')) {
+            bound = Some(b.parse::<u32>().map_err(|_| parse_err(format))?);
+            parts.pop();
+        }
         if parts.len() < 4 {
             return Err(parse_err(format));
         }
@@ -584,6 +760,8 @@ impl FromStr for NormSpec {
             layout,
             lanes,
             packs,
+            general,
+            bound,
         };
         spec.validate()?;
         if spec.name() != s {
@@ -734,10 +912,29 @@ mod tests {
 
     #[test]
     fn plans() {
+        // 128 columns: 8 lanes x 4 packs, 32 rows a 256-thread block.
         let s = NormSpec::default().for_cols(128);
-        assert_eq!(s.name(), "norm_softmax_online_f32_f32_w32x1");
+        assert_eq!(s.name(), "norm_softmax_online_f32_f32_w8x4");
         let p = s.plan(262_144, 128, 132, 8);
-        assert_eq!((p.grid, p.splits, p.counters), (262_144 / 8, 1, 0));
+        assert_eq!((p.grid, p.splits, p.counters), (262_144 / 32, 1, 0));
+        // Short rows: fewer packs before fewer lanes; one lane of 1 pack at 4.
+        let names: Vec<String> = [4, 5, 16, 17, 64, 100]
+            .iter()
+            .map(|&c| {
+                let s = NormSpec::default().for_cols(c);
+                format!("{}x{}", s.lanes, s.packs)
+            })
+            .collect();
+        assert_eq!(names, ["1x1", "1x2", "1x4", "2x4", "4x4", "8x4"]);
+        // Parsing keeps the bound and the general twin.
+        let t: NormSpec = "norm_rmsnorm_bf16_bf16_b256x4_o3_g".parse().unwrap();
+        assert_eq!((t.bound, t.general, t.min_blocks()), (Some(3), true, 3));
+        assert_eq!(t.name(), "norm_rmsnorm_bf16_bf16_b256x4_o3_g");
+        assert!(
+            "norm_rmsnorm_bf16_bf16_b512x4_o5"
+                .parse::<NormSpec>()
+                .is_err()
+        );
         let b = NormSpec::default().for_cols(4096);
         assert_eq!(b.plan(32768, 4096, 132, 8).grid, 32768);
         let sp = NormSpec::default().for_cols(1 << 20);
