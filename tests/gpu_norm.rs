@@ -313,15 +313,44 @@ fn gpu() -> Option<Runtime> {
     common::gpu_or_skip()
 }
 
+/// Compiles `specs` and their general twins at once (NVRTC in parallel, through
+/// the cache), so the checks that follow load them instead of compiling each
+/// in turn.
+fn prepare(rt: &Runtime, specs: impl IntoIterator<Item = NormSpec>) {
+    let mut all: Vec<NormSpec> = Vec::new();
+    for s in specs {
+        for s in [s.general_twin(), s] {
+            if !all.contains(&s) {
+                all.push(s);
+            }
+        }
+    }
+    rt.prepare(&all).expect("compiling the test's kernels");
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_op_and_dtype_pair_at_odd_row_lengths() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("every_op_and_dtype_pair_at_odd_row_lengths");
+    const SHAPES: [(usize, usize); 6] =
+        [(1, 1), (3, 1), (5, 7), (17, 1000), (3, 4097), (2, 1 << 20)];
+    prepare(
+        &rt,
+        row_ops().into_iter().flat_map(|ops| {
+            DType::stores().flat_map(move |i| {
+                DType::stores().flat_map(move |o| {
+                    SHAPES
+                        .iter()
+                        .map(move |&(_, c)| NormSpec::with(ops, i, o, c as u64))
+                })
+            })
+        }),
+    );
     for ops in row_ops() {
         for input in DType::stores() {
             for output in DType::stores() {
-                for (rows, cols) in [(1, 1), (3, 1), (5, 7), (17, 1000), (3, 4097), (2, 1 << 20)] {
+                for (rows, cols) in SHAPES {
                     let spec = NormSpec::with(ops, input, output, cols as u64);
                     let m = Matrix {
                         rows,
@@ -349,6 +378,14 @@ fn every_op_and_dtype_pair_at_odd_row_lengths() {
 fn every_layout_variant_on_strided_rows() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("every_layout_variant_on_strided_rows");
+    prepare(
+        &rt,
+        row_ops().into_iter().flat_map(|ops| {
+            [DType::BF16, DType::F32]
+                .into_iter()
+                .flat_map(move |d| variants(&NormSpec::with(ops, d, d, 1)))
+        }),
+    );
     for ops in row_ops() {
         for d in [DType::BF16, DType::F32] {
             for spec in variants(&NormSpec::with(ops, d, d, 1)) {

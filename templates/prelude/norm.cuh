@@ -121,8 +121,8 @@ __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanoslee
 
 // Several blocks per row: each block reduces its chunk, thread 0 publishes the
 // block's state in the row's slot `split` and arrives on the row's counter, then
-// waits until all `splits` blocks of the row have arrived; every thread then merges
-// the row's states in split order (so every block gets the same bits), and the
+// waits until all `splits` blocks of the row have arrived; the block then merges
+// the row's states in one fixed order (so every block gets the same bits), and the
 // last block to leave resets the row's two counters for the next launch. The wait
 // needs every block of a row resident at once: the launcher hands items out in
 // order through a ticket (a block takes an item only when it runs) and checks
@@ -141,8 +141,12 @@ template <int kThreads> struct rj_red_split {
     }
     __syncthreads();
     rj_fence_gpu();
+    // The block reads the row's states together (thread t: states t, t +
+    // kThreads, ...) and reduces them in its fixed tree: every block gets the
+    // same bits, after one load latency instead of `splits` dependent ones.
     S total = f.identity();
-    for (rj_u32 k = 0; k < splits; ++k) total = f.merge(total, rj_ld_state<S>(slots + (rj_u64)k * slot_bytes));
+    for (rj_u32 k = threadIdx.x; k < splits; k += kThreads) total = f.merge(total, rj_ld_state<S>(slots + (rj_u64)k * slot_bytes));
+    total = rj_block_reduce<kThreads>(f, total);
     __syncthreads();
     if (threadIdx.x == 0 && rj_atom_add_acq_rel(leave, 1u) == splits - 1) {
       // Everyone has passed the wait and read the slots.
