@@ -2,7 +2,7 @@
 # Runs on the GPU machine (no Rust there), from the repo root, over what
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
 #   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro] [bench-all] [norm]
-#                           [some-tests] [reduce] [nms] [softmax-all] [norm-quick] [norm-variants] [sanitize]
+#                           [some-tests] [reduce] [all-reduce] [nms] [softmax-all] [norm-quick] [norm-variants] [sanitize]
 #   (default: the first five; bench-all is a sweep of every family with PyTorch and a plot)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
@@ -140,6 +140,19 @@ for step in "${steps[@]}"; do
       echo "$sel: rc=$rc in $(($(date +%s) - t0)) s"
       grep -E "^test |test result|panicked" "$OUT/$bin${filter:+-$filter}.log" | grep -v " ... ok$" | head -20
       [ $rc -eq 0 ] || status=1
+    done
+    ;;
+  all-reduce)
+    # Needs 2+ GPUs (nvidia-h200-x2 ...): NCCL through torch.distributed, then
+    # redjit's kernels on the same GPUs, eager and from a CUDA graph.
+    echo "== NCCL (torch.distributed), then redjit bench all-reduce, same call"
+    export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+    python3 stage/scripts/torch_ref.py --families all_reduce --n 1 --no-compile \
+      --ar-bytes "${AR_BYTES:-8K,64K,256K,1M,4M,16M,64M,256M}" --out "$OUT/torch-ar.json" 2>&1 | tee "$OUT/torch-ar.log" || status=1
+    for mode in "" --graph; do
+      "$BIN/redjit" bench all-reduce --bytes "${AR_BYTES:-8K,64K,256K,1M,4M,16M,64M,256M}" $mode \
+        --compare "$OUT/torch-ar.json" --json "$OUT/bench-ar${mode:+-graph}.json" 2>&1 | tee -a "$OUT/bench-ar.log"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     done
     ;;
   nms)

@@ -56,6 +56,12 @@ the speed-up; "kept" is the kept count.
 (entries "family": "softmax_all", "name" softmax_all_<op>_<dtype>_<dtype>, as
 `redjit bench softmax-all` names its kernels) at --n / --sizes, f32 and bf16.
 
+--families all_reduce adds NCCL through torch.distributed, one process per GPU
+of the machine (NCCL_NVLS_ENABLE=0): entries "family": "all_reduce", "name"
+all_reduce_nccl_<dtype>, "n" elements, "eager_us" per call (--ar-batch calls
+back to back between CUDA events, median of --iters), at --ar-bytes, as
+`redjit bench all-reduce --compare` reads them.
+
 Stdlib + torch (+ triton, optional; + torchvision for nms). Usage:
   python3 scripts/torch_ref.py --out torch.json [--n N | --sizes 1M,2^28] [--families reduce_copy,reduce]
 """
@@ -63,6 +69,7 @@ Stdlib + torch (+ triton, optional; + torchvision for nms). Usage:
 import argparse
 import datetime
 import json
+import os
 import statistics
 import sys
 
@@ -458,11 +465,92 @@ def compiled_time(candidates, args, warmup, iters):
     return best_us, best_expr, variants, (" | ".join(errors) or None)
 
 
+AR_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def _all_reduce_worker(rank, world, port, sizes_bytes, dtype_name, warmup, iters, batch, queue):
+    """One rank of the NCCL reference: dist.all_reduce of each size, `batch`
+    calls back to back between CUDA events, the median per call of `iters`
+    batches; rank 0 puts [(bytes, us)] on the queue."""
+    import torch.distributed as dist  # noqa: PLC0415
+
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            device_id=torch.device("cuda", rank))
+    dt = AR_DTYPES[dtype_name]
+    elem = torch.empty((), dtype=dt).element_size()
+    out = []
+    for nbytes in sizes_bytes:
+        x = torch.randn(nbytes // elem, device="cuda", dtype=dt)
+        for _ in range(warmup):
+            for _ in range(batch):
+                dist.all_reduce(x)
+        times = []
+        for _ in range(iters):
+            torch.cuda.synchronize()
+            dist.barrier()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(batch):
+                dist.all_reduce(x)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1e3 / batch)
+        times.sort()
+        out.append((nbytes, times[len(times) // 2]))
+        del x
+    if rank == 0:
+        queue.put(out)
+    dist.destroy_process_group()
+
+
+def all_reduce_entries(a):
+    """NCCL through torch.distributed, one process per GPU of this machine
+    (NVLink multicast off, as the device README asks)."""
+    import socket  # noqa: PLC0415
+
+    import torch.multiprocessing as mp  # noqa: PLC0415
+
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+    world = torch.cuda.device_count()
+    sizes_bytes = parse_sizes(a.ar_bytes)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_all_reduce_worker,
+                         args=(r, world, port, sizes_bytes, a.ar_dtype, a.warmup, a.iters, a.ar_batch, queue))
+             for r in range(world)]
+    for p in procs:
+        p.start()
+    results = queue.get(timeout=1800)
+    for p in procs:
+        p.join()
+    elem = torch.empty((), dtype=AR_DTYPES[a.ar_dtype]).element_size()
+    log(f"NCCL all_reduce {a.ar_dtype}, {world} GPU(s), {a.ar_batch} calls per pair of events")
+    log(f"{'bytes':>12} {'us':>10} {'algbw GB/s':>12} {'busbw GB/s':>12}")
+    entries = []
+    for nbytes, us in results:
+        algbw = gbps(nbytes, us)
+        busbw = algbw * 2 * (world - 1) / world
+        log(f"{nbytes:>12} {us:>10.2f} {algbw:>12.1f} {busbw:>12.1f}")
+        entries.append({"family": "all_reduce", "name": f"all_reduce_nccl_{a.ar_dtype}", "n": nbytes // elem,
+                        "world": world, "eager_us": us, "eager_gbps": algbw, "busbw_gbps": busbw,
+                        "eager_expr": "torch.distributed.all_reduce(x) (NCCL, one process per GPU)"})
+    return entries
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1 << 28, help="elements per buffer")
     ap.add_argument("--sizes", default=None, help="a sweep instead of --n, e.g. 1M,16M,2^28")
-    ap.add_argument("--families", default="reduce_copy", help="comma-separated: reduce_copy,reduce,norm,nms,softmax_all")
+    ap.add_argument("--families", default="reduce_copy",
+                    help="comma-separated: reduce_copy,reduce,norm,nms,softmax_all,all_reduce")
+    ap.add_argument("--ar-bytes", default="8K,64K,256K,1M,4M,16M,64M,256M", help="all_reduce: message sizes in bytes")
+    ap.add_argument("--ar-dtype", default="bf16", choices=sorted(AR_DTYPES), help="all_reduce: element type")
+    ap.add_argument("--ar-batch", type=int, default=20, help="all_reduce: calls per pair of events")
     ap.add_argument("--nms-boxes", default="20000", help="nms: comma-separated box counts")
     ap.add_argument("--nms-thresholds", default="0.5", help="nms: comma-separated IoU thresholds")
     ap.add_argument("--compile-sizes", default=None,
@@ -490,13 +578,14 @@ def main():
     try:
         sizes = parse_sizes(a.sizes) if a.sizes else [a.n]
         a.compile_sizes_set = set(parse_sizes(a.compile_sizes) if a.compile_sizes else sizes)
+        parse_sizes(a.ar_bytes)
     except ValueError as e:
         log(f"error: bad size list: {e} (expected N, NK, NM, NG or 2^P, e.g. 1K,1M,2^28)")
         return 2
     families = [f.strip().replace("-", "_") for f in a.families.split(",") if f.strip()]
     for f in families:
-        if f not in ("reduce_copy", "reduce", "norm", "nms", "softmax_all"):
-            log(f"error: unknown family {f!r}: expected reduce_copy, reduce, norm, nms, softmax_all")
+        if f not in ("reduce_copy", "reduce", "norm", "nms", "softmax_all", "all_reduce"):
+            log(f"error: unknown family {f!r}: expected reduce_copy, reduce, norm, nms, softmax_all, all_reduce")
             return 2
     try:
         nms_counts = [int(v) for v in a.nms_boxes.split(",") if v.strip()]
@@ -616,6 +705,10 @@ def main():
     if "softmax_all" in families:
         log("")
         entries.extend(softmax_all_entries(sizes, a, dev))
+
+    if "all_reduce" in families:
+        log("")
+        entries.extend(all_reduce_entries(a))
 
     result = {
         "gpu": gpu,

@@ -41,6 +41,9 @@ pub struct TorchEntry {
     pub dsts: String,
     #[serde(default)]
     pub eager_gbps: Option<f64>,
+    /// Microseconds a call (the all-reduce's NCCL entries).
+    #[serde(default)]
+    pub eager_us: Option<f64>,
     #[serde(default)]
     pub compile_gbps: Option<f64>,
 }

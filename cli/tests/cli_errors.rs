@@ -104,3 +104,24 @@ fn missing_gpu() {
         &["`redjit bench reduce` cannot run"],
     );
 }
+
+#[test]
+fn bad_all_reduce_bench_flags() {
+    // Checked before any GPU is looked for.
+    one_line_error(
+        &["bench", "all-reduce", "--bytes", "8K,3"],
+        2,
+        &["--bytes 3", "whole number of bf16"],
+    );
+    one_line_error(
+        &["bench", "all-reduce", "--algos", "one-shot,ring"],
+        2,
+        &["\"ring\"", "two-stage-cp"],
+    );
+    one_line_error(
+        &["bench", "all-reduce", "--dtype", "e4m3"],
+        2,
+        &["--dtype e4m3", "f32, bf16 or f16"],
+    );
+    one_line_error(&["bench", "all-reduce", "--bytes", "1K,x"], 2, &["\"x\""]);
+}

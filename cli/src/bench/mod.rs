@@ -8,6 +8,7 @@
 //! buffers as it takes to cover 4x the L2 cache, so no launch finds its inputs
 //! in L2 (at 2^28 elements one copy is already 20x L2).
 
+mod all_reduce;
 pub(crate) mod nms;
 mod norm;
 mod reduce;
@@ -34,6 +35,7 @@ use crate::timing::median_us;
 use crate::torch_ref::TorchEntry;
 use crate::torch_ref::TorchTable;
 
+pub use all_reduce::AllReduceBenchArgs;
 pub use nms::NmsBenchArgs;
 pub use norm::NormBenchArgs;
 pub use reduce::ReduceBenchArgs;
@@ -59,6 +61,9 @@ pub enum BenchCmd {
     Nms(NmsBenchArgs),
     /// Whole-array softmax and log-softmax, both launches, f32 and bf16 (GPU only).
     SoftmaxAll(SoftmaxAllBenchArgs),
+    /// All-reduce kernels across this machine's GPUs (or --same-gpu R ranks on
+    /// one), per-call time and nccl-tests' algbw/busbw, NCCL beside (GPU only).
+    AllReduce(AllReduceBenchArgs),
     /// Every family with its default kernels, one table, one plot (GPU only).
     All(AllBenchArgs),
     /// JIT latency: context creation, cold compile+load, warm load from disk, batch.
@@ -191,6 +196,7 @@ pub fn bench_cmd(args: &BenchArgs) -> CliResult {
                 norm::bench(b, &norm_cases)
             })
         }
+        BenchCmd::AllReduce(a) => all_reduce::all_reduce_cmd(a),
         BenchCmd::Jit(a) => jit_cmd(a),
     }
 }
