@@ -49,8 +49,33 @@
 //! exchanges bf16 rounded stochastically ([`super::quant`]); it runs the
 //! kernels only (the NCCL route has no quantized mode).
 //!
-//! Not built yet (designed here, taken up by the two-GPU issue): the
-//! hierarchical mode (peer reduce-scatter, NCCL across hosts, peer all-gather).
+//! Hierarchical mode (designed, not built yet): H hosts of R GPUs each, one
+//! [`Communicator`] per host and, for each local rank index r, an NCCL
+//! communicator of the H ranks that hold index r on their host (one
+//! [`NcclComm`] per local rank; `NcclPlacement::Given` with an id per index,
+//! handed out like the flat NCCL id). One call is three steps on each rank's
+//! stream, in order:
+//! 1. the two-stage kernel's reduce-scatter alone (a `stage` of the spec; the
+//!    start barrier, then slice r of the node's sum into rank r's scratch,
+//!    reduced in rank order, no output written);
+//! 2. `ncclAllReduce` in place on slice r of rank r's scratch over the H ranks
+//!    of index r (a raw-pointer form of [`NcclComm`]'s issue; the scratch is
+//!    the communicator's own registered buffer);
+//! 3. the all-gather alone: a start barrier (every rank's NCCL call precedes
+//!    its kernel on its stream, so when all have arrived every slice is final),
+//!    then every rank copies all R slices, its own included, from the owners'
+//!    scratch into its output. As in the two-stage kernel, no end barrier: a
+//!    rank rewrites its scratch only after the next call's start barrier.
+//!
+//! Messages must be whole 16-byte packs (the flat kernels reduce the tail
+//! element by element from the inputs, which the NCCL step does not see); a
+//! ragged message is refused with a typed error. Bits: every rank of every host
+//! ends with the same value (the node sums are reduced in rank order, NCCL's
+//! result is the same on the H ranks of an index), but it differs from the
+//! flat all-reduce's rank-order sum over all R x H inputs. What one host can
+//! test: H = 1 with R ranks on one GPU and one-rank NCCL communicators, which
+//! must equal the two-stage kernel bit for bit (NCCL's one-rank sum is the
+//! identity). What it cannot: H >= 2, the cross-host NCCL step and its timing.
 
 #![warn(missing_docs)]
 
