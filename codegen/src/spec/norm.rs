@@ -923,6 +923,29 @@ mod tests {
     }
 
     #[test]
+    fn whole_packs_need_cols_ld_and_every_buffer_aligned() {
+        let aligned = [(0x1000, 2), (0x2008, 2), (0x3010, 4)];
+        assert!(NormSpec::whole_packs_fit(4096, 4096, &aligned));
+        assert!(NormSpec::whole_packs_fit(4, 8, &aligned));
+        // cols or ld off a multiple of 4.
+        assert!(!NormSpec::whole_packs_fit(4097, 4100, &aligned));
+        assert!(!NormSpec::whole_packs_fit(4096, 4098, &aligned));
+        // One buffer one element off its 4-element boundary (bf16: 8 bytes).
+        assert!(!NormSpec::whole_packs_fit(
+            4096,
+            4096,
+            &[(0x1000, 2), (0x2002, 2)]
+        ));
+        // f32's pack is 16 bytes: 8-byte alignment is not enough.
+        assert!(!NormSpec::whole_packs_fit(4096, 4096, &[(0x1008, 4)]));
+        // The general twin differs only in the flag and the name.
+        let s = NormSpec::default().for_cols(4096);
+        let g = s.general_twin();
+        assert_eq!((g.general, g.name()), (true, format!("{}_g", s.name())));
+        assert_eq!(g.name().parse::<NormSpec>().unwrap(), g);
+    }
+
+    #[test]
     fn plans() {
         // 128 columns: 8 lanes x 4 packs, 32 rows a 256-thread block.
         let s = NormSpec::default().for_cols(128);
