@@ -8,7 +8,20 @@
 // draws Philox position partial_base + j) into scratch, and its owner writes the
 // rounded value too, so every rank's output holds the same bits.{% endif %}
 {%- endif %}
-{%- if two_stage %}
+{%- if stage == "rs" %}
+// The two-stage kernel's reduce-scatter alone (the hierarchical mode's first
+// step): start barrier; rank r reduces slice r of the packs into its scratch
+// buffer{% if cp_async %}, its peer loads double-buffered through shared memory with cp.async{% endif %}. No
+// output and no tail: NCCL completes the slice across hosts in scratch, and the
+// all-gather kernel writes every output. n is a whole number of packs (the
+// launcher checks it).
+{%- elif stage == "ag" %}
+// The two-stage kernel's all-gather alone (the hierarchical mode's last step):
+// start barrier (every rank's earlier work on its stream, the cross-host NCCL
+// call on its scratch slice included, is done when all have arrived); every
+// rank copies every slice, its own included, from the owners' scratch into its
+// output. n is a whole number of packs (the launcher checks it).
+{%- elif two_stage %}
 // Two-stage: start barrier; reduce-scatter (rank r reduces slice r of the packs
 // into its scratch buffer and its output){% if cp_async %}, its peer loads double-buffered through
 // shared memory with cp.async (the next packs of every rank in flight while the
@@ -148,6 +161,11 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
   const rj_u64 mine = rank * part;
   const rj_u64 mine_len = mine < n_packs ? (n_packs - mine < part ? n_packs - mine : part) : 0;
   const rj_u64 scratch = rj_ar_pick<kRanks>(tmp, rank);
+{%- if stage == "ag" %}
+  (void)scratch;
+  (void)mine_len;
+  (void)op;
+{%- else %}
 {%- if cp_async %}
   {
     __shared__ __align__(16) rj_u32 staged[2 * kRanks * kThreads * 4];
@@ -170,7 +188,9 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
 {%- else %}
       const rj_b128 packed = rj_ar_pack16<T>(acc);
       rj_st_b128(scratch + i * 16u, packed);
+{%- if stage == "whole" %}
       rj_st_b128(out + (mine + i) * 16u, packed);
+{%- endif %}
 {%- endif %}
       buf ^= 1u;
     }
@@ -185,16 +205,24 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
 {%- else %}
     const rj_b128 packed = rj_ar_pack16<T>(acc);
     rj_st_b128(scratch + i * 16u, packed);
+{%- if stage == "whole" %}
     rj_st_b128(out + (mine + i) * 16u, packed);
+{%- endif %}
 {%- endif %}
   }
 {%- endif %}
+{%- endif %}
+{%- if stage == "whole" %}
   // Inputs are valid until the middle barrier: every rank reduces the tail itself.
   reduce_tail(in, out, n_packs * kElts, n, op, thread, n_threads);
   if (!rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArMiddle)) return;
+{%- endif %}
+{%- if stage != "rs" %}
 #pragma unroll 1
   for (int q = 0; q < kRanks; ++q) {
+{%- if stage == "whole" %}
     if (q == (int)rank) continue;
+{%- endif %}
     const rj_u64 start = (rj_u64)q * part;
     const rj_u64 len = start < n_packs ? (n_packs - start < part ? n_packs - start : part) : 0;
     const rj_u64 from = rj_ar_pick<kRanks>(tmp, q);
@@ -208,6 +236,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
       rj_st_b128(out + (start + i) * 16u, rj_load_plain::b128(from + i * 16u));
 {%- endif %}
   }
+{%- endif %}
 {%- else %}
   for (rj_u64 p = thread; p < n_packs; p += n_threads) {
     float acc[kElts];

@@ -5,8 +5,9 @@
 
 mod common;
 
+use redjit::codegen::spec::all_reduce::ArStage;
 use redjit::codegen::spec::all_reduce::{MAX_WORLD, MIN_WORLD};
-use redjit::{AllReduceSpec, Output};
+use redjit::{AllReduceSpec, KernelSpec, Output};
 
 fn grid() -> Vec<AllReduceSpec> {
     (MIN_WORLD..=MAX_WORLD)
@@ -55,4 +56,51 @@ fn every_quantized_all_reduce_kernel_compiles_to_ptx_and_cubin() {
 #[test]
 fn quantized_ptxas_reports_no_stack_and_no_spills() {
     common::assert_ptxas_no_stack_no_spills(&quantized_grid(), AllReduceSpec::threads);
+}
+
+/// The hierarchical mode's stage kernels: world 2..8 x dtype x op x the
+/// reduce-scatter (with and without cp.async) and the all-gather.
+fn stage_grid() -> Vec<AllReduceSpec> {
+    (MIN_WORLD..=MAX_WORLD)
+        .flat_map(AllReduceSpec::stage_matrix)
+        .collect()
+}
+
+#[test]
+fn every_stage_kernel_compiles_and_ptxas_reports_no_spills() {
+    let Some(_nvrtc) = common::nvrtc_or_skip() else {
+        return;
+    };
+    let specs = stage_grid();
+    assert_eq!(specs.len(), 7 * 3 * 6 * 3);
+    // The reduce-scatter writes no output and reads no tail; the all-gather
+    // reads no input (sources, not PTX: the markers are the template's).
+    for s in &specs {
+        let code = s.render().unwrap().code;
+        let body = &code[code
+            .find(&format!(
+                "void __launch_bounds__({}, 1) {}",
+                s.threads(),
+                s.name()
+            ))
+            .expect("the kernel")..];
+        match s.stage {
+            ArStage::ReduceScatter => {
+                assert!(
+                    !body.contains("reduce_tail(") && !body.contains("rj_st_b128(out"),
+                    "{}",
+                    s.name()
+                );
+            }
+            _ => {
+                assert!(
+                    !body.contains("reduce_pack(") && body.contains("rj_st_b128(out"),
+                    "{}",
+                    s.name()
+                );
+            }
+        }
+    }
+    common::assert_compiles_for_sm90(&specs, &[Output::Ptx, Output::Cubin]);
+    common::assert_ptxas_no_stack_no_spills(&specs, AllReduceSpec::threads);
 }

@@ -5,9 +5,10 @@
 //! `prelude/peer.cuh`; `redjit_runtime::all_reduce::protocol` models it.
 //!
 //! ```
+//! use redjit_codegen::spec::all_reduce::ArStage;
 //! use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 //!
-//! let spec = AllReduceSpec { world: 4, dtype: DType::BF16, op: Op::Sum, algo: AllReduceAlgo::TwoStage, cp_async: true, transport: None };
+//! let spec = AllReduceSpec { world: 4, dtype: DType::BF16, op: Op::Sum, algo: AllReduceAlgo::TwoStage, cp_async: true, transport: None, stage: ArStage::Whole };
 //! assert_eq!(spec.name(), "all_reduce_r4_bf16_sum_twostage_cpasync");
 //! assert_eq!(spec.name().parse::<AllReduceSpec>().unwrap(), spec);
 //! let src = spec.render().unwrap();
@@ -17,6 +18,10 @@
 //! let q = AllReduceSpec { dtype: DType::F32, transport: Some(DType::BF16), ..spec };
 //! assert_eq!(q.name(), "all_reduce_r4_f32_sum_twostage_cpasync_q_bf16_sr");
 //! assert_eq!(q.name().parse::<AllReduceSpec>().unwrap(), q);
+//!
+//! // The hierarchical mode's reduce-scatter alone (NCCL across hosts follows it).
+//! let rs = AllReduceSpec { stage: ArStage::ReduceScatter, ..spec };
+//! assert_eq!(rs.name(), "all_reduce_r4_bf16_sum_twostage_cpasync_rs");
 //! ```
 //!
 //! ## Quantized transport (`transport: Some(bf16)`, issue 12 item 7)
@@ -126,6 +131,43 @@ pub struct AllReduceSpec {
     /// type, peers exchange bf16 rounded stochastically (see the module docs);
     /// `None`: peers exchange `dtype` itself.
     pub transport: Option<DType>,
+    /// The whole all-reduce, or one stage of the two-stage kernel alone: the
+    /// hierarchical mode's intra-host steps, with NCCL across hosts between
+    /// them (`_rs` / `_ag` in names; see `redjit_runtime::all_reduce::comm`).
+    pub stage: ArStage,
+}
+
+/// Which part of the two-stage all-reduce a kernel runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ArStage {
+    /// Everything: the all-reduce.
+    #[default]
+    Whole,
+    /// Start barrier, then rank r reduces slice r of every rank's input (rank
+    /// order) into its own scratch; no output, no tail.
+    ReduceScatter,
+    /// Start barrier, then every rank copies every slice, its own included,
+    /// from the owners' scratch into its output; no tail.
+    AllGather,
+}
+
+impl ArStage {
+    /// The name suffix (`""`, `"_rs"`, `"_ag"`).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            ArStage::Whole => "",
+            ArStage::ReduceScatter => "_rs",
+            ArStage::AllGather => "_ag",
+        }
+    }
+
+    fn slug(self) -> &'static str {
+        match self {
+            ArStage::Whole => "whole",
+            ArStage::ReduceScatter => "rs",
+            ArStage::AllGather => "ag",
+        }
+    }
 }
 
 /// Suffix of a quantized kernel's name after the transport type: stochastic rounding.
@@ -142,6 +184,7 @@ impl Default for AllReduceSpec {
             algo: AllReduceAlgo::OneShot,
             cp_async: false,
             transport: None,
+            stage: ArStage::Whole,
         }
     }
 }
@@ -175,6 +218,7 @@ impl AllReduceSpec {
                     algo,
                     cp_async,
                     transport: Some(DType::BF16),
+                    stage: ArStage::Whole,
                 };
                 if spec.validate().is_ok() {
                     out.push(spec);
@@ -222,6 +266,7 @@ impl AllReduceSpec {
                         algo,
                         cp_async,
                         transport: None,
+                        stage: ArStage::Whole,
                     };
                     if spec.validate().is_ok() {
                         out.push(spec);
@@ -244,7 +289,27 @@ impl AllReduceSpec {
             two_stage: self.algo == AllReduceAlgo::TwoStage,
             cp_async: self.cp_async,
             threads: self.threads(),
+            stage: self.stage.slug(),
         }
+    }
+
+    /// The hierarchical mode's two kernels for `world` ranks: the
+    /// reduce-scatter (with and without `cp.async`) and the all-gather of each
+    /// dtype and op.
+    pub fn stage_matrix(world: u32) -> Vec<AllReduceSpec> {
+        let mut out = Vec::new();
+        for s in AllReduceSpec::matrix(world) {
+            if s.algo != AllReduceAlgo::TwoStage {
+                continue;
+            }
+            for stage in [ArStage::ReduceScatter, ArStage::AllGather] {
+                let spec = AllReduceSpec { stage, ..s.clone() };
+                if spec.validate().is_ok() && !out.contains(&spec) {
+                    out.push(spec);
+                }
+            }
+        }
+        out
     }
 }
 
@@ -263,6 +328,8 @@ struct AllReduceContext {
     two_stage: bool,
     cp_async: bool,
     threads: u32,
+    /// "whole", "rs" or "ag".
+    stage: &'static str,
 }
 
 impl KernelSpec for AllReduceSpec {
@@ -335,6 +402,27 @@ impl KernelSpec for AllReduceSpec {
                 ));
             }
         }
+        if self.stage != ArStage::Whole {
+            let rule = if self.algo != AllReduceAlgo::TwoStage {
+                Some(format!(
+                    "a stage alone is part of the {} kernel, not of {}",
+                    AllReduceAlgo::TwoStage,
+                    self.algo
+                ))
+            } else if self.transport.is_some() {
+                Some("the hierarchical stages exchange the element type itself (no quantized transport)".into())
+            } else if self.cp_async && self.stage == ArStage::AllGather {
+                Some(
+                    "cp.async double-buffers the reduce-scatter's loads; the all-gather has none"
+                        .into(),
+                )
+            } else {
+                None
+            };
+            if let Some(rule) = rule {
+                return Err(SpecError::invalid("stage", self.stage.slug(), rule));
+            }
+        }
         Ok(())
     }
 
@@ -351,6 +439,7 @@ impl KernelSpec for AllReduceSpec {
             self.op,
             self.algo
         ) + if self.cp_async { "_cpasync" } else { "" }
+            + self.stage.suffix()
             + &quant
     }
 
@@ -395,7 +484,7 @@ impl FromStr for AllReduceSpec {
             input: s.to_string(),
             rule: rule.to_string(),
         };
-        let format = "expected all_reduce_r<world>_<dtype>_<op>_<algorithm>[_cpasync][_q_<transport>_sr], e.g. all_reduce_r4_bf16_sum_twostage";
+        let format = "expected all_reduce_r<world>_<dtype>_<op>_<algorithm>[_cpasync][_rs|_ag][_q_<transport>_sr], e.g. all_reduce_r4_bf16_sum_twostage";
         let rest = s
             .strip_prefix(Family::AllReduce.slug())
             .and_then(|r| r.strip_prefix('_'))
@@ -406,6 +495,11 @@ impl FromStr for AllReduceSpec {
         {
             Some((r, t)) => (r, Some(t.parse::<DType>()?)),
             None => (rest, None),
+        };
+        let (rest, stage) = match (rest.strip_suffix("_rs"), rest.strip_suffix("_ag")) {
+            (Some(r), _) => (r, ArStage::ReduceScatter),
+            (_, Some(r)) => (r, ArStage::AllGather),
+            _ => (rest, ArStage::Whole),
         };
         let (rest, cp_async) = match rest.strip_suffix("_cpasync") {
             Some(r) => (r, true),
@@ -426,6 +520,7 @@ impl FromStr for AllReduceSpec {
             algo: algo.parse()?,
             cp_async,
             transport,
+            stage,
         };
         spec.validate()?;
         if spec.name() != s {
@@ -467,6 +562,57 @@ mod tests {
                 assert_eq!(spec.name().parse::<AllReduceSpec>().unwrap(), spec);
             }
         }
+    }
+
+    #[test]
+    fn stages_round_trip_and_refuse_what_they_are_not() {
+        for world in MIN_WORLD..=MAX_WORLD {
+            let m = AllReduceSpec::stage_matrix(world);
+            // Each dtype x op: reduce-scatter, reduce-scatter with cp.async, all-gather.
+            assert_eq!(m.len(), DType::stores().count() * Op::ALL.len() * 3);
+            for spec in m {
+                assert_eq!(spec.name().parse::<AllReduceSpec>().unwrap(), spec);
+            }
+        }
+        let rs = AllReduceSpec {
+            stage: ArStage::ReduceScatter,
+            ..AllReduceSpec::default()
+        };
+        let e = rs.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("invalid stage = rs") && e.contains("twostage"),
+            "{e}"
+        );
+        let ag = AllReduceSpec {
+            algo: AllReduceAlgo::TwoStage,
+            cp_async: true,
+            stage: ArStage::AllGather,
+            ..AllReduceSpec::default()
+        };
+        assert!(
+            ag.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("the all-gather has none")
+        );
+        let q = AllReduceSpec {
+            algo: AllReduceAlgo::TwoStage,
+            dtype: DType::F32,
+            transport: Some(DType::BF16),
+            stage: ArStage::ReduceScatter,
+            ..AllReduceSpec::default()
+        };
+        assert!(
+            q.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("no quantized transport")
+        );
+        assert!(
+            "all_reduce_r4_bf16_sum_oneshot_ag"
+                .parse::<AllReduceSpec>()
+                .is_err()
+        );
     }
 
     #[test]
@@ -601,6 +747,7 @@ mod tests {
             algo,
             cp_async,
             transport: Some(DType::BF16),
+            stage: ArStage::Whole,
         }
     }
 

@@ -88,7 +88,7 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig,
     PushKernelArg,
 };
-use redjit_codegen::spec::all_reduce::{MAX_BLOCKS, PACK_BYTES, signal};
+use redjit_codegen::spec::all_reduce::{ArStage, MAX_BLOCKS, PACK_BYTES, signal};
 use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 
 use super::choice::{AlgoTable, Route};
@@ -744,6 +744,7 @@ impl Communicator {
             algo: call.algo,
             cp_async: call.cp_async,
             transport: quant.map(|q| q.transport),
+            stage: ArStage::Whole,
         };
         spec.validate()?;
         if let Some(q) = quant.filter(|q| !q.fits(self.world(), n)) {
