@@ -49,7 +49,9 @@
 //! exchanges bf16 rounded stochastically ([`super::quant`]); it runs the
 //! kernels only (the NCCL route has no quantized mode).
 //!
-//! Hierarchical mode (designed, not built yet): H hosts of R GPUs each, one
+//! Hierarchical mode ([`Communicator::all_reduce_hierarchical`]; written, not
+//! yet run on a GPU: `tests/gpu_all_reduce_hierarchical.rs` checks it on one
+//! host): H hosts of R GPUs each, one
 //! [`Communicator`] per host and, for each local rank index r, an NCCL
 //! communicator of the H ranks that hold index r on their host (one
 //! [`NcclComm`] per local rank; `NcclPlacement::Given` with an id per index,
@@ -59,8 +61,8 @@
 //!    start barrier, then slice r of the node's sum into rank r's scratch,
 //!    reduced in rank order, no output written);
 //! 2. `ncclAllReduce` in place on slice r of rank r's scratch over the H ranks
-//!    of index r (a raw-pointer form of [`NcclComm`]'s issue; the scratch is
-//!    the communicator's own registered buffer);
+//!    of index r (`NcclComm::issue_in_place`; the scratch is the
+//!    communicator's own registered buffer);
 //! 3. the all-gather alone: a start barrier (every rank's NCCL call precedes
 //!    its kernel on its stream, so when all have arrived every slice is final),
 //!    then every rank copies all R slices, its own included, from the owners'
@@ -706,6 +708,113 @@ impl Communicator {
         self.issue_call(inputs, outputs, call, Some(q))
     }
 
+    /// The hierarchical all-reduce (see the module docs): this host's ranks
+    /// reduce-scatter through peer memory (the two-stage kernel's first stage,
+    /// `call.cp_async` as asked), local rank i all-reduces its slice across hosts
+    /// in place with `inter[i]` (an NCCL communicator of the ranks of index i on
+    /// every host, driving that one rank here), and the ranks all-gather. sum,
+    /// premulsum and avg go across hosts as sums (the node step applies the
+    /// factor, or divides by `call.scalar`: pass the count of every rank of
+    /// every host for avg); max, min and prod as themselves. `call.algo` must
+    /// be two-stage, the message whole 16-byte packs, the call eager (not
+    /// captured).
+    pub fn all_reduce_hierarchical(
+        &self,
+        inputs: &[&dyn KernelInput],
+        outputs: &mut [&mut dyn KernelOutput],
+        call: Call,
+        inter: &[&NcclComm],
+    ) -> Result<()> {
+        if let Some(why) = &self.peer_missing {
+            return Err(comm_err(
+                "peer access",
+                format!("{why}: the hierarchical mode's node steps need peer access"),
+            ));
+        }
+        let issue = self.start_issue()?;
+        if issue.capturing {
+            return Err(comm_err(
+                "graph capture",
+                "the hierarchical mode is not graph-capturable yet: issue it eagerly".into(),
+            ));
+        }
+        if call.algo != AllReduceAlgo::TwoStage {
+            return Err(comm_err(
+                "algorithm",
+                format!(
+                    "the hierarchical mode runs the {} kernel's stages; the call asks for {}",
+                    AllReduceAlgo::TwoStage,
+                    call.algo
+                ),
+            ));
+        }
+        if inter.len() != self.ranks.len() {
+            return Err(comm_err(
+                "inter-host communicators",
+                format!(
+                    "{} given for {} local rank(s): one NCCL communicator per local rank",
+                    inter.len(),
+                    self.ranks.len()
+                ),
+            ));
+        }
+        let main = self.stream();
+        let out_addresses: Vec<u64> = outputs.iter().map(|o| o.address(main)).collect();
+        let (dtype, n) = check_call_for(
+            self.ranks.len() as u32,
+            self.world(),
+            self.opts.max_bytes,
+            inputs,
+            outputs,
+            &out_addresses,
+            call,
+        )?;
+        if n == 0 {
+            return Ok(());
+        }
+        let rs = AllReduceSpec {
+            world: self.world(),
+            dtype,
+            op: call.op,
+            algo: AllReduceAlgo::TwoStage,
+            cp_async: call.cp_async,
+            transport: None,
+            stage: ArStage::ReduceScatter,
+        };
+        rs.validate()?;
+        let pack = rs.pack_elts() as usize;
+        if !n.is_multiple_of(pack) {
+            return Err(comm_err(
+                "message",
+                format!(
+                    "{n} elements of {dtype}: the hierarchical mode takes whole 16-byte packs ({pack} elements)"
+                ),
+            ));
+        }
+        let ag = AllReduceSpec {
+            cp_async: false,
+            stage: ArStage::AllGather,
+            ..rs.clone()
+        };
+        let across = match call.op {
+            Op::Max | Op::Min | Op::Prod => call.op,
+            _ => Op::Sum,
+        };
+        self.stage_inputs(main, inputs, n, dtype, false, None)?;
+        self.launch_ranks(&rs, n, super::graph::EAGER_SLOT, call, &out_addresses, None)?;
+        // Slice r of rank r's scratch: packs [r * part, ...) of the message,
+        // stored from the scratch's start (as the kernels place it).
+        let packs = n / pack;
+        let part = packs.div_ceil(self.world() as usize);
+        for (rank, comm) in self.ranks.iter().zip(inter) {
+            let r = rank.id as usize;
+            let len = packs.saturating_sub(r * part).min(part);
+            let op = super::nccl::nccl_op(across, None, comm.world())?;
+            comm.issue_in_place(&rank.stream, self.tables[2].0[r], len * pack, dtype, op)?;
+        }
+        self.launch_ranks(&ag, n, super::graph::EAGER_SLOT, call, &out_addresses, None)
+    }
+
     fn issue_call(
         &self,
         inputs: &[&dyn KernelInput],
@@ -757,8 +866,6 @@ impl Communicator {
                 ),
             ));
         }
-        let bytes = n * dtype.info().bytes as usize;
-        let tables = self.tables;
         // Captured calls read their inputs in place through a table slot filled
         // at end_capture; eager calls stage them and use slot 0.
         // A quantized call always stages (quantizing is the staging).
@@ -771,7 +878,24 @@ impl Communicator {
         } else {
             super::graph::EAGER_SLOT
         };
-        // Inputs into the registered staging buffers, after the main stream's work.
+        self.stage_inputs(main, inputs, n, dtype, capturing, quant)?;
+        self.launch_ranks(&spec, n, slot, call, &out_addresses, quant)
+    }
+
+    /// Each rank's input into its registered staging buffer (quantized by a
+    /// reduce_copy kernel for a quantized call; left in place for a captured
+    /// call, which reads it through a table slot), after the main stream's work.
+    fn stage_inputs(
+        &self,
+        main: &Arc<CudaStream>,
+        inputs: &[&dyn KernelInput],
+        n: usize,
+        dtype: DType,
+        capturing: bool,
+        quant: Option<Quantize>,
+    ) -> Result<()> {
+        let bytes = n * dtype.info().bytes as usize;
+        let tables = self.tables;
         for (i, rank) in self.ranks.iter().enumerate() {
             let r = rank.id as usize;
             rank.stream
@@ -812,6 +936,23 @@ impl Communicator {
                 .during(|| format!("rank {r}: staging its input"))?;
             }
         }
+        Ok(())
+    }
+
+    /// Launches `spec`'s kernel on every local rank's stream (the same grid on
+    /// each), reading the input table `slot`, then orders the main stream after
+    /// them.
+    fn launch_ranks(
+        &self,
+        spec: &AllReduceSpec,
+        n: usize,
+        slot: u32,
+        call: Call,
+        out_addresses: &[u64],
+        quant: Option<Quantize>,
+    ) -> Result<()> {
+        let main = self.stream();
+        let tables = self.tables;
         let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
         let op_arg = call.scalar.unwrap_or(0.0);
         let (seed, partial_base) =
@@ -820,10 +961,10 @@ impl Communicator {
         for (i, rank) in self.ranks.iter().enumerate() {
             let r = rank.id as usize;
             let rt = &self.runtimes[rank.rt];
-            let func = rt.function(&spec)?;
+            let func = rt.function(spec)?;
             let blocks = match grid {
                 Some(b) => b,
-                None => *grid.insert(self.blocks(&spec, &func, rt, n)?),
+                None => *grid.insert(self.blocks(spec, &func, rt, n)?),
             };
             if call.skip_rank == Some(r as u32) {
                 continue;

@@ -755,12 +755,63 @@ impl NcclComm {
     ) -> Result<()> {
         let (dtype, n, op) =
             check_call(self.ranks.len() as u32, self.world, inputs, outputs, call)?;
-        let datatype = nccl_dtype(dtype)? as u32;
         if n == 0 {
             return Ok(());
         }
         let send: Vec<u64> = inputs.iter().map(|i| i.address(main)).collect();
         let recv: Vec<u64> = outputs.iter().map(|o| o.address(main)).collect();
+        self.issue_addresses(main, &send, &recv, n, dtype, op)
+    }
+
+    /// The hierarchical mode's cross-host step: an all-reduce of `n` elements
+    /// of `dtype` in place at `at` (this communicator's one local rank), ordered
+    /// with `main`.
+    pub(crate) fn issue_in_place(
+        &self,
+        main: &Arc<CudaStream>,
+        at: u64,
+        n: usize,
+        dtype: DType,
+        op: NcclOp,
+    ) -> Result<()> {
+        if let Some(reason) = self.broken() {
+            return Err(Error::Broken { reason });
+        }
+        if self.ranks.len() != 1 {
+            return Err(Error::Comm {
+                what: "local ranks".into(),
+                rule: format!(
+                    "an in-place slice call drives one local rank; this communicator drives {}",
+                    self.ranks.len()
+                ),
+            });
+        }
+        let Ok(_issuing) = self.issuing.try_lock() else {
+            return Err(Error::Comm {
+                what: "concurrent call".into(),
+                rule: "another all-reduce is being issued on this NCCL communicator; one at a time"
+                    .into(),
+            });
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        self.issue_addresses(main, &[at], &[at], n, dtype, op)
+    }
+
+    /// `ncclAllReduce` from `send[i]` to `recv[i]` (device addresses of `n`
+    /// elements of `dtype`, checked by the caller) on local rank i, ordered with
+    /// `main`.
+    fn issue_addresses(
+        &self,
+        main: &Arc<CudaStream>,
+        send: &[u64],
+        recv: &[u64],
+        n: usize,
+        dtype: DType,
+        op: NcclOp,
+    ) -> Result<()> {
+        let datatype = nccl_dtype(dtype)? as u32;
         for rank in &self.ranks {
             let r = rank.id;
             rank.stream
@@ -804,7 +855,8 @@ impl NcclComm {
                         .during(|| format!("rank {r}: binding its context"))?;
                     // SAFETY: send[i] and recv[i] are device buffers of n elements
                     // of `datatype` on rank i's GPU (check_call_for checked both
-                    // lengths and dtypes); `ops[i]` belongs to rank i's live
+                    // lengths and dtypes, or the hierarchical caller passes its
+                    // own scratch slice of n elements); `ops[i]` belongs to rank i's live
                     // communicator; the stream is a live stream of its context.
                     for &(at, count) in &pieces {
                         let skip = (at * elt_bytes) as u64;
