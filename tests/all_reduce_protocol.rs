@@ -1,5 +1,6 @@
 //! The all-reduce signal barrier (prelude/peer.cuh), modelled on the CPU: 2, 4
-//! and 8 ranks, one-shot and two-stage calls, thousands of random interleavings
+//! and 8 ranks, one-shot, two-stage and hierarchical (one host's kernels with
+//! the in-place NCCL step between) calls, thousands of random interleavings
 //! each (deterministic seeds), counters crossing 2^32, a rank that never
 //! arrives; and two broken variants the model must catch, so a pass means
 //! something. Pure CPU.
@@ -20,7 +21,7 @@ fn completes(cfg: &ModelConfig, seeds: std::ops::Range<u64>) {
 #[test]
 fn every_interleaving_tried_completes_with_correct_data() {
     for ranks in [2, 4, 8] {
-        for shape in [Shape::OneShot, Shape::TwoStage] {
+        for shape in [Shape::OneShot, Shape::TwoStage, Shape::Hierarchical] {
             let cfg = ModelConfig::new(ranks, 2, 6, shape);
             completes(&cfg, 0..SEEDS);
         }
@@ -30,7 +31,7 @@ fn every_interleaving_tried_completes_with_correct_data() {
 #[test]
 fn counters_crossing_the_wrap_around_are_harmless() {
     for ranks in [2, 4, 8] {
-        for shape in [Shape::OneShot, Shape::TwoStage] {
+        for shape in [Shape::OneShot, Shape::TwoStage, Shape::Hierarchical] {
             for initial in [u32::MAX - 3, u32::MAX - 2, u32::MAX] {
                 let cfg = ModelConfig {
                     initial_counter: initial,
@@ -45,7 +46,7 @@ fn counters_crossing_the_wrap_around_are_harmless() {
 #[test]
 fn a_rank_that_never_arrives_gives_timeouts_not_a_hang() {
     for ranks in [2, 4, 8] {
-        for shape in [Shape::OneShot, Shape::TwoStage] {
+        for shape in [Shape::OneShot, Shape::TwoStage, Shape::Hierarchical] {
             for absent in [0, ranks - 1] {
                 let cfg = ModelConfig {
                     absent: Some(absent),
@@ -99,6 +100,8 @@ fn every_barrier_left_out_is_caught_reading_wrong_data() {
         (Shape::OneShot, BarrierKind::End),
         (Shape::TwoStage, BarrierKind::Start),
         (Shape::TwoStage, BarrierKind::Middle),
+        (Shape::Hierarchical, BarrierKind::Start),
+        (Shape::Hierarchical, BarrierKind::Middle),
     ] {
         let caught = (0..SEEDS)
             .filter(|&seed| {

@@ -129,6 +129,13 @@ pub enum Shape {
     /// which every peer reaches only when done reading it (the model found a
     /// third barrier redundant: it never changes an outcome).
     TwoStage,
+    /// The hierarchical mode on one host's ranks: write input; start; read
+    /// inputs, write own scratch (the reduce-scatter kernel ends); write own
+    /// scratch again (NCCL across hosts, in place, next on the rank's stream);
+    /// the all-gather kernel's start barrier, in the middle barrier's place
+    /// (modelled as `Middle`, so leaving it out can be tried alone); read every
+    /// scratch.
+    Hierarchical,
 }
 
 /// One model run.
@@ -215,6 +222,12 @@ fn program(cfg: &ModelConfig) -> Vec<Op> {
     match cfg.shape {
         Shape::OneShot => ops.extend(barrier(BarrierKind::End)),
         Shape::TwoStage => {
+            ops.push(Op::WriteScratch);
+            ops.extend(barrier(BarrierKind::Middle));
+            ops.extend((0..cfg.ranks).map(Op::ReadScratch));
+        }
+        Shape::Hierarchical => {
+            ops.push(Op::WriteScratch);
             ops.push(Op::WriteScratch);
             ops.extend(barrier(BarrierKind::Middle));
             ops.extend((0..cfg.ranks).map(Op::ReadScratch));
