@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaContext, CudaStream};
+use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::{CudaContext, CudaGraph, CudaStream};
 
-use crate::error::{CliResult, DriverContext};
+use crate::error::{CliError, CliResult, DriverContext};
 
 /// Runs `op` `warmup` times, then `iters` times between two events each; returns
 /// the median in microseconds.
@@ -38,6 +38,41 @@ pub fn median_us(
         times.push(f64::from(ms) * 1e3);
     }
     Ok(median(&mut times))
+}
+
+/// `batch` calls of `issue` captured on `stream` (in `mode`) into a CUDA graph.
+/// The capture is ended whatever happened, so the stream stays usable.
+pub fn capture_batch(
+    stream: &Arc<CudaStream>,
+    mode: CUstreamCaptureMode,
+    batch: usize,
+    issue: &mut dyn FnMut() -> CliResult,
+) -> CliResult<CudaGraph> {
+    stream
+        .begin_capture(mode)
+        .during(|| "beginning a graph capture".into())?;
+    let issued = (0..batch).try_for_each(|_| issue());
+    let graph = stream
+        .end_capture(CUgraphInstantiate_flags(0))
+        .during(|| "ending a graph capture".into());
+    issued?;
+    graph?.ok_or_else(|| CliError::failure("the graph capture was empty"))
+}
+
+/// Median microseconds per call of a `graph` of `batch` calls: uploaded, one
+/// warm-up replay, then `iters` replays each between two events.
+pub fn graph_us_per_call(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    iters: usize,
+    batch: usize,
+    graph: &CudaGraph,
+) -> CliResult<f64> {
+    graph.upload().during(|| "uploading the graph".into())?;
+    let us = median_us(ctx, stream, 1, iters, || {
+        graph.launch().during(|| "launching the graph".into())
+    })?;
+    Ok(us / batch as f64)
 }
 
 /// The median (mean of the two middle values for an even count); 0 when empty.

@@ -26,7 +26,7 @@ use redjit_codegen::{DType, KernelSpec, NormLayout, NormSpec};
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
 use crate::reduce::Matrix;
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, blocks_per_sm};
 use crate::workspace::Workspace;
 
 /// The buffers and scalars of one norm launch. Row r of every row buffer (x,
@@ -169,10 +169,7 @@ struct Loaded {
 impl Loaded {
     fn new(rt: &Runtime, spec: &NormSpec) -> Result<Loaded> {
         let func = rt.function(spec)?;
-        let blocks_per_sm = func
-            .occupancy_max_active_blocks_per_multiprocessor(spec.threads(), 0, None)
-            .during(|| format!("querying the occupancy of {}", spec.name()))?
-            .max(1);
+        let blocks_per_sm = blocks_per_sm(&func, spec.threads(), &spec.name())?;
         Ok(Loaded {
             spec: spec.clone(),
             func,

@@ -29,7 +29,7 @@ use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceSpec, SpecError};
 
 use crate::elem::KernelInput;
 use crate::error::{DriverContext, Error, Result};
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, blocks_per_sm};
 use crate::workspace::Workspace;
 
 /// A rows x cols matrix in a buffer: row r starts at element r * ld (ld >= cols;
@@ -169,7 +169,7 @@ impl Runtime {
             }));
         }
         let func = self.function(spec)?;
-        let blocks_per_sm = resident_blocks(&func, &spec.name())?;
+        let blocks_per_sm = blocks_per_sm(&func, THREADS, &spec.name())?;
         Ok(ReduceKernel {
             rt: self,
             spec: spec.clone(),
@@ -181,15 +181,6 @@ impl Runtime {
             workspace: Workspace::new(),
         })
     }
-}
-
-/// Blocks of `THREADS` the kernel keeps resident per SM (the occupancy API, so
-/// registers and shared memory of this very kernel count).
-fn resident_blocks(func: &CudaFunction, name: &str) -> Result<u32> {
-    let n = func
-        .occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
-        .during(|| format!("querying the occupancy of {name}"))?;
-    Ok(n.max(1))
 }
 
 impl ReduceKernel<'_> {

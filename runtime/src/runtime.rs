@@ -97,6 +97,16 @@ pub struct Runtime {
     context_time: Duration,
 }
 
+/// Blocks of `threads` threads of `func` an SM keeps resident (the occupancy
+/// API, so this very kernel's registers and shared memory count), at least 1;
+/// `kernel` names it in an error.
+pub(crate) fn blocks_per_sm(func: &CudaFunction, threads: u32, kernel: &str) -> Result<u32> {
+    let n = func
+        .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
+        .during(|| format!("querying the occupancy of {kernel}"))?;
+    Ok(n.max(1))
+}
+
 /// Checks that a CUDA driver and a device exist, without cudarc's panic when the
 /// driver library is missing.
 pub fn gpu_available() -> Result<usize> {

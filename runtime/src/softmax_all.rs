@@ -53,7 +53,7 @@ use redjit_codegen::{DType, KernelSpec, SoftmaxAllSpec, SoftmaxAllStage};
 use crate::all_reduce::TrackingPaused;
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, blocks_per_sm};
 
 /// What [`check_call`] needs to know of a call.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -155,10 +155,7 @@ impl Runtime {
         self.prepare(&stages)?;
         let stats = self.function(&stages[0])?;
         let normalize = self.function(&stages[1])?;
-        let stats_blocks_per_sm = stats
-            .occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
-            .during(|| format!("querying the occupancy of {}", stages[0].name()))?
-            .max(1);
+        let stats_blocks_per_sm = blocks_per_sm(&stats, THREADS, &stages[0].name())?;
         let bytes = STATE_AREA + COUNTER_AREA + MAX_ALL_BLOCKS as usize * PARTIAL_BYTES;
         let workspace = self
             .stream()

@@ -16,17 +16,17 @@ use std::time::Duration;
 
 use clap::Args;
 use cudarc::driver::CudaStream;
-use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::sys::CUstreamCaptureMode;
 use redjit_codegen::{AllReduceAlgo, DType};
 use redjit_runtime::all_reduce::{Call, CommOptions, Communicator, Placement};
 use redjit_runtime::{KernelInput, KernelOutput, gpu_available};
 use serde::Serialize;
 
 use crate::devbuf::{DevBuf, Filler};
-use crate::error::{CliError, CliResult, DriverContext};
+use crate::error::{CliError, CliResult};
 use crate::report::{utc_date, write_json};
 use crate::sizes::{fmt_size, parse_sizes};
-use crate::timing::median_us;
+use crate::timing::{capture_batch, graph_us_per_call, median_us};
 use crate::torch_ref::TorchTable;
 
 #[derive(Debug, Clone, Args)]
@@ -286,23 +286,19 @@ fn time_calls(
     }
     comm.synchronize()?;
     comm.begin_capture()?;
-    stream
-        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
-        .during(|| "beginning a graph capture".into())?;
-    let issued = (0..batch).try_for_each(|_| issue());
-    // End the stream's capture whatever happened, so the stream stays usable.
-    let graph = stream
-        .end_capture(CUgraphInstantiate_flags(0))
-        .during(|| "ending a graph capture".into());
-    if let Err(e) = issued {
-        comm.cancel_capture();
-        return Err(e);
-    }
+    let graph = match capture_batch(
+        stream,
+        CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+        batch,
+        issue,
+    ) {
+        Ok(g) => g,
+        Err(e) => {
+            comm.cancel_capture();
+            return Err(e);
+        }
+    };
+    // The stream's capture has ended: register what it captured.
     comm.end_capture()?;
-    let graph = graph?.ok_or_else(|| CliError::failure("the graph capture was empty"))?;
-    graph.upload().during(|| "uploading the graph".into())?;
-    let us = median_us(ctx, stream, 1, a.iters, || {
-        graph.launch().during(|| "launching the graph".into())
-    })?;
-    Ok(us / batch as f64)
+    graph_us_per_call(ctx, stream, a.iters, batch, &graph)
 }

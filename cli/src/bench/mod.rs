@@ -129,6 +129,21 @@ const ROTATE_L2_TIMES: u64 = 4;
 const MAX_ROTATIONS: u64 = 256;
 
 impl Common {
+    /// The flags the family tests build their cases from: one timed launch,
+    /// no warm-up, no files.
+    #[cfg(test)]
+    pub fn for_tests() -> Common {
+        Common {
+            sizes: None,
+            iters: 1,
+            warmup: 0,
+            json: None,
+            compare: None,
+            plot: None,
+            untracked: false,
+        }
+    }
+
     fn sizes_or(&self, default: &[usize]) -> Vec<usize> {
         self.sizes
             .as_ref()

@@ -311,15 +311,7 @@ mod tests {
     use super::*;
 
     fn args() -> NormBenchArgs {
-        NormBenchArgs::defaults(Common {
-            sizes: None,
-            iters: 1,
-            warmup: 0,
-            json: None,
-            compare: None,
-            plot: None,
-            untracked: false,
-        })
+        NormBenchArgs::defaults(Common::for_tests())
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
-use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::sys::CUstreamCaptureMode;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use redjit_codegen::{Arch, DType, KernelSpec, ReduceAxis, ReduceOp, ReduceSpec};
 use redjit_runtime::{KernelInput, Matrix};
@@ -20,7 +20,7 @@ use redjit_runtime::{KernelInput, Matrix};
 use super::{Bench, Common, KernelRow};
 use crate::devbuf::DevBuf;
 use crate::error::{CliError, CliResult, DriverContext};
-use crate::timing::median_us;
+use crate::timing::{capture_batch, graph_us_per_call, median_us};
 
 #[derive(Debug, Clone, Args)]
 pub struct ReduceBenchArgs {
@@ -272,26 +272,15 @@ fn time_launches(
             // order here and would put event nodes from outside into the capture.
             // SAFETY: no other stream touches these buffers until it is back on.
             unsafe { ctx.disable_event_tracking() };
-            let captured = stream
-                .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-                .during(|| "beginning a graph capture".into())
-                .and_then(|()| {
-                    let launched = (0..batch).try_for_each(|_| launch());
-                    // End the capture whatever happened, so the stream is usable.
-                    let graph = stream
-                        .end_capture(CUgraphInstantiate_flags(0))
-                        .during(|| "ending a graph capture".into());
-                    launched?;
-                    graph?.ok_or_else(|| CliError::failure("the graph capture was empty"))
-                });
+            let captured = capture_batch(
+                stream,
+                CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                batch as usize,
+                &mut launch,
+            );
             // SAFETY: restores the default.
             unsafe { ctx.enable_event_tracking() };
-            let graph = captured?;
-            graph.upload().during(|| "uploading the graph".into())?;
-            let us = median_us(ctx, stream, 1, iters, || {
-                graph.launch().during(|| "launching the graph".into())
-            })?;
-            Ok(us / batch as f64)
+            graph_us_per_call(ctx, stream, iters, batch as usize, &captured?)
         }
     }
 }
@@ -417,15 +406,7 @@ mod tests {
     use super::*;
 
     fn args() -> ReduceBenchArgs {
-        ReduceBenchArgs::defaults(Common {
-            sizes: None,
-            iters: 1,
-            warmup: 0,
-            json: None,
-            compare: None,
-            plot: None,
-            untracked: false,
-        })
+        ReduceBenchArgs::defaults(Common::for_tests())
     }
 
     #[test]

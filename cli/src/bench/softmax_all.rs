@@ -119,15 +119,7 @@ mod tests {
 
     fn args(dtypes: Vec<DType>) -> SoftmaxAllBenchArgs {
         SoftmaxAllBenchArgs {
-            common: Common {
-                sizes: None,
-                iters: 1,
-                warmup: 0,
-                json: None,
-                compare: None,
-                plot: None,
-                untracked: false,
-            },
+            common: Common::for_tests(),
             dtypes,
         }
     }

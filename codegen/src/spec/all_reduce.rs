@@ -204,24 +204,36 @@ impl AllReduceSpec {
     /// The quantized specs for `world` ranks: f32 with bf16 transport, for
     /// sum/avg/premulsum and each algorithm (+ cp.async).
     pub fn quantized_matrix(world: u32) -> Vec<AllReduceSpec> {
+        Self::valid(world, [DType::F32], Some(DType::BF16))
+    }
+
+    /// Every valid spec of `dtypes` x op x kernel (one-shot, two-stage,
+    /// two-stage with cp.async) for `world` ranks, whole all-reduces.
+    fn valid(
+        world: u32,
+        dtypes: impl IntoIterator<Item = DType>,
+        transport: Option<DType>,
+    ) -> Vec<AllReduceSpec> {
         let mut out = Vec::new();
-        for &op in Op::ALL {
-            for (algo, cp_async) in [
-                (AllReduceAlgo::OneShot, false),
-                (AllReduceAlgo::TwoStage, false),
-                (AllReduceAlgo::TwoStage, true),
-            ] {
-                let spec = AllReduceSpec {
-                    world,
-                    dtype: DType::F32,
-                    op,
-                    algo,
-                    cp_async,
-                    transport: Some(DType::BF16),
-                    stage: ArStage::Whole,
-                };
-                if spec.validate().is_ok() {
-                    out.push(spec);
+        for dtype in dtypes {
+            for &op in Op::ALL {
+                for (algo, cp_async) in [
+                    (AllReduceAlgo::OneShot, false),
+                    (AllReduceAlgo::TwoStage, false),
+                    (AllReduceAlgo::TwoStage, true),
+                ] {
+                    let spec = AllReduceSpec {
+                        world,
+                        dtype,
+                        op,
+                        algo,
+                        cp_async,
+                        transport,
+                        stage: ArStage::Whole,
+                    };
+                    if spec.validate().is_ok() {
+                        out.push(spec);
+                    }
                 }
             }
         }
@@ -251,30 +263,7 @@ impl AllReduceSpec {
 
     /// Every valid spec for `world` ranks: dtype x op x algorithm (+ cp.async).
     pub fn matrix(world: u32) -> Vec<AllReduceSpec> {
-        let mut out = Vec::new();
-        for dtype in DType::stores() {
-            for &op in Op::ALL {
-                for (algo, cp_async) in [
-                    (AllReduceAlgo::OneShot, false),
-                    (AllReduceAlgo::TwoStage, false),
-                    (AllReduceAlgo::TwoStage, true),
-                ] {
-                    let spec = AllReduceSpec {
-                        world,
-                        dtype,
-                        op,
-                        algo,
-                        cp_async,
-                        transport: None,
-                        stage: ArStage::Whole,
-                    };
-                    if spec.validate().is_ok() {
-                        out.push(spec);
-                    }
-                }
-            }
-        }
-        out
+        Self::valid(world, DType::stores(), None)
     }
 
     fn context(&self) -> AllReduceContext {

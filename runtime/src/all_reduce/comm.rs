@@ -759,27 +759,13 @@ impl Communicator {
             ));
         }
         let main = self.stream();
-        let out_addresses: Vec<u64> = outputs.iter().map(|o| o.address(main)).collect();
-        let (dtype, n) = check_call_for(
-            self.ranks.len() as u32,
-            self.world(),
-            self.opts.max_bytes,
-            inputs,
-            outputs,
-            &out_addresses,
-            call,
-        )?;
+        let (out_addresses, dtype, n) = self.check_outputs(inputs, outputs, call)?;
         if n == 0 {
             return Ok(());
         }
         let rs = AllReduceSpec {
-            world: self.world(),
-            dtype,
-            op: call.op,
-            algo: AllReduceAlgo::TwoStage,
-            cp_async: call.cp_async,
-            transport: None,
             stage: ArStage::ReduceScatter,
+            ..self.spec_of(dtype, call, None)
         };
         rs.validate()?;
         let pack = rs.pack_elts() as usize;
@@ -833,28 +819,11 @@ impl Communicator {
         let issue = self.start_issue()?;
         let capturing = issue.capturing;
         let main = self.stream();
-        let out_addresses: Vec<u64> = outputs.iter().map(|o| o.address(main)).collect();
-        let (dtype, n) = check_call_for(
-            self.ranks.len() as u32,
-            self.world(),
-            self.opts.max_bytes,
-            inputs,
-            outputs,
-            &out_addresses,
-            call,
-        )?;
+        let (out_addresses, dtype, n) = self.check_outputs(inputs, outputs, call)?;
         if n == 0 {
             return Ok(());
         }
-        let spec = AllReduceSpec {
-            world: self.world(),
-            dtype,
-            op: call.op,
-            algo: call.algo,
-            cp_async: call.cp_async,
-            transport: quant.map(|q| q.transport),
-            stage: ArStage::Whole,
-        };
+        let spec = self.spec_of(dtype, call, quant.map(|q| q.transport));
         spec.validate()?;
         if let Some(q) = quant.filter(|q| !q.fits(self.world(), n)) {
             return Err(comm_err(
@@ -880,6 +849,41 @@ impl Communicator {
         };
         self.stage_inputs(main, inputs, n, dtype, capturing, quant)?;
         self.launch_ranks(&spec, n, slot, call, &out_addresses, quant)
+    }
+
+    /// The outputs' addresses (on the main stream), then the call checked as
+    /// every kernel call is ([`check_call_for`]): its dtype and length.
+    fn check_outputs(
+        &self,
+        inputs: &[&dyn KernelInput],
+        outputs: &[&mut dyn KernelOutput],
+        call: Call,
+    ) -> Result<(Vec<u64>, DType, usize)> {
+        let main = self.stream();
+        let out_addresses: Vec<u64> = outputs.iter().map(|o| o.address(main)).collect();
+        let (dtype, n) = check_call_for(
+            self.ranks.len() as u32,
+            self.world(),
+            self.opts.max_bytes,
+            inputs,
+            outputs,
+            &out_addresses,
+            call,
+        )?;
+        Ok((out_addresses, dtype, n))
+    }
+
+    /// The whole all-reduce kernel of `call` over this communicator's ranks.
+    fn spec_of(&self, dtype: DType, call: Call, transport: Option<DType>) -> AllReduceSpec {
+        AllReduceSpec {
+            world: self.world(),
+            dtype,
+            op: call.op,
+            algo: call.algo,
+            cp_async: call.cp_async,
+            transport,
+            stage: ArStage::Whole,
+        }
     }
 
     /// Each rank's input into its registered staging buffer (quantized by a
