@@ -227,15 +227,21 @@ impl NormKernel<'_> {
             self.spec.input.info().bytes as u64,
             self.spec.output.info().bytes as u64,
         );
-        let mut addresses = vec![(a.x.address(stream), i), (a.out.address(stream), o)];
-        for b in [a.residual, a.weight, a.bias].into_iter().flatten() {
-            addresses.push((b.address(stream), i));
-        }
-        if let Some(b) = a.residual_out.as_deref() {
-            addresses.push((b.address(stream), i));
-        }
+        // Addresses are read lazily: a ragged shape or the first misaligned
+        // buffer settles it without asking for the rest.
+        let inputs = [Some(a.x), a.residual, a.weight, a.bias]
+            .into_iter()
+            .flatten()
+            .map(|b| (b.address(stream), i));
+        let outputs = [
+            Some((&*a.out, o)),
+            a.residual_out.as_deref().map(|b| (b, i)),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|(b, bytes)| (b.address(stream), bytes));
         let m = a.shape;
-        if NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, &addresses) {
+        if NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, inputs.chain(outputs)) {
             return Ok(&self.main);
         }
         if let Some(l) = self.general.get() {

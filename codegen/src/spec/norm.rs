@@ -406,14 +406,18 @@ impl NormSpec {
     }
 
     /// Whether the whole-pack kernel (not the general twin) takes rows of
-    /// `cols` with leading dimension `ld` from buffers at `addresses` of
-    /// `elem_bytes`-wide elements.
-    pub fn whole_packs_fit(cols: u64, ld: u64, addresses: &[(u64, u64)]) -> bool {
+    /// `cols` with leading dimension `ld` from buffers at the (address, element
+    /// bytes) of `buffers`, which are read only while everything before fits.
+    pub fn whole_packs_fit(
+        cols: u64,
+        ld: u64,
+        buffers: impl IntoIterator<Item = (u64, u64)>,
+    ) -> bool {
         cols.is_multiple_of(4)
             && ld.is_multiple_of(4)
-            && addresses
-                .iter()
-                .all(|&(a, bytes)| a.is_multiple_of(4 * bytes))
+            && buffers
+                .into_iter()
+                .all(|(a, bytes)| a.is_multiple_of(4 * bytes))
     }
 
     /// Elements one row (warp, block) or one chunk (split) holds.
@@ -925,19 +929,19 @@ mod tests {
     #[test]
     fn whole_packs_need_cols_ld_and_every_buffer_aligned() {
         let aligned = [(0x1000, 2), (0x2008, 2), (0x3010, 4)];
-        assert!(NormSpec::whole_packs_fit(4096, 4096, &aligned));
-        assert!(NormSpec::whole_packs_fit(4, 8, &aligned));
+        assert!(NormSpec::whole_packs_fit(4096, 4096, aligned));
+        assert!(NormSpec::whole_packs_fit(4, 8, aligned));
         // cols or ld off a multiple of 4.
-        assert!(!NormSpec::whole_packs_fit(4097, 4100, &aligned));
-        assert!(!NormSpec::whole_packs_fit(4096, 4098, &aligned));
+        assert!(!NormSpec::whole_packs_fit(4097, 4100, aligned));
+        assert!(!NormSpec::whole_packs_fit(4096, 4098, aligned));
         // One buffer one element off its 4-element boundary (bf16: 8 bytes).
         assert!(!NormSpec::whole_packs_fit(
             4096,
             4096,
-            &[(0x1000, 2), (0x2002, 2)]
+            [(0x1000, 2), (0x2002, 2)]
         ));
         // f32's pack is 16 bytes: 8-byte alignment is not enough.
-        assert!(!NormSpec::whole_packs_fit(4096, 4096, &[(0x1008, 4)]));
+        assert!(!NormSpec::whole_packs_fit(4096, 4096, [(0x1008, 4)]));
         // The general twin differs only in the flag and the name.
         let s = NormSpec::default().for_cols(4096);
         let g = s.general_twin();
