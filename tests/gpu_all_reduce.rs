@@ -535,3 +535,99 @@ fn a_captured_graph_of_16_all_reduces_replayed_1000_times() {
         );
     }
 }
+
+/// Inputs written straight into the registered staging buffers are reduced in
+/// place (nothing copied, nothing clobbered: a second call gives the same
+/// bits), and such a buffer is refused as an output (peers read it meanwhile).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn registered_inputs_are_read_in_place_and_never_outputs() {
+    let world = 4;
+    let Some(c) = comm(world, 1 << 20, Duration::from_secs(10)) else {
+        return;
+    };
+    let s = c.stream().clone();
+    let n = 1023;
+    let host: Vec<Vec<f32>> = (0..world)
+        .map(|r| (0..n).map(|i| exact(11, r, i) as f32).collect())
+        .collect();
+    let want: Vec<f32> = (0..n)
+        .map(|i| host.iter().map(|h| h[i]).sum::<f32>())
+        .collect();
+    for (algo, cp_async) in ALGOS {
+        let regs: Vec<_> = (0..world as usize)
+            .map(|r| c.registered(r, DType::F32, n).unwrap())
+            .collect();
+        c.synchronize().unwrap();
+        for (reg, h) in regs.iter().zip(&host) {
+            // SAFETY: the registered buffer holds n f32 (checked by
+            // `registered`); the copy is synchronous and nothing else runs.
+            unsafe {
+                cudarc::driver::sys::cuMemcpyHtoD_v2(
+                    reg.address(),
+                    h.as_ptr().cast(),
+                    n * std::mem::size_of::<f32>(),
+                )
+            }
+            .result()
+            .unwrap();
+        }
+        for round in 0..2 {
+            let mut outs: Vec<CudaSlice<f32>> = (0..world)
+                .map(|_| s.clone_htod(&vec![f32::NAN; n]).unwrap())
+                .collect();
+            {
+                let inputs: Vec<&dyn KernelInput> =
+                    regs.iter().map(|r| r as &dyn KernelInput).collect();
+                let mut outputs: Vec<&mut dyn KernelOutput> = outs
+                    .iter_mut()
+                    .map(|o| o as &mut dyn KernelOutput)
+                    .collect();
+                c.all_reduce(
+                    &inputs,
+                    &mut outputs,
+                    Call {
+                        cp_async,
+                        ..Call::sum(algo)
+                    },
+                )
+                .unwrap();
+            }
+            c.synchronize().unwrap();
+            for (r, o) in outs.iter().enumerate() {
+                let got = s.clone_dtoh(o).unwrap();
+                for i in 0..n {
+                    assert_eq!(
+                        got[i].to_bits(),
+                        want[i].to_bits(),
+                        "{algo} cp_async={cp_async} round {round} rank {r} element {i}: {} vs {}",
+                        got[i],
+                        want[i]
+                    );
+                }
+            }
+        }
+    }
+    let e = c.registered(world as usize, DType::F32, 1).unwrap_err();
+    assert!(e.to_string().contains("local rank"), "{e}");
+    let e = c.registered(0, DType::F32, (1 << 18) + 1).unwrap_err();
+    assert!(e.to_string().contains("max_bytes"), "{e}");
+    let ins: Vec<CudaSlice<f32>> = (0..world)
+        .map(|_| s.clone_htod(&vec![1.0f32; n]).unwrap())
+        .collect();
+    let inputs: Vec<&dyn KernelInput> = ins.iter().map(|b| b as &dyn KernelInput).collect();
+    let mut regs: Vec<_> = (0..world as usize)
+        .map(|r| c.registered(r, DType::F32, n).unwrap())
+        .collect();
+    let mut outputs: Vec<&mut dyn KernelOutput> = regs
+        .iter_mut()
+        .map(|r| r as &mut dyn KernelOutput)
+        .collect();
+    let e = c
+        .all_reduce(&inputs, &mut outputs, Call::sum(AllReduceAlgo::OneShot))
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("overlaps its registered staging"),
+        "{e}"
+    );
+}

@@ -67,6 +67,16 @@ pub struct AllReduceBenchArgs {
     #[arg(long)]
     pub graph: bool,
 
+    /// Inputs in the communicator's registered staging buffers (written there
+    /// once, by a first call), so no call copies its input.
+    #[arg(long)]
+    pub registered: bool,
+
+    /// cudarc's per-buffer event tracking off on the communicator's contexts
+    /// (each tracked input and output costs an event wait and a record per call).
+    #[arg(long)]
+    pub untracked: bool,
+
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
@@ -86,6 +96,9 @@ pub struct AllReduceRow {
     pub bytes: u64,
     pub timing: String,
     pub median_us: f64,
+    /// Host time to issue one call (eager timing only): where it is close to
+    /// `median_us`, the host, not the GPU, sets the pace.
+    pub host_issue_us: Option<f64>,
     pub algbw_gbps: f64,
     pub busbw_gbps: f64,
     pub nccl_us: Option<f64>,
@@ -162,6 +175,7 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
             max_bytes: largest,
             timeout: Duration::from_secs(30),
             graph_slots: captured.max(1),
+            no_event_tracking: a.untracked,
             ..CommOptions::default()
         },
     )?;
@@ -171,7 +185,7 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
         _ => format!("{world} GPUs"),
     };
     println!(
-        "all-reduce {} on {where_}, {} calls per pair of events, median of {} after {} warm-up{}",
+        "all-reduce {} on {where_}, {} calls per pair of events, median of {} after {} warm-up{}{}{}",
         a.dtype,
         a.batch,
         a.iters,
@@ -180,11 +194,21 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
             ", replayed from a CUDA graph"
         } else {
             ""
+        },
+        if a.untracked {
+            ", cudarc event tracking off"
+        } else {
+            ""
+        },
+        if a.registered {
+            ", inputs in the registered buffers"
+        } else {
+            ""
         }
     );
     println!(
-        "{:<26} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10}",
-        "kernel", "bytes", "us", "algbw GB/s", "busbw GB/s", "NCCL us", "vs NCCL"
+        "{:<26} {:>10} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10}",
+        "kernel", "bytes", "us", "host us", "algbw GB/s", "busbw GB/s", "NCCL us", "vs NCCL"
     );
     let mut rows = Vec::new();
     for &bytes in &sizes {
@@ -197,6 +221,14 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
             let filler = Filler::new(s, 0x5eed_0000 + r as u64)?;
             ins.push(filler.alloc(a.dtype, n)?);
             outs.push(filler.alloc(a.dtype, n)?);
+        }
+        // The fills ran on each rank's runtime stream; untracked buffers are
+        // not ordered with the communicator's streams by cudarc.
+        for r in 0..world as usize {
+            comm.runtime(r)
+                .stream()
+                .synchronize()
+                .map_err(|e| CliError::failure(format!("waiting for rank {r}'s inputs: {e}")))?;
         }
         for &(algo, cp_async) in &algos {
             let call = Call {
@@ -211,16 +243,30 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
                 },
                 if cp_async { "-cp" } else { "" }
             );
+            // An eager call copies each input into its rank's staging buffer:
+            // with --registered that copy, made once here, is the input.
+            let mut registered = false;
             let mut issue = || -> CliResult {
                 let views: Vec<_> = ins.iter().map(|b| b.view(0, n)).collect();
-                let inputs: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
+                let regs = (0..world as usize)
+                    .map(|r| comm.registered(r, a.dtype, n))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let inputs: Vec<&dyn KernelInput> = if registered {
+                    regs.iter().map(|r| r as &dyn KernelInput).collect()
+                } else {
+                    views.iter().map(|v| v.input()).collect()
+                };
                 let mut out_views: Vec<_> = outs.iter_mut().map(|b| b.view_mut(0, n)).collect();
                 let mut outputs: Vec<&mut dyn KernelOutput> =
                     out_views.iter_mut().map(|v| v.output()).collect();
                 comm.all_reduce(&inputs, &mut outputs, call)?;
+                registered = a.registered;
                 Ok(())
             };
-            let us = time_calls(&comm, comm.stream(), a, &mut issue)?;
+            if a.registered {
+                issue()?;
+            }
+            let (us, host_us) = time_calls(&comm, comm.stream(), a, &mut issue)?;
             let algbw = bytes as f64 / us / 1e3;
             let busbw = algbw * 2.0 * f64::from(world - 1) / f64::from(world);
             let nccl_us = torch.as_ref().and_then(|t| {
@@ -228,10 +274,11 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
                     .and_then(|e| e.eager_us)
             });
             println!(
-                "{:<26} {:>10} {:>10.2} {:>12.1} {:>12.1} {:>10} {:>10}",
+                "{:<26} {:>10} {:>10.2} {:>10} {:>12.1} {:>12.1} {:>10} {:>10}",
                 kernel,
                 fmt_size(bytes as u64),
                 us,
+                host_us.map_or("-".into(), |v| format!("{v:.2}")),
                 algbw,
                 busbw,
                 nccl_us.map_or("-".into(), |v| format!("{v:.2}")),
@@ -245,6 +292,7 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
                 bytes: bytes as u64,
                 timing: if a.graph { "graph" } else { "back-to-back" }.into(),
                 median_us: us,
+                host_issue_us: host_us,
                 algbw_gbps: algbw,
                 busbw_gbps: busbw,
                 nccl_us,
@@ -265,20 +313,29 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
 }
 
 /// Median microseconds per call: `a.batch` calls per pair of events on the
-/// main stream, issued or replayed from a graph.
+/// main stream, issued or replayed from a graph; for issued calls also the
+/// median host time to issue one (wall clock over a batch, the GPU drained
+/// between batches).
 fn time_calls(
     comm: &Communicator,
     stream: &Arc<CudaStream>,
     a: &AllReduceBenchArgs,
     issue: &mut dyn FnMut() -> CliResult,
-) -> CliResult<f64> {
+) -> CliResult<(f64, Option<f64>)> {
     let ctx = comm.runtime(0).context();
     let batch = a.batch as usize;
     if !a.graph {
         let us = median_us(ctx, stream, a.warmup, a.iters, || {
             (0..batch).try_for_each(|_| issue())
         })?;
-        return Ok(us / batch as f64);
+        let mut host = Vec::with_capacity(a.iters);
+        for _ in 0..a.iters {
+            let t = std::time::Instant::now();
+            (0..batch).try_for_each(|_| issue())?;
+            host.push(t.elapsed().as_secs_f64() * 1e6 / batch as f64);
+            comm.synchronize()?;
+        }
+        return Ok((us / batch as f64, Some(crate::timing::median(&mut host))));
     }
     // Outside the capture first: kernels load, nothing allocates inside.
     for _ in 0..a.warmup.max(1) {
@@ -300,5 +357,8 @@ fn time_calls(
     };
     // The stream's capture has ended: register what it captured.
     comm.end_capture()?;
-    graph_us_per_call(ctx, stream, a.iters, batch, &graph)
+    Ok((
+        graph_us_per_call(ctx, stream, a.iters, batch, &graph)?,
+        None,
+    ))
 }

@@ -81,6 +81,7 @@
 
 #![warn(missing_docs)]
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -94,6 +95,7 @@ use redjit_codegen::spec::all_reduce::{ArStage, MAX_BLOCKS, PACK_BYTES, signal};
 use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 
 use super::choice::{AlgoTable, Route};
+use super::fork::StreamFork;
 use super::graph::{GraphBuffers, GraphRecord};
 use super::nccl::{NcclComm, NcclLib, NcclPlacement};
 use super::protocol::BarrierTimeout;
@@ -158,6 +160,12 @@ pub struct CommOptions {
     /// Whether to join the ranks in an NCCL communicator too, the table's
     /// fallback (see [`super::nccl`]).
     pub nccl: NcclUse,
+    /// cudarc's per-buffer event tracking off on the communicator's contexts
+    /// ([`crate::RuntimeOptions::no_event_tracking`]): each tracked input and
+    /// output costs an event wait and a record on the host per call. With it
+    /// off, order the buffers' other uses with [`Communicator::stream`]
+    /// yourself.
+    pub no_event_tracking: bool,
 }
 
 /// Whether a [`Communicator`] joins its ranks in NCCL as well.
@@ -188,6 +196,7 @@ impl Default for CommOptions {
             graph_slots: 1024,
             algos: AlgoTable::placeholder(),
             nccl: NcclUse::Off,
+            no_event_tracking: false,
         }
     }
 }
@@ -243,6 +252,10 @@ struct Rank {
     /// buffers, slots 1.. the captured calls' inputs (see [`super::graph`]).
     in_tables: LegacyAlloc,
     error: CudaSlice<u32>,
+    /// `error`'s device address, read once: the communicator alone orders the
+    /// word's uses (a tracked read per launch would cost an event wait and a
+    /// record on the host).
+    error_ptr: u64,
 }
 
 /// cudarc's event tracking paused on the communicator's contexts while a
@@ -317,6 +330,11 @@ pub struct Communicator {
     /// Peer access between two of the GPUs could not be proven (why): the
     /// kernels cannot run, and every routed call goes through NCCL.
     peer_missing: Option<String>,
+    /// Orders the rank streams with the main stream.
+    fork: StreamFork,
+    /// Blocks of each kernel (by name) that one rank may have resident at
+    /// once: an occupancy query is a driver call, asked once per kernel.
+    shares: Mutex<HashMap<String, u32>>,
 }
 
 const TABLE_BYTES: u64 = std::mem::size_of::<PtrTable>() as u64;
@@ -341,15 +359,42 @@ fn addr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
     cudarc::driver::DevicePtr::device_ptr(s, stream).0
 }
 
-/// A rank's registered staging buffer as the destination of the reduce_copy
-/// launch that quantizes its input (n transport elements at `address`).
-struct StagingOut {
+/// `len` elements of `dtype` at the start of a local rank's registered
+/// staging buffer ([`Communicator::registered`]): the buffer the kernels read
+/// peers' inputs from. An all-reduce whose input is this view copies nothing
+/// (an eager call otherwise copies its input here first); a quantized call
+/// rounds its input into it.
+#[derive(Debug, Clone, Copy)]
+pub struct Registered<'c> {
     address: u64,
     dtype: DType,
     len: usize,
+    _comm: std::marker::PhantomData<&'c Communicator>,
 }
 
-impl KernelOutput for StagingOut {
+impl Registered<'_> {
+    /// The device address of the first element.
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+}
+
+impl KernelInput for Registered<'_> {
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn push_input<'a>(&'a self, args: &mut LaunchArgs<'a>) {
+        args.arg(&self.address);
+    }
+    fn address(&self, _stream: &CudaStream) -> u64 {
+        self.address
+    }
+}
+
+impl KernelOutput for Registered<'_> {
     fn dtype(&self) -> DType {
         self.dtype
     }
@@ -418,7 +463,13 @@ impl Communicator {
         }
         let runtimes = ordinals
             .iter()
-            .map(|&o| Runtime::new(o))
+            .map(|&ordinal| {
+                Runtime::with_options(crate::RuntimeOptions {
+                    ordinal,
+                    no_event_tracking: opts.no_event_tracking,
+                    ..crate::RuntimeOptions::default()
+                })
+            })
             .collect::<Result<Vec<_>>>()?;
         // Without proven peer access the kernels cannot run; with NCCL asked for
         // (and found, below) every call goes through NCCL instead.
@@ -444,21 +495,29 @@ impl Communicator {
             let r = id as usize;
             let rt = if runtimes.len() == 1 { 0 } else { r };
             let ctx = runtimes[rt].context();
-            let stream = ctx
-                .new_stream()
-                .during(|| format!("rank {r}: creating its stream"))?;
+            // The first local rank issues on the main stream itself: one
+            // cross-stream hop less each way per call, and none at all with
+            // one rank per process.
+            let stream = if ranks.is_empty() {
+                runtimes[rt].stream().clone()
+            } else {
+                ctx.new_stream()
+                    .during(|| format!("rank {r}: creating its stream"))?
+            };
             let alloc = |bytes: usize| LegacyAlloc::zeroed(ctx, bytes);
+            let error = stream
+                .alloc_zeros::<u32>(1)
+                .during(|| format!("rank {r}: error word"))?;
             let rank = Rank {
                 id,
                 rt,
+                error_ptr: addr(&error, &stream),
+                error,
                 staging: alloc(staging_bytes)?,
                 scratch: alloc(scratch_bytes)?,
                 // Zeroed (synchronously) before any peer learns its address.
                 signal: alloc(signal::BYTES)?,
                 in_tables: alloc((1 + opts.graph_slots as usize) * TABLE_BYTES as usize)?,
-                error: stream
-                    .alloc_zeros::<u32>(1)
-                    .during(|| format!("rank {r}: error word"))?,
                 stream,
             };
             ranks.push(rank);
@@ -508,7 +567,10 @@ impl Communicator {
                 format!("{why}; the kernels need peer access and NCCL is not available either"),
             ));
         }
+        let fork = StreamFork::new(runtimes[0].stream(), ranks.iter().map(|r| &r.stream))?;
         Ok(Communicator {
+            fork,
+            shares: Mutex::new(HashMap::new()),
             placement,
             world,
             tables,
@@ -620,6 +682,36 @@ impl Communicator {
         self.ranks.iter().map(|r| r.id).collect()
     }
 
+    /// The registered staging buffer of the `local`-th local rank as `len`
+    /// elements of `dtype`: write a rank's input there (on [`Self::stream`],
+    /// or ordered after it) and pass the view as that rank's input, and the
+    /// call copies nothing. The next call's write must come after this call
+    /// on the main stream, as every call's work is ordered there.
+    pub fn registered(&self, local: usize, dtype: DType, len: usize) -> Result<Registered<'_>> {
+        let Some(rank) = self.ranks.get(local) else {
+            return Err(comm_err(
+                "local rank",
+                format!("{local}: this process drives {} rank(s)", self.ranks.len()),
+            ));
+        };
+        let bytes = len.saturating_mul(dtype.info().bytes as usize);
+        if bytes > self.opts.max_bytes {
+            return Err(comm_err(
+                "registered buffer",
+                format!(
+                    "{len} elements of {dtype} ({bytes} bytes): at most max_bytes ({})",
+                    self.opts.max_bytes
+                ),
+            ));
+        }
+        Ok(Registered {
+            address: self.tables[0].0[rank.id as usize],
+            dtype,
+            len,
+            _comm: std::marker::PhantomData,
+        })
+    }
+
     /// Where the ranks live.
     pub fn placement(&self) -> &Placement {
         &self.placement
@@ -643,15 +735,13 @@ impl Communicator {
             .clone()
     }
 
-    /// Blocks per rank for a launch of `spec` over `n` elements: enough for the
-    /// work, at most the signal slots, and on one GPU at most what keeps every
-    /// rank's blocks resident together.
-    fn blocks(
+    /// Blocks of `spec`'s kernel one rank may have resident at once: all
+    /// the GPU holds, or on a shared GPU its share.
+    fn resident_share(
         &self,
         spec: &AllReduceSpec,
         func: &CudaFunction,
         rt: &Runtime,
-        n: usize,
     ) -> Result<u32> {
         let per_sm = func
             .occupancy_max_active_blocks_per_multiprocessor(spec.threads(), 0, None)
@@ -672,6 +762,33 @@ impl Communicator {
                 ),
             ));
         }
+        Ok(share)
+    }
+
+    fn lock_shares(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+        self.shares.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Blocks per rank for a launch of `spec` over `n` elements: enough for the
+    /// work, at most the signal slots, and on one GPU at most what keeps every
+    /// rank's blocks resident together.
+    fn blocks(
+        &self,
+        spec: &AllReduceSpec,
+        func: &CudaFunction,
+        rt: &Runtime,
+        n: usize,
+    ) -> Result<u32> {
+        let name = spec.name();
+        let cached = self.lock_shares().get(&name).copied();
+        let share = match cached {
+            Some(s) => s,
+            None => {
+                let s = self.resident_share(spec, func, rt)?;
+                self.lock_shares().insert(name, s);
+                s
+            }
+        };
         let packs = n.div_ceil(spec.pack_elts() as usize);
         let work = match spec.algo {
             AllReduceAlgo::OneShot => packs,
@@ -870,6 +987,18 @@ impl Communicator {
             &out_addresses,
             call,
         )?;
+        let bytes = (n * dtype.info().bytes as usize) as u64;
+        for ((rank, &out), i) in self.ranks.iter().zip(&out_addresses).zip(0..) {
+            let staging = rank.staging.ptr();
+            if n > 0 && out < staging + rank.staging.bytes() as u64 && staging < out + bytes {
+                return Err(comm_err(
+                    "output",
+                    format!(
+                        "local rank {i}'s output {out:#x} (+{bytes} bytes) overlaps its registered staging buffer {staging:#x}, which peers read during the call"
+                    ),
+                ));
+            }
+        }
         Ok((out_addresses, dtype, n))
     }
 
@@ -900,17 +1029,16 @@ impl Communicator {
     ) -> Result<()> {
         let bytes = n * dtype.info().bytes as usize;
         let tables = self.tables;
+        self.fork.fan_out(main, self.rank_streams())?;
         for (i, rank) in self.ranks.iter().enumerate() {
             let r = rank.id as usize;
-            rank.stream
-                .join(main)
-                .during(|| format!("rank {r}: waiting for the main stream"))?;
             if let Some(q) = quant {
                 let kernel = self.runtimes[rank.rt].reduce_copy(&q.reduce_copy_spec())?;
-                let mut staging = StagingOut {
+                let mut staging = Registered {
                     address: tables[0].0[r],
                     dtype: q.transport,
                     len: n,
+                    _comm: std::marker::PhantomData,
                 };
                 let args = ReduceCopyArgs {
                     scalar: None,
@@ -974,7 +1102,7 @@ impl Communicator {
                 continue;
             }
             let out = out_addresses[i];
-            let err = addr(&rank.error, &rank.stream);
+            let err = rank.error_ptr;
             let in_table = rank.in_tables.ptr() + u64::from(slot) * TABLE_BYTES;
             let rank_u32 = r as u32;
             let n64 = n as u64;
@@ -1009,12 +1137,12 @@ impl Communicator {
             unsafe { args.launch(cfg) }
                 .during(|| format!("rank {r}: launching {}", spec.name()))?;
         }
-        for rank in &self.ranks {
-            let r = rank.id;
-            main.join(&rank.stream)
-                .during(|| format!("main stream waiting for rank {r}"))?;
-        }
-        Ok(())
+        self.fork.fan_in(main, self.rank_streams())
+    }
+
+    /// Each local rank's number and stream, in `ranks` order.
+    fn rank_streams(&self) -> impl Iterator<Item = (u32, &Arc<CudaStream>)> {
+        self.ranks.iter().map(|r| (r.id, &r.stream))
     }
 
     /// The call the algorithm-choice table picks for `bytes` bytes per rank (a

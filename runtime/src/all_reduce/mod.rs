@@ -10,6 +10,7 @@
 pub mod bootstrap;
 pub mod choice;
 pub mod comm;
+mod fork;
 pub mod graph;
 pub mod ipc;
 pub mod nccl;
@@ -17,5 +18,7 @@ pub mod protocol;
 pub mod quant;
 
 pub(crate) use comm::TrackingPaused;
-pub use comm::{Call, CommOptions, Communicator, NcclUse, Placement, check_call, check_call_for};
+pub use comm::{
+    Call, CommOptions, Communicator, NcclUse, Placement, Registered, check_call, check_call_for,
+};
 pub use quant::Quantize;
