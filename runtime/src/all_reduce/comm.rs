@@ -19,9 +19,10 @@
 //! ```
 //!
 //! Ordering: a call is ordered after earlier work on the communicator's main
-//! stream (`stream()`; the rank streams wait for it) and later work there waits
-//! for it. Inputs are copied into each rank's registered staging buffer (any
-//! alignment; an input that is the staging buffer itself is not copied);
+//! stream (`stream()`; the first local rank issues there, the other rank
+//! streams wait for it) and later work there waits for it. Inputs are copied
+//! into each rank's registered staging buffer (any alignment; an input that is
+//! the staging buffer itself, [`Communicator::registered`], is not copied);
 //! outputs must start on 16 bytes. One call is issued at a time: a second
 //! thread issuing meanwhile gets an error (an interleaved issue order across
 //! ranks would deadlock the barrier: SGLang issue #31117).
@@ -49,9 +50,9 @@
 //! exchanges bf16 rounded stochastically ([`super::quant`]); it runs the
 //! kernels only (the NCCL route has no quantized mode).
 //!
-//! Hierarchical mode ([`Communicator::all_reduce_hierarchical`]; written, not
-//! yet run on a GPU: `tests/gpu_all_reduce_hierarchical.rs` checks it on one
-//! host): H hosts of R GPUs each, one
+//! Hierarchical mode ([`Communicator::all_reduce_hierarchical`]; run on one
+//! H100 with H = 1, see below: `tests/gpu_all_reduce_hierarchical.rs`):
+//! H hosts of R GPUs each, one
 //! [`Communicator`] per host and, for each local rank index r, an NCCL
 //! communicator of the H ranks that hold index r on their host (one
 //! [`NcclComm`] per local rank; `NcclPlacement::Given` with an id per index,
