@@ -333,8 +333,17 @@ fn prepare(rt: &Runtime, specs: impl IntoIterator<Item = NormSpec>) {
 fn every_op_and_dtype_pair_at_odd_row_lengths() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("every_op_and_dtype_pair_at_odd_row_lengths");
-    const SHAPES: [(usize, usize); 6] =
-        [(1, 1), (3, 1), (5, 7), (17, 1000), (3, 4097), (2, 1 << 20)];
+    // 20000: a block of 16 packs (whole); 20001: its split general twin.
+    const SHAPES: [(usize, usize); 8] = [
+        (1, 1),
+        (3, 1),
+        (5, 7),
+        (17, 1000),
+        (3, 4097),
+        (3, 20000),
+        (2, 20001),
+        (2, 1 << 20),
+    ];
     prepare(
         &rt,
         row_ops().into_iter().flat_map(|ops| {

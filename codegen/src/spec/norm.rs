@@ -35,8 +35,13 @@ pub const WARP_LAYOUT_THREADS: u32 = 256;
 pub const BLOCK_THREADS: &[u32] = &[64, 128, 256, 512];
 /// Lane-group sizes of the warp layout.
 pub const GROUP_LANES: &[u32] = &[1, 2, 4, 8, 16, 32];
-/// Packs of 4 elements a thread holds in registers.
-pub const PACKS: &[u32] = &[1, 2, 4, 8];
+/// Packs of 4 elements a thread holds in registers (16 in the block and split
+/// layouts only: a 512-thread block then holds a row of 32768).
+pub const PACKS: &[u32] = &[1, 2, 4, 8, 16];
+/// The most packs a thread of a general twin (`_g`) holds.
+pub const GENERAL_MAX_PACKS: u32 = 8;
+/// The most packs a lane of the warp layout holds.
+pub const WARP_MAX_PACKS: u32 = 8;
 /// Bytes of one partial state in the split layout's workspace (Welford's three
 /// words rounded up).
 pub const PARTIAL_BYTES: usize = 16;
@@ -398,11 +403,25 @@ impl NormSpec {
     }
 
     /// The general twin of this kernel (`_g`): any alignment, `ld` and length.
+    ///
+    /// A kernel of 16 packs has a split twin of 8 (`s512x8_g`): with the
+    /// element path, 16 packs a thread spilled 100–300 bytes under ptxas 13.0
+    /// for every op at 512 threads, and the twin serves only ragged or
+    /// misaligned rows.
     pub fn general_twin(&self) -> NormSpec {
-        NormSpec {
+        let mut twin = NormSpec {
             general: true,
             ..self.clone()
+        };
+        if twin.packs > GENERAL_MAX_PACKS {
+            twin.layout = NormLayout::Split;
+            twin.lanes = 512;
+            twin.packs = GENERAL_MAX_PACKS;
+            if twin.algo == Some(SoftmaxAlgo::Safe) {
+                twin.algo = Some(SoftmaxAlgo::Online);
+            }
         }
+        twin
     }
 
     /// Whether the whole-pack kernel (not the general twin) takes rows of
@@ -439,7 +458,7 @@ impl NormSpec {
     pub fn for_cols(&self, cols: u64) -> NormSpec {
         let packs_for = |lanes: u64| {
             let p = cols.div_ceil(lanes * 4).next_power_of_two();
-            p.clamp(1, 8) as u32
+            p.clamp(1, 16) as u32
         };
         let (layout, lanes, packs) = if cols <= 128 {
             // Up to 4 packs a lane and a group of lanes per row, several rows a
@@ -455,7 +474,13 @@ impl NormSpec {
             (NormLayout::Warp, 32, packs_for(32))
         } else if cols <= 4096 {
             (NormLayout::Block, 256, packs_for(256))
-        } else if cols <= 16384 {
+        } else if cols <= 32768 && !(self.op == NormOp::LayerNorm && self.input != self.output) {
+            // 16 packs at 16384 < cols: one block of 512 holds the row, as
+            // Triton's one-row-per-program kernel does (2974 GB/s at
+            // 8192 x 32768 f32 on the H100, the table) where the split
+            // layout, waiting on the row's other blocks, reached 86.9 % of copy.
+            // Layer norm between two dtypes spilled 152-176 bytes there
+            // (ptxas 13.0) and stays split.
             (NormLayout::Block, 512, packs_for(512))
         } else {
             (NormLayout::Split, 512, 8)
@@ -646,6 +671,13 @@ impl KernelSpec for NormSpec {
                 ),
             ));
         }
+        if self.layout == NormLayout::Warp && self.packs > WARP_MAX_PACKS {
+            return Err(SpecError::invalid(
+                "packs",
+                self.packs,
+                format!("a lane of the warp layout holds at most {WARP_MAX_PACKS} packs"),
+            ));
+        }
         if let Some(b) = self.bound
             && (b == 0 || b * self.threads() > MAX_THREADS_PER_SM)
         {
@@ -821,10 +853,10 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
     for (lanes, packs) in [(128, 4), (128, 8)] {
         push(NormLayout::Block, lanes, packs);
     }
-    for (lanes, packs) in [(256, 2), (256, 4), (256, 8), (512, 4), (512, 8)] {
+    for (lanes, packs) in [(256, 2), (256, 4), (256, 8), (512, 4), (512, 8), (512, 16)] {
         push(NormLayout::Block, lanes, packs);
     }
-    for (lanes, packs) in [(256, 8), (512, 4), (512, 8)] {
+    for (lanes, packs) in [(256, 8), (512, 4), (512, 8), (512, 16)] {
         push(NormLayout::Split, lanes, packs);
     }
     out
