@@ -99,14 +99,18 @@ __device__ __forceinline__ float rj_sqrt_rn(float x) {
 __device__ __forceinline__ float rj_rsqrt_rn(float v) { return rj_div_rn(1.0f, rj_sqrt_rn(v)); }
 
 // ---- reducers: the merged state of the row in every thread of the row ----------
+// kCheap: a reduction costs a few shuffles (and a block barrier), so a row op
+// may reduce twice; the split reducer exchanges one state across blocks.
 // A group of G lanes (a power of two <= 32); the whole warp calls it.
 template <int G> struct rj_red_group {
+  static const bool kCheap = true;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     return rj_group_reduce<G>(f, s);
   }
 };
 // A block of kThreads per row.
 template <int kThreads> struct rj_red_row_block {
+  static const bool kCheap = true;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     return rj_block_reduce<kThreads>(f, s);
   }
@@ -128,6 +132,7 @@ __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanoslee
 // order through a ticket (a block takes an item only when it runs) and checks
 // splits <= resident blocks.
 template <int kThreads> struct rj_red_split {
+  static const bool kCheap = false;
   rj_u64 arrive, leave, slots;
   rj_u32 split, splits, slot_bytes;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
@@ -217,9 +222,14 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
 };
 
 // ---- layer norm ----------------------------------------------------------------
-// Each thread's (n, mean, m2) from its registers in two passes (exact centring),
-// then Chan's merge (rj_red_welford) across the row: one reduction, no
-// E[x^2] - E[x]^2 cancellation. y = (x - mean) * rstd * w + b, var the
+// Exact centring, two passes over the registers. Where a reduction is cheap
+// (a group or a block per row): the row's sum, then the sum of squares about
+// its mean, two plain sums. Across blocks (split), one exchange: each thread's
+// (n, mean, m2), merged by Chan's formula (rj_red_welford). Neither has the
+// E[x^2] - E[x]^2 cancellation; the two sums cost a fraction of the Welford
+// merge's instructions, which set the pace of 16-bit rows (ncu, H100,
+// 2026-11-24: layer norm bf16 b256x4 at 32768x4096 issue-bound, 88 % SM
+// throughput at 67 % of DRAM's). y = (x - mean) * rstd * w + b, var the
 // population variance, rstd = 1 / sqrt(var + eps).
 template <class T> struct rj_norm_layer_t {
   float param;  // eps
@@ -228,30 +238,53 @@ template <class T> struct rj_norm_layer_t {
   bool vec;
   template <int P, class C, class Red>
   __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool leader) const {
-    float n = 0.0f, sum = 0.0f;
+    float mean, m2;
+    if (Red::kCheap) {
+      float sum = 0.0f;
 #pragma unroll
-    for (int p = 0; p < P; ++p)
+      for (int p = 0; p < P; ++p)
 #pragma unroll
-      for (int k = 0; k < 4; ++k)
-        if (c.ok(p, k)) {
-          n += 1.0f;
-          sum += x[p][k];
-        }
-    const float mean_l = n > 0.0f ? rj_div_rn(sum, n) : 0.0f;
-    float m2 = 0.0f;
+        for (int k = 0; k < 4; ++k)
+          if (c.ok(p, k)) sum += x[p][k];
+      mean = rj_div_rn(red(rj_red_sum<rj_acc_f32>(), sum), (float)c.cols);
+      float q = 0.0f;
 #pragma unroll
-    for (int p = 0; p < P; ++p)
+      for (int p = 0; p < P; ++p)
 #pragma unroll
-      for (int k = 0; k < 4; ++k)
-        if (c.ok(p, k)) {
-          const float d = x[p][k] - mean_l;
-          m2 += d * d;
-        }
-    const rj_welford s = red(rj_red_welford<rj_acc_f32>(), rj_welford{n, mean_l, m2});
-    const float var = rj_div_rn(s.m2, (float)c.cols);
+        for (int k = 0; k < 4; ++k)
+          if (c.ok(p, k)) {
+            const float d = x[p][k] - mean;
+            q += d * d;
+          }
+      m2 = red(rj_red_sum<rj_acc_f32>(), q);
+    } else {
+      float n = 0.0f, sum = 0.0f;
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (c.ok(p, k)) {
+            n += 1.0f;
+            sum += x[p][k];
+          }
+      const float mean_l = n > 0.0f ? rj_div_rn(sum, n) : 0.0f;
+      float q = 0.0f;
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (c.ok(p, k)) {
+            const float d = x[p][k] - mean_l;
+            q += d * d;
+          }
+      const rj_welford s = red(rj_red_welford<rj_acc_f32>(), rj_welford{n, mean_l, q});
+      mean = s.mean;
+      m2 = s.m2;
+    }
+    const float var = rj_div_rn(m2, (float)c.cols);
     const float rstd = rj_rsqrt_rn(var + param);
     if (leader) {
-      if (mean_out) rj_st_b32(mean_out + row_index * 4, rj_f32_as_bits(s.mean));
+      if (mean_out) rj_st_b32(mean_out + row_index * 4, rj_f32_as_bits(mean));
       if (rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
     }
 #pragma unroll
@@ -260,7 +293,7 @@ template <class T> struct rj_norm_layer_t {
       rj_col_ld4<T>(w, c, p, vec, wv);
       rj_col_ld4<T>(b, c, p, vec, bv);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) x[p][k] = rj_add_rn(rj_mul_rn(rj_mul_rn(x[p][k] - s.mean, rstd), wv[k]), bv[k]);
+      for (int k = 0; k < 4; ++k) x[p][k] = rj_add_rn(rj_mul_rn(rj_mul_rn(x[p][k] - mean, rstd), wv[k]), bv[k]);
     }
   }
 };
