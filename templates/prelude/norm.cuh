@@ -103,14 +103,15 @@ __device__ __forceinline__ float rj_rsqrt_rn(float v) { return rj_div_rn(1.0f, r
 // may reduce twice; the split reducer exchanges one state across blocks.
 // A group of G lanes (a power of two <= 32); the whole warp calls it.
 template <int G> struct rj_red_group {
-  static const bool kCheap = true;
+  enum : bool { kCheap = true };
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     return rj_group_reduce<G>(f, s);
   }
 };
-// A block of kThreads per row.
-template <int kThreads> struct rj_red_row_block {
-  static const bool kCheap = true;
+// A block of kThreads per row; kTwice: row ops may reduce twice (the spec's
+// choice, by measurement: a second barrier costs most with one block an SM).
+template <int kThreads, bool kTwice> struct rj_red_row_block {
+  enum : bool { kCheap = kTwice };
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     return rj_block_reduce<kThreads>(f, s);
   }
@@ -132,7 +133,7 @@ __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanoslee
 // order through a ticket (a block takes an item only when it runs) and checks
 // splits <= resident blocks.
 template <int kThreads> struct rj_red_split {
-  static const bool kCheap = false;
+  enum : bool { kCheap = false };
   rj_u64 arrive, leave, slots;
   rj_u32 split, splits, slot_bytes;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {

@@ -69,7 +69,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x4", 4, 6, 3),
     ("layernorm", "b256x8", 3, 3, 2),
     ("layernorm", "b512x4", 2, 3, 1),
-    ("layernorm", "b512x8", 1, 1, 1),
+    ("layernorm", "b512x8", 1, 2, 1),
     ("layernorm", "s256x8", 4, 3, 2),
     ("layernorm", "s512x4", 2, 3, 1),
     ("layernorm", "s512x8", 2, 1, 1),
@@ -84,7 +84,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm_res", "b256x2", 6, 6, 6),
     ("layernorm_res", "b256x4", 4, 4, 4),
     ("layernorm_res", "b256x8", 4, 4, 2),
-    ("layernorm_res", "b512x4", 2, 2, 3),
+    ("layernorm_res", "b512x4", 2, 3, 3),
     ("layernorm_res", "b512x8", 2, 2, 1),
     ("layernorm_res", "s256x8", 2, 4, 4),
     ("layernorm_res", "s512x4", 3, 3, 2),
@@ -408,6 +408,18 @@ impl NormSpec {
             .unwrap_or(1)
     }
 
+    /// Whether a block per row reduces twice where one Chan merge would do
+    /// (layer norm: the row's sum, then the squares about its mean). Measured
+    /// on the H100 (BENCHMARKS.md, 2026-11-24 run7, both codes side by side):
+    /// the two sums won everywhere but at 16-bit rows in 512-thread blocks
+    /// (bf16 8192x32768 b512x16: 73.2 % of copy against 88.6 %; b512x8 at
+    /// 8192x16384, where Chan's merge also compiles clean at 2 blocks an SM:
+    /// 84.4 % against 61.5 % at the 1 block the two sums compile clean at).
+    /// Groups (warp layout) always reduce twice; split rows exchange once.
+    pub fn two_sums(&self) -> bool {
+        !(self.layout == NormLayout::Block && self.lanes >= 512 && self.input.info().bytes < 4)
+    }
+
     /// The general twin of this kernel (`_g`): any alignment, `ld` and length.
     ///
     /// A kernel of 16 packs has a split twin of 8 (`s512x8_g`): with the
@@ -569,6 +581,7 @@ impl NormSpec {
             packs: self.packs,
             general: self.general,
             partial_bytes: PARTIAL_BYTES,
+            two_sums: self.two_sums(),
         }
     }
 }
@@ -592,6 +605,7 @@ struct NormContext {
     packs: u32,
     general: bool,
     partial_bytes: usize,
+    two_sums: bool,
 }
 
 fn list(values: &[u32]) -> String {
