@@ -333,13 +333,15 @@ fn prepare(rt: &Runtime, specs: impl IntoIterator<Item = NormSpec>) {
 fn every_op_and_dtype_pair_at_odd_row_lengths() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("every_op_and_dtype_pair_at_odd_row_lengths");
-    // 20000: a block of 16 packs (whole); 20001: its split general twin.
-    const SHAPES: [(usize, usize); 8] = [
+    // 12288: 16-bit RMS norm's 256 x 16 block; 20000: a block of 16 packs
+    // (whole); 20001: its split general twin.
+    const SHAPES: [(usize, usize); 9] = [
         (1, 1),
         (3, 1),
         (5, 7),
         (17, 1000),
         (3, 4097),
+        (3, 12288),
         (3, 20000),
         (2, 20001),
         (2, 1 << 20),

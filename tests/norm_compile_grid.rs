@@ -26,7 +26,7 @@ fn grid() -> Vec<NormSpec> {
     for ops in row_ops() {
         for input in DType::stores() {
             for output in DType::stores() {
-                for cols in [100, 4096, 32768, 1 << 20] {
+                for cols in [100, 4096, 16384, 32768, 1 << 20] {
                     push(NormSpec::with(ops, input, output, cols));
                 }
             }
