@@ -163,6 +163,40 @@ template <int kThreads> struct rj_red_split {
   }
 };
 
+// ---- row passes over the registers ---------------------------------------------
+// Sum over this thread's elements inside the row of (x - centre)^2.
+template <int P, class C>
+__device__ __forceinline__ float rj_row_sq_about(const float (&x)[P][4], const C& c, float centre) {
+  float q = 0.0f;
+#pragma unroll
+  for (int p = 0; p < P; ++p)
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (c.ok(p, k)) {
+        const float d = x[p][k] - centre;
+        q += d * d;
+      }
+  return q;
+}
+// Sum over this thread's elements inside the row of e^(x - centre); kKeep
+// leaves each e^(x - centre) in x, and 0 past the row.
+template <bool kKeep, int P, class C>
+__device__ __forceinline__ float rj_row_exp_sum(float (&x)[P][4], const C& c, float centre) {
+  float s = 0.0f;
+#pragma unroll
+  for (int p = 0; p < P; ++p)
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (c.ok(p, k)) {
+        const float e = rj_exp(x[p][k] - centre);
+        s += e;
+        if (kKeep) x[p][k] = e;
+      } else if (kKeep) {
+        x[p][k] = 0.0f;
+      }
+  return s;
+}
+
 // ---- softmax and log-softmax ---------------------------------------------------
 // kOnline: one reduction of (max, sum e^(x - max)) states, each thread's state
 // from its registers (its max, then its sum against it); else the safe two
@@ -193,18 +227,7 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
       float dl = m == rj_neg_inf() ? 0.0f : 1.0f;
       const bool finite = m - m == 0.0f;
       if (finite) {
-        dl = 0.0f;
-#pragma unroll
-        for (int p = 0; p < P; ++p)
-#pragma unroll
-          for (int k = 0; k < 4; ++k)
-            if (c.ok(p, k)) {
-              const float e = rj_exp(x[p][k] - m);
-              dl += e;
-              if (!kLog) x[p][k] = e;
-            } else if (!kLog) {
-              x[p][k] = 0.0f;
-            }
+        dl = rj_row_exp_sum<!kLog>(x, c, m);
       } else if (!kLog) {
 #pragma unroll
         for (int p = 0; p < P; ++p)
@@ -218,19 +241,7 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
       d = (mx == rj_pos_inf() || mx != mx) ? rj_nan() : s.d;
     } else {
       mx = red(rj_red_max<rj_acc_f32>(), m);
-      float dl = 0.0f;
-#pragma unroll
-      for (int p = 0; p < P; ++p)
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          if (c.ok(p, k)) {
-            const float e = rj_exp(x[p][k] - mx);
-            dl += e;
-            if (!kLog) x[p][k] = e;
-          } else if (!kLog) {
-            x[p][k] = 0.0f;
-          }
-      d = red(rj_red_sum<rj_acc_f32>(), dl);
+      d = red(rj_red_sum<rj_acc_f32>(), rj_row_exp_sum<!kLog>(x, c, mx));
     }
     if (kLog) {
       // (x - max) - ln d; an all -Inf row: -Inf - -Inf is NaN.
@@ -277,16 +288,7 @@ template <class T> struct rj_norm_layer_t {
         for (int k = 0; k < 4; ++k)
           if (c.ok(p, k)) sum += x[p][k];
       mean = rj_div_rn(red(rj_red_sum<rj_acc_f32>(), sum), (float)c.cols);
-      float q = 0.0f;
-#pragma unroll
-      for (int p = 0; p < P; ++p)
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          if (c.ok(p, k)) {
-            const float d = x[p][k] - mean;
-            q += d * d;
-          }
-      m2 = red(rj_red_sum<rj_acc_f32>(), q);
+      m2 = red(rj_red_sum<rj_acc_f32>(), rj_row_sq_about(x, c, mean));
     } else {
       float n = 0.0f, sum = 0.0f;
 #pragma unroll
@@ -298,16 +300,7 @@ template <class T> struct rj_norm_layer_t {
             sum += x[p][k];
           }
       const float mean_l = n > 0.0f ? rj_div_rn(sum, n) : 0.0f;
-      float q = 0.0f;
-#pragma unroll
-      for (int p = 0; p < P; ++p)
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          if (c.ok(p, k)) {
-            const float d = x[p][k] - mean_l;
-            q += d * d;
-          }
-      const rj_welford s = red(rj_red_welford<rj_acc_f32>(), rj_welford{n, mean_l, q});
+      const rj_welford s = red(rj_red_welford<rj_acc_f32>(), rj_welford{n, mean_l, rj_row_sq_about(x, c, mean_l)});
       mean = s.mean;
       m2 = s.m2;
     }
