@@ -131,6 +131,29 @@ fn run<T: Elem>(c: &Communicator, inputs: &[Vec<T>], offset: usize, call: Call) 
         .collect()
 }
 
+/// One sum all-reduce of `inputs` into the whole of each of `outs`.
+fn sum_into(
+    c: &Communicator,
+    inputs: &[&dyn KernelInput],
+    outs: &mut [CudaSlice<f32>],
+    algo: AllReduceAlgo,
+    cp_async: bool,
+) {
+    let mut outputs: Vec<&mut dyn KernelOutput> = outs
+        .iter_mut()
+        .map(|o| o as &mut dyn KernelOutput)
+        .collect();
+    c.all_reduce(
+        inputs,
+        &mut outputs,
+        Call {
+            cp_async,
+            ..Call::sum(algo)
+        },
+    )
+    .unwrap();
+}
+
 fn sizes<T: Elem>() -> Vec<usize> {
     let big = (64 << 20) / T::DT.info().bytes as usize;
     vec![1, 3, 7, 8, 9, 31, 1023, 4097, (1 << 20) + 5, big - 3]
@@ -296,19 +319,7 @@ fn a_hundred_thousand_back_to_back_calls() {
     for k in 0..100_000u32 {
         let (algo, cp_async) = ALGOS[k as usize % 3];
         let inputs: Vec<&dyn KernelInput> = ins.iter().map(|b| b as &dyn KernelInput).collect();
-        let mut outputs: Vec<&mut dyn KernelOutput> = outs
-            .iter_mut()
-            .map(|b| b as &mut dyn KernelOutput)
-            .collect();
-        c.all_reduce(
-            &inputs,
-            &mut outputs,
-            Call {
-                cp_async,
-                ..Call::sum(algo)
-            },
-        )
-        .unwrap();
+        sum_into(&c, &inputs, &mut outs, algo, cp_async);
     }
     c.synchronize().unwrap();
     eprintln!("100000 calls x 4 ranks in {:?}", t0.elapsed());
@@ -576,23 +587,9 @@ fn registered_inputs_are_read_in_place_and_never_outputs() {
             let mut outs: Vec<CudaSlice<f32>> = (0..world)
                 .map(|_| s.clone_htod(&vec![f32::NAN; n]).unwrap())
                 .collect();
-            {
-                let inputs: Vec<&dyn KernelInput> =
-                    regs.iter().map(|r| r as &dyn KernelInput).collect();
-                let mut outputs: Vec<&mut dyn KernelOutput> = outs
-                    .iter_mut()
-                    .map(|o| o as &mut dyn KernelOutput)
-                    .collect();
-                c.all_reduce(
-                    &inputs,
-                    &mut outputs,
-                    Call {
-                        cp_async,
-                        ..Call::sum(algo)
-                    },
-                )
-                .unwrap();
-            }
+            let inputs: Vec<&dyn KernelInput> =
+                regs.iter().map(|r| r as &dyn KernelInput).collect();
+            sum_into(&c, &inputs, &mut outs, algo, cp_async);
             c.synchronize().unwrap();
             for (r, o) in outs.iter().enumerate() {
                 let got = s.clone_dtoh(o).unwrap();
