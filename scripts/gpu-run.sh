@@ -3,6 +3,7 @@
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
 #   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro] [bench-all] [norm]
 #                           [some-tests] [reduce] [all-reduce] [nms] [softmax-all] [norm-quick] [norm-variants] [sanitize]
+#                           [misaligned]
 #   (default: the first five; bench-all is a sweep of every family with PyTorch and a plot)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
@@ -128,19 +129,31 @@ for step in "${steps[@]}"; do
   some-tests)
     # GPU_TESTS="bin[:filter] ..." (a filter is a test-name substring), each
     # bounded by TEST_TIMEOUT seconds (default 120): a short call's selection.
+    # TEST_PARALLEL=1 runs the selections as concurrent processes (the tests are
+    # mostly NVRTC compiles on the host; the disk cache's writes are atomic).
     echo "== selected GPU tests: ${GPU_TESTS:-}"
     export REDJIT_CACHE_DIR=/tmp/redjit-cache-tests
-    for sel in ${GPU_TESTS:-}; do
-      bin=${sel%%:*}
-      filter=""
+    run_sel() {
+      local sel=$1 bin=${1%%:*} filter="" t0 rc log
       [ "$sel" != "$bin" ] && filter=${sel#*:}
+      log="$OUT/$bin${filter:+-$filter}.log"
       t0=$(date +%s)
-      timeout "${TEST_TIMEOUT:-120}" "$BIN/$bin" --ignored --test-threads=1 $filter >"$OUT/$bin${filter:+-$filter}.log" 2>&1
+      timeout "${TEST_TIMEOUT:-120}" "$BIN/$bin" --ignored --test-threads=1 $filter >"$log" 2>&1
       rc=$?
       echo "$sel: rc=$rc in $(($(date +%s) - t0)) s"
-      grep -E "^test |test result|panicked" "$OUT/$bin${filter:+-$filter}.log" | grep -v " ... ok$" | head -20
-      [ $rc -eq 0 ] || status=1
+      grep -E "^test |test result|panicked" "$log" | grep -v " ... ok$" | head -20
+      return $rc
+    }
+    pids=()
+    for sel in ${GPU_TESTS:-}; do
+      if [ "${TEST_PARALLEL:-0}" = 1 ]; then
+        run_sel "$sel" &
+        pids+=($!)
+      else
+        run_sel "$sel" || status=1
+      fi
     done
+    for pid in "${pids[@]}"; do wait "$pid" || status=1; done
     ;;
   all-reduce)
     # Needs 2+ GPUs (nvidia-h200-x2 ...): NCCL through torch.distributed, then
@@ -173,10 +186,10 @@ for step in "${steps[@]}"; do
     echo "== compute-sanitizer memcheck / racecheck / synccheck"
     cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
     export REDJIT_CACHE_DIR=/tmp/redjit-cache-tests
-    for sel in ${SANITIZE:-gpu_reduce_copy:each_buffer_misaligned gpu_reduce_copy:bad_calls gpu_reduce:bad_calls gpu_norm:bad_calls gpu_nms:hand_cases gpu_softmax_all:bad_calls gpu_all_reduce:one_small}; do
+    for sel in ${SANITIZE:-gpu_reduce_copy:each_buffer_misaligned_small gpu_reduce_copy:bad_calls gpu_reduce:bad_calls gpu_norm:bad_calls gpu_nms:hand_cases gpu_softmax_all:bad_calls gpu_all_reduce:one_small}; do
       bin=${sel%%:*}
       filter=${sel#*:}
-      for tool in memcheck racecheck synccheck; do
+      for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
         log="$OUT/sanitize-$bin-$filter-$tool.log"
         timeout "${SANITIZE_TIMEOUT:-120}" "$cs" --tool "$tool" --error-exitcode 9 "$BIN/$bin" --ignored --test-threads=1 "$filter" >"$log" 2>&1
         rc=$?
@@ -197,6 +210,15 @@ for step in "${steps[@]}"; do
     timeout "${VARIANTS_TIMEOUT:-90}" "$BIN/redjit" bench norm --variants --shapes "${NORM_SHAPES:-32768x4096,8192x16384,262144x128}" \
       --json "$OUT/bench-norm-variants.json" 2>&1 | tee "$OUT/bench-norm-variants.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    ;;
+  misaligned)
+    # Issue 3's misaligned figures: each buffer in turn 1..3 elements off, against
+    # the aligned kernel in the same process (MISALIGNED_SPECS overrides the list).
+    echo "== redjit bench reduce-copy --misaligned"
+    for spec in ${MISALIGNED_SPECS:-reduce_copy_u4_f32_bf16_Ta_T_sum_sr reduce_copy_u4_f32_f16_Ta_T_sum_sr reduce_copy_u4_f32_bf16_AA_T_sum_sr reduce_copy_u4_f32_bf16_Ta_T_sum_rn reduce_copy_u4_f32_bf16_TA_A_sum_rn}; do
+      "$BIN/redjit" bench reduce-copy --misaligned --spec "$spec" --json "$OUT/misaligned-$spec.json" 2>&1 | tee -a "$OUT/misaligned.log"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    done
     ;;
   *) echo "unknown step $step"; status=2 ;;
   esac

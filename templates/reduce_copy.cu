@@ -103,31 +103,40 @@ __device__ __forceinline__ void hunks_any(
 #pragma unroll
     for (int u = 0; u < {{ unroll }}; ++u) rj_sr_bits4(sr_seed, sr_base, base + u * 32 * kPack, rb[u]);
 {%- endif %}
+    // A source's blocks: every step's aligned block, then lane 31's block past the
+    // hunk. {% if load_all_first %}Every source's loads are issued before the first shuffle, which would
+    // hold the next load until its block is back (the aligned loop keeps all of
+    // them in flight the same way).{% else %}One source at a time: all sources' blocks at once would not fit
+    // in registers.{% endif %}
+{%- for s in srcs %}
+    rj_u32 raw{{ s.index }}[{{ unroll }}][rj_dtype_{{ s.dtype }}::kWords], edge{{ s.index }}[rj_dtype_{{ s.dtype }}::kWords];
+{%- endfor %}
+{%- for s in srcs %}{% if load_all_first or s.index == 0 %}
+#pragma unroll
+    for (int u = 0; u < {{ unroll }}; ++u)
+      rj_ld4_block<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, src{{ s.index }}_m, raw{{ s.index }}[u]);
+    rj_ld4_edge<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + ({{ unroll }} - 1) * 32 * kPack, src{{ s.index }}_m, lane, edge{{ s.index }});
+{%- endif %}{% endfor %}
     {{ accum }} acc[{{ unroll }}][{{ pack_elts }}];
-    {
-      // Every block of the source first, then the shuffles and shifts.
-      rj_u32 raw[{{ unroll }}][rj_dtype_{{ srcs[0].dtype }}::kWords];
 #pragma unroll
-      for (int u = 0; u < {{ unroll }}; ++u)
-        rj_ld4_block<rj_dtype_{{ srcs[0].dtype }}, {{ srcs[0].load }}>(src0, base + u * 32 * kPack, src0_m, raw[u]);
-#pragma unroll
-      for (int u = 0; u < {{ unroll }}; ++u)
-        rj_ld4_shift_in<rj_dtype_{{ srcs[0].dtype }}, {{ srcs[0].load }}>(src0, base + u * 32 * kPack, src0_m, lane, raw[u], acc[u]);
-    }
+    for (int u = 0; u < {{ unroll }}; ++u)
+      rj_ld4_shift_in<rj_dtype_{{ srcs[0].dtype }}>(src0_m, lane, u == {{ unroll }} - 1, raw0[u], u == {{ unroll }} - 1 ? edge0 : raw0[u + 1 < {{ unroll }} ? u + 1 : u], acc[u]);
 #pragma unroll
     for (int u = 0; u < {{ unroll }}; ++u)
 #pragma unroll
       for (int e = 0; e < {{ pack_elts }}; ++e) acc[u][e] = op.pre(acc[u][e]);
 {%- for s in srcs %}{% if s.index > 0 %}
     {
+{%- if not load_all_first %}
+#pragma unroll
+      for (int u = 0; u < {{ unroll }}; ++u)
+        rj_ld4_block<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, src{{ s.index }}_m, raw{{ s.index }}[u]);
+      rj_ld4_edge<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + ({{ unroll }} - 1) * 32 * kPack, src{{ s.index }}_m, lane, edge{{ s.index }});
+{%- endif %}
       {{ accum }} x[{{ unroll }}][{{ pack_elts }}];
-      rj_u32 raw[{{ unroll }}][rj_dtype_{{ s.dtype }}::kWords];
 #pragma unroll
       for (int u = 0; u < {{ unroll }}; ++u)
-        rj_ld4_block<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, src{{ s.index }}_m, raw[u]);
-#pragma unroll
-      for (int u = 0; u < {{ unroll }}; ++u)
-        rj_ld4_shift_in<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, src{{ s.index }}_m, lane, raw[u], x[u]);
+        rj_ld4_shift_in<rj_dtype_{{ s.dtype }}>(src{{ s.index }}_m, lane, u == {{ unroll }} - 1, raw{{ s.index }}[u], u == {{ unroll }} - 1 ? edge{{ s.index }} : raw{{ s.index }}[u + 1 < {{ unroll }} ? u + 1 : u], x[u]);
 #pragma unroll
       for (int u = 0; u < {{ unroll }}; ++u)
 #pragma unroll
@@ -183,7 +192,13 @@ extern "C" __global__ void __launch_bounds__({{ max_threads }}, 1) {{ name }}(
   const rj_u64 n_threads = (rj_u64)gridDim.x * blockDim.x;
   // Hunk indices are 32-bit (64-bit loop arithmetic cost NVRTC a tenth of its
   // time): the launcher refuses n of 2^31 - 32 hunks or more.
+{%- if any_alignment %}
+  // The last pack goes to the tail, so the block each source's last step reads past
+  // its hunk lies inside the buffer.
+  const rj_u32 n_hunks = (rj_u32)(n >= {{ pack_elts }} ? (n - {{ pack_elts }}) / kHunk : 0);
+{%- else %}
   const rj_u32 n_hunks = (rj_u32)(n / kHunk);
+{%- endif %}
 {%- if not any_alignment %}
   // The launcher sends a launch here only when every buffer is aligned{% if stochastic %} and the
   // packs each take one Philox counter (sr_base % 4 == 0){% endif %}; else to this kernel's _any twin.

@@ -72,13 +72,17 @@ __device__ __forceinline__ void rj_st_words(rj_u64 a, const rj_u32 (&w)[2]) { rj
 // ---- misaligned packs at full width -------------------------------------------
 // A buffer m bytes past a pack boundary (0 < m < pack bytes) keeps vector accesses:
 // in each unroll step the warp's 32 lanes touch 32 consecutive packs, so each lane
-// loads (stores) the aligned block under its pack and trades the bytes that cross
-// into the next block with its neighbour lane through a shuffle, then shifts them
-// into place with a funnel shift. Only the warp's two edges use 16-bit accesses:
-// lane 31's bytes past its block, and on stores lane 0's bytes before its block's
-// end (the block's first m bytes are another warp's). No access leaves the bytes of
-// the elements the warp step covers, except aligned loads that start up to m bytes
-// before the buffer, inside its allocation's aligned block.
+// loads (stores) the aligned block under its pack and takes the bytes that cross
+// into the next block from its neighbour lane through a shuffle, then shifts them
+// into place with a funnel shift. Lane 31's bytes past its block are the first
+// block of the next step, which lane 0 loads; past the last step they are the next
+// hunk's, which lane 31 loads itself, with the others, as one more aligned block.
+// On stores, only the warp's two edges use 16-bit accesses: lane 0's bytes before
+// its block's end (the block's first m bytes are another warp's) and lane 31's
+// bytes past its block. Loads read whole aligned blocks around the elements the
+// warp step covers: up to m bytes before the buffer (inside its allocation's
+// aligned block) and, at the hunk's end, into the next pack, which the kernel
+// guarantees is part of the buffer (its last pack goes to the tail).
 __device__ __forceinline__ rj_u32 rj_shfl_down1(rj_u32 v) {
   rj_u32 r;
   asm volatile("shfl.sync.down.b32 %0, %1, 1, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v));
@@ -89,14 +93,20 @@ __device__ __forceinline__ rj_u32 rj_shfl_up1(rj_u32 v) {
   asm volatile("shfl.sync.up.b32 %0, %1, 1, 0, 0xffffffff;" : "=r"(r) : "r"(v));
   return r;
 }
+// Lane i gets lane (i + 1) % 32's v.
+__device__ __forceinline__ rj_u32 rj_shfl_next(rj_u32 v, rj_u32 lane) {
+  rj_u32 r;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"((lane + 1) & 31));
+  return r;
+}
 __device__ __forceinline__ rj_u32 rj_shr64(rj_u32 lo, rj_u32 hi, rj_u32 bits) {
   rj_u32 r;
   asm("shf.r.clamp.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(bits));
   return r;
 }
-// o = bytes [s, s + 4W) of the 8W bytes x ++ y, for an even s in [0, 4W): word
-// selects and one funnel shift per word (shf.r.clamp by 0 is the low word). The
-// shift is uniform at run time; selects keep the words in registers.
+// o = bytes [s, s + 4W) of the 8W bytes x ++ y, for s in [0, 4W): word selects and
+// one funnel shift per word (shf.r.clamp by 0 is the low word). The shift is
+// uniform at run time; selects keep the words in registers.
 template <int W>
 __device__ __forceinline__ void rj_funnel(rj_u32 s, const rj_u32 (&x)[W], const rj_u32 (&y)[W], rj_u32 (&o)[W]) {
   const rj_u32 q = s >> 2, bits = (s & 3) * 8;
@@ -122,20 +132,29 @@ __device__ __forceinline__ void rj_funnel(rj_u32 s, const rj_u32 (&x)[W], const 
 __device__ __forceinline__ rj_u16 rj_half(rj_u32 w, int upper) { return (rj_u16)(upper ? w >> 16 : w & 0xffffu); }
 
 // The pack at x = (aligned block) + m, 0 <= m < 4W, in two steps so a loop can
-// issue every block load before the first shuffle: the shuffles are volatile asm,
-// ordered with the (volatile) loads, and a shuffle right after its load would
-// leave one load in flight at a time.
+// issue every block load (of every source) before the first shuffle: shuffles are
+// volatile asm, ordered with the (volatile) loads, so a shuffle between two loads
+// holds the second until the first one's data is back.
 //   rj_ld_block: the aligned block under the pack.
-//   rj_shift_in: the bytes past the block from the next lane (lane 31 loads
-//     them, 16 bits at a time), shifted into place. For m == 0 the block is the
-//     pack. m is the same for the whole warp (a constant of the kernel), so the
-//     early return never splits a warp before a shuffle.
+//   rj_ld_edge: in lane 31, the aligned block after the block under the pack (the
+//     first block of the next hunk, for the hunk's last step); zeros elsewhere.
+//   rj_shift_in: the bytes past the block from the next lane, shifted into place.
+//     `after` is the block past the step's last one: lane 0's block of the next
+//     step (`last` false), or lane 31's edge block (`last` true). For m == 0 the
+//     block is the pack. m is the same for the whole warp (a constant of the
+//     kernel), so the early return never splits a warp before a shuffle.
 template <class L, int W>
 __device__ __forceinline__ void rj_ld_block(rj_u64 x, rj_u32 m, rj_u32 (&lo)[W]) {
   rj_ld_words<L>(x - m, lo);
 }
 template <class L, int W>
-__device__ __forceinline__ void rj_shift_in(rj_u64 x, rj_u32 m, rj_u32 lane, const rj_u32 (&lo)[W], rj_u32 (&w)[W]) {
+__device__ __forceinline__ void rj_ld_edge(rj_u64 x, rj_u32 m, rj_u32 lane, rj_u32 (&edge)[W]) {
+#pragma unroll
+  for (int k = 0; k < W; ++k) edge[k] = 0;
+  if (m != 0 && lane == 31) rj_ld_words<L>(x - m + 4 * W, edge);
+}
+template <int W>
+__device__ __forceinline__ void rj_shift_in(rj_u32 m, rj_u32 lane, bool last, const rj_u32 (&lo)[W], const rj_u32 (&after)[W], rj_u32 (&w)[W]) {
   if (m == 0) {
 #pragma unroll
     for (int k = 0; k < W; ++k) w[k] = lo[k];
@@ -143,14 +162,13 @@ __device__ __forceinline__ void rj_shift_in(rj_u64 x, rj_u32 m, rj_u32 lane, con
   }
   rj_u32 hi[W];
 #pragma unroll
-  for (int k = 0; k < W; ++k) hi[k] = rj_shfl_down1(lo[k]);
-  if (lane == 31 && m != 0) {
-    const rj_u64 a0 = x - m;
-#pragma unroll
-    for (int k = 0; k < W; ++k) hi[k] = 0;
-#pragma unroll
-    for (int j = 0; j < 2 * W - 1; ++j)
-      if (2u * j < m) hi[j / 2] |= (rj_u32)L::b16(a0 + 4 * W + 2 * j) << (16 * (j % 2));
+  for (int k = 0; k < W; ++k) {
+    if (last) {
+      hi[k] = rj_shfl_down1(lo[k]);
+      if (lane == 31) hi[k] = after[k];
+    } else {
+      hi[k] = rj_shfl_next(lane == 0 ? after[k] : lo[k], lane);
+    }
   }
   rj_funnel(m, lo, hi, w);
 }
@@ -195,9 +213,14 @@ __device__ __forceinline__ void rj_ld4_block(rj_u64 a, rj_u64 i, rj_u32 m, rj_u3
   rj_ld_block<L, T::kWords>(a + i * T::kBytes, m, raw);
 }
 template <class T, class L>
-__device__ __forceinline__ void rj_ld4_shift_in(rj_u64 a, rj_u64 i, rj_u32 m, rj_u32 lane, const rj_u32 (&raw)[T::kWords], float (&v)[4]) {
+__device__ __forceinline__ void rj_ld4_edge(rj_u64 a, rj_u64 i, rj_u32 m, rj_u32 lane, rj_u32 (&edge)[T::kWords]) {
+  rj_ld_edge<L, T::kWords>(a + i * T::kBytes, m, lane, edge);
+}
+template <class T>
+__device__ __forceinline__ void rj_ld4_shift_in(rj_u32 m, rj_u32 lane, bool last, const rj_u32 (&raw)[T::kWords],
+                                                const rj_u32 (&after)[T::kWords], float (&v)[4]) {
   rj_u32 w[T::kWords];
-  rj_shift_in<L, T::kWords>(a + i * T::kBytes, m, lane, raw, w);
+  rj_shift_in<T::kWords>(m, lane, last, raw, after, w);
   T::unpack4(w, v);
 }
 template <class T> __device__ __forceinline__ void rj_st4(rj_u64 a, rj_u64 i, const float (&v)[4]) {

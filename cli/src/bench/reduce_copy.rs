@@ -30,8 +30,10 @@ pub struct ReduceCopyBenchArgs {
     #[arg(long = "spec", value_name = "NAME")]
     pub specs: Vec<String>,
 
-    /// Also time every misaligned mix: each buffer in turn offset by 1, 2, 3
-    /// elements, reported beside the aligned figure.
+    /// Also time misaligned placements, reported beside the aligned figure:
+    /// every mix of per-buffer offsets 0..3 elements (63 for three buffers) where
+    /// the kernel has at most three buffers, else each buffer in turn 1, 2, 3 off
+    /// and every buffer off at once.
     #[arg(long)]
     pub misaligned: bool,
 }
@@ -191,19 +193,8 @@ pub fn bench(
             let us = time_at(&vec![0; ns], &vec![0; nd])?;
             let mut misaligned = Vec::new();
             if a.misaligned {
-                for buffer in 0..ns + nd {
-                    for off in 1..=3 {
-                        let mut so = vec![0; ns];
-                        let mut dof = vec![0; nd];
-                        let label = if buffer < ns {
-                            so[buffer] = off;
-                            format!("src{buffer}+{off}")
-                        } else {
-                            dof[buffer - ns] = off;
-                            format!("dst{}+{off}", buffer - ns)
-                        };
-                        misaligned.push((label, time_at(&so, &dof)?));
-                    }
+                for mix in misaligned_mixes(ns, nd) {
+                    misaligned.push((mix.label(ns), time_at(&mix.0[..ns], &mix.0[ns..])?));
                 }
             }
             // Free this configuration's buffers before the next one allocates.
@@ -245,7 +236,14 @@ pub fn bench(
             for (label, t) in &misaligned {
                 let g = bytes as f64 / t / 1e3;
                 b.println(format!(
-                    "    misaligned {label:<8} {t:10.1} us {g:9.1} GB/s  {:5.1}% of aligned",
+                    "    misaligned {label:<22} {t:10.1} us {g:9.1} GB/s  {:5.1}% of aligned",
+                    100.0 * us / t
+                ));
+            }
+            if let Some((label, t)) = misaligned.iter().max_by(|x, y| x.1.total_cmp(&y.1)) {
+                b.println(format!(
+                    "    slowest of {} misaligned placements: {label}, {:5.1}% of aligned",
+                    misaligned.len(),
                     100.0 * us / t
                 ));
             }
@@ -255,6 +253,48 @@ pub fn bench(
         return Err(CliError::usage("no reduce_copy kernel to bench"));
     }
     Ok(())
+}
+
+/// Elements each buffer is viewed off its pack boundary (sources, then
+/// destinations); at least one is non-zero.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Mix(Vec<usize>);
+
+impl Mix {
+    /// The buffers that are off, e.g. `src0+1 dst0+3`.
+    fn label(&self, ns: usize) -> String {
+        self.0
+            .iter()
+            .enumerate()
+            .filter(|&(_, &o)| o != 0)
+            .map(|(b, o)| match b < ns {
+                true => format!("src{b}+{o}"),
+                false => format!("dst{}+{o}", b - ns),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Most buffers for which every mix of offsets is timed (4^3 - 1 = 63 placements,
+/// each its own compiled twin); past it the number of mixes grows too fast.
+const EVERY_MIX_BUFFERS: usize = 3;
+
+/// The misaligned placements `--misaligned` times: every mix of offsets 0..=3 per
+/// buffer (all zero left out) for at most `EVERY_MIX_BUFFERS` buffers; else each
+/// buffer in turn 1..=3 off, then every buffer off at once by differing amounts.
+fn misaligned_mixes(ns: usize, nd: usize) -> Vec<Mix> {
+    let k = ns + nd;
+    if k <= EVERY_MIX_BUFFERS {
+        return (1..4usize.pow(k as u32))
+            .map(|code| Mix((0..k).map(|b| (code >> (2 * b)) & 3).collect()))
+            .collect();
+    }
+    let each = (0..k).flat_map(|b| {
+        (1..=3).map(move |off| Mix((0..k).map(|i| if i == b { off } else { 0 }).collect()))
+    });
+    let all_off = (0..3).map(|shift| Mix((0..k).map(|b| 1 + (b + shift) % 3).collect()));
+    each.chain(all_off).collect()
 }
 
 #[cfg(test)]
@@ -275,5 +315,29 @@ mod tests {
     fn bytes_per_element() {
         let spec = ReduceCopySpec::default(); // bf16 + f32 -> bf16
         assert_eq!(bytes_per_elem(&spec), 8);
+    }
+
+    #[test]
+    fn every_mix_of_three_buffers_and_a_sample_of_more() {
+        let mixes = misaligned_mixes(2, 1);
+        assert_eq!(mixes.len(), 63);
+        let distinct: HashSet<_> = mixes.iter().map(|m| m.0.clone()).collect();
+        assert_eq!(distinct.len(), 63);
+        assert!(
+            mixes
+                .iter()
+                .all(|m| m.0.len() == 3 && m.0.iter().any(|&o| o != 0))
+        );
+        assert!(mixes.iter().all(|m| m.0.iter().all(|&o| o <= 3)));
+        assert_eq!(Mix(vec![1, 0, 3]).label(2), "src0+1 dst0+3");
+        // Eight sources and two destinations: 10 buffers x 3 offsets, then 3
+        // placements with every buffer off.
+        let many = misaligned_mixes(8, 2);
+        assert_eq!(many.len(), 33);
+        assert!(
+            many[30..]
+                .iter()
+                .all(|m| m.0.iter().all(|&o| (1..=3).contains(&o)))
+        );
     }
 }

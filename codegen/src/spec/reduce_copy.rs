@@ -39,6 +39,10 @@ pub const MAX_DSTS: usize = 2;
 pub const PACK_BYTES: u32 = 16;
 /// Lanes per warp; a hunk is `unroll * WARP_SIZE` packs.
 pub const WARP_SIZE: u32 = 32;
+/// Misaligned twins load every source's blocks before the first shuffle while they
+/// total at most this many 32-bit words per thread (two sources, bf16 and f32, at
+/// unroll 8 are 48); past it, one source at a time, so 8-source kernels do not spill.
+const MISALIGNED_LOAD_WORDS: u32 = 48;
 
 /// One reduce+copy kernel configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -265,6 +269,17 @@ impl ReduceCopySpec {
             .collect()
     }
 
+    /// Whether a misaligned twin can hold every source's blocks at once: at most
+    /// `MISALIGNED_LOAD_WORDS` 32-bit words of loads per thread.
+    fn misaligned_loads_fit(&self) -> bool {
+        let words: u32 = self
+            .srcs
+            .iter()
+            .map(|s| self.unroll * self.pack_elts() * self.dtype_of(s.role).info().bytes / 4)
+            .sum();
+        words <= MISALIGNED_LOAD_WORDS
+    }
+
     fn context(&self) -> ReduceCopyContext {
         // `offset`: where this buffer's digit sits in the misalignment (sources
         // first, then destinations).
@@ -294,6 +309,7 @@ impl ReduceCopySpec {
             op_functor: self.op.info().functor,
             stochastic: self.rounding == Rounding::Stochastic,
             any_alignment: self.misalignment.is_some(),
+            load_all_first: self.misaligned_loads_fit(),
             store_suffix: self.rounding.info().store_suffix,
             srcs: self
                 .srcs
@@ -324,6 +340,8 @@ struct ReduceCopyContext {
     op_functor: &'static str,
     stochastic: bool,
     any_alignment: bool,
+    /// Misaligned twin: every source's blocks are loaded before the first shuffle.
+    load_all_first: bool,
     store_suffix: &'static str,
     srcs: Vec<BufferContext>,
     dsts: Vec<BufferContext>,
