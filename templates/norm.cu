@@ -19,9 +19,8 @@
 // A block of {{ threads }} threads per row; blocks take rows in turn over the grid.
 {%- else %}
 // Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
-// elements; blocks take items from a ticket: each chunk once for its statistics,
-// published through the workspace, and once more for its output, after the row's
-// statistics are all in (rj_red_split_stats, rj_split_merge).
+// elements; blocks take (row, chunk) items in order from a ticket and exchange
+// their partial states through the workspace (rj_red_split).
 {%- endif %}
 namespace {{ name }}_impl {
 typedef rj_dtype_{{ input }} T;
@@ -38,12 +37,8 @@ struct Args {
   float param;
 };
 
-// What run_row does with a row or chunk: all of it; the split layout's statistics
-// (no output but the residual sum); its output (the residual sum read back).
-enum Pass { kWhole_pass, kStats_pass, kApply_pass };
-
 // One row (or chunk) from load to store.
-template <Pass kPass, class Red>
+template <class Red>
 __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader) {
   const rj_chunk<kLanes, kWhole> c{first, cols, lane};
   const rj_u64 off = r * a.ld;
@@ -64,9 +59,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   const bool vec = true;
 {%- endif %}
   float x[kPacks][4];
-{%- if not residual %}
   rj_row_ld<T, kPacks>(xr, c, vec, 0.0f, x);
-{%- endif %}
 {%- if softmax %}
 #pragma unroll
   for (int p = 0; p < kPacks; ++p)
@@ -75,12 +68,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   const Op op{a.param};
 {%- else %}
 {%- if residual %}
-  if (kPass == kApply_pass) {
-    // h = x + residual as the statistics pass stored it (this launch wrote it:
-    // coherent loads, after the row's states were acquired).
-    rj_row_ld<T, kPacks, rj_chunk<kLanes, kWhole>, rj_load_volatile>(rout, c, vec, 0.0f, x);
-  } else {
-    rj_row_ld<T, kPacks>(xr, c, vec, 0.0f, x);
+  {
     float h[kPacks][4];
     rj_row_ld<T, kPacks>(resr, c, vec, 0.0f, h);
 #pragma unroll
@@ -93,7 +81,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, vec};
 {%- endif %}
   op.row(x, c, red, leader);
-  if (kPass != kStats_pass) rj_row_st<TO, kPacks>(outr, c, vec, x);
+  rj_row_st<TO, kPacks>(outr, c, vec, x);
 }
 }  // namespace {{ name }}_impl
 
@@ -128,43 +116,33 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   for (rj_u64 step = 0; warp_first + step < rows; step += groups) {
     const rj_u64 r = g + step;
     const bool active = r < rows;
-    run_row<kWhole_pass>(a, r, 0, active ? (rj_u32)cols : 0u, lane, rj_red_group<kLanes>(), active && lane == 0);
+    run_row(a, r, 0, active ? (rj_u32)cols : 0u, lane, rj_red_group<kLanes>(), active && lane == 0);
   }
 {%- elif layout == "block" %}
   (void)counters_ptr;
   (void)partials_ptr;
   (void)splits;
-  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row<kWhole_pass>(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if two_sums %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
+  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if two_sums %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
 {%- else %}
   __shared__ rj_u32 item_s;
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
-  const rj_u32 tickets = (rj_u32)(2 * rows * splits);
+  const rj_u64 items = rows * splits;
   const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4;
-  // Rows of statistics between a row's statistics and its output: about a grid
-  // of items, so they are done when its output items are handed out; the rows'
-  // data between stays in L2 for the second load.
-  const rj_u32 lag = min((rj_u32)rows, (gridDim.x / splits + 2) / 2);
   for (;;) {
     __syncthreads();
     if (threadIdx.x == 0) item_s = rj_atom_add_acq_rel(counters, 1u);
     __syncthreads();
-    const rj_u32 t = item_s;
-    if (t >= tickets) {
+    const rj_u64 item = item_s;
+    if (item >= items) {
       // Each block takes exactly one ticket past the items: the last one taken
       // resets the ticket for the next launch.
-      if (threadIdx.x == 0 && t == tickets + gridDim.x - 1) rj_st_b32(counters, 0u);
+      if (threadIdx.x == 0 && item == items + gridDim.x - 1) rj_st_b32(counters, 0u);
       return;
     }
-    const rj_split_item it = rj_split_ticket(t, (rj_u32)rows, splits, lag);
-    const rj_u64 arrive = counters + 4 + (rj_u64)it.row * 8, slots = partials + (rj_u64)it.row * splits * {{ partial_bytes }};
-    if (it.stats) {
-      const rj_red_split_stats<kThreads, {% if residual %}true{% else %}false{% endif %}> red{arrive, slots, it.split, {{ partial_bytes }}};
-      run_row<kStats_pass>(a, it.row, it.split * chunk, (rj_u32)cols, threadIdx.x, red, false);
-    } else {
-      const typename Op::SplitF f{};
-      const rj_red_given<typename Op::SplitF::S> red{rj_split_merge<kThreads>(f, arrive, arrive + 4, slots, splits, {{ partial_bytes }})};
-      run_row<kApply_pass>(a, it.row, it.split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && it.split == 0);
-    }
+    const rj_u64 r = item / splits;
+    const rj_u32 split = (rj_u32)(item % splits);
+    const rj_red_split<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
+    run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
   }
 {%- endif %}
 }

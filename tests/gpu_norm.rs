@@ -20,7 +20,6 @@ use redjit::reference::{HostBuffer, par_map};
 use redjit::reference_norm::{NormInputs, RowWant, expect_rows};
 use redjit::{
     DType, KernelInput, KernelOutput, KernelSpec, Matrix, NormArgs, NormLayout, NormSpec, Runtime,
-    SoftmaxAlgo,
 };
 
 /// Poisoned elements on each side of every output.
@@ -419,54 +418,6 @@ fn every_layout_variant_on_strided_rows() {
                         );
                     }
                 }
-            }
-        }
-    }
-}
-
-/// Rows of more blocks than the device holds at once (1024 chunks of the
-/// 256-thread split layout, which holds 4 blocks an SM): a row's output blocks
-/// wait only on statistics blocks handed out before them, never on one that
-/// cannot run. Twice: the rows run twice on one workspace, so a launch that
-/// left a counter set would fail the second.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn split_rows_longer_than_the_device_holds_at_once() {
-    let Some(rt) = gpu() else { return };
-    let mut rng = common::Rng::fresh("split_rows_longer_than_the_device_holds_at_once");
-    for ops in row_ops()
-        .into_iter()
-        .filter(|o| o.1 != Some(SoftmaxAlgo::Safe))
-    {
-        for d in [DType::BF16, DType::F32] {
-            let spec: NormSpec = NormSpec {
-                layout: NormLayout::Split,
-                lanes: 256,
-                packs: 8,
-                ..NormSpec::with(ops, d, d, 1)
-            };
-            let kernel = rt.norm(&spec).unwrap();
-            for cols in [1usize << 23, (1 << 23) + 5] {
-                let m = Matrix {
-                    rows: 2,
-                    cols,
-                    ld: cols,
-                };
-                assert!(
-                    u64::from(kernel.plan(m.rows, m.cols).splits) > kernel.resident(),
-                    "{} holds the row at once",
-                    spec.name()
-                );
-                check(
-                    &rt,
-                    &mut rng,
-                    &spec,
-                    m,
-                    Values::Normal,
-                    param_of(&spec),
-                    true,
-                    2,
-                );
             }
         }
     }

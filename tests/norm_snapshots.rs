@@ -96,12 +96,7 @@ fn split_layernorm_residual_source() {
     source_of(
         "norm_layernorm_res_bf16_bf16_s512x8",
         &[
-            // Statistics published with every thread's residual sum fenced, the
-            // output pass merging the row's states and reading the sum back
-            // coherently (this launch wrote it).
-            "rj_red_split_stats<kThreads, true>",
-            "rj_split_merge<kThreads>",
-            "rj_load_volatile>(rout",
+            "rj_red_split<kThreads>",
             "rj_acc_bf16::round",
             "rj_atom_add_acq_rel(counters, 1u)",
         ],

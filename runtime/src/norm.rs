@@ -471,17 +471,22 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> 
         resident.clamp(1, u32::MAX.into()) as u32,
     );
     if spec.layout == NormLayout::Split {
-        // Each chunk takes two tickets (statistics, output), and each block one
-        // past the last.
-        let tickets = (m.rows as u64)
-            .saturating_mul(u64::from(plan.splits))
-            .saturating_mul(2)
-            .saturating_add(u64::from(plan.grid));
+        if u64::from(plan.splits) > resident {
+            return Err(err(
+                "cols",
+                m.cols.to_string(),
+                format!(
+                    "a row takes {} blocks and the device holds {resident} of this kernel at once; the blocks of a row must all be resident",
+                    plan.splits
+                ),
+            ));
+        }
+        let tickets = (m.rows as u64).saturating_mul(u64::from(plan.splits)) + u64::from(plan.grid);
         if tickets > u64::from(u32::MAX) {
             return Err(err(
                 "matrix",
                 format!("{m:?}"),
-                "2 x rows x splits must stay below 2^32 (the work ticket is 32-bit)".into(),
+                "rows x splits must stay below 2^32 (the work ticket is 32-bit)".into(),
             ));
         }
     }
@@ -621,14 +626,10 @@ mod tests {
                 .to_string()
                 .contains("takes no weight")
         );
-        // A split row needs no more blocks resident than the device holds: its
-        // output items wait only on statistics items handed out before them.
         let split: NormSpec = "norm_rmsnorm_f32_f32_s512x8".parse().unwrap();
-        let p = check_call(&split, &call(&split, 2, 1 << 22), 32).unwrap();
-        assert_eq!((p.grid, p.splits), (32, 256));
-        let e = check_call(&split, &call(&split, 1 << 26, 1 << 20), 32)
+        let e = check_call(&split, &call(&split, 2, 1 << 20), 32)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("below 2^32"), "{e}");
+        assert!(e.contains("must all be resident"), "{e}");
     }
 }

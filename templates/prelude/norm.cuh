@@ -43,20 +43,19 @@ template <int L, bool W> struct rj_chunk {
 // pack-aligned) sends whole packs through one vector load, and the row's last,
 // partial pack and misaligned rows go element by element. Missing elements are
 // `fill`.
-// L: non-coherent loads, except for what this launch itself wrote (volatile).
-template <class T, int P, class C, class L = rj_load_nc>
+template <class T, int P, class C>
 __device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float fill, float (&x)[P][4]) {
 #pragma unroll
   for (int p = 0; p < P; ++p) {
     const rj_u32 e = c.at(p);
     if ((C::kWhole || vec) && c.whole(p)) {
-      rj_ld4<T, L>(a, e, x[p]);
+      rj_ld4<T, rj_load_nc>(a, e, x[p]);
     } else if constexpr (C::kWhole) {
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = fill;
     } else {
 #pragma unroll
-      for (int k = 0; k < 4; ++k) x[p][k] = e + k < c.cols ? rj_ld1<T, L>(a, e + k) : fill;
+      for (int k = 0; k < 4; ++k) x[p][k] = e + k < c.cols ? rj_ld1<T, rj_load_nc>(a, e + k) : fill;
     }
   }
 }
@@ -101,14 +100,10 @@ __device__ __forceinline__ float rj_rsqrt_rn(float v) { return rj_div_rn(1.0f, r
 
 // ---- reducers: the merged state of the row in every thread of the row ----------
 // kCheap: a reduction costs a few shuffles (and a block barrier), so a row op
-// may reduce twice; the split reducers exchange one state across blocks.
-// kStatsOnly: the caller stores no output (the split layout's statistics pass),
-// so a row op returns after its reduction instead of loading weights for nothing.
-// kGiven: the reducer returns the row's state whatever it is handed (the split
-// layout's output pass), so a row op need not build its own.
+// may reduce twice; the split reducer exchanges one state across blocks.
 // A group of G lanes (a power of two <= 32); the whole warp calls it.
 template <int G> struct rj_red_group {
-  enum : bool { kCheap = true, kStatsOnly = false, kGiven = false };
+  enum : bool { kCheap = true };
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     return rj_group_reduce<G>(f, s);
   }
@@ -116,7 +111,7 @@ template <int G> struct rj_red_group {
 // A block of kThreads per row; kTwice: row ops may reduce twice (the spec's
 // choice, by measurement: a second barrier costs most with one block an SM).
 template <int kThreads, bool kTwice> struct rj_red_row_block {
-  enum : bool { kCheap = kTwice, kStatsOnly = false, kGiven = false };
+  enum : bool { kCheap = kTwice };
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     return rj_block_reduce<kThreads>(f, s);
   }
@@ -129,84 +124,44 @@ __device__ __forceinline__ rj_u32 rj_ld_acquire_u32(rj_u64 a) {
 }
 __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
 
-// Several blocks per row, statistics apart from output (split layout). A row's
-// chunks are visited twice: a statistics item reduces its chunk, and thread 0
-// publishes the block's state in the row's slot `split` and arrives on the row's
-// counter; an output item loads its chunk again (from L2 while the row is recent),
-// waits until all `splits` states of its row have arrived, merges them in one
-// fixed order (so every block of the row gets the same bits) and writes its
-// outputs; the row's last output block resets its two counters for the next
-// launch. No block waits on a block that may not run: the ticket hands a row's
-// output items out only after all of its statistics items (rj_split_item), and a
-// statistics item never waits. (A row whose blocks all held their chunks and
-// waited for each other idled every SM a few microseconds an item: 49 % of copy
-// for bf16 rows of 2^20 on the H100, 2026-11-25.)
-// kFenceAll: every thread wrote data the row's output blocks read back (the
-// residual sum), so every thread fences it before the block's release.
-template <int kThreads, bool kFenceAll> struct rj_red_split_stats {
-  enum : bool { kCheap = false, kStatsOnly = true, kGiven = false };
-  rj_u64 arrive, slots;
-  rj_u32 split, slot_bytes;
+// Several blocks per row: each block reduces its chunk, thread 0 publishes the
+// block's state in the row's slot `split` and arrives on the row's counter, then
+// waits until all `splits` blocks of the row have arrived; the block then merges
+// the row's states in one fixed order (so every block gets the same bits), and the
+// last block to leave resets the row's two counters for the next launch. The wait
+// needs every block of a row resident at once: the launcher hands items out in
+// order through a ticket (a block takes an item only when it runs) and checks
+// splits <= resident blocks.
+template <int kThreads> struct rj_red_split {
+  enum : bool { kCheap = false };
+  rj_u64 arrive, leave, slots;
+  rj_u32 split, splits, slot_bytes;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
-    if (kFenceAll) rj_fence_gpu();
+    typedef typename F::S S;
     s = rj_block_reduce<kThreads>(f, s);
     if (threadIdx.x == 0) {
       rj_st_state(slots + (rj_u64)split * slot_bytes, s);
       rj_fence_gpu();
       rj_atom_add_acq_rel(arrive, 1u);
+      while (rj_ld_acquire_u32(arrive) < splits) rj_nanosleep(20);
     }
-    return s;  // the block's own state: the caller stores no output
+    __syncthreads();
+    rj_fence_gpu();
+    // The block reads the row's states together (thread t: states t, t +
+    // kThreads, ...) and reduces them in its fixed tree: every block gets the
+    // same bits, after one load latency instead of `splits` dependent ones.
+    S total = f.identity();
+    for (rj_u32 k = threadIdx.x; k < splits; k += kThreads) total = f.merge(total, rj_ld_state<S>(slots + (rj_u64)k * slot_bytes));
+    total = rj_block_reduce<kThreads>(f, total);
+    __syncthreads();
+    if (threadIdx.x == 0 && rj_atom_add_acq_rel(leave, 1u) == splits - 1) {
+      // Everyone has passed the wait and read the slots.
+      rj_st_b32(arrive, 0u);
+      rj_st_b32(leave, 0u);
+    }
+    return total;
   }
 };
-// The row's merged state for an output item, before its chunk is loaded (so
-// the chunk's registers are not live across the wait and the merge): waits
-// until all `splits` states of the row have arrived, reads them together
-// (thread t: states t, t + kThreads, ...) and reduces them in the block's fixed
-// tree; the row's last output block resets the row's two counters.
-template <int kThreads, class F>
-__device__ __forceinline__ typename F::S rj_split_merge(const F& f, rj_u64 arrive, rj_u64 leave, rj_u64 slots, rj_u32 splits, rj_u32 slot_bytes) {
-  typedef typename F::S S;
-  if (threadIdx.x == 0)
-    while (rj_ld_acquire_u32(arrive) < splits) rj_nanosleep(20);
-  __syncthreads();
-  rj_fence_gpu();
-  S total = f.identity();
-  for (rj_u32 k = threadIdx.x; k < splits; k += kThreads) total = f.merge(total, rj_ld_state<S>(slots + (rj_u64)k * slot_bytes));
-  total = rj_block_reduce<kThreads>(f, total);
-  __syncthreads();
-  if (threadIdx.x == 0 && rj_atom_add_acq_rel(leave, 1u) == splits - 1) {
-    // Every output block of the row has read the slots.
-    rj_st_b32(arrive, 0u);
-    rj_st_b32(leave, 0u);
-  }
-  return total;
-}
-// Hands the row op the state rj_split_merge made (the op's own is not needed).
-template <class S> struct rj_red_given {
-  enum : bool { kCheap = false, kStatsOnly = false, kGiven = true };
-  S total;
-  template <class F> __device__ __forceinline__ typename F::S operator()(const F&, typename F::S) const { return total; }
-};
-// Ticket t of the split layout's 2 * rows * splits: the statistics items of row
-// k, then the output items of row k - lag, for k = 0, 1, ...; so the output items
-// of a row come after its statistics items with the statistics of `lag` rows
-// between, time for them to finish. stats: whether t is a statistics item.
-struct rj_split_item {
-  rj_u32 row, split;
-  bool stats;
-};
-// 32-bit: the launcher keeps 2 * rows * splits below 2^32.
-__device__ __forceinline__ rj_split_item rj_split_ticket(rj_u32 t, rj_u32 rows, rj_u32 splits, rj_u32 lag) {
-  const rj_u32 head = lag * splits;  // statistics only, rows 0 .. lag - 1
-  if (t < head) return {t / splits, t % splits, true};
-  const rj_u32 u = t - head, both = (rows - lag) * 2 * splits;
-  if (u < both) {
-    const rj_u32 k = lag + u / (2 * splits), w = u % (2 * splits);
-    return w < splits ? rj_split_item{k, w, true} : rj_split_item{k - lag, w - splits, false};
-  }
-  const rj_u32 v = u - both;  // output only, the last `lag` rows
-  return {rows - lag + v / splits, v % splits, false};
-}
 
 // ---- row passes over the registers ---------------------------------------------
 // Sum over this thread's elements inside the row of (x - centre)^2.
@@ -253,33 +208,9 @@ __device__ __forceinline__ float rj_row_exp_sum(float (&x)[P][4], const C& c, fl
 // blocks issue-bound (bf16 8192x32768: 82.5-85.5 % of copy, H100, 2026-11-24).
 // Log-softmax needs no exp in its output.
 template <bool kOnline, bool kLog> struct rj_norm_softmax {
-  typedef rj_red_lse<rj_acc_f32> SplitF;  // the state split rows exchange (online only)
   float param;  // the scale, applied by the caller
   template <int P, class C, class Red>
   __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool) const {
-    if constexpr (Red::kGiven) {
-      // The row's (max, sum) is known: e^(x - max) / sum straight from x, one
-      // exp an element, no state of this thread's (keeping e^(x - m) across the
-      // exchange, as below, cost the split kernels 20 registers and spills).
-      const rj_md s = red(rj_red_lse<rj_acc_f32>(), rj_md{rj_neg_inf(), 0.0f});
-      const float mx = s.m;
-      const float d = (mx == rj_pos_inf() || mx != mx) ? rj_nan() : s.d;
-      if (kLog) {
-        const float lnd = rj_log(d);
-#pragma unroll
-        for (int p = 0; p < P; ++p)
-#pragma unroll
-          for (int k = 0; k < 4; ++k) x[p][k] = (x[p][k] - mx) - lnd;
-      } else {
-        // An all -Inf row: e^(-Inf - -Inf) is NaN, as below.
-        const float f = rj_div_rn(1.0f, d);
-#pragma unroll
-        for (int p = 0; p < P; ++p)
-#pragma unroll
-          for (int k = 0; k < 4; ++k) x[p][k] = rj_mul_rn(rj_exp(x[p][k] - mx), f);
-      }
-      return;
-    }
     float m = rj_neg_inf();
 #pragma unroll
     for (int p = 0; p < P; ++p)
@@ -290,13 +221,13 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
     // Softmax: after the sum x holds e^(x - m) for the elements inside the row,
     // 0 elsewhere (online: also where the thread's max is not finite; the row's
     // result is then NaN, or 0 for a thread of -Inf only).
-    if constexpr (kOnline) {
+    if (kOnline) {
       // This thread's state: a finite max keeps its sum; -Inf (nothing, or only
       // -Inf) is the empty state; +Inf or NaN keeps d = 1 as rj_red_lse does.
       float dl = m == rj_neg_inf() ? 0.0f : 1.0f;
       const bool finite = m - m == 0.0f;
       if (finite) {
-        dl = rj_row_exp_sum<!kLog && !Red::kStatsOnly>(x, c, m);
+        dl = rj_row_exp_sum<!kLog>(x, c, m);
       } else if (!kLog) {
 #pragma unroll
         for (int p = 0; p < P; ++p)
@@ -304,7 +235,6 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
           for (int k = 0; k < 4; ++k) x[p][k] = 0.0f;
       }
       const rj_md s = red(rj_red_lse<rj_acc_f32>(), rj_md{m, dl});
-      if (Red::kStatsOnly) return;
       mx = s.m;
       if (finite) lift = rj_exp(m - mx);
       // NaN or +Inf in the row: NaN everywhere.
@@ -343,7 +273,6 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
 // throughput at 67 % of DRAM's). y = (x - mean) * rstd * w + b, var the
 // population variance, rstd = 1 / sqrt(var + eps).
 template <class T> struct rj_norm_layer_t {
-  typedef rj_red_welford<rj_acc_f32> SplitF;  // the state split rows exchange
   float param;  // eps
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
@@ -351,7 +280,7 @@ template <class T> struct rj_norm_layer_t {
   template <int P, class C, class Red>
   __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool leader) const {
     float mean, m2;
-    if constexpr (Red::kCheap) {
+    if (Red::kCheap) {
       float sum = 0.0f;
 #pragma unroll
       for (int p = 0; p < P; ++p)
@@ -375,7 +304,6 @@ template <class T> struct rj_norm_layer_t {
       mean = s.mean;
       m2 = s.m2;
     }
-    if (Red::kStatsOnly) return;
     const float var = rj_div_rn(m2, (float)c.cols);
     const float rstd = rj_rsqrt_rn(var + param);
     if (leader) {
@@ -396,7 +324,6 @@ template <class T> struct rj_norm_layer_t {
 // ---- RMS norm ------------------------------------------------------------------
 // y = x * rstd * w, rstd = 1 / sqrt(sum(x^2) / n + eps).
 template <class T> struct rj_norm_rms_t {
-  typedef rj_red_sum<rj_acc_f32> SplitF;  // the state split rows exchange
   float param;  // eps
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
@@ -410,7 +337,6 @@ template <class T> struct rj_norm_rms_t {
       for (int k = 0; k < 4; ++k)
         if (c.ok(p, k)) ss += rj_mul_rn(x[p][k], x[p][k]);
     ss = red(rj_red_sum<rj_acc_f32>(), ss);
-    if (Red::kStatsOnly) return;
     const float rstd = rj_rsqrt_rn(rj_div_rn(ss, (float)c.cols) + param);
     if (leader && rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
 #pragma unroll

@@ -211,6 +211,18 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
         let kernel = rt.norm(&case.spec)?;
         let bytes = case.bytes();
         b.check_fits(&format!("{name} at {label}"), bytes)?;
+        // A split layout whose row does not fit the device at once is skipped
+        // with a note, not an error: the other cases still run.
+        if case.spec.layout == NormLayout::Split {
+            let splits = kernel.plan(case.m.rows, case.m.cols).splits;
+            if u64::from(splits) > kernel.resident() {
+                b.println(format!(
+                    "{name} {label}: skipped ({splits} blocks a row, {} resident)",
+                    kernel.resident()
+                ));
+                continue;
+            }
+        }
         let rotations = b.rotations(bytes);
         let info = case.spec.op.info();
         struct Set {

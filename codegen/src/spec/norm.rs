@@ -50,7 +50,7 @@ pub const MAX_THREADS_PER_SM: u32 = 2048;
 /// gridDim.x's limit.
 pub const MAX_GRID: u64 = i32::MAX as u64;
 /// Longest row the default ladder (`for_cols`) and the tests target; a split
-/// kernel takes longer rows.
+/// kernel takes longer rows while its chunks fit the device at once.
 pub const MAX_COLS: u64 = 1 << 20;
 
 /// Blocks per SM for the launch bound of the whole-pack kernels, by (op, layout,
@@ -70,9 +70,9 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x8", 3, 3, 2),
     ("layernorm", "b512x4", 2, 3, 1),
     ("layernorm", "b512x8", 1, 2, 1),
-    ("layernorm", "s256x8", 3, 3, 2),
-    ("layernorm", "s512x4", 2, 2, 2),
-    ("layernorm", "s512x8", 1, 1, 1),
+    ("layernorm", "s256x8", 4, 3, 2),
+    ("layernorm", "s512x4", 2, 3, 1),
+    ("layernorm", "s512x8", 2, 1, 1),
     ("layernorm", "w16x2", 4, 6, 6),
     ("layernorm", "w32x1", 6, 6, 6),
     ("layernorm", "w32x2", 4, 6, 6),
@@ -86,9 +86,9 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm_res", "b256x8", 4, 4, 2),
     ("layernorm_res", "b512x4", 2, 2, 3),
     ("layernorm_res", "b512x8", 2, 2, 1),
-    ("layernorm_res", "s256x8", 3, 3, 2),
-    ("layernorm_res", "s512x4", 2, 2, 2),
-    ("layernorm_res", "s512x8", 1, 1, 1),
+    ("layernorm_res", "s256x8", 2, 4, 4),
+    ("layernorm_res", "s512x4", 3, 3, 2),
+    ("layernorm_res", "s512x8", 1, 2, 2),
     ("layernorm_res", "w2x1", 4, 4, 6),
     ("layernorm_res", "w32x1", 4, 6, 6),
     ("layernorm_res", "w32x2", 4, 6, 6),
@@ -102,7 +102,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("logsoftmax_online", "b512x4", 4, 4, 4),
     ("logsoftmax_online", "b512x8", 2, 2, 2),
     ("logsoftmax_online", "s256x8", 4, 4, 4),
-    ("logsoftmax_online", "s512x4", 4, 4, 3),
+    ("logsoftmax_online", "s512x4", 3, 3, 3),
     ("logsoftmax_online", "s512x8", 2, 2, 2),
     ("logsoftmax_online", "w32x1", 8, 8, 8),
     ("logsoftmax_online", "w32x2", 8, 8, 8),
@@ -114,8 +114,8 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("rmsnorm", "b256x8", 4, 3, 2),
     ("rmsnorm", "b512x4", 2, 2, 2),
     ("rmsnorm", "b512x8", 2, 1, 1),
-    ("rmsnorm", "s256x8", 4, 4, 2),
-    ("rmsnorm", "s512x4", 3, 4, 2),
+    ("rmsnorm", "s256x8", 4, 4, 3),
+    ("rmsnorm", "s512x4", 2, 2, 2),
     ("rmsnorm", "s512x8", 2, 2, 1),
     ("rmsnorm", "w16x2", 6, 6, 8),
     ("rmsnorm", "w32x1", 8, 8, 8),
@@ -129,9 +129,9 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("rmsnorm_res", "b256x8", 4, 3, 4),
     ("rmsnorm_res", "b512x4", 3, 4, 3),
     ("rmsnorm_res", "b512x8", 2, 1, 1),
-    ("rmsnorm_res", "s256x8", 4, 4, 2),
-    ("rmsnorm_res", "s512x4", 3, 4, 2),
-    ("rmsnorm_res", "s512x8", 2, 2, 1),
+    ("rmsnorm_res", "s256x8", 2, 4, 4),
+    ("rmsnorm_res", "s512x4", 3, 3, 3),
+    ("rmsnorm_res", "s512x8", 1, 2, 1),
     ("rmsnorm_res", "w16x2", 6, 6, 6),
     ("rmsnorm_res", "w32x1", 6, 6, 6),
     ("rmsnorm_res", "w32x2", 6, 8, 6),
@@ -146,7 +146,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("softmax_online", "b512x4", 4, 4, 4),
     ("softmax_online", "b512x8", 2, 2, 2),
     ("softmax_online", "s256x8", 4, 4, 4),
-    ("softmax_online", "s512x4", 4, 4, 4),
+    ("softmax_online", "s512x4", 3, 3, 3),
     ("softmax_online", "s512x8", 2, 2, 2),
     ("softmax_online", "w32x1", 8, 8, 8),
     ("softmax_online", "w32x2", 8, 8, 8),
@@ -175,8 +175,8 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x8", 2, 2, 1),
     ("layernorm", "b512x4", 1, 1, 1),
     ("layernorm", "b512x8", 1, 1, 1),
-    ("layernorm", "s256x8", 3, 3, 3),
-    ("layernorm", "s512x4", 2, 2, 2),
+    ("layernorm", "s256x8", 2, 2, 1),
+    ("layernorm", "s512x4", 2, 2, 1),
     ("layernorm", "s512x8", 1, 1, 1),
     ("layernorm", "w32x1", 4, 4, 4),
     ("layernorm", "w32x2", 4, 4, 3),
@@ -187,8 +187,6 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm_res", "b256x8", 2, 2, 3),
     ("layernorm_res", "b512x4", 2, 2, 1),
     ("layernorm_res", "b512x8", 1, 1, 1),
-    ("layernorm_res", "s256x8", 2, 2, 2),
-    ("layernorm_res", "s512x4", 2, 2, 2),
     ("layernorm_res", "s512x8", 1, 1, 1),
     ("layernorm_res", "w32x1", 4, 4, 4),
     ("layernorm_res", "w32x2", 4, 4, 4),
@@ -199,9 +197,9 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("logsoftmax_online", "b256x8", 4, 4, 4),
     ("logsoftmax_online", "b512x4", 3, 3, 3),
     ("logsoftmax_online", "b512x8", 2, 2, 2),
-    ("logsoftmax_online", "s256x8", 3, 3, 3),
-    ("logsoftmax_online", "s512x4", 2, 3, 2),
-    ("logsoftmax_online", "s512x8", 1, 1, 1),
+    ("logsoftmax_online", "s256x8", 4, 4, 4),
+    ("logsoftmax_online", "s512x4", 3, 3, 3),
+    ("logsoftmax_online", "s512x8", 2, 2, 2),
     ("logsoftmax_online", "w32x1", 8, 8, 8),
     ("logsoftmax_online", "w32x2", 6, 6, 6),
     ("logsoftmax_online", "w32x4", 4, 4, 4),
@@ -211,8 +209,6 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("rmsnorm", "b256x8", 3, 3, 1),
     ("rmsnorm", "b512x4", 3, 3, 1),
     ("rmsnorm", "b512x8", 1, 1, 1),
-    ("rmsnorm", "s256x8", 4, 4, 4),
-    ("rmsnorm", "s512x4", 3, 3, 3),
     ("rmsnorm", "s512x8", 2, 2, 2),
     ("rmsnorm", "w32x1", 8, 8, 6),
     ("rmsnorm", "w32x2", 6, 6, 4),
@@ -223,8 +219,6 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("rmsnorm_res", "b256x8", 2, 2, 3),
     ("rmsnorm_res", "b512x4", 2, 2, 3),
     ("rmsnorm_res", "b512x8", 1, 1, 1),
-    ("rmsnorm_res", "s256x8", 2, 2, 2),
-    ("rmsnorm_res", "s512x4", 2, 2, 2),
     ("rmsnorm_res", "s512x8", 1, 1, 1),
     ("rmsnorm_res", "w32x1", 6, 6, 6),
     ("rmsnorm_res", "w32x2", 6, 6, 6),
@@ -235,9 +229,9 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("softmax_online", "b256x8", 3, 4, 4),
     ("softmax_online", "b512x4", 3, 4, 3),
     ("softmax_online", "b512x8", 1, 2, 2),
-    ("softmax_online", "s256x8", 3, 3, 3),
-    ("softmax_online", "s512x4", 2, 3, 2),
-    ("softmax_online", "s512x8", 1, 1, 1),
+    ("softmax_online", "s256x8", 4, 4, 4),
+    ("softmax_online", "s512x4", 3, 3, 3),
+    ("softmax_online", "s512x8", 2, 2, 2),
     ("softmax_online", "w32x1", 8, 8, 8),
     ("softmax_online", "w32x2", 6, 6, 6),
     ("softmax_online", "w32x4", 4, 4, 4),
@@ -544,9 +538,9 @@ impl NormSpec {
     }
 
     /// The launch layout for `rows` rows of `cols` on a device with `sm_count`
-    /// SMs holding `blocks_per_sm` of this kernel at once. The split layout's
-    /// blocks never wait on a block that is not running, so its rows may need
-    /// more blocks than the device holds.
+    /// SMs holding `blocks_per_sm` of this kernel at once. The split layout needs
+    /// every block of a row resident at once: `splits <= resident` (the launcher
+    /// checks it and errs otherwise).
     pub fn plan(&self, rows: u64, cols: u64, sm_count: u32, blocks_per_sm: u32) -> Plan {
         let resident = u64::from(sm_count.max(1)) * u64::from(blocks_per_sm.max(1));
         match self.layout {
