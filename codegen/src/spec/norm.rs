@@ -247,14 +247,23 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("softmax_safe", "w32x8", 2, 3, 3),
 ];
 
+/// The element types of a row, as the launch-bound tables and the measured
+/// layouts group them (the discriminant is the tables' column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowTypes {
+    /// f32 in and out.
+    F32 = 0,
+    /// One 16-bit type in and out.
+    Sixteen = 1,
+    /// Different types in and out.
+    Mixed = 2,
+}
+
 /// A layout the default ladder's rule does not give, chosen by measurement.
 struct MeasuredLayout {
     op: NormOp,
     residual: bool,
-    /// f32 in and out.
-    f32: bool,
-    /// A 16-bit type in and out.
-    sixteen_bit: bool,
+    types: RowTypes,
     cols: std::ops::RangeInclusive<u64>,
     layout: NormLayout,
     lanes: u32,
@@ -274,8 +283,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
     MeasuredLayout {
         op: NormOp::RmsNorm,
         residual: false,
-        f32: false,
-        sixteen_bit: true,
+        types: RowTypes::Sixteen,
         cols: 2049..=4096,
         layout: NormLayout::Block,
         lanes: 128,
@@ -284,8 +292,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
     MeasuredLayout {
         op: NormOp::LayerNorm,
         residual: false,
-        f32: true,
-        sixteen_bit: false,
+        types: RowTypes::F32,
         cols: 65..=128,
         layout: NormLayout::Warp,
         lanes: 16,
@@ -294,8 +301,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
     MeasuredLayout {
         op: NormOp::RmsNorm,
         residual: true,
-        f32: false,
-        sixteen_bit: true,
+        types: RowTypes::Sixteen,
         cols: 65..=128,
         layout: NormLayout::Warp,
         lanes: 16,
@@ -411,6 +417,17 @@ impl NormSpec {
         }
     }
 
+    /// How the tables group this kernel's element types.
+    fn row_types(&self) -> RowTypes {
+        if self.input != self.output {
+            RowTypes::Mixed
+        } else if self.input.info().bytes == 4 {
+            RowTypes::F32
+        } else {
+            RowTypes::Sixteen
+        }
+    }
+
     /// The launch bound's blocks per SM: `bound`, else from `OCCUPANCY` or
     /// `OCCUPANCY_GENERAL` (the most at which
     /// ptxas compiled the kernel's op and layout without a stack frame or a
@@ -437,13 +454,7 @@ impl NormSpec {
         let exact = format!("{letter}{}x{}", self.lanes, self.packs);
         let warp32 = format!("{letter}32x{}", self.packs);
         // The table's column: f32 rows, 16-bit rows, or different dtypes.
-        let column = if self.input != self.output {
-            2
-        } else if self.input.info().bytes == 4 {
-            0
-        } else {
-            1
-        };
+        let column = self.row_types() as usize;
         let table = if self.general {
             OCCUPANCY_GENERAL
         } else {
@@ -548,8 +559,7 @@ impl NormSpec {
         let measured = MEASURED_LAYOUTS.iter().find(|m| {
             m.op == self.op
                 && m.residual == self.residual
-                && m.sixteen_bit == (self.input.info().bytes == 2 && self.output.info().bytes == 2)
-                && m.f32 == (self.input == DType::F32 && self.output == DType::F32)
+                && m.types == self.row_types()
                 && m.cols.contains(&cols)
         });
         let (layout, lanes, packs) = if let Some(m) = measured {
