@@ -16,9 +16,7 @@ step() { echo "== $*"; "$@" || echo "$*" >>"$W/failed"; }
     --spec reduce_copy_u4_f32_bf16_TA_T_sum_rn --spec reduce_copy_u4_f32_bf16_AA_T_sum_sr
   step "$B" bench reduce-copy --sizes 511,2044 --json "$W/bench-tail.json" \
     --spec reduce_copy_u4_f32_bf16_Ta_T_sum_sr --spec reduce_copy_u4_f32_bf16_Ta_T_sum_rn
-  for spec in ${MISALIGNED_SPECS:-reduce_copy_u4_f32_bf16_Ta_T_sum_sr reduce_copy_u4_f32_f16_Ta_T_sum_sr reduce_copy_u4_f32_bf16_AA_T_sum_sr reduce_copy_u4_f32_bf16_Ta_T_sum_rn reduce_copy_u4_f32_bf16_TA_A_sum_rn}; do
-    step "$B" bench reduce-copy --misaligned --spec "$spec" --json "$W/misaligned-$spec.json"
-  done
+  OUT="$W" step bash stage/scripts/gpu-run.sh misaligned
   step "$B" bench norm --shapes "${NORM_SHAPES:-64x1048576,4x1000003}" --variants --bounds "${NORM_BOUNDS:-1,2,4}" \
     --json "$W/bench-norm-split.json"
 } 2>&1 | tee "$W/bench.log" | grep -E '^==|^kernel|misaligned|slowest|GB/s|error' | grep -v 'misaligned src\|misaligned dst' | head -150

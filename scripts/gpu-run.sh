@@ -212,8 +212,9 @@ for step in "${steps[@]}"; do
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     ;;
   misaligned)
-    # Issue 3's misaligned figures: each buffer in turn 1..3 elements off, against
-    # the aligned kernel in the same process (MISALIGNED_SPECS overrides the list).
+    # Issue 3's misaligned figures: every mix of per-buffer offsets (bench
+    # reduce-copy --misaligned), against the aligned kernel in the same process
+    # (MISALIGNED_SPECS overrides the list).
     echo "== redjit bench reduce-copy --misaligned"
     for spec in ${MISALIGNED_SPECS:-reduce_copy_u4_f32_bf16_Ta_T_sum_sr reduce_copy_u4_f32_f16_Ta_T_sum_sr reduce_copy_u4_f32_bf16_AA_T_sum_sr reduce_copy_u4_f32_bf16_Ta_T_sum_rn reduce_copy_u4_f32_bf16_TA_A_sum_rn}; do
       "$BIN/redjit" bench reduce-copy --misaligned --spec "$spec" --json "$OUT/misaligned-$spec.json" 2>&1 | tee -a "$OUT/misaligned.log"

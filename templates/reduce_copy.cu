@@ -112,15 +112,11 @@ __device__ __forceinline__ void hunks_any(
     rj_u32 raw{{ s.index }}[{{ unroll }}][rj_dtype_{{ s.dtype }}::kWords], edge{{ s.index }}[rj_dtype_{{ s.dtype }}::kWords];
 {%- endfor %}
 {%- for s in srcs %}{% if load_all_first or s.index == 0 %}
-#pragma unroll
-    for (int u = 0; u < {{ unroll }}; ++u)
-      rj_ld4_block<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, src{{ s.index }}_m, raw{{ s.index }}[u]);
-    rj_ld4_edge<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + ({{ unroll }} - 1) * 32 * kPack, src{{ s.index }}_m, lane, edge{{ s.index }});
+    rj_ld4_blocks<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base, 32 * kPack, src{{ s.index }}_m, lane, raw{{ s.index }}, edge{{ s.index }});
 {%- endif %}{% endfor %}
     {{ accum }} acc[{{ unroll }}][{{ pack_elts }}];
 #pragma unroll
-    for (int u = 0; u < {{ unroll }}; ++u)
-      rj_ld4_shift_in<rj_dtype_{{ srcs[0].dtype }}>(src0_m, lane, u == {{ unroll }} - 1, raw0[u], u == {{ unroll }} - 1 ? edge0 : raw0[u + 1 < {{ unroll }} ? u + 1 : u], acc[u]);
+    for (int u = 0; u < {{ unroll }}; ++u) rj_ld4_step<rj_dtype_{{ srcs[0].dtype }}>(src0_m, lane, u, raw0, edge0, acc[u]);
 #pragma unroll
     for (int u = 0; u < {{ unroll }}; ++u)
 #pragma unroll
@@ -128,15 +124,11 @@ __device__ __forceinline__ void hunks_any(
 {%- for s in srcs %}{% if s.index > 0 %}
     {
 {%- if not load_all_first %}
-#pragma unroll
-      for (int u = 0; u < {{ unroll }}; ++u)
-        rj_ld4_block<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + u * 32 * kPack, src{{ s.index }}_m, raw{{ s.index }}[u]);
-      rj_ld4_edge<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base + ({{ unroll }} - 1) * 32 * kPack, src{{ s.index }}_m, lane, edge{{ s.index }});
+      rj_ld4_blocks<rj_dtype_{{ s.dtype }}, {{ s.load }}>(src{{ s.index }}, base, 32 * kPack, src{{ s.index }}_m, lane, raw{{ s.index }}, edge{{ s.index }});
 {%- endif %}
       {{ accum }} x[{{ unroll }}][{{ pack_elts }}];
 #pragma unroll
-      for (int u = 0; u < {{ unroll }}; ++u)
-        rj_ld4_shift_in<rj_dtype_{{ s.dtype }}>(src{{ s.index }}_m, lane, u == {{ unroll }} - 1, raw{{ s.index }}[u], u == {{ unroll }} - 1 ? edge{{ s.index }} : raw{{ s.index }}[u + 1 < {{ unroll }} ? u + 1 : u], x[u]);
+      for (int u = 0; u < {{ unroll }}; ++u) rj_ld4_step<rj_dtype_{{ s.dtype }}>(src{{ s.index }}_m, lane, u, raw{{ s.index }}, edge{{ s.index }}, x[u]);
 #pragma unroll
       for (int u = 0; u < {{ unroll }}; ++u)
 #pragma unroll

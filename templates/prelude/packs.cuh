@@ -208,19 +208,22 @@ template <class T, class L> __device__ __forceinline__ void rj_ld4(rj_u64 a, rj_
   rj_ld_words<L>(a + i * T::kBytes, w);
   T::unpack4(w, v);
 }
-template <class T, class L>
-__device__ __forceinline__ void rj_ld4_block(rj_u64 a, rj_u64 i, rj_u32 m, rj_u32 (&raw)[T::kWords]) {
-  rj_ld_block<L, T::kWords>(a + i * T::kBytes, m, raw);
+// A misaligned source's U unroll steps (packs `step` elements apart from `i`):
+// every step's aligned block, then in lane 31 the block past the last step.
+template <class T, class L, int U>
+__device__ __forceinline__ void rj_ld4_blocks(rj_u64 a, rj_u64 i, rj_u64 step, rj_u32 m, rj_u32 lane,
+                                              rj_u32 (&raw)[U][T::kWords], rj_u32 (&edge)[T::kWords]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) rj_ld_block<L, T::kWords>(a + (i + u * step) * T::kBytes, m, raw[u]);
+  rj_ld_edge<L, T::kWords>(a + (i + (U - 1) * step) * T::kBytes, m, lane, edge);
 }
-template <class T, class L>
-__device__ __forceinline__ void rj_ld4_edge(rj_u64 a, rj_u64 i, rj_u32 m, rj_u32 lane, rj_u32 (&edge)[T::kWords]) {
-  rj_ld_edge<L, T::kWords>(a + i * T::kBytes, m, lane, edge);
-}
-template <class T>
-__device__ __forceinline__ void rj_ld4_shift_in(rj_u32 m, rj_u32 lane, bool last, const rj_u32 (&raw)[T::kWords],
-                                                const rj_u32 (&after)[T::kWords], float (&v)[4]) {
+// Step u's pack from those blocks: its own block and the one after it (the next
+// step's, or the edge block past the last step).
+template <class T, int U>
+__device__ __forceinline__ void rj_ld4_step(rj_u32 m, rj_u32 lane, int u, const rj_u32 (&raw)[U][T::kWords],
+                                            const rj_u32 (&edge)[T::kWords], float (&v)[4]) {
   rj_u32 w[T::kWords];
-  rj_shift_in<T::kWords>(m, lane, last, raw, after, w);
+  rj_shift_in<T::kWords>(m, lane, u == U - 1, raw[u], u == U - 1 ? edge : raw[u + 1 < U ? u + 1 : u], w);
   T::unpack4(w, v);
 }
 template <class T> __device__ __forceinline__ void rj_st4(rj_u64 a, rj_u64 i, const float (&v)[4]) {
