@@ -22,8 +22,10 @@ use redjit::{
     DType, KernelInput, KernelOutput, KernelSpec, Matrix, NormArgs, NormLayout, NormSpec, Runtime,
 };
 
-/// Poisoned elements on each side of every output.
-const SLACK: usize = 3;
+/// Poisoned elements on each side of every output: a pack of any type, so an
+/// output at offset 0 keeps its rows on the pack grid (the whole-pack kernel
+/// runs where cols and ld allow), and one at 1..3 moves them off it.
+const SLACK: usize = 4;
 
 enum Dev {
     F32(CudaSlice<f32>),
@@ -60,12 +62,13 @@ impl Dev {
         }
     }
 
-    /// The middle of a poisoned buffer.
-    fn output(&mut self, n: usize) -> Box<dyn KernelOutput + '_> {
+    /// The middle of a poisoned buffer, `shift` (< SLACK) elements past SLACK.
+    fn output(&mut self, n: usize, shift: usize) -> Box<dyn KernelOutput + '_> {
+        let at = SLACK + shift;
         match self {
-            Dev::F32(b) => Box::new(b.slice_mut(SLACK..SLACK + n)),
-            Dev::BF16(b) => Box::new(b.slice_mut(SLACK..SLACK + n)),
-            Dev::F16(b) => Box::new(b.slice_mut(SLACK..SLACK + n)),
+            Dev::F32(b) => Box::new(b.slice_mut(at..at + n)),
+            Dev::BF16(b) => Box::new(b.slice_mut(at..at + n)),
+            Dev::F16(b) => Box::new(b.slice_mut(at..at + n)),
         }
     }
 
@@ -151,7 +154,8 @@ fn host_values(rng: &mut common::Rng, rows: usize, cols: usize, ld: usize, v: Va
 }
 
 /// One call: inputs drawn, outputs poisoned, launched `runs` times (each run's
-/// bits must equal the first's), every output checked against the twin.
+/// bits must equal the first's), every output checked against the twin. The
+/// outputs start `out_shift` elements past the pack grid, the inputs on it.
 #[allow(clippy::too_many_arguments)]
 fn check(
     rt: &Runtime,
@@ -162,10 +166,11 @@ fn check(
     param: f32,
     stats: bool,
     runs: usize,
+    out_shift: usize,
 ) {
     let s = rt.stream();
     let what = format!(
-        "{} {}x{} ld {} {values:?}",
+        "{} {}x{} ld {} outputs +{out_shift} {values:?}",
         spec.name(),
         m.rows,
         m.cols,
@@ -206,10 +211,10 @@ fn check(
             let ri = res.as_ref().map(|d| d.input());
             let wi = w.as_ref().map(|d| d.input());
             let bi = b.as_ref().map(|d| d.input());
-            let mut oo = out.output(n);
-            let mut ro = res_out.as_mut().map(|d| d.output(n));
-            let mut mo = mean.as_mut().map(|d| d.output(m.rows));
-            let mut so = rstd.as_mut().map(|d| d.output(m.rows));
+            let mut oo = out.output(n, out_shift);
+            let mut ro = res_out.as_mut().map(|d| d.output(n, out_shift));
+            let mut mo = mean.as_mut().map(|d| d.output(m.rows, out_shift));
+            let mut so = rstd.as_mut().map(|d| d.output(m.rows, out_shift));
             let args = NormArgs {
                 x: xi.as_ref(),
                 residual: ri.as_deref(),
@@ -241,10 +246,11 @@ fn check(
     inputs.weight = w_h.as_ref();
     inputs.bias = b_h.as_ref();
     let want = expect_rows(spec, &inputs);
-    compare(&what, spec, m, &want, &outs);
+    compare(&what, spec, m, SLACK + out_shift, &want, &outs);
 }
 
-fn compare(what: &str, spec: &NormSpec, m: Matrix, want: &[RowWant], got: &[Vec<u32>]) {
+/// `at`: where each output starts in its poisoned buffer.
+fn compare(what: &str, spec: &NormSpec, m: Matrix, at: usize, want: &[RowWant], got: &[Vec<u32>]) {
     // Poison around and between the rows stays (chunks of the buffer over the
     // cores; the first few findings of each kept).
     let row_buffer = |bits: &[u32], dtype: DType, name: &str| -> Vec<String> {
@@ -254,8 +260,8 @@ fn compare(what: &str, spec: &NormSpec, m: Matrix, want: &[RowWant], got: &[Vec<
             let start = k * chunk;
             let end = (start + chunk).min(bits.len());
             for (i, &g) in (start..end).zip(&bits[start..end]) {
-                let inside = i >= SLACK && {
-                    let e = i - SLACK;
+                let inside = i >= at && {
+                    let e = i - at;
                     e < (m.rows - 1) * m.ld + m.cols && e % m.ld < m.cols
                 };
                 if !inside && g != poison(dtype) && bad.len() < 8 {
@@ -275,7 +281,7 @@ fn compare(what: &str, spec: &NormSpec, m: Matrix, want: &[RowWant], got: &[Vec<
         let w = &want[r];
         let mut bad = Vec::new();
         for (c, e) in w.out.iter().enumerate() {
-            if let Err(msg) = e.check(spec.output, got[0][SLACK + r * m.ld + c])
+            if let Err(msg) = e.check(spec.output, got[0][at + r * m.ld + c])
                 && bad.len() < 8
             {
                 bad.push(format!("out[{r}][{c}]: {msg}"));
@@ -283,7 +289,7 @@ fn compare(what: &str, spec: &NormSpec, m: Matrix, want: &[RowWant], got: &[Vec<
         }
         if let Some(bits) = &w.residual_out {
             for (c, &want_bits) in bits.iter().enumerate() {
-                let g = got[1][SLACK + r * m.ld + c];
+                let g = got[1][at + r * m.ld + c];
                 if g != want_bits && bad.len() < 8 {
                     bad.push(format!(
                         "residual_out[{r}][{c}]: {g:#x}, want {want_bits:#x}"
@@ -293,7 +299,7 @@ fn compare(what: &str, spec: &NormSpec, m: Matrix, want: &[RowWant], got: &[Vec<
         }
         for (k, stat) in [(2, w.mean), (3, w.rstd)] {
             if let (Some(e), false) = (stat, got[k].is_empty())
-                && let Err(msg) = e.check(DType::F32, got[k][SLACK + r])
+                && let Err(msg) = e.check(DType::F32, got[k][at + r])
             {
                 bad.push(format!("stat {k} of row {r}: {msg}"));
             }
@@ -377,6 +383,7 @@ fn every_op_and_dtype_pair_at_odd_row_lengths() {
                         param_of(&spec),
                         true,
                         1,
+                        0,
                     );
                 }
             }
@@ -401,10 +408,16 @@ fn every_layout_variant_on_strided_rows() {
         for d in [DType::BF16, DType::F32] {
             for spec in variants(&NormSpec::with(ops, d, d, 1)) {
                 // Rows that fill the variant, and a short odd one; a stride of
-                // cols + 3 (misaligned rows: the element path) and an aligned one.
+                // cols + 3 (rows off the pack grid: the general twin, which
+                // shifts a split row's packs to the grid where every buffer
+                // shares the row's offset) and an aligned one; outputs on the
+                // grid, and outputs one element off it (buffers at different
+                // offsets: the element path).
                 let cap = spec.capacity().unwrap_or(3 * spec.chunk() + 5) as usize;
                 for cols in [cap, cap.div_ceil(3).max(1) | 1] {
-                    for ld in [cols + 3, cols.next_multiple_of(8)] {
+                    for (ld, out_shift) in
+                        [(cols + 3, 0), (cols + 3, 1), (cols.next_multiple_of(8), 0)]
+                    {
                         let m = Matrix { rows: 37, cols, ld };
                         check(
                             &rt,
@@ -415,6 +428,7 @@ fn every_layout_variant_on_strided_rows() {
                             param_of(&spec),
                             true,
                             1,
+                            out_shift,
                         );
                     }
                 }
@@ -437,9 +451,9 @@ fn softmax_special_values_large_magnitudes_and_scale() {
                     cols,
                     ld: cols,
                 };
-                check(&rt, &mut rng, &spec, m, Values::Special, 1.0, false, 1);
-                check(&rt, &mut rng, &spec, m, Values::Large, 1.0, false, 1);
-                check(&rt, &mut rng, &spec, m, Values::Normal, 0.125, false, 1);
+                check(&rt, &mut rng, &spec, m, Values::Special, 1.0, false, 1, 0);
+                check(&rt, &mut rng, &spec, m, Values::Large, 1.0, false, 1, 0);
+                check(&rt, &mut rng, &spec, m, Values::Normal, 0.125, false, 1, 0);
             }
         }
     }
@@ -468,6 +482,7 @@ fn split_rows_are_bit_identical_run_to_run() {
                 param_of(&spec),
                 true,
                 3,
+                0,
             );
         }
     }
@@ -505,6 +520,7 @@ fn the_issue_shapes() {
                     param_of(&spec),
                     false,
                     1,
+                    0,
                 );
             }
         }

@@ -27,21 +27,30 @@
 // vector access or none, no element path. Without W (the general twin, `_g`),
 // any alignment and length: the element path keeps a register footprint that
 // cost the common case occupancy.
-template <int L, bool W> struct rj_chunk {
+// E (a general twin's split chunks): a chunk may start before the row (first
+// wraps below 0). A row whose buffers all lie `shift` elements past the pack
+// grid, as the rows of an odd ld do, starts its packs `shift` elements early, so
+// that all but its first and last packs are whole, aligned vector accesses.
+template <int L, bool W, bool E = false> struct rj_chunk {
   static const bool kWhole = W;
-  rj_u32 first;  // the chunk's first element (0 unless split)
+  rj_u32 first;  // the chunk's first element (0 unless split), less the shift
   rj_u32 cols;   // the row's length
   rj_u32 lane;   // this thread's lane in the row
   __device__ __forceinline__ rj_u32 at(int p) const { return first + ((rj_u32)p * L + lane) * 4; }
+  // Below the row's start at(p) + k wraps past cols.
   __device__ __forceinline__ bool ok(int p, int k) const { return W ? at(p) < cols : at(p) + k < cols; }
-  // Pack p lies wholly inside the row.
-  __device__ __forceinline__ bool whole(int p) const { return W ? at(p) < cols : at(p) + 4 <= cols; }
+  // Pack p lies wholly inside the row. Only pack 0 can start before the row
+  // (shift < 4 <= the span of a lane's packs), and wraps past cols.
+  __device__ __forceinline__ bool whole(int p) const {
+    return W ? at(p) < cols : (!E || p > 0 || at(p) < cols) && at(p) + 4 <= cols;
+  }
 };
 
 // Loads this thread's packs of the chunk from the row at a. A whole-pack chunk:
 // one vector load per pack inside the row. Otherwise vec (every buffer of the row
-// pack-aligned) sends whole packs through one vector load, and the row's last,
-// partial pack and misaligned rows go element by element. Missing elements are
+// on the pack grid at the chunk's shift) sends whole packs through one vector
+// load, and the row's partial first and last packs, and rows whose buffers lie at
+// different offsets from the grid, go element by element. Missing elements are
 // `fill`.
 template <class T, int P, class C>
 __device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float fill, float (&x)[P][4]) {
@@ -55,7 +64,7 @@ __device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float 
       for (int k = 0; k < 4; ++k) x[p][k] = fill;
     } else {
 #pragma unroll
-      for (int k = 0; k < 4; ++k) x[p][k] = e + k < c.cols ? rj_ld1<T, rj_load_nc>(a, e + k) : fill;
+      for (int k = 0; k < 4; ++k) x[p][k] = c.ok(p, k) ? rj_ld1<T, rj_load_nc>(a, e + k) : fill;
     }
   }
 }
@@ -69,7 +78,7 @@ __device__ __forceinline__ void rj_row_st(rj_u64 a, const C& c, bool vec, const 
     } else if constexpr (!C::kWhole) {
 #pragma unroll
       for (int k = 0; k < 4; ++k)
-        if (e + k < c.cols) rj_st1<T>(a, e + k, y[p][k]);
+        if (c.ok(p, k)) rj_st1<T>(a, e + k, y[p][k]);
     }
   }
 }
@@ -84,7 +93,7 @@ __device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, bool vec
     for (int k = 0; k < 4; ++k) w[k] = 0.0f;
   } else {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) w[k] = e + k < c.cols ? rj_ld1<T, rj_load_nc>(a, e + k) : 0.0f;
+    for (int k = 0; k < 4; ++k) w[k] = c.ok(p, k) ? rj_ld1<T, rj_load_nc>(a, e + k) : 0.0f;
   }
 }
 

@@ -198,7 +198,7 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("logsoftmax_online", "b512x4", 3, 3, 3),
     ("logsoftmax_online", "b512x8", 2, 2, 2),
     ("logsoftmax_online", "s256x8", 4, 4, 4),
-    ("logsoftmax_online", "s512x4", 3, 3, 3),
+    ("logsoftmax_online", "s512x4", 2, 3, 3),
     ("logsoftmax_online", "s512x8", 2, 2, 2),
     ("logsoftmax_online", "w32x1", 8, 8, 8),
     ("logsoftmax_online", "w32x2", 6, 6, 6),
@@ -209,7 +209,7 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("rmsnorm", "b256x8", 3, 3, 1),
     ("rmsnorm", "b512x4", 3, 3, 1),
     ("rmsnorm", "b512x8", 1, 1, 1),
-    ("rmsnorm", "s512x8", 2, 2, 2),
+    ("rmsnorm", "s512x8", 1, 1, 2),
     ("rmsnorm", "w32x1", 8, 8, 6),
     ("rmsnorm", "w32x2", 6, 6, 4),
     ("rmsnorm", "w32x4", 4, 4, 3),
@@ -230,7 +230,7 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("softmax_online", "b512x4", 3, 4, 3),
     ("softmax_online", "b512x8", 1, 2, 2),
     ("softmax_online", "s256x8", 4, 4, 4),
-    ("softmax_online", "s512x4", 3, 3, 3),
+    ("softmax_online", "s512x4", 2, 2, 3),
     ("softmax_online", "s512x8", 2, 2, 2),
     ("softmax_online", "w32x1", 8, 8, 8),
     ("softmax_online", "w32x2", 6, 6, 6),
@@ -635,7 +635,10 @@ impl NormSpec {
                 partials: 0,
             },
             NormLayout::Split => {
-                let splits = cols.div_ceil(self.chunk()).max(1);
+                // A general twin's row may start up to 3 elements past the pack
+                // grid (rj_chunk's shift), which its chunks then cover too.
+                let reach = if self.general { cols + 3 } else { cols };
+                let splits = reach.div_ceil(self.chunk()).max(1);
                 let items = rows.saturating_mul(splits);
                 Plan {
                     grid: items.clamp(1, resident.min(MAX_GRID)) as u32,
@@ -1152,5 +1155,10 @@ mod tests {
         assert_eq!((p.counters, p.partials), (1 + 128, 64 * 64));
         let p = sp.plan(4, 1_000_003, 132, 2);
         assert_eq!((p.grid, p.splits), (4 * 62, 62));
+        // A general twin's chunks also cover a row starting 3 elements past the
+        // pack grid: two whole chunks of elements take a third item.
+        assert_eq!(sp.plan(1, 2 * 16384, 132, 2).splits, 2);
+        assert_eq!(sp.general_twin().plan(1, 2 * 16384, 132, 2).splits, 3);
+        assert_eq!(sp.general_twin().plan(1, 2 * 16384 - 3, 132, 2).splits, 2);
     }
 }
