@@ -459,6 +459,45 @@ fn softmax_special_values_large_magnitudes_and_scale() {
     }
 }
 
+/// Split rows off the pack grid, small enough for compute-sanitizer: every
+/// row op's split general twin (f32 and bf16) at rows of three chunks and a
+/// bit, strides of cols + 1, + 2, + 3 (each row at another offset from the
+/// grid), outputs on the grid's offset of the inputs (the shifted packs) and
+/// one element past it (the element path).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_rows_off_the_pack_grid_small() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("split_rows_off_the_pack_grid_small");
+    for ops in row_ops() {
+        for d in [DType::F32, DType::BF16] {
+            let spec = NormSpec::with(ops, d, d, 1 << 20).general_twin();
+            assert_eq!(spec.layout, NormLayout::Split);
+            let cols = 3 * spec.chunk() as usize + 5;
+            for pad in 1..=3 {
+                for out_shift in [0, 1] {
+                    let m = Matrix {
+                        rows: 5,
+                        cols,
+                        ld: cols + pad,
+                    };
+                    check(
+                        &rt,
+                        &mut rng,
+                        &spec,
+                        m,
+                        Values::Normal,
+                        param_of(&spec),
+                        true,
+                        1,
+                        out_shift,
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn split_rows_are_bit_identical_run_to_run() {
