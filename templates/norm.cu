@@ -38,10 +38,9 @@ struct Args {
 };
 
 // One row (or chunk) from load to store{% if prefetch %}; whole packs come from the thread's
-// slots (xs, rs), and after_loads runs once the row is in registers and its
-// residual sum stored{% endif %}.
-template <class Red{% if prefetch %}, class Hook{% endif %}>
-__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, const rj_packs_staged& xs, const rj_packs_staged& rs, const Hook& after_loads{% endif %}) {
+// slots (xs, rs){% endif %}.
+template <class Red>
+__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, const rj_packs_staged& xs, const rj_packs_staged& rs{% endif %}) {
 {%- include "norm_locate.cu" %}
   float x[kPacks][4];
 {%- if prefetch %}
@@ -60,9 +59,6 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   for (int p = 0; p < kPacks; ++p)
 #pragma unroll
     for (int k = 0; k < 4; ++k) x[p][k] = rj_mul_rn(x[p][k], a.param);
-{%- if prefetch %}
-  after_loads();
-{%- endif %}
   const Op op{a.param};
 {%- else %}
 {%- if residual %}
@@ -77,9 +73,6 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
       for (int k = 0; k < 4; ++k) x[p][k] = {{ input_round }}::round(x[p][k] + h[p][k]);
     rj_row_st<T, kPacks>(rout, c, vec, x);
   }
-{%- endif %}
-{%- if prefetch %}
-  after_loads();
 {%- endif %}
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec};
 {%- endif %}
@@ -175,20 +168,23 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     }
     const rj_u64 r = item / splits;
     const rj_u32 split = (rj_u32)(item % splits);
-    const rj_red_split<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
 {%- if prefetch %}
+    // The next item, taken and staged once this row's blocks have all arrived
+    // (so it loads while this row is merged, normalised and stored).
+    rj_u64 next = kRjNoItem;
+    const auto take_next = [&] {
+      if (next != kRjNoItem) return;
+      next = rj_take_ticket(counters, item_s);
+      if (next < items) stage(a, next / splits, (rj_u32)(next % splits) * chunk, (rj_u32)cols, threadIdx.x, xs, rs);
+    };
+    const rj_red_split<kThreads, decltype(take_next)> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}, take_next};
     if (!staged) stage(a, r, split * chunk, (rj_u32)cols, threadIdx.x, xs, rs);
     rj_cp_async_wait<0>();
-    rj_u64 next = kRjDeferred;
-    run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0, xs, rs, [&] {
-      // The barrier in taking the ticket orders this thread's reads of its
-      // slots before the copies into them.
-      next = rj_take_ticket_past(counters, item_s, (r + 1) * splits);
-      if (next < items) stage(a, next / splits, (rj_u32)(next % splits) * chunk, (rj_u32)cols, threadIdx.x, xs, rs);
-    });
-    staged = next != kRjDeferred;
+    run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0, xs, rs);
+    staged = next != kRjNoItem;
     item = staged ? next : rj_take_ticket(counters, item_s);
 {%- else %}
+    const rj_red_split<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
     run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
 {%- endif %}
   }

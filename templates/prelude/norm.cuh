@@ -177,10 +177,17 @@ __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanoslee
 // needs every block of a row resident at once: the launcher hands items out in
 // order through a ticket (a block takes an item only when it runs) and checks
 // splits <= resident blocks.
-template <int kThreads> struct rj_red_split {
+// H runs once every block of the row has arrived, before the merge (the staged
+// layout takes its next item there: a block never waits on a row while it holds
+// an item it has not published, so no row waits on a block that is waiting).
+struct rj_no_hook {
+  __device__ __forceinline__ void operator()() const {}
+};
+template <int kThreads, class H = rj_no_hook> struct rj_red_split {
   enum : bool { kCheap = false };
   rj_u64 arrive, leave, slots;
   rj_u32 split, splits, slot_bytes;
+  H after_arrival;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     typedef typename F::S S;
     s = rj_block_reduce<kThreads>(f, s);
@@ -191,6 +198,7 @@ template <int kThreads> struct rj_red_split {
       while (rj_ld_acquire_u32(arrive) < splits) rj_nanosleep(20);
     }
     __syncthreads();
+    after_arrival();
     rj_fence_gpu();
     // The block reads the row's states together (thread t: states t, t +
     // kThreads, ...) and reduces them in its fixed tree: every block gets the
@@ -216,19 +224,10 @@ __device__ __forceinline__ rj_u32 rj_take_ticket(rj_u64 counter, rj_u32& slot) {
   __syncthreads();
   return slot;
 }
-// Taking the next item early (to stage it while this one is reduced) is safe
-// only once the ticket has passed `bound`, the end of the row this block is about
-// to wait on: the row must not need an item the waiting block holds unpublished.
-// Otherwise kRjDeferred, and the block takes a ticket after this item. (The
-// ticket only grows, so a read at or past bound means the add returns past it.)
-enum : rj_u32 { kRjDeferred = 0xffffffffu };
-__device__ __forceinline__ rj_u32 rj_take_ticket_past(rj_u64 counter, rj_u32& slot, rj_u64 bound) {
-  __syncthreads();
-  if (threadIdx.x == 0) slot = rj_ld_acquire_u32(counter) >= bound ? rj_atom_add_acq_rel(counter, 1u) : kRjDeferred;
-  __syncthreads();
-  return slot;
-}
 
+// No item taken yet (tickets stay below it: the launcher checks rows x splits
+// + grid < 2^32).
+enum : rj_u32 { kRjNoItem = 0xffffffffu };
 // ---- row passes over the registers ---------------------------------------------
 // Sum over this thread's elements inside the row of (x - centre)^2.
 template <int P, class C>
