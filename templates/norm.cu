@@ -37,23 +37,49 @@ struct Args {
   float param;
 };
 
-// One row (or chunk) from load to store{% if prefetch %}; whole packs come from the thread's
-// slots (xs, rs){% endif %}.
+// One row (or chunk) from load to store.
 template <class Red>
-__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, const rj_packs_staged& xs, const rj_packs_staged& rs{% endif %}) {
-{%- include "norm_locate.cu" %}
-  float x[kPacks][4];
-{%- if prefetch %}
-  rj_row_ld<T, kPacks>(xs, xr, c, vec, 0.0f, x);
+__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader) {
+  const rj_u64 off = r * a.ld;
+  const rj_u64 xr = a.x + off * T::kBytes, outr = a.out + off * TO::kBytes;
 {%- if residual %}
-  float h[kPacks][4];
-  rj_row_ld<T, kPacks>(rs, resr, c, vec, 0.0f, h);
-{%- else %}
-  (void)rs;
+  const rj_u64 resr = a.res + off * T::kBytes, rout = a.res_out + off * T::kBytes;
 {%- endif %}
+{%- if general and layout == "split" %}
+  // The row's offset from the pack grid: whole vector accesses when every
+  // stream of the row shares it.
+  const rj_u32 shift = (rj_u32)(xr / T::kBytes % 4);
+  bool vec = outr / TO::kBytes % 4 == shift;
+{%- if residual %}
+  vec = vec && resr / T::kBytes % 4 == shift && rout / T::kBytes % 4 == shift;
+{%- endif %}
+{%- if not softmax %}
+  // Weight and bias, indexed by column, on the grid where their offset is the row's.
+  const bool wvec = vec && a.w / T::kBytes % 4 == shift && (a.b == 0 || a.b / T::kBytes % 4 == shift);
+{%- endif %}
+  const rj_chunk<kLanes, kWhole, true> c{vec ? first - shift : first, cols, lane};
+{%- elif general %}
+  // A row's packs start at its first element: vector accesses where every
+  // buffer of the row is on the pack grid (the split twins also take rows off it).
+  bool vec = xr % (4 * T::kBytes) == 0 && outr % (4 * TO::kBytes) == 0;
+{%- if residual %}
+  vec = vec && resr % (4 * T::kBytes) == 0 && rout % (4 * T::kBytes) == 0;
+{%- endif %}
+{%- if not softmax %}
+  vec = vec && a.w % (4 * T::kBytes) == 0 && a.b % (4 * T::kBytes) == 0;
+  const bool wvec = vec;
+{%- endif %}
+  const rj_chunk<kLanes, kWhole> c{first, cols, lane};
 {%- else %}
+  // Whole packs: the launcher checked every buffer's alignment, ld and cols.
+  const bool vec = true;
+{%- if not softmax %}
+  const bool wvec = true;
+{%- endif %}
+  const rj_chunk<kLanes, kWhole> c{first, cols, lane};
+{%- endif %}
+  float x[kPacks][4];
   rj_row_ld<T, kPacks>(xr, c, vec, 0.0f, x);
-{%- endif %}
 {%- if softmax %}
 #pragma unroll
   for (int p = 0; p < kPacks; ++p)
@@ -63,10 +89,8 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- else %}
 {%- if residual %}
   {
-{%- if not prefetch %}
     float h[kPacks][4];
     rj_row_ld<T, kPacks>(resr, c, vec, 0.0f, h);
-{%- endif %}
 #pragma unroll
     for (int p = 0; p < kPacks; ++p)
 #pragma unroll
@@ -79,25 +103,6 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   op.row(x, c, red, leader);
   rj_row_st<TO, kPacks>(outr, c, vec, x);
 }
-{%- if prefetch %}
-
-// Starts copying a chunk's whole packs into this thread's slots.
-__device__ __forceinline__ void stage(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const rj_packs_staged& xs, const rj_packs_staged& rs) {
-{%- include "norm_locate.cu" %}
-  (void)outr;
-{%- if not softmax %}
-  (void)wvec;
-{%- endif %}
-  rj_row_stage<T, kPacks>(xs.slots, xs.stride, xr, c, vec);
-{%- if residual %}
-  (void)rout;
-  rj_row_stage<T, kPacks>(rs.slots, rs.stride, resr, c, vec);
-{%- else %}
-  (void)rs;
-{%- endif %}
-  rj_cp_async_commit();
-}
-{%- endif %}
 }  // namespace {{ name }}_impl
 
 extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{ name }}(
@@ -140,26 +145,14 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if two_sums %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
 {%- else %}
   __shared__ rj_u32 item_s;
-{%- if prefetch %}
-  // The next chunk's whole packs, copied while this one is reduced and stored:
-  // stream s (x, then residual), pack p of thread t in slot (s * kPacks + p) *
-  // kThreads + t. A thread reads only its own slots.
-  __shared__ __align__(16) rj_u32 stage_s[{{ streams }} * kPacks * kThreads * T::kWords];
-  const rj_u32 pack_bytes = T::kWords * 4, stride = kThreads * pack_bytes;
-  const rj_packs_staged xs{rj_smem_addr(stage_s) + threadIdx.x * pack_bytes, stride};
-  const rj_packs_staged rs{xs.slots + kPacks * stride, stride};
-  bool staged = false;
-{%- endif %}
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
   const rj_u64 items = rows * splits;
   const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4;
-{%- if prefetch %}
-  rj_u64 item = rj_take_ticket(counters, item_s);
   for (;;) {
-{%- else %}
-  for (;;) {
-    const rj_u64 item = rj_take_ticket(counters, item_s);
-{%- endif %}
+    __syncthreads();
+    if (threadIdx.x == 0) item_s = rj_atom_add_acq_rel(counters, 1u);
+    __syncthreads();
+    const rj_u64 item = item_s;
     if (item >= items) {
       // Each block takes exactly one ticket past the items: the last one taken
       // resets the ticket for the next launch.
@@ -168,25 +161,8 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     }
     const rj_u64 r = item / splits;
     const rj_u32 split = (rj_u32)(item % splits);
-{%- if prefetch %}
-    // The next item, taken and staged once this row's blocks have all arrived
-    // (so it loads while this row is merged, normalised and stored).
-    rj_u64 next = kRjNoItem;
-    const auto take_next = [&] {
-      if (next != kRjNoItem) return;
-      next = rj_take_ticket(counters, item_s);
-      if (next < items) stage(a, next / splits, (rj_u32)(next % splits) * chunk, (rj_u32)cols, threadIdx.x, xs, rs);
-    };
-    const rj_red_split<kThreads, decltype(take_next)> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}, take_next};
-    if (!staged) stage(a, r, split * chunk, (rj_u32)cols, threadIdx.x, xs, rs);
-    rj_cp_async_wait<0>();
-    run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0, xs, rs);
-    staged = next != kRjNoItem;
-    item = staged ? next : rj_take_ticket(counters, item_s);
-{%- else %}
     const rj_red_split<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
     run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
-{%- endif %}
   }
 {%- endif %}
 }

@@ -498,66 +498,6 @@ fn split_rows_off_the_pack_grid_small() {
     }
 }
 
-/// The split layout that stages its next chunk (`_p`) of `ops` over `d`: the
-/// largest chunk whose staging fits.
-fn staged(ops: (redjit::NormOp, Option<redjit::SoftmaxAlgo>, bool), d: DType) -> NormSpec {
-    let base = NormSpec::with(ops, d, d, 1 << 20);
-    [(512, 4), (256, 4), (512, 2)]
-        .into_iter()
-        .map(|(lanes, packs)| NormSpec {
-            layout: NormLayout::Split,
-            lanes,
-            packs,
-            prefetch: true,
-            ..base.clone()
-        })
-        .find(|s| s.validate().is_ok())
-        .expect("a staged split layout fits")
-}
-
-/// The staging split layout with more items than the device holds blocks, so
-/// blocks stage their next chunk (and defer where the ticket has not passed
-/// their row): every row op, f32 and bf16, rows of three chunks and a bit
-/// (the general twin: odd cols, strides of cols and cols + 3) and of whole
-/// packs, outputs on the grid and one element off it, three runs bit-identical.
-/// Small enough for compute-sanitizer.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn staged_split_rows_many_items_a_block() {
-    let Some(rt) = gpu() else { return };
-    let mut rng = common::Rng::fresh("staged_split_rows_many_items_a_block");
-    for ops in row_ops() {
-        for d in [DType::F32, DType::BF16] {
-            let spec = staged(ops, d);
-            let odd = 3 * spec.chunk() as usize + 5;
-            let whole = 3 * spec.chunk() as usize + 8;
-            for (cols, ld, out_shift) in [
-                (odd, odd, 0),
-                (odd, odd + 3, 1),
-                (whole, whole, 0),
-                (whole, whole + 4, 1),
-            ] {
-                let m = Matrix {
-                    rows: 300,
-                    cols,
-                    ld,
-                };
-                check(
-                    &rt,
-                    &mut rng,
-                    &spec,
-                    m,
-                    Values::Normal,
-                    param_of(&spec),
-                    true,
-                    3,
-                    out_shift,
-                );
-            }
-        }
-    }
-}
-
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn split_rows_are_bit_identical_run_to_run() {
@@ -566,25 +506,23 @@ fn split_rows_are_bit_identical_run_to_run() {
     for ops in row_ops() {
         let spec = NormSpec::with(ops, DType::BF16, DType::BF16, 1 << 20);
         assert_eq!(spec.layout, NormLayout::Split);
-        for spec in [spec, staged(ops, DType::BF16)] {
-            for (rows, cols) in [(4, 1_000_003), (64, 1 << 20), (300, 40_000)] {
-                let m = Matrix {
-                    rows,
-                    cols,
-                    ld: cols,
-                };
-                check(
-                    &rt,
-                    &mut rng,
-                    &spec,
-                    m,
-                    Values::Normal,
-                    param_of(&spec),
-                    true,
-                    3,
-                    0,
-                );
-            }
+        for (rows, cols) in [(4, 1_000_003), (64, 1 << 20), (300, 40_000)] {
+            let m = Matrix {
+                rows,
+                cols,
+                ld: cols,
+            };
+            check(
+                &rt,
+                &mut rng,
+                &spec,
+                m,
+                Values::Normal,
+                param_of(&spec),
+                true,
+                3,
+                0,
+            );
         }
     }
 }

@@ -84,10 +84,6 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
         "prelude/norm.cuh",
         include_str!("../../templates/prelude/norm.cuh"),
     ),
-    (
-        "norm_locate.cu",
-        include_str!("../../templates/norm_locate.cu"),
-    ),
     ("norm.cu", include_str!("../../templates/norm.cu")),
     (
         "prelude/nms.cuh",

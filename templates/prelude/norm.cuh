@@ -46,61 +46,25 @@ template <int L, bool W, bool E = false> struct rj_chunk {
   }
 };
 
-// Where a thread's whole packs come from: the row itself, or the shared-memory
-// slots it staged them into ahead of time (rj_row_stage; pack p's slot at
-// slots + p * stride).
-struct rj_packs_direct {
-  template <class T> __device__ __forceinline__ void ld(rj_u64 a, rj_u32 e, int, float (&v)[4]) const {
-    rj_ld4<T, rj_load_nc>(a, e, v);
-  }
-};
-struct rj_packs_staged {
-  rj_u32 slots, stride;
-  template <class T> __device__ __forceinline__ void ld(rj_u64, rj_u32, int p, float (&v)[4]) const {
-    rj_ld4<T, rj_load_shared>(slots + (rj_u32)p * stride, 0, v);
-  }
-};
-
 // Loads this thread's packs of the chunk from the row at a. A whole-pack chunk:
 // one vector load per pack inside the row. Otherwise vec (every buffer of the row
 // on the pack grid at the chunk's shift) sends whole packs through one vector
 // load, and the row's partial first and last packs, and rows whose buffers lie at
 // different offsets from the grid, go element by element. Missing elements are
-// `fill`. The whole packs come from `src`.
-template <class T, int P, class C, class S>
-__device__ __forceinline__ void rj_row_ld(const S& src, rj_u64 a, const C& c, bool vec, float fill, float (&x)[P][4]) {
+// `fill`.
+template <class T, int P, class C>
+__device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float fill, float (&x)[P][4]) {
 #pragma unroll
   for (int p = 0; p < P; ++p) {
     const rj_u32 e = c.at(p);
     if ((C::kWhole || vec) && c.whole(p)) {
-      src.template ld<T>(a, e, p, x[p]);
+      rj_ld4<T, rj_load_nc>(a, e, x[p]);
     } else if constexpr (C::kWhole) {
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = fill;
     } else {
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = c.ok(p, k) ? rj_ld1<T, rj_load_nc>(a, e + k) : fill;
-    }
-  }
-}
-template <class T, int P, class C>
-__device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float fill, float (&x)[P][4]) {
-  rj_row_ld<T, P>(rj_packs_direct(), a, c, vec, fill, x);
-}
-// Starts copying the packs rj_row_ld would load whole into this thread's slots
-// (cp.async, one group); the rest stay for rj_row_ld to load directly.
-template <class T, int P, class C>
-__device__ __forceinline__ void rj_row_stage(rj_u32 slots, rj_u32 stride, rj_u64 a, const C& c, bool vec) {
-  static_assert(T::kWords == 4 || T::kWords == 2, "a pack is 16 or 8 bytes");
-#pragma unroll
-  for (int p = 0; p < P; ++p) {
-    if ((C::kWhole || vec) && c.whole(p)) {
-      const rj_u64 g = a + (rj_u64)c.at(p) * T::kBytes;
-      if (T::kWords == 4) {
-        rj_cp_async16(slots + (rj_u32)p * stride, g);
-      } else {
-        rj_cp_async8(slots + (rj_u32)p * stride, g);
-      }
     }
   }
 }
@@ -177,17 +141,10 @@ __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanoslee
 // needs every block of a row resident at once: the launcher hands items out in
 // order through a ticket (a block takes an item only when it runs) and checks
 // splits <= resident blocks.
-// H runs once every block of the row has arrived, before the merge (the staged
-// layout takes its next item there: a block never waits on a row while it holds
-// an item it has not published, so no row waits on a block that is waiting).
-struct rj_no_hook {
-  __device__ __forceinline__ void operator()() const {}
-};
-template <int kThreads, class H = rj_no_hook> struct rj_red_split {
+template <int kThreads> struct rj_red_split {
   enum : bool { kCheap = false };
   rj_u64 arrive, leave, slots;
   rj_u32 split, splits, slot_bytes;
-  H after_arrival;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     typedef typename F::S S;
     s = rj_block_reduce<kThreads>(f, s);
@@ -198,7 +155,6 @@ template <int kThreads, class H = rj_no_hook> struct rj_red_split {
       while (rj_ld_acquire_u32(arrive) < splits) rj_nanosleep(20);
     }
     __syncthreads();
-    after_arrival();
     rj_fence_gpu();
     // The block reads the row's states together (thread t: states t, t +
     // kThreads, ...) and reduces them in its fixed tree: every block gets the
@@ -216,18 +172,6 @@ template <int kThreads, class H = rj_no_hook> struct rj_red_split {
   }
 };
 
-// The split layout's work ticket: every thread of the block gets the item its
-// thread 0 took.
-__device__ __forceinline__ rj_u32 rj_take_ticket(rj_u64 counter, rj_u32& slot) {
-  __syncthreads();
-  if (threadIdx.x == 0) slot = rj_atom_add_acq_rel(counter, 1u);
-  __syncthreads();
-  return slot;
-}
-
-// No item taken yet (tickets stay below it: the launcher checks rows x splits
-// + grid < 2^32).
-enum : rj_u32 { kRjNoItem = 0xffffffffu };
 // ---- row passes over the registers ---------------------------------------------
 // Sum over this thread's elements inside the row of (x - centre)^2.
 template <int P, class C>

@@ -7,8 +7,6 @@
 //                                         never served from a stale L1 line
 //   rj_load_nc        ld.global.nc        read-only for the whole kernel: the
 //                                         non-coherent texture path
-//   rj_load_shared    ld.shared           a shared-window address (rj_smem_addr)
-//                                         this thread staged with cp.async
 struct rj_b128 { rj_u32 x, y, z, w; };
 struct rj_b64 { rj_u32 x, y; };
 
@@ -44,26 +42,7 @@ struct rj_b64 { rj_u32 x, y; };
 RJ_DEFINE_LOAD_KIND(rj_load_volatile, ".volatile.global", volatile)
 RJ_DEFINE_LOAD_KIND(rj_load_plain, ".global", volatile)
 RJ_DEFINE_LOAD_KIND(rj_load_nc, ".global.nc", volatile)
-RJ_DEFINE_LOAD_KIND(rj_load_shared, ".shared", volatile)
 #undef RJ_DEFINE_LOAD_KIND
-
-// ---- cp.async (sm_80+): global -> shared without passing through registers.
-// 16 bytes bypass L1 (.cg); 8 bytes may only go through it (.ca).
-__device__ __forceinline__ rj_u32 rj_smem_addr(const void* p) {
-  rj_u32 a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-__device__ __forceinline__ void rj_cp_async16(rj_u32 smem, rj_u64 global) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem), "l"(global) : "memory");
-}
-__device__ __forceinline__ void rj_cp_async8(rj_u32 smem, rj_u64 global) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem), "l"(global) : "memory");
-}
-__device__ __forceinline__ void rj_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void rj_cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
 
 __device__ __forceinline__ void rj_st_b128(rj_u64 a, rj_b128 v) {
   asm volatile("st.global.v4.u32 [%0], { %1,%2,%3,%4};" :: "l"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");

@@ -47,10 +47,6 @@ pub const WARP_MAX_PACKS: u32 = 8;
 pub const PARTIAL_BYTES: usize = 16;
 /// Resident threads an SM holds (sm_80 and sm_90): the largest launch bound.
 pub const MAX_THREADS_PER_SM: u32 = 2048;
-/// Most bytes a prefetching split block stages (`NormSpec::prefetch`): static
-/// shared memory is 48 KiB a block, and the block reduction's scratch and the
-/// ticket take the rest.
-pub const STAGE_BYTES: u64 = 40 * 1024;
 /// gridDim.x's limit.
 pub const MAX_GRID: u64 = i32::MAX as u64;
 /// Longest row the default ladder (`for_cols`) and the tests target; a split
@@ -165,36 +161,6 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("softmax_safe", "w32x2", 8, 8, 8),
     ("softmax_safe", "w32x4", 6, 6, 6),
     ("softmax_safe", "w32x8", 4, 4, 4),
-    // Prefetching split layouts (`_p`): each dtype column's most at which
-    // ptxas 13.0 compiled the kernel clean with the bound in the source.
-    ("layernorm", "s256x4_p", 4, 4, 4),
-    ("layernorm", "s256x8_p", 2, 2, 2),
-    ("layernorm", "s512x2_p", 3, 3, 3),
-    ("layernorm", "s512x4_p", 2, 2, 2),
-    ("layernorm", "s512x8_p", 1, 1, 1),
-    ("layernorm_res", "s256x4_p", 4, 6, 3),
-    ("layernorm_res", "s256x8_p", 1, 3, 1),
-    ("layernorm_res", "s512x2_p", 3, 3, 3),
-    ("layernorm_res", "s512x4_p", 1, 3, 1),
-    ("logsoftmax_online", "s256x4_p", 6, 6, 6),
-    ("logsoftmax_online", "s256x8_p", 4, 4, 4),
-    ("logsoftmax_online", "s512x2_p", 3, 3, 3),
-    ("logsoftmax_online", "s512x4_p", 3, 3, 3),
-    ("logsoftmax_online", "s512x8_p", 1, 2, 1),
-    ("rmsnorm", "s256x4_p", 5, 5, 5),
-    ("rmsnorm", "s256x8_p", 3, 3, 3),
-    ("rmsnorm", "s512x2_p", 3, 3, 3),
-    ("rmsnorm", "s512x4_p", 2, 2, 2),
-    ("rmsnorm", "s512x8_p", 1, 1, 1),
-    ("rmsnorm_res", "s256x4_p", 6, 6, 4),
-    ("rmsnorm_res", "s256x8_p", 1, 3, 1),
-    ("rmsnorm_res", "s512x2_p", 3, 3, 3),
-    ("rmsnorm_res", "s512x4_p", 1, 3, 1),
-    ("softmax_online", "s256x4_p", 6, 6, 6),
-    ("softmax_online", "s256x8_p", 3, 3, 4),
-    ("softmax_online", "s512x2_p", 3, 3, 3),
-    ("softmax_online", "s512x4_p", 3, 3, 3),
-    ("softmax_online", "s512x8_p", 1, 1, 1),
 ];
 
 /// The same for the general twins (`_g`, `norm-occupancy.py --general`), whose
@@ -279,35 +245,6 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("softmax_safe", "w32x2", 6, 6, 6),
     ("softmax_safe", "w32x4", 4, 4, 4),
     ("softmax_safe", "w32x8", 2, 3, 3),
-    // Prefetching split layouts (`_p_g`), found as above.
-    ("layernorm", "s256x4_p", 4, 4, 4),
-    ("layernorm", "s256x8_p", 2, 2, 2),
-    ("layernorm", "s512x2_p", 2, 2, 2),
-    ("layernorm", "s512x4_p", 2, 2, 2),
-    ("layernorm", "s512x8_p", 1, 1, 1),
-    ("layernorm_res", "s256x4_p", 4, 4, 4),
-    ("layernorm_res", "s256x8_p", 1, 2, 1),
-    ("layernorm_res", "s512x2_p", 2, 2, 2),
-    ("layernorm_res", "s512x4_p", 1, 2, 1),
-    ("logsoftmax_online", "s256x4_p", 4, 4, 4),
-    ("logsoftmax_online", "s256x8_p", 3, 3, 3),
-    ("logsoftmax_online", "s512x2_p", 3, 3, 3),
-    ("logsoftmax_online", "s512x4_p", 2, 2, 2),
-    ("logsoftmax_online", "s512x8_p", 1, 1, 1),
-    ("rmsnorm", "s256x4_p", 6, 6, 5),
-    ("rmsnorm", "s256x8_p", 3, 3, 3),
-    ("rmsnorm", "s512x2_p", 3, 3, 3),
-    ("rmsnorm", "s512x4_p", 3, 3, 2),
-    ("rmsnorm", "s512x8_p", 1, 1, 1),
-    ("rmsnorm_res", "s256x4_p", 5, 5, 5),
-    ("rmsnorm_res", "s256x8_p", 1, 2, 1),
-    ("rmsnorm_res", "s512x2_p", 2, 2, 2),
-    ("rmsnorm_res", "s512x4_p", 1, 2, 1),
-    ("softmax_online", "s256x4_p", 4, 4, 4),
-    ("softmax_online", "s256x8_p", 3, 3, 3),
-    ("softmax_online", "s512x2_p", 3, 3, 3),
-    ("softmax_online", "s512x4_p", 2, 2, 2),
-    ("softmax_online", "s512x8_p", 1, 1, 1),
 ];
 
 /// The element types of a row, as the launch-bound tables and the measured
@@ -401,11 +338,6 @@ pub struct NormSpec {
     /// The launch bound's blocks per SM (`_o<n>` in names), instead of the
     /// `OCCUPANCY` table's: what `redjit bench norm --bounds` measures.
     pub bound: Option<u32>,
-    /// Split layout only (`_p` in names): a block copies its next chunk into
-    /// shared memory (cp.async) while it reduces and stores this one, so its
-    /// loads stay in flight through the wait on the row's other blocks. The
-    /// chunk's streams (x, and the residual) must fit `STAGE_BYTES`.
-    pub prefetch: bool,
 }
 
 impl Default for NormSpec {
@@ -422,7 +354,6 @@ impl Default for NormSpec {
             packs: 4,
             general: false,
             bound: None,
-            prefetch: false,
         }
     }
 }
@@ -520,12 +451,7 @@ impl NormSpec {
         // registers a thread mostly follow the packs, so the 32-lane entry
         // stands for a group size without an entry of its own.
         let letter = self.layout.info().letter;
-        let exact = format!(
-            "{letter}{}x{}{}",
-            self.lanes,
-            self.packs,
-            if self.prefetch { "_p" } else { "" }
-        );
+        let exact = format!("{letter}{}x{}", self.lanes, self.packs);
         let warp32 = format!("{letter}32x{}", self.packs);
         // The table's column: f32 rows, 16-bit rows, or different dtypes.
         let column = self.row_types() as usize;
@@ -607,16 +533,6 @@ impl NormSpec {
             && buffers
                 .into_iter()
                 .all(|(a, bytes)| a.is_multiple_of(4 * bytes))
-    }
-
-    /// Row streams a kernel loads: x, and the residual.
-    fn streams(&self) -> u32 {
-        1 + u32::from(self.residual)
-    }
-
-    /// Shared memory a prefetching block stages its next chunk in.
-    pub fn stage_bytes(&self) -> u64 {
-        u64::from(self.streams()) * self.chunk() * self.input.info().bytes as u64
     }
 
     /// Elements one row (warp, block) or one chunk (split) holds.
@@ -765,8 +681,6 @@ impl NormSpec {
             general: self.general,
             partial_bytes: PARTIAL_BYTES,
             two_sums: self.two_sums(),
-            prefetch: self.prefetch,
-            streams: self.streams(),
         }
     }
 }
@@ -791,8 +705,6 @@ struct NormContext {
     general: bool,
     partial_bytes: usize,
     two_sums: bool,
-    prefetch: bool,
-    streams: u32,
 }
 
 fn list(values: &[u32]) -> String {
@@ -898,32 +810,6 @@ impl KernelSpec for NormSpec {
                 ),
             ));
         }
-        if self.prefetch {
-            if self.layout != NormLayout::Split {
-                return Err(SpecError::invalid(
-                    "prefetch",
-                    "true",
-                    format!(
-                        "only the split layout stages its next chunk (this is the {} layout)",
-                        self.layout
-                    ),
-                ));
-            }
-            let bytes = self.stage_bytes();
-            if bytes > STAGE_BYTES {
-                return Err(SpecError::invalid(
-                    "prefetch",
-                    format!("{bytes} bytes of staged chunk"),
-                    format!(
-                        "a block stages at most {STAGE_BYTES} bytes (static shared memory): {} stream(s) x {} threads x {} packs x 4 {} elements",
-                        self.streams(),
-                        self.lanes,
-                        self.packs,
-                        self.input
-                    ),
-                ));
-            }
-        }
         if self.layout == NormLayout::Split && self.algo == Some(SoftmaxAlgo::Safe) {
             return Err(SpecError::invalid(
                 "algo",
@@ -943,14 +829,13 @@ impl KernelSpec for NormSpec {
             s += "_res";
         }
         format!(
-            "{s}_{}_{}_{}{}x{}{}{}{}",
+            "{s}_{}_{}_{}{}x{}{}{}",
             self.input,
             self.output,
             self.layout.info().letter,
             self.lanes,
             self.packs,
             self.bound.map_or(String::new(), |b| format!("_o{b}")),
-            if self.prefetch { "_p" } else { "" },
             if self.general { "_g" } else { "" }
         )
     }
@@ -990,7 +875,7 @@ impl FromStr for NormSpec {
             input: s.to_string(),
             rule: rule.to_string(),
         };
-        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s><lanes>x<packs>[_o<blocks per SM>][_p][_g], e.g. norm_softmax_online_bf16_bf16_w32x4";
+        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s><lanes>x<packs>[_o<blocks per SM>][_g], e.g. norm_softmax_online_bf16_bf16_w32x4";
         let rest = s
             .strip_prefix(Family::Norm.slug())
             .and_then(|r| r.strip_prefix('_'))
@@ -998,10 +883,6 @@ impl FromStr for NormSpec {
         let mut parts: Vec<&str> = rest.split('_').collect();
         let general = parts.last() == Some(&"g");
         if general {
-            parts.pop();
-        }
-        let prefetch = parts.last() == Some(&"p");
-        if prefetch {
             parts.pop();
         }
         let mut bound = None;
@@ -1048,7 +929,6 @@ impl FromStr for NormSpec {
             packs,
             general,
             bound,
-            prefetch,
         };
         spec.validate()?;
         if spec.name() != s {
@@ -1065,12 +945,11 @@ impl FromStr for NormSpec {
 /// lists use for one operation and dtype pair.
 pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
     let mut out: Vec<NormSpec> = Vec::new();
-    let mut push = |layout, lanes, packs, prefetch| {
+    let mut push = |layout, lanes, packs| {
         let s = NormSpec {
             layout,
             lanes,
             packs,
-            prefetch,
             ..base.clone()
         };
         if s.validate().is_ok() && !out.contains(&s) {
@@ -1078,20 +957,20 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
         }
     };
     for &lanes in GROUP_LANES {
-        push(NormLayout::Warp, lanes, 1, false);
+        push(NormLayout::Warp, lanes, 1);
     }
     for &packs in &PACKS[1..] {
-        push(NormLayout::Warp, 32, packs, false);
+        push(NormLayout::Warp, 32, packs);
     }
     // Several rows a warp with more bytes a lane in flight (narrow rows).
     for lanes in [4, 8, 16] {
         for packs in [2, 4] {
-            push(NormLayout::Warp, lanes, packs, false);
+            push(NormLayout::Warp, lanes, packs);
         }
     }
     // Smaller blocks a row: more rows an SM in flight (16-bit rows).
     for (lanes, packs) in [(128, 4), (128, 8)] {
-        push(NormLayout::Block, lanes, packs, false);
+        push(NormLayout::Block, lanes, packs);
     }
     for (lanes, packs) in [
         (256, 2),
@@ -1102,15 +981,10 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
         (512, 8),
         (512, 16),
     ] {
-        push(NormLayout::Block, lanes, packs, false);
+        push(NormLayout::Block, lanes, packs);
     }
     for (lanes, packs) in [(256, 8), (512, 4), (512, 8), (512, 16)] {
-        push(NormLayout::Split, lanes, packs, false);
-    }
-    // The same with the next chunk staged (those whose chunk fits), and smaller
-    // chunks, which staging makes worth more items a block.
-    for (lanes, packs) in [(256, 4), (256, 8), (512, 2), (512, 4), (512, 8)] {
-        push(NormLayout::Split, lanes, packs, true);
+        push(NormLayout::Split, lanes, packs);
     }
     out
 }
