@@ -279,7 +279,40 @@ struct MeasuredLayout {
 /// layer norm of 65..128 columns in 16 lanes of 2 packs (96.2-96.8 % against
 /// 94.0-95.4 % for w8x4 at 262144x128); 16-bit RMS norm with the residual add
 /// of 65..128 columns in 16 lanes of 4 packs (94.6-95.1 % against 92.9-94.3 %).
+/// Split rows (past 32768 columns) of 16 packs a thread for 16-bit layer norm,
+/// and f32 layer norm and RMS norm with the residual add, at 64x1048576 (three
+/// rounds, each kernel alone in its process, BENCHMARKS.md fourth session of
+/// 2026-11-25, run4): 46.6-47.7 % of copy against 31.9-32.2 % for s512x8,
+/// 70.6-70.8 % against 60.3-61.1 %, 76.7-77.4 % against 69.1-70.1 %. Their
+/// general twin stays s512x8_g.
 const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
+    MeasuredLayout {
+        op: NormOp::LayerNorm,
+        residual: false,
+        types: RowTypes::Sixteen,
+        cols: 32769..=u64::MAX,
+        layout: NormLayout::Split,
+        lanes: 512,
+        packs: 16,
+    },
+    MeasuredLayout {
+        op: NormOp::LayerNorm,
+        residual: true,
+        types: RowTypes::F32,
+        cols: 32769..=u64::MAX,
+        layout: NormLayout::Split,
+        lanes: 512,
+        packs: 16,
+    },
+    MeasuredLayout {
+        op: NormOp::RmsNorm,
+        residual: true,
+        types: RowTypes::F32,
+        cols: 32769..=u64::MAX,
+        layout: NormLayout::Split,
+        lanes: 512,
+        packs: 16,
+    },
     MeasuredLayout {
         op: NormOp::RmsNorm,
         residual: false,
