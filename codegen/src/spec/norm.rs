@@ -1181,6 +1181,40 @@ mod tests {
         assert_eq!(layout(NormOp::LayerNorm, false, DType::BF16, 128), "w8x4");
         assert_eq!(layout(NormOp::RmsNorm, true, DType::BF16, 128), "w16x4");
         assert_eq!(layout(NormOp::RmsNorm, true, DType::BF16, 64), "w4x4");
+        assert_eq!(
+            layout(NormOp::LayerNorm, false, DType::BF16, 1 << 20),
+            "s512x16"
+        );
+        assert_eq!(
+            layout(NormOp::LayerNorm, false, DType::F32, 1 << 20),
+            "s512x8"
+        );
+        assert_eq!(
+            layout(NormOp::LayerNorm, true, DType::F32, 32769),
+            "s512x16"
+        );
+        assert_eq!(
+            layout(NormOp::LayerNorm, true, DType::BF16, 1 << 20),
+            "s512x8"
+        );
+        assert_eq!(
+            layout(NormOp::RmsNorm, true, DType::F32, 1 << 20),
+            "s512x16"
+        );
+        assert_eq!(
+            layout(NormOp::RmsNorm, false, DType::F32, 1 << 20),
+            "s512x8"
+        );
+        assert_eq!(layout(NormOp::RmsNorm, true, DType::F32, 32768), "b512x16");
+        // Their general twin keeps the split kernel of 8 packs.
+        let twin = NormSpec::with(
+            (NormOp::LayerNorm, None, false),
+            DType::BF16,
+            DType::BF16,
+            1 << 20,
+        )
+        .general_twin();
+        assert_eq!(twin.name(), "norm_layernorm_bf16_bf16_s512x8_g");
         let sp = NormSpec::default().for_cols(1 << 20);
         assert_eq!(sp.chunk(), 16384);
         let p = sp.plan(64, 1 << 20, 132, 2);
