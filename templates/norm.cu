@@ -22,6 +22,11 @@
 // elements; blocks take (row, chunk) items in order from a ticket and exchange
 // their partial states through the workspace (rj_red_split).
 {%- endif %}
+{%- if prefetch %}
+// Prefetching: the grid is one resident wave; each block copies its next row
+// ({% if residual %}x and the residual{% else %}x{% endif %}) into shared memory with cp.async while it reduces and stores
+// this one, so that row's loads are in flight through the reductions and stores.
+{%- endif %}
 namespace {{ name }}_impl {
 typedef rj_dtype_{{ input }} T;
 typedef rj_dtype_{{ output }} TO;
@@ -30,6 +35,15 @@ const int kThreads = {{ threads }};
 const int kLanes = {{ lanes }};
 const int kPacks = {{ packs }};
 const bool kWhole = {% if general %}false{% else %}true{% endif %};
+// How whole packs of the row streams (x, the residual) are loaded.
+typedef {{ row_load }} RowLoad;
+{%- if prefetch %}
+// Shared memory: each staged stream's slots (a pack of every thread, then the
+// next pack), the row's {% if residual %}x and residual{% else %}x{% endif %}{% if not softmax %}, then the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}{% endif %}.
+const rj_u32 kStride = kThreads * 4 * T::kBytes;
+const rj_u32 kSlots = kPacks * kStride;
+const rj_u32 kColsAt = {% if residual %}2{% else %}1{% endif %} * kSlots;
+{%- endif %}
 
 struct Args {
   rj_u64 x, res, w, b, out, res_out, mean, rstd;
@@ -37,9 +51,21 @@ struct Args {
   float param;
 };
 
+{%- if prefetch %}
+// Starts copying row r's streams into this thread's slots at stage.
+__device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const rj_chunk<kLanes, true, false, true>& c, rj_u32 stage) {
+  const rj_u64 off = r * a.ld;
+  rj_row_stage<T, kPacks>(stage, kStride, a.x + off * T::kBytes, c);
+{%- if residual %}
+  rj_row_stage<T, kPacks>(stage + kSlots, kStride, a.res + off * T::kBytes, c);
+{%- endif %}
+  rj_cp_async_commit();
+}
+
+{% endif -%}
 // One row (or chunk) from load to store.
 template <class Red>
-__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader) {
+__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage, rj_u64 next, rj_u64 rows{% endif %}) {
   const rj_u64 off = r * a.ld;
   const rj_u64 xr = a.x + off * T::kBytes, outr = a.out + off * TO::kBytes;
 {%- if residual %}
@@ -76,10 +102,20 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- if not softmax %}
   const bool wvec = true;
 {%- endif %}
-  const rj_chunk<kLanes, kWhole> c{first, cols, lane};
+  const rj_chunk<kLanes, kWhole, false, {% if prefetch %}true{% else %}false{% endif %}> c{first, cols, lane};
 {%- endif %}
   float x[kPacks][4];
-  rj_row_ld<T, kPacks>(xr, c, vec, 0.0f, x);
+{%- if prefetch %}
+  // The row landed in this thread's slots (the caller waited on cp.async).
+  rj_row_ld_staged<T, kPacks>(stage, kStride, c, x);
+{%- if residual %}
+  rj_row_add_staged<T, {{ input_round }}, kPacks>(stage + kSlots, kStride, c, x);
+{%- endif %}
+  // The slots are read: the block's next row goes into them now.
+  if (next < rows) stage_row(a, next, c, stage);
+{%- else %}
+  rj_row_ld<T, kPacks, RowLoad>(xr, c, vec, 0.0f, x);
+{%- endif %}
 {%- if softmax %}
 #pragma unroll
   for (int p = 0; p < kPacks; ++p)
@@ -89,16 +125,22 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- else %}
 {%- if residual %}
   {
+{%- if not prefetch %}
     float h[kPacks][4];
-    rj_row_ld<T, kPacks>(resr, c, vec, 0.0f, h);
+    rj_row_ld<T, kPacks, RowLoad>(resr, c, vec, 0.0f, h);
 #pragma unroll
     for (int p = 0; p < kPacks; ++p)
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = {{ input_round }}::round(x[p][k] + h[p][k]);
+{%- endif %}
     rj_row_st<T, kPacks>(rout, c, vec, x);
   }
 {%- endif %}
+{%- if prefetch %}
+  const Op op{a.param, stage + kColsAt, stage + kColsAt + kSlots, a.mean, a.rstd, r, wvec, rj_cols_staged{kStride}};
+{%- else %}
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec};
+{%- endif %}
 {%- endif %}
   op.row(x, c, red, leader);
   rj_row_st<TO, kPacks>(outr, c, vec, x);
@@ -137,6 +179,28 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     const rj_u64 r = g + step;
     const bool active = r < rows;
     run_row(a, r, 0, active ? (rj_u32)cols : 0u, lane, rj_red_group<kLanes>(), active && lane == 0);
+  }
+{%- elif layout == "block" and prefetch %}
+  (void)counters_ptr;
+  (void)partials_ptr;
+  (void)splits;
+  extern __shared__ __align__(16) unsigned char rj_staged_rows[];
+  const rj_u32 stage = rj_smem_addr(rj_staged_rows) + threadIdx.x * 4u * T::kBytes;
+{%- if not softmax %}
+  {
+    // Every row of this thread has the same columns: their {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}, staged once.
+    const rj_chunk<kLanes, true, false, true> c{0, (rj_u32)cols, threadIdx.x};
+    rj_row_stage<T, kPacks>(stage + kColsAt, kStride, a.w, c);
+{%- if op == "layernorm" %}
+    rj_row_stage<T, kPacks>(stage + kColsAt + kSlots, kStride, a.b, c);
+{%- endif %}
+    rj_cp_async_commit();
+  }
+{%- endif %}
+  if (blockIdx.x < rows) stage_row(a, blockIdx.x, rj_chunk<kLanes, true, false, true>{0, (rj_u32)cols, threadIdx.x}, stage);
+  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    rj_cp_async_wait<0>();
+    run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if two_sums %}true{% else %}false{% endif %}>(), threadIdx.x == 0, stage, r + gridDim.x, rows);
   }
 {%- elif layout == "block" %}
   (void)counters_ptr;

@@ -500,6 +500,56 @@ fn split_rows_off_the_pack_grid_small() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn prefetching_blocks_take_many_rows_each() {
+    // A prefetching block stages its next row while it finishes this one: more
+    // rows than resident blocks (each block takes two or three), rows that fill
+    // the block and rows with packs past their end, a stride past the row
+    // (rows apart in memory), statistics, and f16 out of bf16 (the staged
+    // stream is the input's).
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("prefetching_blocks_take_many_rows_each");
+    let mut specs = Vec::new();
+    for ops in row_ops() {
+        for (i, o) in [
+            (DType::BF16, DType::BF16),
+            (DType::F32, DType::F32),
+            (DType::BF16, DType::F16),
+        ] {
+            specs.extend(
+                variants(&NormSpec::with(ops, i, o, 1))
+                    .into_iter()
+                    .filter(|s| s.prefetch),
+            );
+        }
+    }
+    assert!(!specs.is_empty());
+    prepare(&rt, specs.clone());
+    for spec in &specs {
+        let resident = rt.norm(spec).unwrap().resident() as usize;
+        let cap = spec.capacity().unwrap() as usize;
+        for (cols, ld) in [(cap, cap), (cap / 3 / 4 * 4 + 4, cap / 3 / 4 * 4 + 12)] {
+            let m = Matrix {
+                rows: 2 * resident + 7,
+                cols,
+                ld,
+            };
+            check(
+                &rt,
+                &mut rng,
+                spec,
+                m,
+                Values::Normal,
+                param_of(spec),
+                true,
+                1,
+                0,
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn split_rows_are_bit_identical_run_to_run() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("split_rows_are_bit_identical_run_to_run");

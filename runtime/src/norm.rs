@@ -19,9 +19,10 @@
 
 use std::sync::{Arc, OnceLock};
 
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use redjit_codegen::spec::norm::{PARTIAL_BYTES, Plan};
-use redjit_codegen::{DType, KernelSpec, NormLayout, NormSpec};
+use redjit_codegen::{DType, KernelSpec, NormLayout, NormSpec, SpecError};
 
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
@@ -169,7 +170,33 @@ struct Loaded {
 impl Loaded {
     fn new(rt: &Runtime, spec: &NormSpec) -> Result<Loaded> {
         let func = rt.function(spec)?;
-        let blocks_per_sm = blocks_per_sm(&func, spec.threads(), &spec.name())?;
+        let stage = spec.stage_bytes();
+        if stage > 0 {
+            // A prefetching kernel's staged row is dynamic shared memory, past
+            // the 48 KiB a launch gets without asking.
+            let fixed = func
+                .get_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+                .during(|| format!("reading the shared memory of {}", spec.name()))?;
+            let limit = rt.device().max_shared_per_block;
+            if stage + fixed.max(0) as u64 > limit {
+                return Err(SpecError::Invalid {
+                    field: "prefetch",
+                    value: format!("{stage} bytes of staged row"),
+                    rule: format!(
+                        "{} needs {stage} bytes of shared memory for its staged row and {fixed} of its own; {} gives a block at most {limit}",
+                        spec.name(),
+                        rt.device().name
+                    ),
+                }
+                .into());
+            }
+            func.set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                stage as i32,
+            )
+            .during(|| format!("allowing {} {stage} bytes of shared memory", spec.name()))?;
+        }
+        let blocks_per_sm = blocks_per_sm(&func, spec.threads(), stage as usize, &spec.name())?;
         Ok(Loaded {
             spec: spec.clone(),
             func,
@@ -316,7 +343,7 @@ impl NormKernel<'_> {
         let cfg = LaunchConfig {
             grid_dim: (plan.grid, 1, 1),
             block_dim: (k.spec.threads(), 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: k.spec.stage_bytes() as u32,
         };
         // SAFETY: the kernel was generated from `k.spec` (this spec, or its
         // general twin: the same signature) with the signature

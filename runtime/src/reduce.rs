@@ -169,7 +169,7 @@ impl Runtime {
             }));
         }
         let func = self.function(spec)?;
-        let blocks_per_sm = blocks_per_sm(&func, THREADS, &spec.name())?;
+        let blocks_per_sm = blocks_per_sm(&func, THREADS, 0, &spec.name())?;
         Ok(ReduceKernel {
             rt: self,
             spec: spec.clone(),

@@ -38,6 +38,9 @@ pub struct DeviceInfo {
     pub sm_count: u32,
     /// L2 cache size.
     pub l2_bytes: u64,
+    /// The most shared memory a block may take once it asks for it
+    /// (`cuFuncSetAttribute`): 227 KiB on sm_90.
+    pub max_shared_per_block: u64,
     /// Device memory.
     pub total_mem: u64,
     /// The driver's CUDA version as `cuDriverGetVersion` reports it (13000 for 13.0).
@@ -97,12 +100,18 @@ pub struct Runtime {
     context_time: Duration,
 }
 
-/// Blocks of `threads` threads of `func` an SM keeps resident (the occupancy
+/// Blocks of `threads` threads of `func` an SM keeps resident when each
+/// launches with `dynamic_smem` bytes of dynamic shared memory (the occupancy
 /// API, so this very kernel's registers and shared memory count), at least 1;
 /// `kernel` names it in an error.
-pub(crate) fn blocks_per_sm(func: &CudaFunction, threads: u32, kernel: &str) -> Result<u32> {
+pub(crate) fn blocks_per_sm(
+    func: &CudaFunction,
+    threads: u32,
+    dynamic_smem: usize,
+    kernel: &str,
+) -> Result<u32> {
     let n = func
-        .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
+        .occupancy_max_active_blocks_per_multiprocessor(threads, dynamic_smem, None)
         .during(|| format!("querying the occupancy of {kernel}"))?;
     Ok(n.max(1))
 }
@@ -169,6 +178,10 @@ impl Runtime {
             sm_count: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1)
                 as u32,
             l2_bytes: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as u64,
+            max_shared_per_block: attr(
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?
+            .max(0) as u64,
             total_mem: ctx
                 .total_mem()
                 .during(|| "reading the memory size".into())? as u64,

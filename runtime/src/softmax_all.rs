@@ -155,7 +155,7 @@ impl Runtime {
         self.prepare(&stages)?;
         let stats = self.function(&stages[0])?;
         let normalize = self.function(&stages[1])?;
-        let stats_blocks_per_sm = blocks_per_sm(&stats, THREADS, &stages[0].name())?;
+        let stats_blocks_per_sm = blocks_per_sm(&stats, THREADS, 0, &stages[0].name())?;
         let bytes = STATE_AREA + COUNTER_AREA + MAX_ALL_BLOCKS as usize * PARTIAL_BYTES;
         let workspace = self
             .stream()

@@ -31,12 +31,22 @@
 // wraps below 0). A row whose buffers all lie `shift` elements past the pack
 // grid, as the rows of an odd ld do, starts its packs `shift` elements early, so
 // that all but its first and last packs are whole, aligned vector accesses.
-template <int L, bool W, bool E = false> struct rj_chunk {
+// B (the prefetching block kernels): whole packs addressed as the thread's base
+// plus a constant a pack, which the compiler folds into each access's immediate
+// offset; it saved the registers those kernels stage their next row with.
+// Elsewhere it changed ptxas's allocation and one kernel spilled, so the
+// others keep an address a pack.
+template <int L, bool W, bool E = false, bool B = false> struct rj_chunk {
   static const bool kWhole = W;
   rj_u32 first;  // the chunk's first element (0 unless split), less the shift
   rj_u32 cols;   // the row's length
   rj_u32 lane;   // this thread's lane in the row
   __device__ __forceinline__ rj_u32 at(int p) const { return first + ((rj_u32)p * L + lane) * 4; }
+  // at(p) in 64 bits, for a whole pack's vector access (with B: without E
+  // at(p) never wraps, so it is at(0) plus a constant).
+  __device__ __forceinline__ rj_u64 off(int p) const {
+    return B && !E ? (rj_u64)at(0) + (rj_u64)((rj_u32)p * L * 4) : (rj_u64)at(p);
+  }
   // Below the row's start at(p) + k wraps past cols.
   __device__ __forceinline__ bool ok(int p, int k) const { return W ? at(p) < cols : at(p) + k < cols; }
   // Pack p lies wholly inside the row. Only pack 0 can start before the row
@@ -50,15 +60,15 @@ template <int L, bool W, bool E = false> struct rj_chunk {
 // one vector load per pack inside the row. Otherwise vec (every buffer of the row
 // on the pack grid at the chunk's shift) sends whole packs through one vector
 // load, and the row's partial first and last packs, and rows whose buffers lie at
-// different offsets from the grid, go element by element. Missing elements are
-// `fill`.
-template <class T, int P, class C>
+// different offsets from the grid, go element by element (L: the whole packs'
+// load kind). Missing elements are `fill`.
+template <class T, int P, class L, class C>
 __device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float fill, float (&x)[P][4]) {
 #pragma unroll
   for (int p = 0; p < P; ++p) {
     const rj_u32 e = c.at(p);
     if ((C::kWhole || vec) && c.whole(p)) {
-      rj_ld4<T, rj_load_nc>(a, e, x[p]);
+      rj_ld4<T, L>(a, c.off(p), x[p]);
     } else if constexpr (C::kWhole) {
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = fill;
@@ -74,11 +84,68 @@ __device__ __forceinline__ void rj_row_st(rj_u64 a, const C& c, bool vec, const 
   for (int p = 0; p < P; ++p) {
     const rj_u32 e = c.at(p);
     if ((C::kWhole || vec) && c.whole(p)) {
-      rj_st4<T>(a, e, y[p]);
+      rj_st4<T>(a, c.off(p), y[p]);
     } else if constexpr (!C::kWhole) {
 #pragma unroll
       for (int k = 0; k < 4; ++k)
         if (c.ok(p, k)) rj_st1<T>(a, e + k, y[p][k]);
+    }
+  }
+}
+// ---- a row staged in shared memory (the prefetching block layout, `_p`) -----
+// A thread's own packs only, pack p at slots + p * stride: no other thread reads
+// them, so cp.async.wait_group alone makes them visible, and the thread may
+// stage the next row into them as soon as it has read them back.
+template <class T, int P, class C>
+__device__ __forceinline__ void rj_row_stage(rj_u32 slots, rj_u32 stride, rj_u64 a, const C& c) {
+  static_assert(C::kWhole, "only whole-pack chunks are staged");
+  static_assert(T::kWords == 4 || T::kWords == 2, "a pack is 16 or 8 bytes");
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    if (c.whole(p)) {
+      const rj_u64 g = a + c.off(p) * T::kBytes;
+      if (T::kWords == 4) {
+        rj_cp_async16(slots + (rj_u32)p * stride, g);
+      } else {
+        rj_cp_async8(slots + (rj_u32)p * stride, g);
+      }
+    }
+  }
+}
+template <class T> __device__ __forceinline__ void rj_ld4_shared(rj_u32 a, float (&v)[4]) {
+  rj_u32 w[T::kWords];
+  if constexpr (T::kWords == 4) {
+    const rj_b128 b = rj_ld_shared_b128(a);
+    w[0] = b.x; w[1] = b.y; w[2] = b.z; w[3] = b.w;
+  } else {
+    const rj_b64 b = rj_ld_shared_b64(a);
+    w[0] = b.x; w[1] = b.y;
+  }
+  T::unpack4(w, v);
+}
+template <class T, int P, class C>
+__device__ __forceinline__ void rj_row_ld_staged(rj_u32 slots, rj_u32 stride, const C& c, float (&x)[P][4]) {
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    if (c.whole(p)) {
+      rj_ld4_shared<T>(slots + (rj_u32)p * stride, x[p]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) x[p][k] = 0.0f;
+    }
+  }
+}
+// The fused residual add from staged packs: x = x + residual rounded by R, a
+// pack at a time, so the residual takes 4 registers, not a row's.
+template <class T, class R, int P, class C>
+__device__ __forceinline__ void rj_row_add_staged(rj_u32 slots, rj_u32 stride, const C& c, float (&x)[P][4]) {
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    if (c.whole(p)) {
+      float h[4];
+      rj_ld4_shared<T>(slots + (rj_u32)p * stride, h);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) x[p][k] = R::round(x[p][k] + h[k]);
     }
   }
 }
@@ -87,7 +154,7 @@ template <class T, class C>
 __device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, bool vec, float (&w)[4]) {
   const rj_u32 e = c.at(p);
   if ((C::kWhole || vec) && c.whole(p)) {
-    rj_ld4<T, rj_load_nc>(a, e, w);
+    rj_ld4<T, rj_load_nc>(a, c.off(p), w);
   } else if constexpr (C::kWhole) {
 #pragma unroll
     for (int k = 0; k < 4; ++k) w[k] = 0.0f;
@@ -96,6 +163,24 @@ __device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, bool vec
     for (int k = 0; k < 4; ++k) w[k] = c.ok(p, k) ? rj_ld1<T, rj_load_nc>(a, e + k) : 0.0f;
   }
 }
+
+// Where a row op's per-column vectors (weight, bias) come from: global memory
+// at the chunk's columns, or (a prefetching kernel) this thread's slots in
+// shared memory, staged once since every row of a thread has the same columns:
+// pack p at the slots' address plus p * stride.
+struct rj_cols_global {
+  template <class T, class C>
+  __device__ __forceinline__ void ld(rj_u64 a, const C& c, int p, bool vec, float (&v)[4]) const {
+    rj_col_ld4<T>(a, c, p, vec, v);
+  }
+};
+struct rj_cols_staged {
+  rj_u32 stride;
+  template <class T, class C>
+  __device__ __forceinline__ void ld(rj_u64 a, const C&, int p, bool, float (&v)[4]) const {
+    rj_ld4_shared<T>((rj_u32)a + (rj_u32)p * stride, v);
+  }
+};
 
 __device__ __forceinline__ float rj_pos_inf() { return rj_bits_as_f32(0x7f800000u); }
 __device__ __forceinline__ float rj_nan() { return rj_bits_as_f32(0x7fffffffu); }
@@ -281,11 +366,12 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
 // 2026-11-24: layer norm bf16 b256x4 at 32768x4096 issue-bound, 88 % SM
 // throughput at 67 % of DRAM's). y = (x - mean) * rstd * w + b, var the
 // population variance, rstd = 1 / sqrt(var + eps).
-template <class T> struct rj_norm_layer_t {
+template <class T, class Cols = rj_cols_global> struct rj_norm_layer_t {
   float param;  // eps
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
   bool vec;
+  Cols cols;
   template <int P, class C, class Red>
   __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool leader) const {
     float mean, m2;
@@ -322,8 +408,8 @@ template <class T> struct rj_norm_layer_t {
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       float wv[4], bv[4];
-      rj_col_ld4<T>(w, c, p, vec, wv);
-      rj_col_ld4<T>(b, c, p, vec, bv);
+      cols.template ld<T>(w, c, p, vec, wv);
+      cols.template ld<T>(b, c, p, vec, bv);
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = rj_add_rn(rj_mul_rn(rj_mul_rn(x[p][k] - mean, rstd), wv[k]), bv[k]);
     }
@@ -332,11 +418,12 @@ template <class T> struct rj_norm_layer_t {
 
 // ---- RMS norm ------------------------------------------------------------------
 // y = x * rstd * w, rstd = 1 / sqrt(sum(x^2) / n + eps).
-template <class T> struct rj_norm_rms_t {
+template <class T, class Cols = rj_cols_global> struct rj_norm_rms_t {
   float param;  // eps
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
   bool vec;
+  Cols cols;
   template <int P, class C, class Red>
   __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool leader) const {
     float ss = 0.0f;
@@ -351,7 +438,7 @@ template <class T> struct rj_norm_rms_t {
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       float wv[4];
-      rj_col_ld4<T>(w, c, p, vec, wv);
+      cols.template ld<T>(w, c, p, vec, wv);
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = rj_mul_rn(rj_mul_rn(x[p][k], rstd), wv[k]);
     }

@@ -7,6 +7,8 @@
 //                                         never served from a stale L1 line
 //   rj_load_nc        ld.global.nc        read-only for the whole kernel: the
 //                                         non-coherent texture path
+//   rj_load_stream    ld.global.nc        the same, read once: no L1 line, so
+//                     .L1::no_allocate    what L1 holds (a norm's weights) stays
 struct rj_b128 { rj_u32 x, y, z, w; };
 struct rj_b64 { rj_u32 x, y; };
 
@@ -42,6 +44,7 @@ struct rj_b64 { rj_u32 x, y; };
 RJ_DEFINE_LOAD_KIND(rj_load_volatile, ".volatile.global", volatile)
 RJ_DEFINE_LOAD_KIND(rj_load_plain, ".global", volatile)
 RJ_DEFINE_LOAD_KIND(rj_load_nc, ".global.nc", volatile)
+RJ_DEFINE_LOAD_KIND(rj_load_stream, ".global.nc.L1::no_allocate", volatile)
 #undef RJ_DEFINE_LOAD_KIND
 
 __device__ __forceinline__ void rj_st_b128(rj_u64 a, rj_b128 v) {
@@ -55,6 +58,35 @@ __device__ __forceinline__ void rj_st_b32(rj_u64 a, rj_u32 v) {
 }
 __device__ __forceinline__ void rj_st_b16(rj_u64 a, rj_u16 v) {
   asm volatile("st.global.u16 [%0], %1;" :: "l"(a), "h"(v) : "memory");
+}
+
+// ---- cp.async (sm_80+): global -> shared without passing through registers.
+// 16 bytes may bypass L1 (.cg); 8 bytes must go through it (.ca). Shared
+// addresses are 32-bit offsets in the shared window.
+__device__ __forceinline__ rj_u32 rj_smem_addr(const void* p) {
+  rj_u32 a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+__device__ __forceinline__ void rj_cp_async16(rj_u32 smem, rj_u64 global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem), "l"(global) : "memory");
+}
+__device__ __forceinline__ void rj_cp_async8(rj_u32 smem, rj_u64 global) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem), "l"(global) : "memory");
+}
+__device__ __forceinline__ void rj_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void rj_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ rj_b128 rj_ld_shared_b128(rj_u32 a) {
+  rj_b128 v;
+  asm volatile("ld.shared.v4.u32 { %0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ rj_b64 rj_ld_shared_b64(rj_u32 a) {
+  rj_b64 v;
+  asm volatile("ld.shared.v2.u32 { %0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a) : "memory");
+  return v;
 }
 
 // ---- packs as words: one pack is W 32-bit words (W = 4: 16 bytes, 2: 8 bytes).

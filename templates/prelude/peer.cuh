@@ -153,21 +153,4 @@ __device__ __forceinline__ rj_b128 rj_ar_pack16(const float (&v)[16 / T::kBytes]
   return rj_b128{w[0], w[1], w[2], w[3]};
 }
 
-// ---- cp.async (sm_80+): 16 bytes global -> shared, bypassing L1 (.cg).
-__device__ __forceinline__ rj_u32 rj_smem_addr(const void* p) {
-  rj_u32 a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-__device__ __forceinline__ void rj_cp_async16(rj_u32 smem, rj_u64 global) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem), "l"(global) : "memory");
-}
-__device__ __forceinline__ void rj_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void rj_cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ rj_b128 rj_ld_shared_b128(rj_u32 a) {
-  rj_b128 v;
-  asm volatile("ld.shared.v4.u32 { %0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
-  return v;
-}
+// cp.async and shared loads: packs.cuh.

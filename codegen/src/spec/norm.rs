@@ -47,6 +47,11 @@ pub const WARP_MAX_PACKS: u32 = 8;
 pub const PARTIAL_BYTES: usize = 16;
 /// Resident threads an SM holds (sm_80 and sm_90): the largest launch bound.
 pub const MAX_THREADS_PER_SM: u32 = 2048;
+/// Most bytes a prefetching block stages its next row in (`NormSpec::prefetch`,
+/// dynamic shared memory): sm_90 gives a block up to 227 KiB, and the block
+/// reduction's static scratch takes a little of it. The launcher also checks
+/// the device's own limit.
+pub const MAX_STAGE_BYTES: u64 = 224 * 1024;
 /// gridDim.x's limit.
 pub const MAX_GRID: u64 = i32::MAX as u64;
 /// Longest row the default ladder (`for_cols`) and the tests target; a split
@@ -63,13 +68,16 @@ pub const MAX_COLS: u64 = 1 << 20;
 /// spills with these: the entries for smaller groups, and layer norm's b256x8 and
 /// b512x8, are the bounds it found spilling lowered to the most that compiled
 /// clean with the bound in the source (`_o<n>`); the sweep rewrites the bound in
-/// NVRTC's PTX, which NVRTC itself compiles a little differently.
+/// NVRTC's PTX, which NVRTC itself compiles a little differently. A prefetching
+/// kernel (`_p`) takes its layout's entry unless it has its own: those are the
+/// three that spilled 8 bytes at their layout's bound, lowered the same way.
 const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x2", 6, 8, 6),
     ("layernorm", "b256x4", 4, 6, 3),
     ("layernorm", "b256x8", 3, 3, 2),
     ("layernorm", "b512x4", 2, 3, 1),
     ("layernorm", "b512x8", 1, 2, 1),
+    ("layernorm", "b512x8_p", 1, 1, 1),
     ("layernorm", "s256x8", 4, 3, 2),
     ("layernorm", "s512x4", 2, 3, 1),
     ("layernorm", "s512x8", 2, 1, 1),
@@ -86,6 +94,8 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm_res", "b256x8", 4, 4, 2),
     ("layernorm_res", "b512x4", 2, 2, 3),
     ("layernorm_res", "b512x8", 2, 2, 1),
+    ("layernorm_res", "b256x8_p", 3, 3, 2),
+    ("layernorm_res", "b512x8_p", 1, 1, 1),
     ("layernorm_res", "s256x8", 2, 4, 4),
     ("layernorm_res", "s512x4", 3, 3, 2),
     ("layernorm_res", "s512x8", 1, 2, 2),
@@ -262,12 +272,16 @@ enum RowTypes {
 /// A layout the default ladder's rule does not give, chosen by measurement.
 struct MeasuredLayout {
     op: NormOp,
+    /// Softmax ops: the algorithm it was measured for (`None`: any).
+    algo: Option<SoftmaxAlgo>,
     residual: bool,
     types: RowTypes,
     cols: std::ops::RangeInclusive<u64>,
     layout: NormLayout,
     lanes: u32,
     packs: u32,
+    prefetch: bool,
+    no_l1: bool,
 }
 
 /// Layouts that beat the ladder's in three alternating rounds of the same call,
@@ -285,60 +299,174 @@ struct MeasuredLayout {
 /// 2026-11-25, run4): 46.6-47.7 % of copy against 31.9-32.2 % for s512x8,
 /// 70.6-70.8 % against 60.3-61.1 %, 76.7-77.4 % against 69.1-70.1 %. Their
 /// general twin stays s512x8_g.
+/// The prefetching block (`_p`, three rounds, each kernel alone, BENCHMARKS.md
+/// fifth session of 2026-11-25) for 16-bit rows at 8192x32768: online softmax
+/// 89.3-90.5 % of copy against 85.4-85.8 %, online log-softmax 89.3-90.4 %
+/// against 85.0-85.8 % (run2), layer norm with its weight and bias staged too
+/// 89.4-91.1 % against 88.5-88.6 % (run7); and at 8192x16384 layer norm in
+/// b512x8_p at 1 block an SM, 89.7-92.1 % against 85.0-85.8 % (run6). It lost
+/// for every f32 row op and for RMS norm (16-bit RMS norm at 8192x32768:
+/// 86.9-88.0 % against 95.7-96.8 %, run2). Row loads that allocate no L1 line
+/// (`_n`) at 8192x32768 (run3): layer norm with the residual add, bf16 96.5-97.5 %
+/// against 81.1-81.7 % and f32 96.6-97.4 % against 87.0-92.0 %, and f32 layer norm
+/// 92.0-93.1 % against 83.9-84.4 %; elsewhere they lost up to 8 points
+/// (16-bit layer norm at 8192x16384: 76.8-77.4 % against 84.6-85.3 %).
 const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
     MeasuredLayout {
         op: NormOp::LayerNorm,
+        algo: None,
         residual: false,
         types: RowTypes::Sixteen,
         cols: 32769..=u64::MAX,
         layout: NormLayout::Split,
         lanes: 512,
         packs: 16,
+        prefetch: false,
+        no_l1: false,
     },
     MeasuredLayout {
         op: NormOp::LayerNorm,
+        algo: None,
         residual: true,
         types: RowTypes::F32,
         cols: 32769..=u64::MAX,
         layout: NormLayout::Split,
         lanes: 512,
         packs: 16,
+        prefetch: false,
+        no_l1: false,
     },
     MeasuredLayout {
         op: NormOp::RmsNorm,
+        algo: None,
         residual: true,
         types: RowTypes::F32,
         cols: 32769..=u64::MAX,
         layout: NormLayout::Split,
         lanes: 512,
         packs: 16,
+        prefetch: false,
+        no_l1: false,
     },
     MeasuredLayout {
         op: NormOp::RmsNorm,
+        algo: None,
         residual: false,
         types: RowTypes::Sixteen,
         cols: 2049..=4096,
         layout: NormLayout::Block,
         lanes: 128,
         packs: 8,
+        prefetch: false,
+        no_l1: false,
     },
     MeasuredLayout {
         op: NormOp::LayerNorm,
+        algo: None,
         residual: false,
         types: RowTypes::F32,
         cols: 65..=128,
         layout: NormLayout::Warp,
         lanes: 16,
         packs: 2,
+        prefetch: false,
+        no_l1: false,
     },
     MeasuredLayout {
         op: NormOp::RmsNorm,
+        algo: None,
         residual: true,
         types: RowTypes::Sixteen,
         cols: 65..=128,
         layout: NormLayout::Warp,
         lanes: 16,
         packs: 4,
+        prefetch: false,
+        no_l1: false,
+    },
+    MeasuredLayout {
+        op: NormOp::Softmax,
+        algo: Some(SoftmaxAlgo::Online),
+        residual: false,
+        types: RowTypes::Sixteen,
+        cols: 16385..=32768,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 16,
+        prefetch: true,
+        no_l1: false,
+    },
+    MeasuredLayout {
+        op: NormOp::LogSoftmax,
+        algo: Some(SoftmaxAlgo::Online),
+        residual: false,
+        types: RowTypes::Sixteen,
+        cols: 16385..=32768,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 16,
+        prefetch: true,
+        no_l1: false,
+    },
+    MeasuredLayout {
+        op: NormOp::LayerNorm,
+        algo: None,
+        residual: false,
+        types: RowTypes::F32,
+        cols: 16385..=32768,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 16,
+        prefetch: false,
+        no_l1: true,
+    },
+    MeasuredLayout {
+        op: NormOp::LayerNorm,
+        algo: None,
+        residual: true,
+        types: RowTypes::F32,
+        cols: 16385..=32768,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 16,
+        prefetch: false,
+        no_l1: true,
+    },
+    MeasuredLayout {
+        op: NormOp::LayerNorm,
+        algo: None,
+        residual: true,
+        types: RowTypes::Sixteen,
+        cols: 16385..=32768,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 16,
+        prefetch: false,
+        no_l1: true,
+    },
+    MeasuredLayout {
+        op: NormOp::LayerNorm,
+        algo: None,
+        residual: false,
+        types: RowTypes::Sixteen,
+        cols: 16385..=32768,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 16,
+        prefetch: true,
+        no_l1: false,
+    },
+    MeasuredLayout {
+        op: NormOp::LayerNorm,
+        algo: None,
+        residual: false,
+        types: RowTypes::Sixteen,
+        cols: 8193..=16384,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 8,
+        prefetch: true,
+        no_l1: false,
     },
 ];
 
@@ -371,6 +499,18 @@ pub struct NormSpec {
     /// The launch bound's blocks per SM (`_o<n>` in names), instead of the
     /// `OCCUPANCY` table's: what `redjit bench norm --bounds` measures.
     pub bound: Option<u32>,
+    /// Block layout, whole packs only (`_p` in names): a block stays resident
+    /// and takes rows in turn, and copies its next row (x, and the residual)
+    /// into shared memory with cp.async while it reduces and stores this one,
+    /// so the row's loads are in flight through the reductions and the stores;
+    /// its columns of the weight and bias are staged there once. All of it
+    /// must fit `MAX_STAGE_BYTES`.
+    pub prefetch: bool,
+    /// The row streams' whole-pack loads (x, and the residual) allocate no L1
+    /// line (`ld.global.nc.L1::no_allocate`, `_n` in names): L1 then keeps the
+    /// per-column weight and bias every row reads again, which rows of 32768
+    /// otherwise evict.
+    pub no_l1: bool,
 }
 
 impl Default for NormSpec {
@@ -387,6 +527,8 @@ impl Default for NormSpec {
             packs: 4,
             general: false,
             bound: None,
+            prefetch: false,
+            no_l1: false,
         }
     }
 }
@@ -484,7 +626,9 @@ impl NormSpec {
         // registers a thread mostly follow the packs, so the 32-lane entry
         // stands for a group size without an entry of its own.
         let letter = self.layout.info().letter;
-        let exact = format!("{letter}{}x{}", self.lanes, self.packs);
+        let plain = format!("{letter}{}x{}", self.lanes, self.packs);
+        // A prefetching kernel's own entry, where it has one.
+        let staged = format!("{plain}_p");
         let warp32 = format!("{letter}32x{}", self.packs);
         // The table's column: f32 rows, 16-bit rows, or different dtypes.
         let column = self.row_types() as usize;
@@ -499,7 +643,10 @@ impl NormSpec {
                 .find(|(o, l, ..)| *o == op && *l == layout)
                 .map(|&(_, _, f32_rows, b16_rows, mixed)| [f32_rows, b16_rows, mixed][column])
         };
-        entry(&exact)
+        self.prefetch
+            .then(|| entry(&staged))
+            .flatten()
+            .or_else(|| entry(&plain))
             .or_else(|| {
                 (self.layout == NormLayout::Warp)
                     .then(|| entry(&warp32))
@@ -532,8 +679,10 @@ impl NormSpec {
     /// for every op at 512 threads, and the twin serves only ragged or
     /// misaligned rows.
     pub fn general_twin(&self) -> NormSpec {
+        // Staging is for whole packs: the twin loads its rows directly.
         let mut twin = NormSpec {
             general: true,
+            prefetch: false,
             ..self.clone()
         };
         // RMS norm between two dtypes spilled 80 bytes at b512x8_g too (ptxas
@@ -568,6 +717,31 @@ impl NormSpec {
                 .all(|(a, bytes)| a.is_multiple_of(4 * bytes))
     }
 
+    /// Row streams a kernel loads: x, and the residual.
+    fn streams(&self) -> u64 {
+        1 + u64::from(self.residual)
+    }
+
+    /// Per-column vectors a row op reads: weight, and bias.
+    fn vectors(&self) -> u64 {
+        let info = self.op.info();
+        if info.softmax {
+            0
+        } else {
+            1 + u64::from(info.bias)
+        }
+    }
+
+    /// Dynamic shared memory a launch takes: a prefetching block's staged row
+    /// (every stream it loads) and its columns of the weight and bias, else 0.
+    pub fn stage_bytes(&self) -> u64 {
+        if self.prefetch {
+            (self.streams() + self.vectors()) * self.chunk() * self.input.info().bytes as u64
+        } else {
+            0
+        }
+    }
+
     /// Elements one row (warp, block) or one chunk (split) holds.
     pub fn chunk(&self) -> u64 {
         u64::from(self.lanes) * u64::from(self.packs) * 4
@@ -591,6 +765,7 @@ impl NormSpec {
         };
         let measured = MEASURED_LAYOUTS.iter().find(|m| {
             m.op == self.op
+                && m.algo.is_none_or(|a| Some(a) == self.algo)
                 && m.residual == self.residual
                 && m.types == self.row_types()
                 && m.cols.contains(&cols)
@@ -636,6 +811,8 @@ impl NormSpec {
             layout,
             lanes,
             packs,
+            prefetch: measured.is_some_and(|m| m.prefetch),
+            no_l1: measured.is_some_and(|m| m.no_l1),
             ..self.clone()
         };
         // Safe softmax needs two exchanges across blocks; the split layout does one.
@@ -661,8 +838,13 @@ impl NormSpec {
                     partials: 0,
                 }
             }
+            // A prefetching block takes rows in turn: one resident wave.
             NormLayout::Block => Plan {
-                grid: rows.clamp(1, MAX_GRID) as u32,
+                grid: if self.prefetch {
+                    rows.clamp(1, resident.min(MAX_GRID))
+                } else {
+                    rows.clamp(1, MAX_GRID)
+                } as u32,
                 splits: 1,
                 counters: 0,
                 partials: 0,
@@ -690,6 +872,8 @@ impl NormSpec {
                 self.algo == Some(SoftmaxAlgo::Online),
                 self.op == NormOp::LogSoftmax
             ),
+            // A prefetching kernel reads weight and bias from its staged slots.
+            _ if self.prefetch => format!("{}<T, rj_cols_staged>", self.op.info().functor),
             _ => format!("{}<T>", self.op.info().functor),
         }
     }
@@ -714,6 +898,12 @@ impl NormSpec {
             general: self.general,
             partial_bytes: PARTIAL_BYTES,
             two_sums: self.two_sums(),
+            prefetch: self.prefetch,
+            row_load: if self.no_l1 {
+                "rj_load_stream"
+            } else {
+                "rj_load_nc"
+            },
         }
     }
 }
@@ -738,6 +928,8 @@ struct NormContext {
     general: bool,
     partial_bytes: usize,
     two_sums: bool,
+    prefetch: bool,
+    row_load: &'static str,
 }
 
 fn list(values: &[u32]) -> String {
@@ -850,6 +1042,40 @@ impl KernelSpec for NormSpec {
                 "the split layout exchanges one state per row across blocks: use the online softmax",
             ));
         }
+        if self.prefetch {
+            if self.layout != NormLayout::Block || self.general {
+                return Err(SpecError::invalid(
+                    "prefetch",
+                    "true",
+                    format!(
+                        "only the block layout's whole-pack kernel stages its next row (this is the {} layout{})",
+                        self.layout,
+                        if self.general { ", general twin" } else { "" }
+                    ),
+                ));
+            }
+            if self.no_l1 {
+                return Err(SpecError::invalid(
+                    "no_l1",
+                    "true",
+                    "a prefetching block stages its rows with cp.async, which takes no L1-bypassing load form for 8-byte packs: ask for one or the other",
+                ));
+            }
+            let bytes = self.stage_bytes();
+            if bytes > MAX_STAGE_BYTES {
+                return Err(SpecError::invalid(
+                    "prefetch",
+                    format!("{bytes} bytes of staged row"),
+                    format!(
+                        "a block stages at most {MAX_STAGE_BYTES} bytes of shared memory: {} stream(s) and vector(s) x {} threads x {} packs x 4 {} elements",
+                        self.streams() + self.vectors(),
+                        self.lanes,
+                        self.packs,
+                        self.input
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -862,13 +1088,15 @@ impl KernelSpec for NormSpec {
             s += "_res";
         }
         format!(
-            "{s}_{}_{}_{}{}x{}{}{}",
+            "{s}_{}_{}_{}{}x{}{}{}{}{}",
             self.input,
             self.output,
             self.layout.info().letter,
             self.lanes,
             self.packs,
             self.bound.map_or(String::new(), |b| format!("_o{b}")),
+            if self.prefetch { "_p" } else { "" },
+            if self.no_l1 { "_n" } else { "" },
             if self.general { "_g" } else { "" }
         )
     }
@@ -908,7 +1136,7 @@ impl FromStr for NormSpec {
             input: s.to_string(),
             rule: rule.to_string(),
         };
-        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s><lanes>x<packs>[_o<blocks per SM>][_g], e.g. norm_softmax_online_bf16_bf16_w32x4";
+        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s><lanes>x<packs>[_o<blocks per SM>][_p][_n][_g], e.g. norm_softmax_online_bf16_bf16_w32x4";
         let rest = s
             .strip_prefix(Family::Norm.slug())
             .and_then(|r| r.strip_prefix('_'))
@@ -916,6 +1144,14 @@ impl FromStr for NormSpec {
         let mut parts: Vec<&str> = rest.split('_').collect();
         let general = parts.last() == Some(&"g");
         if general {
+            parts.pop();
+        }
+        let no_l1 = parts.last() == Some(&"n");
+        if no_l1 {
+            parts.pop();
+        }
+        let prefetch = parts.last() == Some(&"p");
+        if prefetch {
             parts.pop();
         }
         let mut bound = None;
@@ -962,6 +1198,8 @@ impl FromStr for NormSpec {
             packs,
             general,
             bound,
+            prefetch,
+            no_l1,
         };
         spec.validate()?;
         if spec.name() != s {
@@ -978,11 +1216,13 @@ impl FromStr for NormSpec {
 /// lists use for one operation and dtype pair.
 pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
     let mut out: Vec<NormSpec> = Vec::new();
-    let mut push = |layout, lanes, packs| {
+    let mut push = |layout, lanes, packs, prefetch, no_l1| {
         let s = NormSpec {
             layout,
             lanes,
             packs,
+            prefetch,
+            no_l1,
             ..base.clone()
         };
         if s.validate().is_ok() && !out.contains(&s) {
@@ -990,20 +1230,20 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
         }
     };
     for &lanes in GROUP_LANES {
-        push(NormLayout::Warp, lanes, 1);
+        push(NormLayout::Warp, lanes, 1, false, false);
     }
     for &packs in &PACKS[1..] {
-        push(NormLayout::Warp, 32, packs);
+        push(NormLayout::Warp, 32, packs, false, false);
     }
     // Several rows a warp with more bytes a lane in flight (narrow rows).
     for lanes in [4, 8, 16] {
         for packs in [2, 4] {
-            push(NormLayout::Warp, lanes, packs);
+            push(NormLayout::Warp, lanes, packs, false, false);
         }
     }
     // Smaller blocks a row: more rows an SM in flight (16-bit rows).
     for (lanes, packs) in [(128, 4), (128, 8)] {
-        push(NormLayout::Block, lanes, packs);
+        push(NormLayout::Block, lanes, packs, false, false);
     }
     for (lanes, packs) in [
         (256, 2),
@@ -1014,10 +1254,19 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
         (512, 8),
         (512, 16),
     ] {
-        push(NormLayout::Block, lanes, packs);
+        push(NormLayout::Block, lanes, packs, false, false);
     }
     for (lanes, packs) in [(256, 8), (512, 4), (512, 8), (512, 16)] {
-        push(NormLayout::Split, lanes, packs);
+        push(NormLayout::Split, lanes, packs, false, false);
+    }
+    // Long rows a block: the next row staged (16-bit rows: f32 rows lost
+    // at all four ops measured, BENCHMARKS.md fifth session of 2026-11-25),
+    // or the row streams kept out of L1.
+    for (lanes, packs) in [(256, 8), (256, 16), (512, 8), (512, 16)] {
+        if base.input.info().bytes < 4 {
+            push(NormLayout::Block, lanes, packs, true, false);
+        }
+        push(NormLayout::Block, lanes, packs, false, true);
     }
     out
 }
@@ -1227,5 +1476,137 @@ mod tests {
         assert_eq!(sp.plan(1, 2 * 16384, 132, 2).splits, 2);
         assert_eq!(sp.general_twin().plan(1, 2 * 16384, 132, 2).splits, 3);
         assert_eq!(sp.general_twin().plan(1, 2 * 16384 - 3, 132, 2).splits, 2);
+    }
+
+    #[test]
+    fn prefetching_and_l1_bypassing_layouts() {
+        let spec = |ops, d, cols| NormSpec::with(ops, d, d, cols);
+        let online = (NormOp::Softmax, Some(SoftmaxAlgo::Online), false);
+        let safe = (NormOp::Softmax, Some(SoftmaxAlgo::Safe), false);
+        let log = (NormOp::LogSoftmax, Some(SoftmaxAlgo::Online), false);
+        let layer = (NormOp::LayerNorm, None, false);
+        let layer_res = (NormOp::LayerNorm, None, true);
+        let rms = (NormOp::RmsNorm, None, false);
+        // The measured exceptions, for their algorithm, dtypes and lengths only.
+        for (ops, d, cols, name) in [
+            (
+                online,
+                DType::BF16,
+                32768,
+                "norm_softmax_online_bf16_bf16_b512x16_p",
+            ),
+            (
+                online,
+                DType::F16,
+                20000,
+                "norm_softmax_online_f16_f16_b512x16_p",
+            ),
+            (
+                safe,
+                DType::BF16,
+                32768,
+                "norm_softmax_safe_bf16_bf16_b512x16",
+            ),
+            (
+                online,
+                DType::F32,
+                32768,
+                "norm_softmax_online_f32_f32_b512x16",
+            ),
+            (
+                online,
+                DType::BF16,
+                16384,
+                "norm_softmax_online_bf16_bf16_b512x8",
+            ),
+            (
+                log,
+                DType::BF16,
+                32768,
+                "norm_logsoftmax_online_bf16_bf16_b512x16_p",
+            ),
+            (
+                layer,
+                DType::BF16,
+                32768,
+                "norm_layernorm_bf16_bf16_b512x16_p",
+            ),
+            (
+                layer,
+                DType::BF16,
+                16384,
+                "norm_layernorm_bf16_bf16_b512x8_p",
+            ),
+            (layer, DType::BF16, 8192, "norm_layernorm_bf16_bf16_b512x4"),
+            (layer, DType::F32, 32768, "norm_layernorm_f32_f32_b512x16_n"),
+            (layer, DType::F32, 16384, "norm_layernorm_f32_f32_b512x8"),
+            (
+                layer_res,
+                DType::BF16,
+                32768,
+                "norm_layernorm_res_bf16_bf16_b512x16_n",
+            ),
+            (
+                layer_res,
+                DType::F32,
+                32768,
+                "norm_layernorm_res_f32_f32_b512x16_n",
+            ),
+            (rms, DType::BF16, 32768, "norm_rmsnorm_bf16_bf16_b512x16"),
+        ] {
+            let s = spec(ops, d, cols);
+            assert_eq!(s.name(), name, "{ops:?} {d} {cols}");
+            assert_eq!(s.name().parse::<NormSpec>().unwrap(), s);
+            // The general twin loads its rows directly, through L1 or not as
+            // the kernel does.
+            let g = s.general_twin();
+            assert!(
+                !g.prefetch && g.general && g.no_l1 == s.no_l1,
+                "{}",
+                g.name()
+            );
+            g.validate().unwrap();
+        }
+        // Dynamic shared memory: the staged streams and the weight and bias.
+        assert_eq!(spec(online, DType::BF16, 32768).stage_bytes(), 64 << 10);
+        assert_eq!(
+            spec(layer, DType::BF16, 32768).stage_bytes(),
+            3 * (64 << 10)
+        );
+        assert_eq!(
+            spec(layer, DType::BF16, 16384).stage_bytes(),
+            3 * (32 << 10)
+        );
+        assert_eq!(spec(layer_res, DType::BF16, 32768).stage_bytes(), 0);
+        // A prefetching block takes rows in turn: one resident wave at most.
+        let p = spec(online, DType::BF16, 32768);
+        assert_eq!(p.plan(8192, 32768, 132, 1).grid, 132);
+        assert_eq!(p.plan(100, 32768, 132, 1).grid, 100);
+        // Its own launch bound where its layout's spilled.
+        assert_eq!(spec(layer, DType::BF16, 16384).min_blocks(), 1);
+        // Invalid: prefetching off the block layout, in a general twin, past
+        // the shared memory, or with the L1 bypass.
+        for (bad, field) in [
+            ("norm_rmsnorm_bf16_bf16_s512x8_p", "prefetch"),
+            ("norm_rmsnorm_bf16_bf16_w32x4_p", "prefetch"),
+            ("norm_rmsnorm_bf16_bf16_b512x16_p_g", "prefetch"),
+            ("norm_layernorm_res_bf16_bf16_b512x16_p", "prefetch"),
+            ("norm_layernorm_f32_f32_b512x16_p", "prefetch"),
+            ("norm_rmsnorm_bf16_bf16_b512x16_p_n", "no_l1"),
+        ] {
+            let e = bad.parse::<NormSpec>().unwrap_err();
+            assert!(
+                matches!(e, SpecError::Invalid { field: f, .. } if f == field),
+                "{bad}: {e}"
+            );
+        }
+        let e = "norm_layernorm_f32_f32_b512x16_p"
+            .parse::<NormSpec>()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("393216 bytes") && e.contains("at most 229376"),
+            "{e}"
+        );
     }
 }

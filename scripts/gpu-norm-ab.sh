@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One device call: norm kernels A/B, each kernel alone in its process (a long
+# sweep in one process drifted), ROUNDS rounds alternating through the list.
+# LIST="SHAPE@SPEC ..." (kernel names as the runtime prints them); BINS="redjit
+# redjit-old ..." binaries under stage/bin to run each through (two builds side
+# by side). Prints one line a run (round, binary, kernel, shape, GB/s, % of
+# copy); logs and JSON in $OUT/norm-ab.tgz.
+set -uo pipefail
+RESULTS="${OUT:-/tmp/redjit-out}"
+W=$(mktemp -d)
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$W/gpu.txt"
+for round in $(seq 1 "${ROUNDS:-3}"); do
+  for item in ${LIST:?set LIST}; do
+    shape=${item%@*}
+    spec=${item#*@}
+    for bin in ${BINS:-redjit}; do
+      j="$W/r$round-$bin-$spec-$shape"
+      REDJIT_REQUIRE_GPU=1 "stage/bin/$bin" bench norm --shapes "$shape" --spec "$spec" \
+        --json "$j.json" > "$j.log" 2>&1 || echo "$bin $item round $round rc=$?"
+      python3 - "$j.json" "r$round $bin" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in d["kernels"]:
+    print(f"{sys.argv[2]} {k['name']} {k['shape']} {k['gbps']:.0f} GB/s {k['pct_of_copy']:.1f} %")
+PY
+    done
+  done
+done
+mkdir -p "$RESULTS"
+tar -C "$W" -czf "$RESULTS/norm-ab.tgz" .

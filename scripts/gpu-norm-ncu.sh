@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One device call: Nsight Compute on norm kernels at given shapes, to see what
+# limits them (issue, memory, latency, L2). PAIRS="spec@ROWSxCOLS ..." (the
+# kernel names as the runtime prints them). ncu locks clocks to base and
+# flushes caches between passes: its durations are not the bench's, its ratios
+# and stall reasons are what it is for. Reports in $OUT/ncu.tgz.
+set -uo pipefail
+RESULTS="${OUT:-/tmp/redjit-out}"
+W=$(mktemp -d)
+NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
+nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$W/gpu.txt"
+for pair in ${PAIRS:?set PAIRS}; do
+  spec=${pair%@*}
+  shape=${pair#*@}
+  REDJIT_REQUIRE_GPU=1 timeout 300 "$NCU" -k "regex:^${spec}\$" --launch-skip 2 --launch-count 1 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    --section SchedulerStats --section Occupancy --section LaunchStats --section InstructionStats \
+    stage/bin/redjit bench norm --spec "$spec" --shapes "$shape" --iters 3 --warmup 1 \
+    > "$W/$spec-$shape.txt" 2>&1 || echo "$pair rc=$?"
+  grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Achieved Occupancy|Registers Per|Executed Ipc A" "$W/$spec-$shape.txt" | sed "s|^|$pair |"
+done
+mkdir -p "$RESULTS"
+tar -C "$W" -czf "$RESULTS/ncu.tgz" .
