@@ -37,6 +37,10 @@ const int kPacks = {{ packs }};
 const bool kWhole = {% if general %}false{% else %}true{% endif %};
 // How whole packs of the row streams (x, the residual) are loaded.
 typedef {{ row_load }} RowLoad;
+{%- if not general %}
+// A whole-pack row{% if prefetch %}, addressed from the thread's base{% endif %}{% if exact %}, exactly the chunk long{% endif %}.
+typedef rj_chunk<kLanes, true, false, {% if prefetch %}true{% else %}false{% endif %}, {% if exact %}true{% else %}false{% endif %}> Chunk;
+{%- endif %}
 {%- if prefetch %}
 // Shared memory: each staged stream's slots (a pack of every thread, then the
 // next pack), the row's {% if residual %}x and residual{% else %}x{% endif %}{% if not softmax %}, then the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}{% endif %}.
@@ -53,7 +57,7 @@ struct Args {
 
 {%- if prefetch %}
 // Starts copying row r's streams into this thread's slots at stage.
-__device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const rj_chunk<kLanes, true, false, true>& c, rj_u32 stage) {
+__device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const Chunk& c, rj_u32 stage) {
   const rj_u64 off = r * a.ld;
   rj_row_stage<T, kPacks>(stage, kStride, a.x + off * T::kBytes, c);
 {%- if residual %}
@@ -102,7 +106,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- if not softmax %}
   const bool wvec = true;
 {%- endif %}
-  const rj_chunk<kLanes, kWhole, false, {% if prefetch %}true{% else %}false{% endif %}> c{first, cols, lane};
+  const Chunk c{first, cols, lane};
 {%- endif %}
   float x[kPacks][4];
 {%- if prefetch %}
@@ -189,7 +193,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
 {%- if not softmax %}
   {
     // Every row of this thread has the same columns: their {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}, staged once.
-    const rj_chunk<kLanes, true, false, true> c{0, (rj_u32)cols, threadIdx.x};
+    const Chunk c{0, (rj_u32)cols, threadIdx.x};
     rj_row_stage<T, kPacks>(stage + kColsAt, kStride, a.w, c);
 {%- if op == "layernorm" %}
     rj_row_stage<T, kPacks>(stage + kColsAt + kSlots, kStride, a.b, c);
@@ -197,7 +201,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     rj_cp_async_commit();
   }
 {%- endif %}
-  if (blockIdx.x < rows) stage_row(a, blockIdx.x, rj_chunk<kLanes, true, false, true>{0, (rj_u32)cols, threadIdx.x}, stage);
+  if (blockIdx.x < rows) stage_row(a, blockIdx.x, Chunk{0, (rj_u32)cols, threadIdx.x}, stage);
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     rj_cp_async_wait<0>();
     run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if two_sums %}true{% else %}false{% endif %}>(), threadIdx.x == 0, stage, r + gridDim.x, rows);

@@ -550,6 +550,53 @@ fn prefetching_blocks_take_many_rows_each() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn exact_kernels_and_their_ragged_twins() {
+    // An exact kernel (`_x`) has no bounds test a pack: rows of its length run
+    // on it, shorter whole-pack rows on its ragged twin and odd ones on the
+    // general twin, all through the one kernel handle.
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("exact_kernels_and_their_ragged_twins");
+    let mut specs = Vec::new();
+    for ops in row_ops() {
+        for d in [DType::BF16, DType::F32, DType::F16] {
+            for cols in [4096, 16384, 32768] {
+                let s = NormSpec::with(ops, d, d, cols);
+                if s.exact {
+                    specs.push(s);
+                }
+            }
+        }
+    }
+    specs.push("norm_softmax_online_bf16_bf16_b512x16_p_x".parse().unwrap());
+    specs.push("norm_layernorm_bf16_bf16_b512x16_p_x".parse().unwrap());
+    assert!(specs.len() >= 8, "{specs:?}");
+    prepare(&rt, specs.iter().flat_map(|s| [s.clone(), s.ragged_twin()]));
+    for spec in &specs {
+        let cap = spec.capacity().unwrap() as usize;
+        for (rows, cols, ld) in [
+            (300, cap, cap),
+            (37, cap, cap + 8),
+            (37, cap - 4, cap),
+            (5, cap - 1, cap),
+        ] {
+            let m = Matrix { rows, cols, ld };
+            check(
+                &rt,
+                &mut rng,
+                spec,
+                m,
+                Values::Normal,
+                param_of(spec),
+                true,
+                1,
+                0,
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn split_rows_are_bit_identical_run_to_run() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("split_rows_are_bit_identical_run_to_run");

@@ -3,8 +3,8 @@
 //! each: every row op (softmax safe/online, log-softmax safe/online, layer norm
 //! and RMS norm with and without the residual add) x every input x output dtype
 //! in a warp, a block and a split layout, and every layout variant of the ladder
-//! and the benchmarks for bf16 -> bf16 and f32 -> f32; each whole-pack kernel and
-//! its general twin.
+//! and the benchmarks for bf16 -> bf16 and f32 -> f32; each whole-pack kernel, its
+//! general twin, and an exact kernel's ragged twin.
 //! Needs NVRTC (scripts/test.sh installs it).
 
 mod common;
@@ -14,10 +14,11 @@ use redjit::{DType, KernelSpec, NormLayout, NormSpec, Output};
 
 fn grid() -> Vec<NormSpec> {
     let mut out: Vec<NormSpec> = Vec::new();
-    // Each kernel and its general twin (`_g`), which the launcher takes for
-    // misaligned or odd rows.
+    // Each kernel, its general twin (`_g`), which the launcher takes for
+    // misaligned or odd rows, and its ragged twin (an exact kernel's, for rows
+    // shorter than it).
     let mut push = |s: NormSpec| {
-        for s in [s.general_twin(), s] {
+        for s in [s.general_twin(), s.ragged_twin(), s] {
             if !out.contains(&s) {
                 out.push(s);
             }

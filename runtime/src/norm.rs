@@ -148,7 +148,9 @@ impl NormCall {
 }
 
 /// A loaded norm kernel, the spec it came from, its occupancy, its general
-/// twin (`_g`: loaded on the first call the whole-pack kernel does not fit), and
+/// twin (`_g`: loaded on the first call the whole-pack kernel does not fit), its
+/// ragged twin (an exact-length kernel's, loaded on the first call of other
+/// rows), and
 /// the workspace of the split layout (counters and partial states), grown on
 /// demand.
 pub struct NormKernel<'rt> {
@@ -157,6 +159,7 @@ pub struct NormKernel<'rt> {
     name: String,
     main: Loaded,
     general: OnceLock<Loaded>,
+    ragged: OnceLock<Loaded>,
     workspace: Workspace,
 }
 
@@ -218,6 +221,7 @@ impl Runtime {
             name: spec.name(),
             main: Loaded::new(self, spec)?,
             general: OnceLock::new(),
+            ragged: OnceLock::new(),
             workspace: Workspace::new(),
         })
     }
@@ -269,7 +273,14 @@ impl NormKernel<'_> {
         .map(|(b, bytes)| (b.address(stream), bytes));
         let m = a.shape;
         if NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, inputs.chain(outputs)) {
-            return Ok(&self.main);
+            if !self.spec.exact || m.cols as u64 == self.spec.chunk() {
+                return Ok(&self.main);
+            }
+            if let Some(l) = self.ragged.get() {
+                return Ok(l);
+            }
+            let l = Loaded::new(self.rt, &self.spec.ragged_twin())?;
+            return Ok(self.ragged.get_or_init(|| l));
         }
         if let Some(l) = self.general.get() {
             return Ok(l);
@@ -491,6 +502,19 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> 
             ),
         ));
     }
+    // The launcher hands other rows to the ragged twin; this guards the kernel.
+    if spec.exact && m.cols as u64 != spec.chunk() {
+        return Err(err(
+            "cols",
+            m.cols.to_string(),
+            format!(
+                "{} takes rows of exactly {} (its ragged twin, {}, takes the others)",
+                spec.name(),
+                spec.chunk(),
+                spec.ragged_twin().name()
+            ),
+        ));
+    }
     let plan = spec.plan(
         m.rows as u64,
         m.cols as u64,
@@ -543,6 +567,21 @@ mod tests {
             },
             param: 1e-5,
         }
+    }
+
+    #[test]
+    fn an_exact_kernel_takes_rows_of_its_length_only() {
+        let spec: NormSpec = "norm_softmax_online_bf16_bf16_b512x16_p_x".parse().unwrap();
+        assert!(check_call(&spec, &call(&spec, 3, 32768), 132).is_ok());
+        let e = check_call(&spec, &call(&spec, 3, 32764), 132)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cols = 32764")
+                && e.contains("exactly 32768")
+                && e.contains("norm_softmax_online_bf16_bf16_b512x16_p"),
+            "{e}"
+        );
     }
 
     #[test]

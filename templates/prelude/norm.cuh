@@ -36,7 +36,10 @@
 // offset; it saved the registers those kernels stage their next row with.
 // Elsewhere it changed ptxas's allocation and one kernel spilled, so the
 // others keep an address a pack.
-template <int L, bool W, bool E = false, bool B = false> struct rj_chunk {
+// X (exact, block layout): the row is exactly the chunk, so every pack is whole
+// and inside it: no bounds test a pack (the launcher takes it for rows of
+// exactly that length only).
+template <int L, bool W, bool E = false, bool B = false, bool X = false> struct rj_chunk {
   static const bool kWhole = W;
   rj_u32 first;  // the chunk's first element (0 unless split), less the shift
   rj_u32 cols;   // the row's length
@@ -48,11 +51,11 @@ template <int L, bool W, bool E = false, bool B = false> struct rj_chunk {
     return B && !E ? (rj_u64)at(0) + (rj_u64)((rj_u32)p * L * 4) : (rj_u64)at(p);
   }
   // Below the row's start at(p) + k wraps past cols.
-  __device__ __forceinline__ bool ok(int p, int k) const { return W ? at(p) < cols : at(p) + k < cols; }
+  __device__ __forceinline__ bool ok(int p, int k) const { return W ? X || at(p) < cols : at(p) + k < cols; }
   // Pack p lies wholly inside the row. Only pack 0 can start before the row
   // (shift < 4 <= the span of a lane's packs), and wraps past cols.
   __device__ __forceinline__ bool whole(int p) const {
-    return W ? at(p) < cols : (!E || p > 0 || at(p) < cols) && at(p) + 4 <= cols;
+    return W ? X || at(p) < cols : (!E || p > 0 || at(p) < cols) && at(p) + 4 <= cols;
   }
 };
 

@@ -14,7 +14,10 @@
 //! let src = spec.render().unwrap();
 //! assert!(src.code.contains("rj_norm_softmax<true, false>"));
 //! // The launcher's default variant for a row length.
-//! assert_eq!(spec.for_cols(4096).name(), "norm_softmax_online_bf16_bf16_b256x4");
+//! assert_eq!(spec.for_cols(4000).name(), "norm_softmax_online_bf16_bf16_b256x4");
+//! // Rows that fill a layout exactly take its kernel without bounds tests where
+//! // measured faster.
+//! assert_eq!(spec.for_cols(4096).name(), "norm_softmax_online_bf16_bf16_b256x4_x");
 //! assert_eq!(spec.for_cols(1 << 20).name(), "norm_softmax_online_bf16_bf16_s512x8");
 //! ```
 
@@ -283,6 +286,8 @@ struct MeasuredLayout {
     packs: u32,
     prefetch: bool,
     no_l1: bool,
+    /// The exact-length kernel where the row fills the layout (`_x`).
+    exact: bool,
 }
 
 /// Layouts that beat the ladder's in three alternating rounds of the same call,
@@ -300,14 +305,22 @@ struct MeasuredLayout {
 /// 2026-11-25, run4): 46.6-47.7 % of copy against 31.9-32.2 % for s512x8,
 /// 70.6-70.8 % against 60.3-61.1 %, 76.7-77.4 % against 69.1-70.1 %. Their
 /// general twin stays s512x8_g.
-/// The prefetching block (`_p`, three rounds, each kernel alone, BENCHMARKS.md
-/// fifth session of 2026-11-25) for 16-bit rows at 8192x32768: online softmax
-/// 89.3-90.5 % of copy against 85.4-85.8 %, online log-softmax 89.3-90.4 %
-/// against 85.0-85.8 % (run2), layer norm with its weight and bias staged too
-/// 89.4-91.1 % against 88.5-88.6 % (run7); and at 8192x16384 layer norm in
-/// b512x8_p at 1 block an SM, 89.7-92.1 % against 85.0-85.8 % (run6). It lost
-/// for every f32 row op and for RMS norm (16-bit RMS norm at 8192x32768:
-/// 86.9-88.0 % against 95.7-96.8 %, run2). Row loads that allocate no L1 line
+/// Fifth session of 2026-11-25 (three rounds, each kernel alone in its process,
+/// BENCHMARKS.md): the exact-length block kernel (`_x`) for 16-bit rows at
+/// 8192x32768: online softmax 96.8-97.5 % of copy against 89.0-89.9 % for the
+/// prefetching b512x16_p (run10), which had beaten b512x16's 85.4-85.8 % (run2);
+/// online log-softmax 96.0-96.4 % against 89.4-90.8 %; layer norm 94.7-95.7 %
+/// against 89.6-90.8 %; safe softmax 95.5-96.0 % against 90.0-90.5 % for b512x16,
+/// RMS norm 97.6-97.9 % against 88.1-96.8 %, RMS norm + residual 98.6-99.4 %
+/// against 98.5-98.7 %; at 8192x16384 online softmax b512x8_x 96.5-97.7 %
+/// against 96.0-97.1 %; at 32768x4096 online softmax b256x4_x 96.8-97.4 %
+/// against 95.8-97.2 % and f32 online log-softmax 99.6-99.9 % against 99.5-99.6 %
+/// (run9). It lost elsewhere, by up to 30 points where it took more registers
+/// (16-bit layer norm b256x4_x at 32768x4096: 74.6-75.6 % against 95.0-96.6 %).
+/// The prefetching block (`_p`) at 8192x16384 for 16-bit layer norm, b512x8_p
+/// at 1 block an SM: 89.7-92.1 % against 85.0-85.8 % (run6); its exact form
+/// lost there (run9). Prefetching lost for every f32 row op and for RMS norm
+/// (16-bit RMS norm at 8192x32768: 86.9-88.0 % against 95.7-96.8 %, run2). Row loads that allocate no L1 line
 /// (`_n`) at 8192x32768 (run3): layer norm with the residual add, bf16 96.5-97.5 %
 /// against 81.1-81.7 % and f32 96.6-97.4 % against 87.0-92.0 %, and f32 layer norm
 /// 92.0-93.1 % against 83.9-84.4 %; elsewhere they lost up to 8 points
@@ -324,6 +337,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         packs: 16,
         prefetch: false,
         no_l1: false,
+        exact: false,
     },
     MeasuredLayout {
         op: NormOp::LayerNorm,
@@ -336,6 +350,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         packs: 16,
         prefetch: false,
         no_l1: false,
+        exact: false,
     },
     MeasuredLayout {
         op: NormOp::RmsNorm,
@@ -348,6 +363,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         packs: 16,
         prefetch: false,
         no_l1: false,
+        exact: false,
     },
     MeasuredLayout {
         op: NormOp::RmsNorm,
@@ -360,6 +376,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         packs: 8,
         prefetch: false,
         no_l1: false,
+        exact: false,
     },
     MeasuredLayout {
         op: NormOp::LayerNorm,
@@ -372,6 +389,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         packs: 2,
         prefetch: false,
         no_l1: false,
+        exact: false,
     },
     MeasuredLayout {
         op: NormOp::RmsNorm,
@@ -384,6 +402,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         packs: 4,
         prefetch: false,
         no_l1: false,
+        exact: false,
     },
     MeasuredLayout {
         op: NormOp::Softmax,
@@ -394,8 +413,9 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         layout: NormLayout::Block,
         lanes: 512,
         packs: 16,
-        prefetch: true,
+        prefetch: false,
         no_l1: false,
+        exact: true,
     },
     MeasuredLayout {
         op: NormOp::LogSoftmax,
@@ -406,8 +426,9 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         layout: NormLayout::Block,
         lanes: 512,
         packs: 16,
-        prefetch: true,
+        prefetch: false,
         no_l1: false,
+        exact: true,
     },
     MeasuredLayout {
         op: NormOp::LayerNorm,
@@ -420,6 +441,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         packs: 16,
         prefetch: false,
         no_l1: true,
+        exact: false,
     },
     MeasuredLayout {
         op: NormOp::LayerNorm,
@@ -432,6 +454,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         packs: 16,
         prefetch: false,
         no_l1: true,
+        exact: false,
     },
     MeasuredLayout {
         op: NormOp::LayerNorm,
@@ -444,6 +467,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         packs: 16,
         prefetch: false,
         no_l1: true,
+        exact: false,
     },
     MeasuredLayout {
         op: NormOp::LayerNorm,
@@ -454,8 +478,9 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         layout: NormLayout::Block,
         lanes: 512,
         packs: 16,
-        prefetch: true,
+        prefetch: false,
         no_l1: false,
+        exact: true,
     },
     MeasuredLayout {
         op: NormOp::LayerNorm,
@@ -468,6 +493,85 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         packs: 8,
         prefetch: true,
         no_l1: false,
+        exact: false,
+    },
+    MeasuredLayout {
+        op: NormOp::Softmax,
+        algo: Some(SoftmaxAlgo::Safe),
+        residual: false,
+        types: RowTypes::Sixteen,
+        cols: 16385..=32768,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 16,
+        prefetch: false,
+        no_l1: false,
+        exact: true,
+    },
+    MeasuredLayout {
+        op: NormOp::RmsNorm,
+        algo: None,
+        residual: false,
+        types: RowTypes::Sixteen,
+        cols: 16385..=32768,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 16,
+        prefetch: false,
+        no_l1: false,
+        exact: true,
+    },
+    MeasuredLayout {
+        op: NormOp::RmsNorm,
+        algo: None,
+        residual: true,
+        types: RowTypes::Sixteen,
+        cols: 16385..=32768,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 16,
+        prefetch: false,
+        no_l1: false,
+        exact: true,
+    },
+    MeasuredLayout {
+        op: NormOp::Softmax,
+        algo: Some(SoftmaxAlgo::Online),
+        residual: false,
+        types: RowTypes::Sixteen,
+        cols: 8193..=16384,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 8,
+        prefetch: false,
+        no_l1: false,
+        exact: true,
+    },
+    MeasuredLayout {
+        op: NormOp::Softmax,
+        algo: Some(SoftmaxAlgo::Online),
+        residual: false,
+        types: RowTypes::Sixteen,
+        cols: 2049..=4096,
+        layout: NormLayout::Block,
+        lanes: 256,
+        packs: 4,
+        prefetch: false,
+        no_l1: false,
+        exact: true,
+    },
+    MeasuredLayout {
+        op: NormOp::LogSoftmax,
+        algo: Some(SoftmaxAlgo::Online),
+        residual: false,
+        types: RowTypes::F32,
+        cols: 2049..=4096,
+        layout: NormLayout::Block,
+        lanes: 256,
+        packs: 4,
+        prefetch: false,
+        no_l1: false,
+        exact: true,
     },
 ];
 
@@ -512,6 +616,12 @@ pub struct NormSpec {
     /// per-column weight and bias every row reads again, which rows of 32768
     /// otherwise evict.
     pub no_l1: bool,
+    /// Block layout, whole packs only (`_x` in names): rows of exactly the
+    /// kernel's capacity, so no pack needs a bounds test (a third to a quarter
+    /// fewer instructions in the 16-bit kernels of 16 packs). `for_cols` asks
+    /// for it where the row fills the layout; the launcher takes the kernel
+    /// without it (its ragged twin) for a call of other rows.
+    pub exact: bool,
 }
 
 impl Default for NormSpec {
@@ -530,6 +640,7 @@ impl Default for NormSpec {
             bound: None,
             prefetch: false,
             no_l1: false,
+            exact: false,
         }
     }
 }
@@ -684,6 +795,7 @@ impl NormSpec {
         let mut twin = NormSpec {
             general: true,
             prefetch: false,
+            exact: false,
             ..self.clone()
         };
         // RMS norm between two dtypes spilled 80 bytes at b512x8_g too (ptxas
@@ -701,6 +813,15 @@ impl NormSpec {
             }
         }
         twin
+    }
+
+    /// The same kernel for rows of any length up to its capacity: without
+    /// `exact` (the launcher takes it for the rows an exact kernel does not fit).
+    pub fn ragged_twin(&self) -> NormSpec {
+        NormSpec {
+            exact: false,
+            ..self.clone()
+        }
     }
 
     /// Whether the whole-pack kernel (not the general twin) takes rows of
@@ -814,8 +935,11 @@ impl NormSpec {
             packs,
             prefetch: measured.is_some_and(|m| m.prefetch),
             no_l1: measured.is_some_and(|m| m.no_l1),
+            exact: false,
             ..self.clone()
         };
+        // Exact where measured, and only for rows that fill the layout.
+        spec.exact = measured.is_some_and(|m| m.exact) && !spec.general && spec.chunk() == cols;
         // Safe softmax needs two exchanges across blocks; the split layout does one.
         if layout == NormLayout::Split && spec.algo == Some(SoftmaxAlgo::Safe) {
             spec.algo = Some(SoftmaxAlgo::Online);
@@ -900,6 +1024,7 @@ impl NormSpec {
             partial_bytes: PARTIAL_BYTES,
             two_sums: self.two_sums(),
             prefetch: self.prefetch,
+            exact: self.exact,
             row_load: if self.no_l1 {
                 "rj_load_stream"
             } else {
@@ -930,6 +1055,7 @@ struct NormContext {
     partial_bytes: usize,
     two_sums: bool,
     prefetch: bool,
+    exact: bool,
     row_load: &'static str,
 }
 
@@ -1043,6 +1169,17 @@ impl KernelSpec for NormSpec {
                 "the split layout exchanges one state per row across blocks: use the online softmax",
             ));
         }
+        if self.exact && (self.layout != NormLayout::Block || self.general) {
+            return Err(SpecError::invalid(
+                "exact",
+                "true",
+                format!(
+                    "only the block layout's whole-pack kernel has an exact-length form (this is the {} layout{})",
+                    self.layout,
+                    if self.general { ", general twin" } else { "" }
+                ),
+            ));
+        }
         if self.prefetch {
             if self.layout != NormLayout::Block || self.general {
                 return Err(SpecError::invalid(
@@ -1089,7 +1226,7 @@ impl KernelSpec for NormSpec {
             s += "_res";
         }
         format!(
-            "{s}_{}_{}_{}{}x{}{}{}{}{}",
+            "{s}_{}_{}_{}{}x{}{}{}{}{}{}",
             self.input,
             self.output,
             self.layout.info().letter,
@@ -1098,6 +1235,7 @@ impl KernelSpec for NormSpec {
             self.bound.map_or(String::new(), |b| format!("_o{b}")),
             if self.prefetch { "_p" } else { "" },
             if self.no_l1 { "_n" } else { "" },
+            if self.exact { "_x" } else { "" },
             if self.general { "_g" } else { "" }
         )
     }
@@ -1137,7 +1275,7 @@ impl FromStr for NormSpec {
             input: s.to_string(),
             rule: rule.to_string(),
         };
-        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s><lanes>x<packs>[_o<blocks per SM>][_p][_n][_g], e.g. norm_softmax_online_bf16_bf16_w32x4";
+        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s><lanes>x<packs>[_o<blocks per SM>][_p][_n][_x][_g], e.g. norm_softmax_online_bf16_bf16_w32x4";
         let rest = s
             .strip_prefix(Family::Norm.slug())
             .and_then(|r| r.strip_prefix('_'))
@@ -1145,6 +1283,10 @@ impl FromStr for NormSpec {
         let mut parts: Vec<&str> = rest.split('_').collect();
         let general = parts.last() == Some(&"g");
         if general {
+            parts.pop();
+        }
+        let exact = parts.last() == Some(&"x");
+        if exact {
             parts.pop();
         }
         let no_l1 = parts.last() == Some(&"n");
@@ -1201,6 +1343,7 @@ impl FromStr for NormSpec {
             bound,
             prefetch,
             no_l1,
+            exact,
         };
         spec.validate()?;
         if spec.name() != s {
@@ -1224,6 +1367,7 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
             packs,
             prefetch,
             no_l1,
+            exact: false,
             ..base.clone()
         };
         if s.validate().is_ok() && !out.contains(&s) {
@@ -1488,75 +1632,38 @@ mod tests {
         let layer = (NormOp::LayerNorm, None, false);
         let layer_res = (NormOp::LayerNorm, None, true);
         let rms = (NormOp::RmsNorm, None, false);
+        let rms_res = (NormOp::RmsNorm, None, true);
         // The measured exceptions, for their algorithm, dtypes and lengths only.
         for (ops, d, cols, name) in [
-            (
-                online,
-                DType::BF16,
-                32768,
-                "norm_softmax_online_bf16_bf16_b512x16_p",
-            ),
-            (
-                online,
-                DType::F16,
-                20000,
-                "norm_softmax_online_f16_f16_b512x16_p",
-            ),
-            (
-                safe,
-                DType::BF16,
-                32768,
-                "norm_softmax_safe_bf16_bf16_b512x16",
-            ),
-            (
-                online,
-                DType::F32,
-                32768,
-                "norm_softmax_online_f32_f32_b512x16",
-            ),
-            (
-                online,
-                DType::BF16,
-                16384,
-                "norm_softmax_online_bf16_bf16_b512x8",
-            ),
-            (
-                log,
-                DType::BF16,
-                32768,
-                "norm_logsoftmax_online_bf16_bf16_b512x16_p",
-            ),
-            (
-                layer,
-                DType::BF16,
-                32768,
-                "norm_layernorm_bf16_bf16_b512x16_p",
-            ),
-            (
-                layer,
-                DType::BF16,
-                16384,
-                "norm_layernorm_bf16_bf16_b512x8_p",
-            ),
-            (layer, DType::BF16, 8192, "norm_layernorm_bf16_bf16_b512x4"),
-            (layer, DType::F32, 32768, "norm_layernorm_f32_f32_b512x16_n"),
-            (layer, DType::F32, 16384, "norm_layernorm_f32_f32_b512x8"),
-            (
-                layer_res,
-                DType::BF16,
-                32768,
-                "norm_layernorm_res_bf16_bf16_b512x16_n",
-            ),
-            (
-                layer_res,
-                DType::F32,
-                32768,
-                "norm_layernorm_res_f32_f32_b512x16_n",
-            ),
-            (rms, DType::BF16, 32768, "norm_rmsnorm_bf16_bf16_b512x16"),
+            (online, DType::BF16, 32768, "b512x16_x"),
+            (online, DType::F16, 20000, "b512x16"),
+            (safe, DType::BF16, 32768, "b512x16_x"),
+            (safe, DType::BF16, 20000, "b512x16"),
+            (online, DType::F32, 32768, "b512x16"),
+            (online, DType::BF16, 16384, "b512x8_x"),
+            (online, DType::BF16, 4096, "b256x4_x"),
+            (online, DType::F32, 4096, "b256x4"),
+            (log, DType::F32, 4096, "b256x4_x"),
+            (log, DType::BF16, 32768, "b512x16_x"),
+            (layer, DType::BF16, 32768, "b512x16_x"),
+            (layer, DType::BF16, 16384, "b512x8_p"),
+            (layer, DType::BF16, 8192, "b512x4"),
+            (layer, DType::F32, 32768, "b512x16_n"),
+            (layer, DType::F32, 16384, "b512x8"),
+            (layer_res, DType::BF16, 32768, "b512x16_n"),
+            (layer_res, DType::F32, 32768, "b512x16_n"),
+            (rms, DType::BF16, 32768, "b512x16_x"),
+            (rms, DType::BF16, 32764, "b512x16"),
+            (rms, DType::F32, 32768, "b512x16"),
+            (rms_res, DType::BF16, 32768, "b512x16_x"),
         ] {
             let s = spec(ops, d, cols);
-            assert_eq!(s.name(), name, "{ops:?} {d} {cols}");
+            let want = NormSpec {
+                layout: s.layout,
+                ..spec(ops, d, 1)
+            };
+            let want = format!("{}_{name}", want.name().rsplit_once('_').unwrap().0);
+            assert_eq!(s.name(), want, "{ops:?} {d} {cols}");
             assert_eq!(s.name().parse::<NormSpec>().unwrap(), s);
             // The general twin loads its rows directly, through L1 or not as
             // the kernel does.
@@ -1569,20 +1676,31 @@ mod tests {
             g.validate().unwrap();
         }
         // Dynamic shared memory: the staged streams and the weight and bias.
-        assert_eq!(spec(online, DType::BF16, 32768).stage_bytes(), 64 << 10);
+        let named = |n: &str| n.parse::<NormSpec>().unwrap();
         assert_eq!(
-            spec(layer, DType::BF16, 32768).stage_bytes(),
+            named("norm_softmax_online_bf16_bf16_b512x16_p").stage_bytes(),
+            64 << 10
+        );
+        assert_eq!(
+            named("norm_layernorm_bf16_bf16_b512x16_p").stage_bytes(),
             3 * (64 << 10)
         );
         assert_eq!(
             spec(layer, DType::BF16, 16384).stage_bytes(),
             3 * (32 << 10)
         );
+        assert_eq!(spec(layer, DType::BF16, 32768).stage_bytes(), 0);
         assert_eq!(spec(layer_res, DType::BF16, 32768).stage_bytes(), 0);
         // A prefetching block takes rows in turn: one resident wave at most.
-        let p = spec(online, DType::BF16, 32768);
-        assert_eq!(p.plan(8192, 32768, 132, 1).grid, 132);
-        assert_eq!(p.plan(100, 32768, 132, 1).grid, 100);
+        let p = spec(layer, DType::BF16, 16384);
+        assert_eq!(p.plan(8192, 16384, 132, 1).grid, 132);
+        assert_eq!(p.plan(100, 16384, 132, 1).grid, 100);
+        assert_eq!(
+            spec(layer, DType::BF16, 32768)
+                .plan(8192, 32768, 132, 1)
+                .grid,
+            8192
+        );
         // Its own launch bound where its layout's spilled.
         assert_eq!(spec(layer, DType::BF16, 16384).min_blocks(), 1);
         // Invalid: prefetching off the block layout, in a general twin, past
