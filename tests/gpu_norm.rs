@@ -315,6 +315,12 @@ fn param_of(spec: &NormSpec) -> f32 {
     if spec.op.info().softmax { 1.0 } else { 1e-5 }
 }
 
+/// `check` of normal values at the op's usual parameter, with the row
+/// statistics, one run, outputs on the pack grid.
+fn check_with_stats(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec, m: Matrix) {
+    check(rt, rng, spec, m, Values::Normal, param_of(spec), true, 1, 0);
+}
+
 fn gpu() -> Option<Runtime> {
     common::gpu_or_skip()
 }
@@ -533,17 +539,7 @@ fn prefetching_blocks_take_many_rows_each() {
                 cols,
                 ld,
             };
-            check(
-                &rt,
-                &mut rng,
-                spec,
-                m,
-                Values::Normal,
-                param_of(spec),
-                true,
-                1,
-                0,
-            );
+            check_with_stats(&rt, &mut rng, spec, m);
         }
     }
 }
@@ -580,17 +576,7 @@ fn exact_kernels_and_their_ragged_twins() {
             (5, cap - 1, cap),
         ] {
             let m = Matrix { rows, cols, ld };
-            check(
-                &rt,
-                &mut rng,
-                spec,
-                m,
-                Values::Normal,
-                param_of(spec),
-                true,
-                1,
-                0,
-            );
+            check_with_stats(&rt, &mut rng, spec, m);
         }
     }
 }

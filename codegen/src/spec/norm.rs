@@ -321,10 +321,11 @@ struct MeasuredLayout {
 /// at 1 block an SM: 89.7-92.1 % against 85.0-85.8 % (run6); its exact form
 /// lost there (run9). Prefetching lost for every f32 row op and for RMS norm
 /// (16-bit RMS norm at 8192x32768: 86.9-88.0 % against 95.7-96.8 %, run2). Row loads that allocate no L1 line
-/// (`_n`) at 8192x32768 (run3): layer norm with the residual add, bf16 96.5-97.5 %
+/// (`_n`) at 8192x32768 (run3): layer norm with the residual add, bf16 97.0-97.5 %
 /// against 81.1-81.7 % and f32 96.6-97.4 % against 87.0-92.0 %, and f32 layer norm
-/// 92.0-93.1 % against 83.9-84.4 %; elsewhere they lost up to 8 points
-/// (16-bit layer norm at 8192x16384: 76.8-77.4 % against 84.6-85.3 %).
+/// 92.0-93.1 % against 83.9-84.4 %; elsewhere they lost, by up to 12 points
+/// (16-bit layer norm at 32768x4096: 81.9-94.1 % against 94.0-96.9 %; at
+/// 8192x16384 76.8-77.4 % against 84.6-85.3 %).
 const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
     MeasuredLayout {
         op: NormOp::LayerNorm,
@@ -617,10 +618,10 @@ pub struct NormSpec {
     /// otherwise evict.
     pub no_l1: bool,
     /// Block layout, whole packs only (`_x` in names): rows of exactly the
-    /// kernel's capacity, so no pack needs a bounds test (a third to a quarter
-    /// fewer instructions in the 16-bit kernels of 16 packs). `for_cols` asks
-    /// for it where the row fills the layout; the launcher takes the kernel
-    /// without it (its ragged twin) for a call of other rows.
+    /// kernel's capacity, so no pack needs a bounds test (27-39 % fewer SASS
+    /// instructions in the 16-bit kernels of 16 packs counted). `for_cols` asks
+    /// for it where measured faster and the row fills the layout; the launcher
+    /// takes the kernel without it (its ragged twin) for a call of other rows.
     pub exact: bool,
 }
 
