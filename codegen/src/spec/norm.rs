@@ -315,12 +315,15 @@ struct MeasuredLayout {
 /// against 98.5-98.7 %; at 8192x16384 online softmax b512x8_x 96.5-97.7 %
 /// against 96.0-97.1 %; at 32768x4096 online softmax b256x4_x 96.8-97.4 %
 /// against 95.8-97.2 % and f32 online log-softmax 99.6-99.9 % against 99.5-99.6 %
-/// (run9). It lost elsewhere, by up to 30 points where it took more registers
-/// (16-bit layer norm b256x4_x at 32768x4096: 74.6-75.6 % against 95.0-96.6 %).
-/// The prefetching block (`_p`) at 8192x16384 for 16-bit layer norm, b512x8_p
-/// at 1 block an SM: 89.7-92.1 % against 85.0-85.8 % (run6); its exact form
-/// lost there (run9). Prefetching lost for every f32 row op and for RMS norm
-/// (16-bit RMS norm at 8192x32768: 86.9-88.0 % against 95.7-96.8 %, run2). Row loads that allocate no L1 line
+/// (run9); at 8192x16384 16-bit layer norm b512x8_x 95.9-96.2 % against
+/// 87.8-89.0 % for b512x8_p (run14), which had beaten b512x8's 85.0-85.8 %
+/// (run6); at 8192x32768 f32 RMS norm 98.5-98.8 % against 92.8-95.0 % (run15)
+/// and f32 RMS norm + residual 98.5-98.6 % against 92.8-92.9 % (run14). It lost
+/// elsewhere, by up to 30 points where it took more registers (16-bit layer
+/// norm b256x4_x at 32768x4096: 74.6-75.6 % against 95.0-96.6 %), and f32 layer
+/// norms spill in it. The prefetching block (`_p`) is no default: wherever it
+/// had won, the exact kernel beat it; it lost for every f32 row op and for RMS
+/// norm (16-bit RMS norm at 8192x32768: 86.9-88.0 % against 95.7-96.8 %, run2). Row loads that allocate no L1 line
 /// (`_n`) at 8192x32768 (run3): layer norm with the residual add, bf16 97.0-97.5 %
 /// against 81.1-81.7 % and f32 96.6-97.4 % against 87.0-92.0 %, and f32 layer norm
 /// 92.0-93.1 % against 83.9-84.4 %; elsewhere they lost, by up to 12 points
@@ -492,9 +495,9 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         layout: NormLayout::Block,
         lanes: 512,
         packs: 8,
-        prefetch: true,
+        prefetch: false,
         no_l1: false,
-        exact: false,
+        exact: true,
     },
     MeasuredLayout {
         op: NormOp::Softmax,
@@ -570,6 +573,32 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = &[
         layout: NormLayout::Block,
         lanes: 256,
         packs: 4,
+        prefetch: false,
+        no_l1: false,
+        exact: true,
+    },
+    MeasuredLayout {
+        op: NormOp::RmsNorm,
+        algo: None,
+        residual: false,
+        types: RowTypes::F32,
+        cols: 16385..=32768,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 16,
+        prefetch: false,
+        no_l1: false,
+        exact: true,
+    },
+    MeasuredLayout {
+        op: NormOp::RmsNorm,
+        algo: None,
+        residual: true,
+        types: RowTypes::F32,
+        cols: 16385..=32768,
+        layout: NormLayout::Block,
+        lanes: 512,
+        packs: 16,
         prefetch: false,
         no_l1: false,
         exact: true,
@@ -1647,7 +1676,7 @@ mod tests {
             (log, DType::F32, 4096, "b256x4_x"),
             (log, DType::BF16, 32768, "b512x16_x"),
             (layer, DType::BF16, 32768, "b512x16_x"),
-            (layer, DType::BF16, 16384, "b512x8_p"),
+            (layer, DType::BF16, 16384, "b512x8_x"),
             (layer, DType::BF16, 8192, "b512x4"),
             (layer, DType::F32, 32768, "b512x16_n"),
             (layer, DType::F32, 16384, "b512x8"),
@@ -1655,7 +1684,8 @@ mod tests {
             (layer_res, DType::F32, 32768, "b512x16_n"),
             (rms, DType::BF16, 32768, "b512x16_x"),
             (rms, DType::BF16, 32764, "b512x16"),
-            (rms, DType::F32, 32768, "b512x16"),
+            (rms, DType::F32, 32768, "b512x16_x"),
+            (rms, DType::F32, 20000, "b512x16"),
             (rms_res, DType::BF16, 32768, "b512x16_x"),
         ] {
             let s = spec(ops, d, cols);
@@ -1687,23 +1717,24 @@ mod tests {
             3 * (64 << 10)
         );
         assert_eq!(
-            spec(layer, DType::BF16, 16384).stage_bytes(),
+            named("norm_layernorm_bf16_bf16_b512x8_p").stage_bytes(),
             3 * (32 << 10)
         );
         assert_eq!(spec(layer, DType::BF16, 32768).stage_bytes(), 0);
         assert_eq!(spec(layer_res, DType::BF16, 32768).stage_bytes(), 0);
         // A prefetching block takes rows in turn: one resident wave at most.
-        let p = spec(layer, DType::BF16, 16384);
+        let p = named("norm_layernorm_bf16_bf16_b512x8_p");
         assert_eq!(p.plan(8192, 16384, 132, 1).grid, 132);
         assert_eq!(p.plan(100, 16384, 132, 1).grid, 100);
         assert_eq!(
-            spec(layer, DType::BF16, 32768)
-                .plan(8192, 32768, 132, 1)
+            spec(layer, DType::BF16, 16384)
+                .plan(8192, 16384, 132, 2)
                 .grid,
             8192
         );
         // Its own launch bound where its layout's spilled.
-        assert_eq!(spec(layer, DType::BF16, 16384).min_blocks(), 1);
+        assert_eq!(p.min_blocks(), 1);
+        assert_eq!(spec(layer, DType::BF16, 16384).min_blocks(), 2);
         // Invalid: prefetching off the block layout, in a general twin, past
         // the shared memory, or with the L1 bypass.
         for (bad, field) in [
