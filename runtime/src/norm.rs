@@ -248,8 +248,9 @@ impl NormKernel<'_> {
         u64::from(self.rt.device().sm_count) * u64::from(self.main.blocks_per_sm)
     }
 
-    /// The kernel for a call: this one, or its general twin when the call's
-    /// rows are not whole, aligned packs.
+    /// The kernel for a call: this one, its general twin when the call's rows
+    /// are not whole, aligned packs, or an exact kernel's ragged twin for whole
+    /// packs of another length.
     fn for_call(&self, stream: &CudaStream, a: &NormArgs<'_>) -> Result<&Loaded> {
         if self.spec.general {
             return Ok(&self.main);
@@ -276,17 +277,22 @@ impl NormKernel<'_> {
             if !self.spec.exact || m.cols as u64 == self.spec.chunk() {
                 return Ok(&self.main);
             }
-            if let Some(l) = self.ragged.get() {
-                return Ok(l);
-            }
-            let l = Loaded::new(self.rt, &self.spec.ragged_twin())?;
-            return Ok(self.ragged.get_or_init(|| l));
+            return self.twin(&self.ragged, NormSpec::ragged_twin);
         }
-        if let Some(l) = self.general.get() {
+        self.twin(&self.general, NormSpec::general_twin)
+    }
+
+    /// A twin kernel, loaded on its first call.
+    fn twin<'a>(
+        &'a self,
+        cell: &'a OnceLock<Loaded>,
+        twin_of: fn(&NormSpec) -> NormSpec,
+    ) -> Result<&'a Loaded> {
+        if let Some(l) = cell.get() {
             return Ok(l);
         }
-        let l = Loaded::new(self.rt, &self.spec.general_twin())?;
-        Ok(self.general.get_or_init(|| l))
+        let l = Loaded::new(self.rt, &twin_of(&self.spec))?;
+        Ok(cell.get_or_init(|| l))
     }
 
     /// The launch layout for `rows` x `cols` on this device.

@@ -359,8 +359,8 @@ const fn measured(
 /// norm b256x4_x at 32768x4096: 74.6-75.6 % against 95.0-96.6 %), and f32 layer
 /// norms spill in it. The prefetching block (`_p`) is no default: wherever it
 /// had won, the exact kernel beat it; it lost for every f32 row op and for RMS
-/// norm (16-bit RMS norm at 8192x32768: 86.9-88.0 % against 95.7-96.8 %, run2). Row loads that allocate no L1 line
-/// (`_n`) at 8192x32768 (run3): layer norm with the residual add, bf16 97.0-97.5 %
+/// norm (16-bit RMS norm at 8192x32768: 86.9-88.0 % against 95.7-96.8 %, run2).
+/// Row loads that allocate no L1 line (`_n`) at 8192x32768 (run3): layer norm with the residual add, bf16 97.0-97.5 %
 /// against 81.1-81.7 % and f32 96.6-97.4 % against 87.0-92.0 %, and f32 layer norm
 /// 92.0-93.1 % against 83.9-84.4 %; elsewhere they lost, by up to 12 points
 /// (16-bit layer norm at 32768x4096: 81.9-94.1 % against 94.0-96.9 %; at
@@ -995,28 +995,25 @@ impl KernelSpec for NormSpec {
                 "the split layout exchanges one state per row across blocks: use the online softmax",
             ));
         }
-        if self.exact && (self.layout != NormLayout::Block || self.general) {
-            return Err(SpecError::invalid(
-                "exact",
+        // `_x` and `_p` are forms of the block layout's whole-pack kernel.
+        let block_whole_only = |field: &'static str, what: &str| {
+            SpecError::invalid(
+                field,
                 "true",
                 format!(
-                    "only the block layout's whole-pack kernel has an exact-length form (this is the {} layout{})",
+                    "only the block layout's whole-pack kernel {what} (this is the {} layout{})",
                     self.layout,
                     if self.general { ", general twin" } else { "" }
                 ),
-            ));
+            )
+        };
+        let block_whole = self.layout == NormLayout::Block && !self.general;
+        if self.exact && !block_whole {
+            return Err(block_whole_only("exact", "has an exact-length form"));
         }
         if self.prefetch {
-            if self.layout != NormLayout::Block || self.general {
-                return Err(SpecError::invalid(
-                    "prefetch",
-                    "true",
-                    format!(
-                        "only the block layout's whole-pack kernel stages its next row (this is the {} layout{})",
-                        self.layout,
-                        if self.general { ", general twin" } else { "" }
-                    ),
-                ));
+            if !block_whole {
+                return Err(block_whole_only("prefetch", "stages its next row"));
             }
             if self.no_l1 {
                 return Err(SpecError::invalid(
@@ -1107,22 +1104,18 @@ impl FromStr for NormSpec {
             .and_then(|r| r.strip_prefix('_'))
             .ok_or_else(|| parse_err(format))?;
         let mut parts: Vec<&str> = rest.split('_').collect();
-        let general = parts.last() == Some(&"g");
-        if general {
-            parts.pop();
-        }
-        let exact = parts.last() == Some(&"x");
-        if exact {
-            parts.pop();
-        }
-        let no_l1 = parts.last() == Some(&"n");
-        if no_l1 {
-            parts.pop();
-        }
-        let prefetch = parts.last() == Some(&"p");
-        if prefetch {
-            parts.pop();
-        }
+        // The flag suffixes, last first: `_g`, `_x`, `_n`, `_p`.
+        let mut suffix = |flag: &str| {
+            let present = parts.last() == Some(&flag);
+            if present {
+                parts.pop();
+            }
+            present
+        };
+        let general = suffix("g");
+        let exact = suffix("x");
+        let no_l1 = suffix("n");
+        let prefetch = suffix("p");
         let mut bound = None;
         if let Some(b) = parts.last().and_then(|p| p.strip_prefix('o')) {
             bound = Some(b.parse::<u32>().map_err(|_| parse_err(format))?);
