@@ -217,8 +217,9 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   const rj_u64 items = rows * splits;
   const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4;
   for (;;) {
-    __syncthreads();
-    if (threadIdx.x == 0) item_s = rj_atom_add_acq_rel(counters, 1u);
+    // The ticket orders nothing: relaxed. No barrier before it: every thread
+    // read the last item_s before the reducer's barriers.
+    if (threadIdx.x == 0) item_s = rj_atom_add_relaxed(counters, 1u);
     __syncthreads();
     const rj_u64 item = item_s;
     if (item >= items) {
