@@ -4,8 +4,9 @@
 # kernel names as the runtime prints them). ncu locks clocks to base and
 # flushes caches between passes: its durations are not the bench's, its ratios
 # and stall reasons are what it is for. SECTIONS adds sections (e.g.
-# "SourceCounters") and SOURCE=1 exports each report and its SASS with the
-# stall samples an instruction (.sass.csv). Reports in $OUT/ncu.tgz.
+# "SourceCounters"); BIN runs another binary under stage/bin; SOURCE=1 exports
+# each report and its SASS with the stall samples an instruction (.sass.csv).
+# Reports in $OUT/ncu-BIN.tgz.
 set -uo pipefail
 RESULTS="${OUT:-/tmp/redjit-out}"
 W=$(mktemp -d)
@@ -17,18 +18,18 @@ for pair in ${PAIRS:?set PAIRS}; do
   REDJIT_REQUIRE_GPU=1 timeout 300 "$NCU" -k "regex:^${spec}\$" --launch-skip 2 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
     --section SchedulerStats --section Occupancy --section LaunchStats --section InstructionStats \
-    $(for s in ${SECTIONS:-}; do echo --section "$s"; done) ${SOURCE:+-o "$W/$spec-$shape"} \
-    stage/bin/redjit bench norm --spec "$spec" --shapes "$shape" --iters 3 --warmup 1 \
-    > "$W/$spec-$shape.txt" 2>&1 || echo "$pair rc=$?"
+    $(for s in ${SECTIONS:-}; do echo --section "$s"; done) ${SOURCE:+-o "$W/${BIN:-redjit}-$spec-$shape"} \
+    "stage/bin/${BIN:-redjit}" bench norm --spec "$spec" --shapes "$shape" --iters 3 --warmup 1 \
+    > "$W/${BIN:-redjit}-$spec-$shape.txt" 2>&1 || echo "$pair rc=$?"
   if [ -n "${SOURCE:-}" ]; then
     # The report's SASS with its stall samples an instruction.
-    "$NCU" -i "$W/$spec-$shape.ncu-rep" --page source --print-source sass --csv \
-      > "$W/$spec-$shape.sass.csv" 2>&1 || echo "$pair source rc=$?"
-    "$NCU" -i "$W/$spec-$shape.ncu-rep" --page details --print-details all \
-      > "$W/$spec-$shape.details.txt" 2>&1 || true
+    "$NCU" -i "$W/${BIN:-redjit}-$spec-$shape.ncu-rep" --page source --print-source sass --csv \
+      > "$W/${BIN:-redjit}-$spec-$shape.sass.csv" 2>&1 || echo "$pair source rc=$?"
+    "$NCU" -i "$W/${BIN:-redjit}-$spec-$shape.ncu-rep" --page details --print-details all \
+      > "$W/${BIN:-redjit}-$spec-$shape.details.txt" 2>&1 || true
   fi
-  [ -n "${SOURCE:-}" ] && cat "$W/$spec-$shape.details.txt" >> "$W/$spec-$shape.txt"
-  grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Achieved Occupancy|Registers Per|Executed Ipc A" "$W/$spec-$shape.txt" | sed "s|^|$pair |"
+  [ -n "${SOURCE:-}" ] && cat "$W/${BIN:-redjit}-$spec-$shape.details.txt" >> "$W/${BIN:-redjit}-$spec-$shape.txt"
+  grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Achieved Occupancy|Registers Per|Executed Ipc A" "$W/${BIN:-redjit}-$spec-$shape.txt" | sed "s|^|$pair |"
 done
 mkdir -p "$RESULTS"
-tar -C "$W" -czf "$RESULTS/ncu.tgz" .
+tar -C "$W" -czf "$RESULTS/ncu-${BIN:-redjit}.tgz" .
