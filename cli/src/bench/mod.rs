@@ -252,6 +252,12 @@ pub struct KernelRow {
     pub gbps: f64,
     /// Against the device-to-device copy of n f32 in the same run.
     pub pct_of_copy: f64,
+    /// Against a copy moving the kernel's own bytes (bytes / 8 f32 read and
+    /// written) in the same run. Below a few hundred MB a copy's GB/s grows
+    /// with its size, and 16-bit rows move half the bytes of n f32: this is
+    /// the roofline at the kernel's transfer size (norm rows only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct_of_copy_same_bytes: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub torch_eager_gbps: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -295,6 +301,7 @@ impl KernelRow {
             median_us,
             gbps,
             pct_of_copy: 100.0 * gbps / copy_gbps,
+            pct_of_copy_same_bytes: None,
             torch_eager_gbps: reference.and_then(|r| r.eager_gbps),
             torch_compile_gbps: reference.and_then(|r| r.compile_gbps),
             misaligned: Vec::new(),
@@ -589,8 +596,8 @@ impl Bench<'_> {
 
 fn header(compare: bool) -> String {
     let mut line = format!(
-        "{:<40} {:>11} {:>10} {:>9} {:>7}",
-        "kernel", "size", "median us", "GB/s", "% copy"
+        "{:<40} {:>11} {:>10} {:>9} {:>7} {:>8}",
+        "kernel", "size", "median us", "GB/s", "% copy", "% same B"
     );
     if compare {
         line += &format!(
@@ -604,8 +611,14 @@ fn header(compare: bool) -> String {
 fn format_row(row: &KernelRow, compare: bool) -> String {
     let size = row.shape.clone().unwrap_or_else(|| fmt_size(row.n));
     let mut line = format!(
-        "{:<40} {:>11} {:>10.1} {:>9.1} {:>6.1}%",
-        row.name, size, row.median_us, row.gbps, row.pct_of_copy
+        "{:<40} {:>11} {:>10.1} {:>9.1} {:>6.1}% {:>8}",
+        row.name,
+        size,
+        row.median_us,
+        row.gbps,
+        row.pct_of_copy,
+        row.pct_of_copy_same_bytes
+            .map_or("-".to_string(), |p| format!("{p:.1}%"))
     );
     if compare {
         let gbps = |v: Option<f64>| v.map_or("-".to_string(), |g| format!("{g:.1}"));
@@ -645,6 +658,7 @@ mod tests {
             median_us: 1.0,
             gbps,
             pct_of_copy: 50.0,
+            pct_of_copy_same_bytes: None,
             torch_eager_gbps: None,
             torch_compile_gbps: None,
             misaligned: Vec::new(),

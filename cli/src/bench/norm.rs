@@ -211,6 +211,7 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
         let kernel = rt.norm(&case.spec)?;
         let bytes = case.bytes();
         b.check_fits(&format!("{name} at {label}"), bytes)?;
+        let same_bytes_gbps = b.copy_gbps((bytes / 8).max(1) as usize)?;
         // A split layout whose row does not fit the device at once is skipped
         // with a note, not an error: the other cases still run.
         if case.spec.layout == NormLayout::Split {
@@ -291,7 +292,7 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
             .torch
             .as_ref()
             .and_then(|t| t.get_named(&torch_key(&case.spec), n as u64, Some(&label)));
-        b.push(KernelRow::measured(
+        let mut row = KernelRow::measured(
             "norm",
             name,
             n as u64,
@@ -301,7 +302,9 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
             us,
             copy_gbps,
             reference,
-        ));
+        );
+        row.pct_of_copy_same_bytes = Some(100.0 * row.gbps / same_bytes_gbps);
+        b.push(row);
     }
     Ok(())
 }

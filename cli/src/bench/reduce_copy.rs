@@ -228,6 +228,7 @@ pub fn bench(
                 median_us: us,
                 gbps,
                 pct_of_copy: 100.0 * gbps / copy_gbps,
+                pct_of_copy_same_bytes: None,
                 torch_eager_gbps: reference.and_then(|r| r.eager_gbps),
                 torch_compile_gbps: reference.and_then(|r| r.compile_gbps),
                 misaligned: misaligned.clone(),
