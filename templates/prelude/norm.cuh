@@ -243,11 +243,11 @@ __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanoslee
 // (every lane acquires: no fence), merges the row's states in one fixed order
 // (lane l: states l, l + 32, ..., then the warp's tree, so every block gets the
 // same bits) and hands the result to the block through shared memory. Two block
-// barriers in all: the sync of a row is on the critical path of every split
-// kernel, and a fence or barrier more per item cost up to a fifth of a one-wave
-// launch's time (ncu, H100, 2026-11-25: 4x1000003 bf16, 40 % of the stall
-// samples at barriers, 5 % at fences). The last block to leave resets the row's
-// two counters for the next launch (nothing reads them in between: relaxed).
+// barriers in all, and no fence in every thread: the sync of a row is on the
+// critical path of every split kernel (ncu, H100, 2026-11-25, 4x1000003 bf16
+// with six barriers and a fence in every thread: 40 % of the stall samples at
+// block barriers, 5 % at fences). The last block to leave resets the row's two
+// counters for the next launch (nothing reads them in between: relaxed).
 // The wait needs every block of a row resident at once: the launcher hands items
 // out in order through a ticket (a block takes an item only when it runs) and
 // checks splits <= resident blocks.
