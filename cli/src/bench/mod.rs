@@ -252,10 +252,11 @@ pub struct KernelRow {
     pub gbps: f64,
     /// Against the device-to-device copy of n f32 in the same run.
     pub pct_of_copy: f64,
-    /// Against a copy moving the kernel's own bytes (bytes / 8 f32 read and
-    /// written) in the same run. Below a few hundred MB a copy's GB/s grows
-    /// with its size, and 16-bit rows move half the bytes of n f32: this is
-    /// the roofline at the kernel's transfer size (norm rows only).
+    /// Against a copy moving the kernel's own row bytes (x, out and a
+    /// residual's two streams: row bytes / 8 f32 read and written) in the same
+    /// run. Below a few hundred MB a copy's GB/s grows with its size, and
+    /// 16-bit rows move half the bytes of n f32, fused residuals twice: this
+    /// is the roofline at the kernel's transfer size (norm rows only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pct_of_copy_same_bytes: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
