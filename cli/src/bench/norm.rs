@@ -334,7 +334,22 @@ mod tests {
         assert_eq!(rms.spec.name(), "norm_rmsnorm_res_f32_f32_b256x4");
         // x, residual in; out, residual out; the weight once.
         assert_eq!(rms.bytes(), 4 * 32768 * 4096 * 4 + 4 * 4096);
+        // The same-bytes copy moves the row streams, a power of two here.
+        assert_eq!(rms.row_bytes(), 4 * 32768 * 4096 * 4);
         assert_eq!(torch_key(&rms.spec), "norm_rmsnorm_res_f32_f32");
+        // A 16-bit layer norm moves half the row bytes of n f32, plus its
+        // weight and bias.
+        let ln = c
+            .iter()
+            .find(|c| {
+                c.spec.op == NormOp::LayerNorm
+                    && !c.spec.residual
+                    && c.spec.input == DType::BF16
+                    && c.m.cols == 128
+            })
+            .unwrap();
+        assert_eq!(ln.row_bytes(), 262_144 * 128 * (2 + 2));
+        assert_eq!(ln.bytes(), ln.row_bytes() + 2 * 128 * 2);
     }
 
     #[test]
