@@ -217,13 +217,14 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   const rj_u64 items = rows * splits;
   const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4;
   for (;;) {
-    // No barrier before the ticket: every thread read the last item_s before
-    // the reducer's barriers. The ticket orders no data; an acq_rel one makes
-    // the block's stores drain before its next loads, which layer norm (its
-    // weight and bias read after the row's wait) ran faster with and the other
-    // row ops slower (H100, 2026-11-25, 64x1048576: layer norm f32 73.1-73.2 %
-    // of copy against 61.5-61.7 % relaxed; softmax bf16 52.0-52.2 against
-    // 55.1-55.4, RMS norm bf16 63.5 against 66.1-66.8).
+    // No barrier before the ticket: every row op reduces once an item, and
+    // every thread read the last item_s before the reducer's barriers. The
+    // ticket orders no data. Taken acq_rel (a release after the block's
+    // stores), it made layer norm, whose weight and bias are read after the
+    // row's wait, faster and the other row ops slower (H100, 2026-11-25,
+    // 64x1048576: layer norm f32 73.1-73.2 % of copy against 61.5-61.7 %
+    // relaxed; softmax bf16 52.0-52.2 against 55.1-55.4, RMS norm bf16 63.5
+    // against 66.1-66.8).
     if (threadIdx.x == 0) item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
     __syncthreads();
     const rj_u64 item = item_s;
