@@ -10,26 +10,28 @@
 set -uo pipefail
 RESULTS="${OUT:-/tmp/redjit-out}"
 W=$(mktemp -d)
+BIN=${BIN:-redjit}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$W/gpu.txt"
 for pair in ${PAIRS:?set PAIRS}; do
   spec=${pair%@*}
   shape=${pair#*@}
+  base="$W/$BIN-$spec-$shape"
   REDJIT_REQUIRE_GPU=1 timeout 300 "$NCU" -k "regex:^${spec}\$" --launch-skip 2 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
     --section SchedulerStats --section Occupancy --section LaunchStats --section InstructionStats \
-    $(for s in ${SECTIONS:-}; do echo --section "$s"; done) ${SOURCE:+-o "$W/${BIN:-redjit}-$spec-$shape"} \
-    "stage/bin/${BIN:-redjit}" bench norm --spec "$spec" --shapes "$shape" --iters 3 --warmup 1 \
-    > "$W/${BIN:-redjit}-$spec-$shape.txt" 2>&1 || echo "$pair rc=$?"
+    $(for s in ${SECTIONS:-}; do echo --section "$s"; done) ${SOURCE:+-o "$base"} \
+    "stage/bin/$BIN" bench norm --spec "$spec" --shapes "$shape" --iters 3 --warmup 1 \
+    > "$base.txt" 2>&1 || echo "$pair rc=$?"
   if [ -n "${SOURCE:-}" ]; then
     # The report's SASS with its stall samples an instruction.
-    "$NCU" -i "$W/${BIN:-redjit}-$spec-$shape.ncu-rep" --page source --print-source sass --csv \
-      > "$W/${BIN:-redjit}-$spec-$shape.sass.csv" 2>&1 || echo "$pair source rc=$?"
-    "$NCU" -i "$W/${BIN:-redjit}-$spec-$shape.ncu-rep" --page details --print-details all \
-      > "$W/${BIN:-redjit}-$spec-$shape.details.txt" 2>&1 || true
+    "$NCU" -i "$base.ncu-rep" --page source --print-source sass --csv \
+      > "$base.sass.csv" 2>&1 || echo "$pair source rc=$?"
+    "$NCU" -i "$base.ncu-rep" --page details --print-details all \
+      > "$base.details.txt" 2>&1 || true
+    cat "$base.details.txt" >> "$base.txt"
   fi
-  [ -n "${SOURCE:-}" ] && cat "$W/${BIN:-redjit}-$spec-$shape.details.txt" >> "$W/${BIN:-redjit}-$spec-$shape.txt"
-  grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Achieved Occupancy|Registers Per|Executed Ipc A" "$W/${BIN:-redjit}-$spec-$shape.txt" | sed "s|^|$pair |"
+  grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Achieved Occupancy|Registers Per|Executed Ipc A" "$base.txt" | sed "s|^|$pair |"
 done
 mkdir -p "$RESULTS"
-tar -C "$W" -czf "$RESULTS/ncu-${BIN:-redjit}.tgz" .
+tar -C "$W" -czf "$RESULTS/ncu-$BIN.tgz" .

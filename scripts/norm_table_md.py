@@ -14,31 +14,31 @@ import json
 import sys
 
 
-def torch_key(name: str) -> str:
-    # norm_softmax_online_bf16_bf16_b512x16_p -> norm_softmax_bf16_bf16
+def parse_name(name: str) -> tuple[str, bool, str, str]:
+    """norm_softmax_online_bf16_bf16_b512x16_p -> ("softmax", False, "bf16", "bf16")."""
     parts = name.split("_")
-    op = parts[1]
-    rest = parts[2:]
+    op, rest = parts[1], parts[2:]
     if rest[0] in ("safe", "online"):
         rest = rest[1:]
-    if rest[0] == "res":
-        op += "_res"
+    residual = rest[0] == "res"
+    if residual:
         rest = rest[1:]
-    return f"norm_{op}_{rest[0]}_{rest[1]}"
+    return op, residual, rest[0], rest[1]
+
+
+def torch_key(name: str) -> str:
+    # norm_softmax_online_bf16_bf16_b512x16_p -> norm_softmax_bf16_bf16
+    op, residual, input, output = parse_name(name)
+    return f"norm_{op}{'_res' if residual else ''}_{input}_{output}"
 
 
 def row_copy_n(k: dict) -> int:
     """f32 elements of the copy that moves the kernel's row streams."""
-    rows, cols = map(int, k["shape"].split("x"))
-    parts = k["name"].split("_")
-    op, rest = parts[1], parts[2:]
-    if rest[0] in ("safe", "online"):
-        rest = rest[1:]
-    if rest[0] == "res":
-        rest = rest[1:]
+    cols = int(k["shape"].split("x")[1])
+    op, _, input, _ = parse_name(k["name"])
     size = {"f32": 4, "bf16": 2, "f16": 2}
     vectors = {"layernorm": 2, "rmsnorm": 1}.get(op, 0)
-    return (k["bytes"] - vectors * cols * size[rest[0]]) // 8
+    return (k["bytes"] - vectors * cols * size[input]) // 8
 
 
 def main() -> None:

@@ -215,7 +215,6 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
         let kernel = rt.norm(&case.spec)?;
         let bytes = case.bytes();
         b.check_fits(&format!("{name} at {label}"), bytes)?;
-        let same_bytes_gbps = b.copy_gbps((case.row_bytes() / 8).max(1) as usize)?;
         // A split layout whose row does not fit the device at once is skipped
         // with a note, not an error: the other cases still run.
         if case.spec.layout == NormLayout::Split {
@@ -228,6 +227,7 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
                 continue;
             }
         }
+        let same_bytes_gbps = b.copy_gbps((case.row_bytes() / 8).max(1) as usize)?;
         let rotations = b.rotations(bytes);
         let info = case.spec.op.info();
         struct Set {
