@@ -22,7 +22,11 @@
 // elements; blocks take (row, chunk) items in order from a ticket and exchange
 // their partial states through the workspace (rj_red_split).
 {%- endif %}
-{%- if prefetch %}
+{%- if prefetch and layout == "split" %}
+// Prefetching: once a block has published its chunk's state it takes its next
+// item and copies that chunk ({% if residual %}x and the residual{% else %}x{% endif %}) into shared memory with cp.async,
+// so those loads are in flight through the row's wait, the merge and the stores.
+{%- elif prefetch %}
 // Prefetching: the grid is one resident wave; each block copies its next row
 // ({% if residual %}x and the residual{% else %}x{% endif %}) into shared memory with cp.async while it reduces and stores
 // this one, so that row's loads are in flight through the reductions and stores.
@@ -43,10 +47,12 @@ typedef rj_chunk<kLanes, true, false, {% if prefetch %}true{% else %}false{% end
 {%- endif %}
 {%- if prefetch %}
 // Shared memory: each staged stream's slots (a pack of every thread, then the
-// next pack), the row's {% if residual %}x and residual{% else %}x{% endif %}{% if not softmax %}, then the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}{% endif %}.
+// next pack), the row's {% if residual %}x and residual{% else %}x{% endif %}{% if staged_cols %}, then the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}{% endif %}.
 const rj_u32 kStride = kThreads * 4 * T::kBytes;
 const rj_u32 kSlots = kPacks * kStride;
+{%- if staged_cols %}
 const rj_u32 kColsAt = {% if residual %}2{% else %}1{% endif %} * kSlots;
+{%- endif %}
 {%- endif %}
 
 struct Args {
@@ -67,9 +73,25 @@ __device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const Chunk& 
 }
 
 {% endif -%}
+{% if prefetch and layout == "split" -%}
+// rj_red_split's hook: the block's next item, taken and staged during the row's wait.
+struct NextItem {
+  enum : bool { kOn = true };
+  Args a;
+  rj_u64 ticket, items;
+  rj_u32 row_end, splits, cols, slots;
+  rj_u32* item;  // shared: the item taken, or kNoTicket
+  __device__ __forceinline__ void take() const { *item = rj_ticket_past_row(ticket, row_end); }
+  __device__ __forceinline__ void stage() const {
+    const rj_u32 n = *item;
+    if (n < items) stage_row(a, n / splits, Chunk{n % splits * (rj_u32)(kThreads * kPacks * 4), cols, threadIdx.x}, slots);
+  }
+};
+
+{% endif -%}
 // One row (or chunk) from load to store.
 template <class Red>
-__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage, rj_u64 next, rj_u64 rows{% endif %}) {
+__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% if layout == "block" %}, rj_u64 next, rj_u64 rows{% endif %}{% endif %}) {
   const rj_u64 off = r * a.ld;
   const rj_u64 xr = a.x + off * T::kBytes, outr = a.out + off * TO::kBytes;
 {%- if residual %}
@@ -115,8 +137,10 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- if residual %}
   rj_row_add_staged<T, {{ input_round }}, kPacks>(stage + kSlots, kStride, c, x);
 {%- endif %}
+{%- if layout == "block" %}
   // The slots are read: the block's next row goes into them now.
   if (next < rows) stage_row(a, next, c, stage);
+{%- endif %}
 {%- else %}
   rj_row_ld<T, kPacks, RowLoad>(xr, c, vec, 0.0f, x);
 {%- endif %}
@@ -140,7 +164,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
     rj_row_st<T, kPacks>(rout, c, vec, x);
   }
 {%- endif %}
-{%- if prefetch %}
+{%- if staged_cols %}
   const Op op{a.param, stage + kColsAt, stage + kColsAt + kSlots, a.mean, a.rstd, r, wvec, rj_cols_staged{kStride}};
 {%- else %}
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec};
@@ -211,6 +235,42 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   (void)partials_ptr;
   (void)splits;
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if two_sums %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
+{%- elif prefetch %}
+  extern __shared__ __align__(16) unsigned char rj_staged_rows[];
+  const rj_u32 stage = rj_smem_addr(rj_staged_rows) + threadIdx.x * 4u * T::kBytes;
+  __shared__ rj_u32 item_s, next_s;
+  const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
+  const rj_u64 items = rows * splits;
+  const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4;
+  // The first item, and any the block could not take during a row's wait, are
+  // taken here and staged on the spot (the ticket as in the plain split kernel).
+  bool staged = false;
+  rj_u64 item = 0;
+  for (;;) {
+    if (!staged) {
+      if (threadIdx.x == 0) item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
+      __syncthreads();
+      item = item_s;
+    }
+    if (item >= items) {
+      // Each block takes exactly one ticket past the items (here or during a
+      // row's wait): the last one taken resets the ticket for the next launch.
+      if (threadIdx.x == 0 && item == items + gridDim.x - 1) rj_st_b32(counters, 0u);
+      return;
+    }
+    const rj_u64 r = item / splits;
+    const rj_u32 split = (rj_u32)(item % splits);
+    if (!staged) stage_row(a, r, Chunk{split * chunk, (rj_u32)cols, threadIdx.x}, stage);
+    rj_cp_async_wait<0>();
+    const NextItem next{a, counters, items, (rj_u32)((r + 1) * splits), splits, (rj_u32)cols, stage, &next_s};
+    const rj_red_split<kThreads, NextItem> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}, next};
+    run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0, stage);
+    // next_s was written before the reducer's last barrier, and is next written
+    // after the next item's first.
+    const rj_u32 n = next_s;
+    staged = n != kNoTicket;
+    item = n;
+  }
 {%- else %}
   __shared__ rj_u32 item_s;
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);

@@ -546,6 +546,62 @@ fn prefetching_blocks_take_many_rows_each() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn prefetching_split_blocks_take_many_items() {
+    // A prefetching split block takes its next item during its row's wait,
+    // unless the ticket has not passed the row's last item (it takes it after
+    // the row then): several items a block, rows of two chunks to 64 (the
+    // wait's both ways), a last chunk with packs past the row, a stride past
+    // the row, statistics, f16 out of bf16, and the same bits on every run.
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("prefetching_split_blocks_take_many_items");
+    let mut specs = Vec::new();
+    for ops in row_ops() {
+        for (i, o) in [
+            (DType::BF16, DType::BF16),
+            (DType::F32, DType::F32),
+            (DType::BF16, DType::F16),
+        ] {
+            specs.extend(
+                variants(&NormSpec::with(ops, i, o, 1))
+                    .into_iter()
+                    .filter(|s| s.prefetch && s.layout == NormLayout::Split),
+            );
+        }
+    }
+    assert!(specs.len() >= 3 * row_ops().len(), "{specs:?}");
+    prepare(&rt, specs.clone());
+    for spec in &specs {
+        let resident = rt.norm(spec).unwrap().resident() as usize;
+        let chunk = spec.chunk() as usize;
+        for (splits, cols, pad, repeats) in [
+            (2, 2 * chunk, 8, 1),
+            (3, 2 * chunk + 4, 0, 1),
+            (64, 64 * chunk, 0, 2),
+        ] {
+            // At least three items a resident block.
+            let rows = (3 * resident).div_ceil(splits) + 1;
+            let m = Matrix {
+                rows,
+                cols,
+                ld: cols + pad,
+            };
+            check(
+                &rt,
+                &mut rng,
+                spec,
+                m,
+                Values::Normal,
+                param_of(spec),
+                true,
+                repeats,
+                0,
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn exact_kernels_and_their_ragged_twins() {
     // An exact kernel (`_x`) has no bounds test a pack: rows of its length run
     // on it, shorter whole-pack rows on its ragged twin and odd ones on the

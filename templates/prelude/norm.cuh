@@ -236,6 +236,33 @@ __device__ __forceinline__ bool rj_warp_any(bool p) {
   return r != 0u;
 }
 __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
+// Named barrier `id` of `n` threads (0 is __syncthreads'): arrive does not wait,
+// and orders the arriving thread's earlier shared-memory writes before the
+// waiters' later reads.
+__device__ __forceinline__ void rj_bar_arrive(rj_u32 id, rj_u32 n) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void rj_bar_sync(rj_u32 id, rj_u32 n) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+
+// No next item to stage during a split row's wait (a split kernel without `_p`).
+struct rj_no_next {
+  enum : bool { kOn = false };
+  __device__ __forceinline__ void take() const {}
+  __device__ __forceinline__ void stage() const {}
+};
+// A prefetching split block's next work ticket, taken while its row waits, or
+// kNoTicket. Never one of its own row: that item would be unpublished while
+// the block waits on the row. The ticket only grows within a launch, so once
+// it reads past the row's last item the next one taken is a later row's;
+// before that the block takes its ticket after the row, as without `_p`.
+const rj_u32 kNoTicket = 0xffffffffu;
+__device__ __forceinline__ rj_u32 rj_ticket_past_row(rj_u64 ticket, rj_u32 row_end) {
+  rj_u32 seen;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(ticket) : "memory");
+  return seen >= row_end ? rj_atom_add_relaxed(ticket, 1u) : kNoTicket;
+}
 
 // Several blocks per row: each block reduces its chunk, its first warp publishes
 // the block's state in the row's slot `split` and arrives on the row's counter
@@ -251,10 +278,15 @@ __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanoslee
 // The wait needs every block of a row resident at once: the launcher hands items
 // out in order through a ticket (a block takes an item only when it runs) and
 // checks splits <= resident blocks.
-template <int kThreads> struct rj_red_split {
+// Next (`_p`): once the block's state is published, warp 0's lane 0 takes the
+// block's next item (Next::take) and every thread starts staging it
+// (Next::stage) while warp 0 waits: the other warps meet it at named barrier 1,
+// which warp 0 passes without waiting.
+template <int kThreads, class Next = rj_no_next> struct rj_red_split {
   enum : bool { kCheap = false };
   rj_u64 arrive, leave, slots;
   rj_u32 split, splits, slot_bytes;
+  Next next;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     typedef typename F::S S;
     const int kWarps = kThreads / 32;
@@ -272,6 +304,12 @@ template <int kThreads> struct rj_red_split {
       if (lane == 0) {
         rj_st_state(slots + (rj_u64)split * slot_bytes, s);
         rj_red_release_add(arrive, 1u);
+        next.take();
+      }
+      if (Next::kOn) {
+        __syncwarp();
+        next.stage();
+        rj_bar_arrive(1, kThreads);
       }
       while (rj_warp_any(rj_ld_acquire_u32(arrive) < splits)) rj_nanosleep(20);
       S total = f.identity();
@@ -285,6 +323,9 @@ template <int kThreads> struct rj_red_split {
           rj_st_b32(leave, 0u);
         }
       }
+    } else if (Next::kOn) {
+      rj_bar_sync(1, kThreads);
+      next.stage();
     }
     __syncthreads();
     return row_total;

@@ -431,12 +431,14 @@ pub struct NormSpec {
     /// The launch bound's blocks per SM (`_o<n>` in names), instead of the
     /// `OCCUPANCY` table's: what `redjit bench norm --bounds` measures.
     pub bound: Option<u32>,
-    /// Block layout, whole packs only (`_p` in names): a block stays resident
-    /// and takes rows in turn, and copies its next row (x, and the residual)
-    /// into shared memory with cp.async while it reduces and stores this one,
-    /// so the row's loads are in flight through the reductions and the stores;
-    /// its columns of the weight and bias are staged there once. All of it
-    /// must fit `MAX_STAGE_BYTES`.
+    /// Whole packs only (`_p` in names), block or split layout: a block copies
+    /// its next row or chunk (x, and the residual) into shared memory with
+    /// cp.async while it reduces and stores this one, so those loads are in
+    /// flight through the reductions, a split row's wait on its other blocks,
+    /// and the stores. A prefetching block stays resident and takes rows in
+    /// turn, and its columns of the weight and bias are staged there once (a
+    /// split block's columns change with its chunk: it reads them from global
+    /// memory). All of it must fit `MAX_STAGE_BYTES`.
     pub prefetch: bool,
     /// The row streams' whole-pack loads (x, and the residual) allocate no L1
     /// line (`ld.global.nc.L1::no_allocate`, `_n` in names): L1 then keeps the
@@ -681,11 +683,23 @@ impl NormSpec {
         }
     }
 
+    /// Whether a prefetching kernel stages its columns of the weight and bias
+    /// once (the block layout: every row of a block has the same columns).
+    fn staged_cols(&self) -> bool {
+        self.prefetch && self.layout == NormLayout::Block
+    }
+
     /// Dynamic shared memory a launch takes: a prefetching block's staged row
-    /// (every stream it loads) and its columns of the weight and bias, else 0.
+    /// or chunk (every stream it loads) and, in the block layout, its columns
+    /// of the weight and bias, else 0.
     pub fn stage_bytes(&self) -> u64 {
         if self.prefetch {
-            (self.streams() + self.vectors()) * self.chunk() * self.input.info().bytes as u64
+            let vectors = if self.staged_cols() {
+                self.vectors()
+            } else {
+                0
+            };
+            (self.streams() + vectors) * self.chunk() * self.input.info().bytes as u64
         } else {
             0
         }
@@ -826,8 +840,10 @@ impl NormSpec {
                 self.algo == Some(SoftmaxAlgo::Online),
                 self.op == NormOp::LogSoftmax
             ),
-            // A prefetching kernel reads weight and bias from its staged slots.
-            _ if self.prefetch => format!("{}<T, rj_cols_staged>", self.op.info().functor),
+            // A prefetching block reads weight and bias from its staged slots.
+            _ if self.staged_cols() => {
+                format!("{}<T, rj_cols_staged>", self.op.info().functor)
+            }
             _ => format!("{}<T>", self.op.info().functor),
         }
     }
@@ -853,6 +869,7 @@ impl NormSpec {
             partial_bytes: PARTIAL_BYTES,
             two_sums: self.two_sums(),
             prefetch: self.prefetch,
+            staged_cols: self.staged_cols(),
             exact: self.exact,
             row_load: if self.no_l1 {
                 "rj_load_stream"
@@ -884,6 +901,7 @@ struct NormContext {
     partial_bytes: usize,
     two_sums: bool,
     prefetch: bool,
+    staged_cols: bool,
     exact: bool,
     row_load: &'static str,
 }
@@ -998,25 +1016,33 @@ impl KernelSpec for NormSpec {
                 "the split layout exchanges one state per row across blocks: use the online softmax",
             ));
         }
-        // `_x` and `_p` are forms of the block layout's whole-pack kernel.
-        let block_whole_only = |field: &'static str, what: &str| {
+        // `_x` is a form of the block layout's whole-pack kernel, `_p` of the
+        // block or split layout's; `what` says what the form does.
+        let whole_only = |field: &'static str, layouts: &str, what: &str| {
             SpecError::invalid(
                 field,
                 "true",
                 format!(
-                    "only the block layout's whole-pack kernel {what} (this is the {} layout{})",
+                    "only the {layouts} whole-pack kernel {what} (this is the {} layout{})",
                     self.layout,
                     if self.general { ", general twin" } else { "" }
                 ),
             )
         };
-        let block_whole = self.layout == NormLayout::Block && !self.general;
-        if self.exact && !block_whole {
-            return Err(block_whole_only("exact", "has an exact-length form"));
+        if self.exact && (self.layout != NormLayout::Block || self.general) {
+            return Err(whole_only(
+                "exact",
+                "block layout's",
+                "has an exact-length form",
+            ));
         }
         if self.prefetch {
-            if !block_whole {
-                return Err(block_whole_only("prefetch", "stages its next row"));
+            if self.layout == NormLayout::Warp || self.general {
+                return Err(whole_only(
+                    "prefetch",
+                    "block or split layout's",
+                    "stages its next row or chunk",
+                ));
             }
             if self.no_l1 {
                 return Err(SpecError::invalid(
@@ -1032,7 +1058,7 @@ impl KernelSpec for NormSpec {
                     format!("{bytes} bytes of staged row"),
                     format!(
                         "a block stages at most {MAX_STAGE_BYTES} bytes of shared memory: {} stream(s) and vector(s) x {} threads x {} packs x 4 {} elements",
-                        self.streams() + self.vectors(),
+                        bytes / (self.chunk() * self.input.info().bytes as u64),
                         self.lanes,
                         self.packs,
                         self.input
@@ -1225,6 +1251,10 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
     }
     for (lanes, packs) in [(256, 8), (512, 4), (512, 8), (512, 16)] {
         push(NormLayout::Split, lanes, packs, false, false);
+    }
+    // Split rows: the next chunk staged during the row's wait.
+    for packs in [8, 16] {
+        push(NormLayout::Split, 512, packs, true, false);
     }
     // Long rows a block: the next row staged (16-bit rows: f32 rows lost
     // at all four ops measured, BENCHMARKS.md fifth session of 2026-11-25),
@@ -1527,11 +1557,25 @@ mod tests {
         // Its own launch bound where its layout's spilled.
         assert_eq!(p.min_blocks(), 1);
         assert_eq!(spec(layer, DType::BF16, 16384).min_blocks(), 2);
-        // Invalid: prefetching off the block layout, in a general twin, past
+        // A prefetching split block stages its chunk's streams only: its
+        // columns change with the chunk.
+        assert_eq!(
+            named("norm_layernorm_res_bf16_bf16_s512x8_p").stage_bytes(),
+            2 * (32 << 10)
+        );
+        assert_eq!(
+            named("norm_softmax_online_f32_f32_s512x16_p").stage_bytes(),
+            128 << 10
+        );
+        let sp = named("norm_rmsnorm_f32_f32_s512x8_p");
+        assert_eq!(sp.functor(), "rj_norm_rms_t<T>");
+        assert_eq!(sp.plan(64, 1 << 20, 132, 2).grid, 264);
+        assert_eq!(sp.general_twin().name(), "norm_rmsnorm_f32_f32_s512x8_g");
+        // Invalid: prefetching in the warp layout, in a general twin, past
         // the shared memory, or with the L1 bypass.
         for (bad, field) in [
-            ("norm_rmsnorm_bf16_bf16_s512x8_p", "prefetch"),
             ("norm_rmsnorm_bf16_bf16_w32x4_p", "prefetch"),
+            ("norm_rmsnorm_bf16_bf16_s512x8_p_g", "prefetch"),
             ("norm_rmsnorm_bf16_bf16_b512x16_p_g", "prefetch"),
             ("norm_layernorm_res_bf16_bf16_b512x16_p", "prefetch"),
             ("norm_layernorm_f32_f32_b512x16_p", "prefetch"),
