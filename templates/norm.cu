@@ -21,12 +21,13 @@
 // Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
 // elements; blocks take (row, chunk) items in order from a ticket and exchange
 // their partial states through the workspace (rj_red_split).
+{%- if prefetch %}
+// Prefetching: a block takes its next item during its row's wait, where the
+// ticket has passed the row, and asks L2 for that chunk ({% if residual %}x and the residual{% else %}x{% endif %}), so
+// its loads find it there after the wait, the merge and the stores.
 {%- endif %}
-{%- if prefetch and layout == "split" %}
-// Prefetching: once a block has published its chunk's state it takes its next
-// item and copies that chunk ({% if residual %}x and the residual{% else %}x{% endif %}) into shared memory with cp.async,
-// so those loads are in flight through the row's wait, the merge and the stores.
-{%- elif prefetch %}
+{%- endif %}
+{%- if prefetch and layout == "block" %}
 // Prefetching: the grid is one resident wave; each block copies its next row
 // ({% if residual %}x and the residual{% else %}x{% endif %}) into shared memory with cp.async while it reduces and stores
 // this one, so that row's loads are in flight through the reductions and stores.
@@ -42,17 +43,15 @@ const bool kWhole = {% if general %}false{% else %}true{% endif %};
 // How whole packs of the row streams (x, the residual) are loaded.
 typedef {{ row_load }} RowLoad;
 {%- if not general %}
-// A whole-pack row{% if prefetch %}, addressed from the thread's base{% endif %}{% if exact %}, exactly the chunk long{% endif %}.
-typedef rj_chunk<kLanes, true, false, {% if prefetch %}true{% else %}false{% endif %}, {% if exact %}true{% else %}false{% endif %}> Chunk;
+// A whole-pack row{% if staged %}, addressed from the thread's base{% endif %}{% if exact %}, exactly the chunk long{% endif %}.
+typedef rj_chunk<kLanes, true, false, {% if staged %}true{% else %}false{% endif %}, {% if exact %}true{% else %}false{% endif %}> Chunk;
 {%- endif %}
-{%- if prefetch %}
+{%- if staged %}
 // Shared memory: each staged stream's slots (a pack of every thread, then the
-// next pack), the row's {% if residual %}x and residual{% else %}x{% endif %}{% if staged_cols %}, then the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}{% endif %}.
+// next pack), the row's {% if residual %}x and residual{% else %}x{% endif %}{% if not softmax %}, then the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}{% endif %}.
 const rj_u32 kStride = kThreads * 4 * T::kBytes;
 const rj_u32 kSlots = kPacks * kStride;
-{%- if staged_cols %}
 const rj_u32 kColsAt = {% if residual %}2{% else %}1{% endif %} * kSlots;
-{%- endif %}
 {%- endif %}
 
 struct Args {
@@ -61,7 +60,7 @@ struct Args {
   float param;
 };
 
-{%- if prefetch %}
+{%- if staged %}
 // Starts copying row r's streams into this thread's slots at stage.
 __device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const Chunk& c, rj_u32 stage) {
   const rj_u64 off = r * a.ld;
@@ -74,24 +73,32 @@ __device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const Chunk& 
 
 {% endif -%}
 {% if prefetch and layout == "split" -%}
-// rj_red_split's hook: the block's next item, taken and staged during the row's wait.
+// rj_red_split's hook: the block's next item, taken during its row's wait where
+// the ticket has passed the row, and that chunk of the row streams asked of L2.
 struct NextItem {
   enum : bool { kOn = true };
-  Args a;
-  rj_u64 ticket, items;
-  rj_u32 row_end, splits, cols, slots;
+  rj_u64 x, res, ld, ticket, items;
+  rj_u32 row_end, splits, cols;
   rj_u32* item;  // shared: the item taken, or kNoTicket
   __device__ __forceinline__ void take() const { *item = rj_ticket_past_row(ticket, row_end); }
-  __device__ __forceinline__ void stage() const {
+  __device__ __forceinline__ void prefetch(rj_u32 lane) const {
     const rj_u32 n = *item;
-    if (n < items) stage_row(a, n / splits, Chunk{n % splits * (rj_u32)(kThreads * kPacks * 4), cols, threadIdx.x}, slots);
+    const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4;
+    const rj_u32 first = n % splits * chunk;
+    if (n >= items || first >= cols) return;
+    const rj_u64 at = ((rj_u64)(n / splits) * ld + first) * T::kBytes;
+    const rj_u64 bytes = (rj_u64)(cols - first < chunk ? cols - first : chunk) * T::kBytes;
+    rj_prefetch_l2_range(x + at, bytes, lane);
+{%- if residual %}
+    rj_prefetch_l2_range(res + at, bytes, lane);
+{%- endif %}
   }
 };
 
 {% endif -%}
 // One row (or chunk) from load to store.
 template <class Red>
-__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% if layout == "block" %}, rj_u64 next, rj_u64 rows{% endif %}{% endif %}) {
+__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if staged %}, rj_u32 stage, rj_u64 next, rj_u64 rows{% endif %}) {
   const rj_u64 off = r * a.ld;
   const rj_u64 xr = a.x + off * T::kBytes, outr = a.out + off * TO::kBytes;
 {%- if residual %}
@@ -131,16 +138,14 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   const Chunk c{first, cols, lane};
 {%- endif %}
   float x[kPacks][4];
-{%- if prefetch %}
+{%- if staged %}
   // The row landed in this thread's slots (the caller waited on cp.async).
   rj_row_ld_staged<T, kPacks>(stage, kStride, c, x);
 {%- if residual %}
   rj_row_add_staged<T, {{ input_round }}, kPacks>(stage + kSlots, kStride, c, x);
 {%- endif %}
-{%- if layout == "block" %}
   // The slots are read: the block's next row goes into them now.
   if (next < rows) stage_row(a, next, c, stage);
-{%- endif %}
 {%- else %}
   rj_row_ld<T, kPacks, RowLoad>(xr, c, vec, 0.0f, x);
 {%- endif %}
@@ -153,7 +158,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- else %}
 {%- if residual %}
   {
-{%- if not prefetch %}
+{%- if not staged %}
     float h[kPacks][4];
     rj_row_ld<T, kPacks, RowLoad>(resr, c, vec, 0.0f, h);
 #pragma unroll
@@ -164,7 +169,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
     rj_row_st<T, kPacks>(rout, c, vec, x);
   }
 {%- endif %}
-{%- if staged_cols %}
+{%- if staged %}
   const Op op{a.param, stage + kColsAt, stage + kColsAt + kSlots, a.mean, a.rstd, r, wvec, rj_cols_staged{kStride}};
 {%- else %}
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec};
@@ -208,7 +213,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     const bool active = r < rows;
     run_row(a, r, 0, active ? (rj_u32)cols : 0u, lane, rj_red_group<kLanes>(), active && lane == 0);
   }
-{%- elif layout == "block" and prefetch %}
+{%- elif staged %}
   (void)counters_ptr;
   (void)partials_ptr;
   (void)splits;
@@ -235,59 +240,31 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   (void)partials_ptr;
   (void)splits;
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if two_sums %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
-{%- elif prefetch %}
-  extern __shared__ __align__(16) unsigned char rj_staged_rows[];
-  const rj_u32 stage = rj_smem_addr(rj_staged_rows) + threadIdx.x * 4u * T::kBytes;
-  __shared__ rj_u32 item_s, next_s;
-  const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
-  const rj_u64 items = rows * splits;
-  const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4;
-  // The first item, and any the block could not take during a row's wait, are
-  // taken here and staged on the spot (the ticket as in the plain split kernel).
-  bool staged = false;
-  rj_u64 item = 0;
-  for (;;) {
-    if (!staged) {
-      if (threadIdx.x == 0) item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
-      __syncthreads();
-      item = item_s;
-    }
-    if (item >= items) {
-      // Each block takes exactly one ticket past the items (here or during a
-      // row's wait): the last one taken resets the ticket for the next launch.
-      if (threadIdx.x == 0 && item == items + gridDim.x - 1) rj_st_b32(counters, 0u);
-      return;
-    }
-    const rj_u64 r = item / splits;
-    const rj_u32 split = (rj_u32)(item % splits);
-    if (!staged) stage_row(a, r, Chunk{split * chunk, (rj_u32)cols, threadIdx.x}, stage);
-    rj_cp_async_wait<0>();
-    const NextItem next{a, counters, items, (rj_u32)((r + 1) * splits), splits, (rj_u32)cols, stage, &next_s};
-    const rj_red_split<kThreads, NextItem> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}, next};
-    run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0, stage);
-    // next_s was written before the reducer's last barrier, and is next written
-    // after the next item's first.
-    const rj_u32 n = next_s;
-    staged = n != kNoTicket;
-    item = n;
-  }
 {%- else %}
   __shared__ rj_u32 item_s;
+{%- if prefetch %}
+  __shared__ rj_u32 next_s;
+{%- endif %}
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
   const rj_u64 items = rows * splits;
   const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4;
+  // The item a prefetching block took during its last row's wait, else none.
+  rj_u32 taken = kNoTicket;
   for (;;) {
-    // No barrier before the ticket: every row op reduces once an item, and
-    // every thread read the last item_s before the reducer's barriers. The
-    // ticket orders no data. Taken acq_rel (a release after the block's
-    // stores), it made layer norm, whose weight and bias are read after the
-    // row's wait, faster and the other row ops slower (H100, 2026-11-25,
-    // 64x1048576: layer norm f32 73.1-73.2 % of copy against 61.5-61.7 %
-    // relaxed; softmax bf16 52.0-52.2 against 55.1-55.4, RMS norm bf16 63.5
-    // against 66.1-66.8).
-    if (threadIdx.x == 0) item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
-    __syncthreads();
-    const rj_u64 item = item_s;
+    if (taken == kNoTicket) {
+      // No barrier before the ticket: every row op reduces once an item, and
+      // every thread read the last item_s before the reducer's barriers. The
+      // ticket orders no data. Taken acq_rel (a release after the block's
+      // stores), it made layer norm, whose weight and bias are read after the
+      // row's wait, faster and the other row ops slower (H100, 2026-11-25,
+      // 64x1048576: layer norm f32 73.1-73.2 % of copy against 61.5-61.7 %
+      // relaxed; softmax bf16 52.0-52.2 against 55.1-55.4, RMS norm bf16 63.5
+      // against 66.1-66.8).
+      if (threadIdx.x == 0) item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
+      __syncthreads();
+      taken = item_s;
+    }
+    const rj_u64 item = taken;
     if (item >= items) {
       // Each block takes exactly one ticket past the items: the last one taken
       // resets the ticket for the next launch.
@@ -296,8 +273,20 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     }
     const rj_u64 r = item / splits;
     const rj_u32 split = (rj_u32)(item % splits);
+{%- if prefetch %}
+    const NextItem next{a.x, a.res, a.ld, counters, items, (rj_u32)((r + 1) * splits), splits, (rj_u32)cols, &next_s};
+    const rj_red_split<kThreads, NextItem> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}, next};
+{%- else %}
     const rj_red_split<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
+{%- endif %}
     run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
+{%- if prefetch %}
+    // next_s was written before the reducer's last barrier and is next written
+    // after the next item's first.
+    taken = next_s;
+{%- else %}
+    taken = kNoTicket;
+{%- endif %}
   }
 {%- endif %}
 }

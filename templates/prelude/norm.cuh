@@ -236,22 +236,17 @@ __device__ __forceinline__ bool rj_warp_any(bool p) {
   return r != 0u;
 }
 __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
-// Named barrier `id` of `n` threads (0 is __syncthreads'): arrive does not wait,
-// and orders the arriving thread's earlier shared-memory writes before the
-// waiters' later reads.
-__device__ __forceinline__ void rj_bar_arrive(rj_u32 id, rj_u32 n) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
-}
-__device__ __forceinline__ void rj_bar_sync(rj_u32 id, rj_u32 n) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
-}
-
-// No next item to stage during a split row's wait (a split kernel without `_p`).
+// No next item to prefetch during a split row's wait (a split kernel without `_p`).
 struct rj_no_next {
   enum : bool { kOn = false };
   __device__ __forceinline__ void take() const {}
-  __device__ __forceinline__ void stage() const {}
+  __device__ __forceinline__ void prefetch(rj_u32) const {}
 };
+// Asks L2 for the lines of [a, a + bytes), lane `lane` of a warp every 32nd line.
+__device__ __forceinline__ void rj_prefetch_l2_range(rj_u64 a, rj_u64 bytes, rj_u32 lane) {
+  for (rj_u64 o = (rj_u64)lane * 128; o < bytes; o += 32 * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(a + o));
+}
 // A prefetching split block's next work ticket, taken while its row waits, or
 // kNoTicket. Never one of its own row: that item would be unpublished while
 // the block waits on the row. The ticket only grows within a launch, so once
@@ -279,9 +274,8 @@ __device__ __forceinline__ rj_u32 rj_ticket_past_row(rj_u64 ticket, rj_u32 row_e
 // out in order through a ticket (a block takes an item only when it runs) and
 // checks splits <= resident blocks.
 // Next (`_p`): once the block's state is published, warp 0's lane 0 takes the
-// block's next item (Next::take) and every thread starts staging it
-// (Next::stage) while warp 0 waits: the other warps meet it at named barrier 1,
-// which warp 0 passes without waiting.
+// block's next item (Next::take) and warp 0 asks L2 for its chunk
+// (Next::prefetch) before it waits, so those lines arrive during the row's wait.
 template <int kThreads, class Next = rj_no_next> struct rj_red_split {
   enum : bool { kCheap = false };
   rj_u64 arrive, leave, slots;
@@ -308,8 +302,7 @@ template <int kThreads, class Next = rj_no_next> struct rj_red_split {
       }
       if (Next::kOn) {
         __syncwarp();
-        next.stage();
-        rj_bar_arrive(1, kThreads);
+        next.prefetch(lane);
       }
       while (rj_warp_any(rj_ld_acquire_u32(arrive) < splits)) rj_nanosleep(20);
       S total = f.identity();
@@ -323,9 +316,6 @@ template <int kThreads, class Next = rj_no_next> struct rj_red_split {
           rj_st_b32(leave, 0u);
         }
       }
-    } else if (Next::kOn) {
-      rj_bar_sync(1, kThreads);
-      next.stage();
     }
     __syncthreads();
     return row_total;

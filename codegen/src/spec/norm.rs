@@ -431,14 +431,14 @@ pub struct NormSpec {
     /// The launch bound's blocks per SM (`_o<n>` in names), instead of the
     /// `OCCUPANCY` table's: what `redjit bench norm --bounds` measures.
     pub bound: Option<u32>,
-    /// Whole packs only (`_p` in names), block or split layout: a block copies
-    /// its next row or chunk (x, and the residual) into shared memory with
-    /// cp.async while it reduces and stores this one, so those loads are in
-    /// flight through the reductions, a split row's wait on its other blocks,
-    /// and the stores. A prefetching block stays resident and takes rows in
-    /// turn, and its columns of the weight and bias are staged there once (a
-    /// split block's columns change with its chunk: it reads them from global
-    /// memory). All of it must fit `MAX_STAGE_BYTES`.
+    /// Whole packs only (`_p` in names). Block layout: a block stays resident,
+    /// takes rows in turn, and copies its next row (x, and the residual) into
+    /// shared memory with cp.async while it reduces and stores this one, so
+    /// that row's loads are in flight through the reductions and the stores;
+    /// its columns of the weight and bias are staged there once. All of it
+    /// must fit `MAX_STAGE_BYTES`. Split layout: a block takes its next item
+    /// during its row's wait (where the ticket has passed the row) and asks L2
+    /// for that chunk of the row streams, which its loads then find there.
     pub prefetch: bool,
     /// The row streams' whole-pack loads (x, and the residual) allocate no L1
     /// line (`ld.global.nc.L1::no_allocate`, `_n` in names): L1 then keeps the
@@ -683,23 +683,17 @@ impl NormSpec {
         }
     }
 
-    /// Whether a prefetching kernel stages its columns of the weight and bias
-    /// once (the block layout: every row of a block has the same columns).
-    fn staged_cols(&self) -> bool {
+    /// Whether the kernel stages its rows in shared memory (the prefetching
+    /// block layout; a prefetching split kernel prefetches into L2).
+    fn staged(&self) -> bool {
         self.prefetch && self.layout == NormLayout::Block
     }
 
     /// Dynamic shared memory a launch takes: a prefetching block's staged row
-    /// or chunk (every stream it loads) and, in the block layout, its columns
-    /// of the weight and bias, else 0.
+    /// (every stream it loads) and its columns of the weight and bias, else 0.
     pub fn stage_bytes(&self) -> u64 {
-        if self.prefetch {
-            let vectors = if self.staged_cols() {
-                self.vectors()
-            } else {
-                0
-            };
-            (self.streams() + vectors) * self.chunk() * self.input.info().bytes as u64
+        if self.staged() {
+            (self.streams() + self.vectors()) * self.chunk() * self.input.info().bytes as u64
         } else {
             0
         }
@@ -841,7 +835,7 @@ impl NormSpec {
                 self.op == NormOp::LogSoftmax
             ),
             // A prefetching block reads weight and bias from its staged slots.
-            _ if self.staged_cols() => {
+            _ if self.staged() => {
                 format!("{}<T, rj_cols_staged>", self.op.info().functor)
             }
             _ => format!("{}<T>", self.op.info().functor),
@@ -869,7 +863,7 @@ impl NormSpec {
             partial_bytes: PARTIAL_BYTES,
             two_sums: self.two_sums(),
             prefetch: self.prefetch,
-            staged_cols: self.staged_cols(),
+            staged: self.staged(),
             exact: self.exact,
             row_load: if self.no_l1 {
                 "rj_load_stream"
@@ -901,7 +895,7 @@ struct NormContext {
     partial_bytes: usize,
     two_sums: bool,
     prefetch: bool,
-    staged_cols: bool,
+    staged: bool,
     exact: bool,
     row_load: &'static str,
 }
@@ -1041,7 +1035,7 @@ impl KernelSpec for NormSpec {
                 return Err(whole_only(
                     "prefetch",
                     "block or split layout's",
-                    "stages its next row or chunk",
+                    "prefetches its next row or chunk",
                 ));
             }
             if self.no_l1 {
@@ -1058,7 +1052,7 @@ impl KernelSpec for NormSpec {
                     format!("{bytes} bytes of staged row"),
                     format!(
                         "a block stages at most {MAX_STAGE_BYTES} bytes of shared memory: {} stream(s) and vector(s) x {} threads x {} packs x 4 {} elements",
-                        bytes / (self.chunk() * self.input.info().bytes as u64),
+                        self.streams() + self.vectors(),
                         self.lanes,
                         self.packs,
                         self.input
@@ -1557,15 +1551,10 @@ mod tests {
         // Its own launch bound where its layout's spilled.
         assert_eq!(p.min_blocks(), 1);
         assert_eq!(spec(layer, DType::BF16, 16384).min_blocks(), 2);
-        // A prefetching split block stages its chunk's streams only: its
-        // columns change with the chunk.
+        // A prefetching split block prefetches into L2: no shared memory.
         assert_eq!(
             named("norm_layernorm_res_bf16_bf16_s512x8_p").stage_bytes(),
-            2 * (32 << 10)
-        );
-        assert_eq!(
-            named("norm_softmax_online_f32_f32_s512x16_p").stage_bytes(),
-            128 << 10
+            0
         );
         let sp = named("norm_rmsnorm_f32_f32_s512x8_p");
         assert_eq!(sp.functor(), "rj_norm_rms_t<T>");
