@@ -17,15 +17,16 @@
 // turn over the grid (warp-uniform loop: a whole warp reaches every shuffle).
 {%- elif layout == "block" %}
 // A block of {{ threads }} threads per row; blocks take rows in turn over the grid.
+{%- elif prefetch %}
+// Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
+// elements, in cohorts of a row's blocks: a cohort takes rows in turn, its
+// blocks exchange their partial states through the workspace (rj_red_split),
+// and each copies its chunk of the cohort's next row ({% if residual %}x and the residual{% else %}x{% endif %}) into shared
+// memory with cp.async while it reduces, waits on the row and stores this one.
 {%- else %}
 // Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
 // elements; blocks take (row, chunk) items in order from a ticket and exchange
 // their partial states through the workspace (rj_red_split).
-{%- if prefetch %}
-// Prefetching: a block takes its next item during its row's wait, where the
-// ticket has passed the row, and asks L2 for that chunk ({% if residual %}x and the residual{% else %}x{% endif %}), so
-// its loads find it there after the wait, the merge and the stores.
-{%- endif %}
 {%- endif %}
 {%- if prefetch and layout == "block" %}
 // Prefetching: the grid is one resident wave; each block copies its next row
@@ -43,15 +44,17 @@ const bool kWhole = {% if general %}false{% else %}true{% endif %};
 // How whole packs of the row streams (x, the residual) are loaded.
 typedef {{ row_load }} RowLoad;
 {%- if not general %}
-// A whole-pack row{% if staged %}, addressed from the thread's base{% endif %}{% if exact %}, exactly the chunk long{% endif %}.
-typedef rj_chunk<kLanes, true, false, {% if staged %}true{% else %}false{% endif %}, {% if exact %}true{% else %}false{% endif %}> Chunk;
+// A whole-pack row{% if prefetch %}, addressed from the thread's base{% endif %}{% if exact %}, exactly the chunk long{% endif %}.
+typedef rj_chunk<kLanes, true, false, {% if prefetch %}true{% else %}false{% endif %}, {% if exact %}true{% else %}false{% endif %}> Chunk;
 {%- endif %}
-{%- if staged %}
+{%- if prefetch %}
 // Shared memory: each staged stream's slots (a pack of every thread, then the
-// next pack), the row's {% if residual %}x and residual{% else %}x{% endif %}{% if not softmax %}, then the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}{% endif %}.
+// next pack), the row's {% if residual %}x and residual{% else %}x{% endif %}{% if staged_cols %}, then the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}{% endif %}.
 const rj_u32 kStride = kThreads * 4 * T::kBytes;
 const rj_u32 kSlots = kPacks * kStride;
+{%- if staged_cols %}
 const rj_u32 kColsAt = {% if residual %}2{% else %}1{% endif %} * kSlots;
+{%- endif %}
 {%- endif %}
 
 struct Args {
@@ -60,7 +63,7 @@ struct Args {
   float param;
 };
 
-{%- if staged %}
+{%- if prefetch %}
 // Starts copying row r's streams into this thread's slots at stage.
 __device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const Chunk& c, rj_u32 stage) {
   const rj_u64 off = r * a.ld;
@@ -72,33 +75,9 @@ __device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const Chunk& 
 }
 
 {% endif -%}
-{% if prefetch and layout == "split" -%}
-// rj_red_split's hook: the block's next item, taken during its row's wait where
-// the ticket has passed the row, and that chunk of the row streams asked of L2.
-struct NextItem {
-  enum : bool { kOn = true };
-  rj_u64 x, res, ld, ticket, items;
-  rj_u32 row_end, splits, cols;
-  rj_u32* item;  // shared: the item taken, or kNoTicket
-  __device__ __forceinline__ void take() const { *item = rj_ticket_past_row(ticket, row_end); }
-  __device__ __forceinline__ void prefetch(rj_u32 lane) const {
-    const rj_u32 n = *item;
-    const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4;
-    const rj_u32 first = n % splits * chunk;
-    if (n >= items || first >= cols) return;
-    const rj_u64 at = ((rj_u64)(n / splits) * ld + first) * T::kBytes;
-    const rj_u64 bytes = (rj_u64)(cols - first < chunk ? cols - first : chunk) * T::kBytes;
-    rj_prefetch_l2_range(x + at, bytes, lane);
-{%- if residual %}
-    rj_prefetch_l2_range(res + at, bytes, lane);
-{%- endif %}
-  }
-};
-
-{% endif -%}
 // One row (or chunk) from load to store.
 template <class Red>
-__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if staged %}, rj_u32 stage, rj_u64 next, rj_u64 rows{% endif %}) {
+__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage, rj_u64 next, rj_u64 rows{% endif %}) {
   const rj_u64 off = r * a.ld;
   const rj_u64 xr = a.x + off * T::kBytes, outr = a.out + off * TO::kBytes;
 {%- if residual %}
@@ -138,7 +117,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   const Chunk c{first, cols, lane};
 {%- endif %}
   float x[kPacks][4];
-{%- if staged %}
+{%- if prefetch %}
   // The row landed in this thread's slots (the caller waited on cp.async).
   rj_row_ld_staged<T, kPacks>(stage, kStride, c, x);
 {%- if residual %}
@@ -158,7 +137,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- else %}
 {%- if residual %}
   {
-{%- if not staged %}
+{%- if not prefetch %}
     float h[kPacks][4];
     rj_row_ld<T, kPacks, RowLoad>(resr, c, vec, 0.0f, h);
 #pragma unroll
@@ -169,7 +148,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
     rj_row_st<T, kPacks>(rout, c, vec, x);
   }
 {%- endif %}
-{%- if staged %}
+{%- if staged_cols %}
   const Op op{a.param, stage + kColsAt, stage + kColsAt + kSlots, a.mean, a.rstd, r, wvec, rj_cols_staged{kStride}};
 {%- else %}
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec};
@@ -213,7 +192,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     const bool active = r < rows;
     run_row(a, r, 0, active ? (rj_u32)cols : 0u, lane, rj_red_group<kLanes>(), active && lane == 0);
   }
-{%- elif staged %}
+{%- elif layout == "block" and prefetch %}
   (void)counters_ptr;
   (void)partials_ptr;
   (void)splits;
@@ -235,6 +214,30 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     rj_cp_async_wait<0>();
     run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if two_sums %}true{% else %}false{% endif %}>(), threadIdx.x == 0, stage, r + gridDim.x, rows);
   }
+{%- elif prefetch %}
+  // Split rows in cohorts: the first `splits` blocks to run form cohort 0, and
+  // so on (a ticket, so that a cohort is made of running blocks); cohort c
+  // takes rows c, c + cohorts, ... Its next row is known, so its chunk is
+  // staged as soon as this one is in registers, with no ticket on the way.
+  extern __shared__ __align__(16) unsigned char rj_staged_rows[];
+  const rj_u32 stage = rj_smem_addr(rj_staged_rows) + threadIdx.x * 4u * T::kBytes;
+  __shared__ rj_u32 ticket_s;
+  const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
+  if (threadIdx.x == 0) {
+    ticket_s = rj_atom_add_relaxed(counters, 1u);
+    // Every block takes one ticket: the last resets it for the next launch.
+    if (ticket_s == gridDim.x - 1) rj_st_b32(counters, 0u);
+  }
+  __syncthreads();
+  const rj_u64 cohorts = gridDim.x / splits, first_row = ticket_s / splits;
+  const rj_u32 split = ticket_s % splits;
+  const rj_u32 at = split * (rj_u32)kThreads * kPacks * 4;
+  if (first_row < rows) stage_row(a, first_row, Chunk{at, (rj_u32)cols, threadIdx.x}, stage);
+  for (rj_u64 r = first_row; r < rows; r += cohorts) {
+    rj_cp_async_wait<0>();
+    const rj_red_split<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
+    run_row(a, r, at, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0, stage, r + cohorts, rows);
+  }
 {%- elif layout == "block" %}
   (void)counters_ptr;
   (void)partials_ptr;
@@ -242,29 +245,21 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if two_sums %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
 {%- else %}
   __shared__ rj_u32 item_s;
-{%- if prefetch %}
-  __shared__ rj_u32 next_s;
-{%- endif %}
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
   const rj_u64 items = rows * splits;
   const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4;
-  // The item a prefetching block took during its last row's wait, else none.
-  rj_u32 taken = kNoTicket;
   for (;;) {
-    if (taken == kNoTicket) {
-      // No barrier before the ticket: every row op reduces once an item, and
-      // every thread read the last item_s before the reducer's barriers. The
-      // ticket orders no data. Taken acq_rel (a release after the block's
-      // stores), it made layer norm, whose weight and bias are read after the
-      // row's wait, faster and the other row ops slower (H100, 2026-11-25,
-      // 64x1048576: layer norm f32 73.1-73.2 % of copy against 61.5-61.7 %
-      // relaxed; softmax bf16 52.0-52.2 against 55.1-55.4, RMS norm bf16 63.5
-      // against 66.1-66.8).
-      if (threadIdx.x == 0) item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
-      __syncthreads();
-      taken = item_s;
-    }
-    const rj_u64 item = taken;
+    // No barrier before the ticket: every row op reduces once an item, and
+    // every thread read the last item_s before the reducer's barriers. The
+    // ticket orders no data. Taken acq_rel (a release after the block's
+    // stores), it made layer norm, whose weight and bias are read after the
+    // row's wait, faster and the other row ops slower (H100, 2026-11-25,
+    // 64x1048576: layer norm f32 73.1-73.2 % of copy against 61.5-61.7 %
+    // relaxed; softmax bf16 52.0-52.2 against 55.1-55.4, RMS norm bf16 63.5
+    // against 66.1-66.8).
+    if (threadIdx.x == 0) item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
+    __syncthreads();
+    const rj_u64 item = item_s;
     if (item >= items) {
       // Each block takes exactly one ticket past the items: the last one taken
       // resets the ticket for the next launch.
@@ -273,20 +268,8 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     }
     const rj_u64 r = item / splits;
     const rj_u32 split = (rj_u32)(item % splits);
-{%- if prefetch %}
-    const NextItem next{a.x, a.res, a.ld, counters, items, (rj_u32)((r + 1) * splits), splits, (rj_u32)cols, &next_s};
-    const rj_red_split<kThreads, NextItem> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}, next};
-{%- else %}
     const rj_red_split<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
-{%- endif %}
     run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
-{%- if prefetch %}
-    // next_s was written before the reducer's last barrier and is next written
-    // after the next item's first.
-    taken = next_s;
-{%- else %}
-    taken = kNoTicket;
-{%- endif %}
   }
 {%- endif %}
 }

@@ -236,28 +236,6 @@ __device__ __forceinline__ bool rj_warp_any(bool p) {
   return r != 0u;
 }
 __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
-// No next item to prefetch during a split row's wait (a split kernel without `_p`).
-struct rj_no_next {
-  enum : bool { kOn = false };
-  __device__ __forceinline__ void take() const {}
-  __device__ __forceinline__ void prefetch(rj_u32) const {}
-};
-// Asks L2 for the lines of [a, a + bytes), lane `lane` of a warp every 32nd line.
-__device__ __forceinline__ void rj_prefetch_l2_range(rj_u64 a, rj_u64 bytes, rj_u32 lane) {
-  for (rj_u64 o = (rj_u64)lane * 128; o < bytes; o += 32 * 128)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(a + o));
-}
-// A prefetching split block's next work ticket, taken while its row waits, or
-// kNoTicket. Never one of its own row: that item would be unpublished while
-// the block waits on the row. The ticket only grows within a launch, so once
-// it reads past the row's last item the next one taken is a later row's;
-// before that the block takes its ticket after the row, as without `_p`.
-const rj_u32 kNoTicket = 0xffffffffu;
-__device__ __forceinline__ rj_u32 rj_ticket_past_row(rj_u64 ticket, rj_u32 row_end) {
-  rj_u32 seen;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(ticket) : "memory");
-  return seen >= row_end ? rj_atom_add_relaxed(ticket, 1u) : kNoTicket;
-}
 
 // Several blocks per row: each block reduces its chunk, its first warp publishes
 // the block's state in the row's slot `split` and arrives on the row's counter
@@ -273,14 +251,10 @@ __device__ __forceinline__ rj_u32 rj_ticket_past_row(rj_u64 ticket, rj_u32 row_e
 // The wait needs every block of a row resident at once: the launcher hands items
 // out in order through a ticket (a block takes an item only when it runs) and
 // checks splits <= resident blocks.
-// Next (`_p`): once the block's state is published, warp 0's lane 0 takes the
-// block's next item (Next::take) and warp 0 asks L2 for its chunk
-// (Next::prefetch) before it waits, so those lines arrive during the row's wait.
-template <int kThreads, class Next = rj_no_next> struct rj_red_split {
+template <int kThreads> struct rj_red_split {
   enum : bool { kCheap = false };
   rj_u64 arrive, leave, slots;
   rj_u32 split, splits, slot_bytes;
-  Next next;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     typedef typename F::S S;
     const int kWarps = kThreads / 32;
@@ -298,11 +272,6 @@ template <int kThreads, class Next = rj_no_next> struct rj_red_split {
       if (lane == 0) {
         rj_st_state(slots + (rj_u64)split * slot_bytes, s);
         rj_red_release_add(arrive, 1u);
-        next.take();
-      }
-      if (Next::kOn) {
-        __syncwarp();
-        next.prefetch(lane);
       }
       while (rj_warp_any(rj_ld_acquire_u32(arrive) < splits)) rj_nanosleep(20);
       S total = f.identity();

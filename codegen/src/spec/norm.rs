@@ -431,14 +431,14 @@ pub struct NormSpec {
     /// The launch bound's blocks per SM (`_o<n>` in names), instead of the
     /// `OCCUPANCY` table's: what `redjit bench norm --bounds` measures.
     pub bound: Option<u32>,
-    /// Whole packs only (`_p` in names). Block layout: a block stays resident,
-    /// takes rows in turn, and copies its next row (x, and the residual) into
-    /// shared memory with cp.async while it reduces and stores this one, so
-    /// that row's loads are in flight through the reductions and the stores;
-    /// its columns of the weight and bias are staged there once. All of it
-    /// must fit `MAX_STAGE_BYTES`. Split layout: a block takes its next item
-    /// during its row's wait (where the ticket has passed the row) and asks L2
-    /// for that chunk of the row streams, which its loads then find there.
+    /// Whole packs only (`_p` in names), block or split layout: blocks stay
+    /// resident and take rows in turn (split: in cohorts of a row's blocks),
+    /// and each copies its next row or chunk (x, and the residual) into shared
+    /// memory with cp.async while it reduces and stores this one, so those
+    /// loads are in flight through the reductions, a split row's wait on its
+    /// other blocks, and the stores. A block's columns of the weight and bias
+    /// are staged there once (the block layout: a split block reads its
+    /// chunk's from global memory). All of it must fit `MAX_STAGE_BYTES`.
     pub prefetch: bool,
     /// The row streams' whole-pack loads (x, and the residual) allocate no L1
     /// line (`ld.global.nc.L1::no_allocate`, `_n` in names): L1 then keeps the
@@ -683,17 +683,28 @@ impl NormSpec {
         }
     }
 
-    /// Whether the kernel stages its rows in shared memory (the prefetching
-    /// block layout; a prefetching split kernel prefetches into L2).
-    fn staged(&self) -> bool {
+    /// Whether a prefetching kernel stages its columns of the weight and bias
+    /// once (the block layout: every row of a block has the same columns).
+    fn staged_cols(&self) -> bool {
         self.prefetch && self.layout == NormLayout::Block
     }
 
-    /// Dynamic shared memory a launch takes: a prefetching block's staged row
-    /// (every stream it loads) and its columns of the weight and bias, else 0.
+    /// Row streams and vectors a prefetching kernel stages.
+    fn staged_streams(&self) -> u64 {
+        self.streams()
+            + if self.staged_cols() {
+                self.vectors()
+            } else {
+                0
+            }
+    }
+
+    /// Dynamic shared memory a launch takes: a prefetching kernel's staged row
+    /// or chunk (every stream it loads) and, in the block layout, its columns
+    /// of the weight and bias, else 0.
     pub fn stage_bytes(&self) -> u64 {
-        if self.staged() {
-            (self.streams() + self.vectors()) * self.chunk() * self.input.info().bytes as u64
+        if self.prefetch {
+            self.staged_streams() * self.chunk() * self.input.info().bytes as u64
         } else {
             0
         }
@@ -817,8 +828,15 @@ impl NormSpec {
                 let reach = if self.general { cols + 3 } else { cols };
                 let splits = reach.div_ceil(self.chunk()).max(1);
                 let items = rows.saturating_mul(splits);
+                // Prefetching: cohorts of a row's blocks, as many as are
+                // resident at once and have a row.
+                let grid = if self.prefetch {
+                    (resident / splits).clamp(1, rows.max(1)) * splits
+                } else {
+                    items
+                };
                 Plan {
-                    grid: items.clamp(1, resident.min(MAX_GRID)) as u32,
+                    grid: grid.clamp(1, resident.min(MAX_GRID)) as u32,
                     splits: splits.min(u64::from(u32::MAX)) as u32,
                     counters: 1 + 2 * rows as usize,
                     partials: items as usize,
@@ -835,7 +853,7 @@ impl NormSpec {
                 self.op == NormOp::LogSoftmax
             ),
             // A prefetching block reads weight and bias from its staged slots.
-            _ if self.staged() => {
+            _ if self.staged_cols() => {
                 format!("{}<T, rj_cols_staged>", self.op.info().functor)
             }
             _ => format!("{}<T>", self.op.info().functor),
@@ -863,7 +881,7 @@ impl NormSpec {
             partial_bytes: PARTIAL_BYTES,
             two_sums: self.two_sums(),
             prefetch: self.prefetch,
-            staged: self.staged(),
+            staged_cols: self.staged_cols(),
             exact: self.exact,
             row_load: if self.no_l1 {
                 "rj_load_stream"
@@ -895,7 +913,7 @@ struct NormContext {
     partial_bytes: usize,
     two_sums: bool,
     prefetch: bool,
-    staged: bool,
+    staged_cols: bool,
     exact: bool,
     row_load: &'static str,
 }
@@ -1035,7 +1053,7 @@ impl KernelSpec for NormSpec {
                 return Err(whole_only(
                     "prefetch",
                     "block or split layout's",
-                    "prefetches its next row or chunk",
+                    "stages its next row or chunk",
                 ));
             }
             if self.no_l1 {
@@ -1052,7 +1070,7 @@ impl KernelSpec for NormSpec {
                     format!("{bytes} bytes of staged row"),
                     format!(
                         "a block stages at most {MAX_STAGE_BYTES} bytes of shared memory: {} stream(s) and vector(s) x {} threads x {} packs x 4 {} elements",
-                        self.streams() + self.vectors(),
+                        self.staged_streams(),
                         self.lanes,
                         self.packs,
                         self.input
@@ -1551,14 +1569,28 @@ mod tests {
         // Its own launch bound where its layout's spilled.
         assert_eq!(p.min_blocks(), 1);
         assert_eq!(spec(layer, DType::BF16, 16384).min_blocks(), 2);
-        // A prefetching split block prefetches into L2: no shared memory.
+        // A prefetching split block stages its chunk's streams only: its
+        // columns change with the chunk.
         assert_eq!(
             named("norm_layernorm_res_bf16_bf16_s512x8_p").stage_bytes(),
-            0
+            2 * (32 << 10)
+        );
+        assert_eq!(
+            named("norm_softmax_online_f32_f32_s512x16_p").stage_bytes(),
+            128 << 10
+        );
+        assert!(
+            "norm_layernorm_res_f32_f32_s512x16_p"
+                .parse::<NormSpec>()
+                .is_err()
         );
         let sp = named("norm_rmsnorm_f32_f32_s512x8_p");
         assert_eq!(sp.functor(), "rj_norm_rms_t<T>");
-        assert_eq!(sp.plan(64, 1 << 20, 132, 2).grid, 264);
+        // Cohorts of a row's blocks: 4 of 64 blocks in 264 resident; no more
+        // cohorts than rows.
+        assert_eq!(sp.plan(64, 1 << 20, 132, 2).grid, 256);
+        assert_eq!(sp.plan(2, 1 << 20, 132, 2).grid, 128);
+        assert_eq!(sp.plan(1000, 3 * 16384, 132, 2).grid, 264);
         assert_eq!(sp.general_twin().name(), "norm_rmsnorm_f32_f32_s512x8_g");
         // Invalid: prefetching in the warp layout, in a general twin, past
         // the shared memory, or with the L1 bypass.
