@@ -229,14 +229,16 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     if (ticket_s == gridDim.x - 1) rj_st_b32(counters, 0u);
   }
   __syncthreads();
-  const rj_u64 cohorts = gridDim.x / splits, first_row = ticket_s / splits;
+  // Rows and items are below 2^32 (the launcher checks rows x splits): 32-bit
+  // row indices keep the loop's registers.
+  const rj_u32 cohorts = gridDim.x / splits, first_row = ticket_s / splits, n_rows = (rj_u32)rows;
   const rj_u32 split = ticket_s % splits;
   const rj_u32 at = split * (rj_u32)kThreads * kPacks * 4;
-  if (first_row < rows) stage_row(a, first_row, Chunk{at, (rj_u32)cols, threadIdx.x}, stage);
-  for (rj_u64 r = first_row; r < rows; r += cohorts) {
+  if (first_row < n_rows) stage_row(a, first_row, Chunk{at, (rj_u32)cols, threadIdx.x}, stage);
+  for (rj_u32 r = first_row; r < n_rows; r += cohorts) {
     rj_cp_async_wait<0>();
-    const rj_red_split<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
-    run_row(a, r, at, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0, stage, r + cohorts, rows);
+    const rj_red_split<kThreads> red{counters + 4 + (rj_u64)r * 8, counters + 8 + (rj_u64)r * 8, partials + (rj_u64)r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
+    run_row(a, r, at, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0, stage, r + cohorts, n_rows);
   }
 {%- elif layout == "block" %}
   (void)counters_ptr;

@@ -546,14 +546,14 @@ fn prefetching_blocks_take_many_rows_each() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn prefetching_split_blocks_take_many_items() {
-    // A prefetching split block takes its next item during its row's wait,
-    // unless the ticket has not passed the row's last item (it takes it after
-    // the row then): several items a block, rows of two chunks to 64 (the
-    // wait's both ways), a last chunk with packs past the row, a stride past
-    // the row, statistics, f16 out of bf16, and the same bits on every run.
+fn prefetching_split_cohorts_take_many_rows() {
+    // Prefetching split kernels run in cohorts of a row's blocks, each cohort
+    // taking rows in turn and staging its next row's chunks: three rows or
+    // more a cohort, rows of two chunks to 64, a last chunk with packs past
+    // the row, a stride past the row, statistics, f16 out of bf16, and the
+    // same bits on every run.
     let Some(rt) = gpu() else { return };
-    let mut rng = common::Rng::fresh("prefetching_split_blocks_take_many_items");
+    let mut rng = common::Rng::fresh("prefetching_split_cohorts_take_many_rows");
     let mut specs = Vec::new();
     for ops in row_ops() {
         for (i, o) in [
@@ -578,8 +578,8 @@ fn prefetching_split_blocks_take_many_items() {
             (3, 2 * chunk + 4, 0, 1),
             (64, 64 * chunk, 0, 2),
         ] {
-            // At least three items a resident block.
-            let rows = (3 * resident).div_ceil(splits) + 1;
+            // At least three rows a cohort.
+            let rows = 3 * (resident / splits) + 1;
             let m = Matrix {
                 rows,
                 cols,
@@ -597,6 +597,31 @@ fn prefetching_split_blocks_take_many_items() {
                 0,
             );
         }
+    }
+}
+
+/// Prefetching split cohorts small enough for compute-sanitizer: two rows or
+/// more a cohort of 32 or 64 blocks, the last chunk ragged, both row streams
+/// staged (the residual add).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn prefetching_split_cohorts_small() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("prefetching_split_cohorts_small");
+    for name in [
+        "norm_softmax_online_bf16_bf16_s512x16_p",
+        "norm_rmsnorm_res_f32_f32_s512x8_p",
+    ] {
+        let spec: NormSpec = name.parse().unwrap();
+        let resident = rt.norm(&spec).unwrap().resident() as usize;
+        let cols: usize = (1 << 20) - 4;
+        let splits = cols.div_ceil(spec.chunk() as usize);
+        let m = Matrix {
+            rows: 2 * (resident / splits) + 1,
+            cols,
+            ld: cols + 4,
+        };
+        check_with_stats(&rt, &mut rng, &spec, m);
     }
 }
 

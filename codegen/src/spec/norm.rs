@@ -76,7 +76,9 @@ pub const MAX_COLS: u64 = 1 << 20;
 /// four that spilled 8 bytes at their layout's bound, lowered the same way.
 /// The 16-bit split s512x4 layer norm (here) and log-softmax general twin
 /// (`OCCUPANCY_GENERAL`) went from 3 to 2 when the split rows' sync moved into
-/// warp 0 (2026-11-25): at 3 they spilled 4 and 8 bytes.
+/// warp 0 (2026-11-25): at 3 they spilled 4 and 8 bytes. The split cohorts'
+/// staged kernels (`s512x8_p`) spilled 4-16 bytes at their layout's bound but
+/// for the online softmax.
 const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x2", 6, 8, 6),
     ("layernorm", "b256x4", 4, 6, 3),
@@ -87,6 +89,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "s256x8", 4, 3, 2),
     ("layernorm", "s512x4", 2, 2, 1),
     ("layernorm", "s512x8", 2, 1, 1),
+    ("layernorm", "s512x8_p", 1, 1, 1),
     ("layernorm", "w16x2", 4, 6, 6),
     ("layernorm", "w32x1", 6, 6, 6),
     ("layernorm", "w32x2", 4, 6, 6),
@@ -105,6 +108,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm_res", "s256x8", 2, 4, 4),
     ("layernorm_res", "s512x4", 3, 3, 2),
     ("layernorm_res", "s512x8", 1, 2, 2),
+    ("layernorm_res", "s512x8_p", 1, 1, 1),
     ("layernorm_res", "w2x1", 4, 4, 6),
     ("layernorm_res", "w32x1", 4, 6, 6),
     ("layernorm_res", "w32x2", 4, 6, 6),
@@ -120,6 +124,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("logsoftmax_online", "s256x8", 4, 4, 4),
     ("logsoftmax_online", "s512x4", 3, 3, 3),
     ("logsoftmax_online", "s512x8", 2, 2, 2),
+    ("logsoftmax_online", "s512x8_p", 1, 1, 1),
     ("logsoftmax_online", "w32x1", 8, 8, 8),
     ("logsoftmax_online", "w32x2", 8, 8, 8),
     ("logsoftmax_online", "w32x4", 6, 6, 6),
@@ -133,6 +138,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("rmsnorm", "s256x8", 4, 4, 3),
     ("rmsnorm", "s512x4", 2, 2, 2),
     ("rmsnorm", "s512x8", 2, 2, 1),
+    ("rmsnorm", "s512x8_p", 1, 1, 1),
     ("rmsnorm", "w16x2", 6, 6, 8),
     ("rmsnorm", "w32x1", 8, 8, 8),
     ("rmsnorm", "w32x2", 8, 8, 8),
@@ -149,6 +155,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("rmsnorm_res", "s256x8", 2, 4, 4),
     ("rmsnorm_res", "s512x4", 3, 3, 3),
     ("rmsnorm_res", "s512x8", 1, 2, 1),
+    ("rmsnorm_res", "s512x8_p", 1, 1, 1),
     ("rmsnorm_res", "w16x2", 6, 6, 6),
     ("rmsnorm_res", "w32x1", 6, 6, 6),
     ("rmsnorm_res", "w32x2", 6, 8, 6),
@@ -1264,9 +1271,13 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
     for (lanes, packs) in [(256, 8), (512, 4), (512, 8), (512, 16)] {
         push(NormLayout::Split, lanes, packs, false, false);
     }
-    // Split rows: the next chunk staged during the row's wait.
-    for packs in [8, 16] {
-        push(NormLayout::Split, 512, packs, true, false);
+    // Split rows in cohorts, the next row's chunk staged. 16 packs for 16-bit
+    // rows of the ops that compile clean so (layer norm and RMS norm with the
+    // residual add spilled 4-16 bytes at ptxas 13.0; 16 packs of f32 would
+    // stage 128 KiB a block beside a full register file).
+    push(NormLayout::Split, 512, 8, true, false);
+    if base.input.info().bytes < 4 && base.op != NormOp::LayerNorm && !base.residual {
+        push(NormLayout::Split, 512, 16, true, false);
     }
     // Long rows a block: the next row staged (16-bit rows: f32 rows lost
     // at all four ops measured, BENCHMARKS.md fifth session of 2026-11-25),
