@@ -18,7 +18,8 @@
 //! // Rows that fill a layout exactly take its kernel without bounds tests where
 //! // measured faster.
 //! assert_eq!(spec.for_cols(4096).name(), "norm_softmax_online_bf16_bf16_b256x4_x");
-//! assert_eq!(spec.for_cols(1 << 20).name(), "norm_softmax_online_bf16_bf16_s512x8");
+//! // Long rows: several blocks a row, here in cohorts that stage their next row.
+//! assert_eq!(spec.for_cols(1 << 20).name(), "norm_softmax_online_bf16_bf16_s512x16_p");
 //! ```
 
 use std::fmt;
@@ -375,6 +376,15 @@ const fn measured(
 /// 92.0-93.1 % against 83.9-84.4 %; elsewhere they lost, by up to 12 points
 /// (16-bit layer norm at 32768x4096: 81.9-94.1 % against 94.0-96.9 %; at
 /// 8192x16384 76.8-77.4 % against 84.6-85.3 %).
+/// Seventh session of 2026-11-25 (run5, three rounds, each kernel alone in its
+/// process): split cohorts staging their next row (`s512x16_p`) for 16-bit
+/// softmax and log-softmax at 64x1048576: bf16 softmax 64.9-65.4 % of copy
+/// against 55.0-55.8 % for s512x8, log-softmax 64.7-65.0 % against 55.3-55.6 %,
+/// f16 softmax 64.3 and 65.4 % against 55.3-55.8 % in two rounds and 52.9 %
+/// in the third. They lost or tied elsewhere: 16-bit RMS norm 65.0-65.8 %
+/// against 66.0-66.7 %, f32 softmax s512x8_p 74.3-75.1 % against 74.1-75.2 %,
+/// the 16-bit residual norms at their bound of 1 (s512x8_p) 60-67 % against
+/// 77-84 %.
 #[rustfmt::skip]
 const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     use Form::*;
@@ -385,6 +395,8 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     &[
         // op, softmax algorithm (None: any), residual, row types, columns, layout, lanes,
         // packs, form
+        measured(Softmax,    None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 16, Prefetch),
+        measured(LogSoftmax, None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 16, Prefetch),
         measured(LayerNorm,  None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 16, Plain),
         measured(LayerNorm,  None,         true,  F32,     32769..=u64::MAX, Split, 512, 16, Plain),
         measured(RmsNorm,    None,         true,  F32,     32769..=u64::MAX, Split, 512, 16, Plain),
@@ -1454,6 +1466,36 @@ mod tests {
             layout(NormOp::LayerNorm, false, DType::BF16, 1 << 20),
             "s512x16"
         );
+        // Split cohorts staging their next row: 16-bit softmax and log-softmax
+        // (safe softmax too: the split layout runs it online); not f32, not
+        // the norms.
+        for (op, algo) in [
+            (NormOp::Softmax, SoftmaxAlgo::Online),
+            (NormOp::Softmax, SoftmaxAlgo::Safe),
+            (NormOp::LogSoftmax, SoftmaxAlgo::Online),
+        ] {
+            for d in [DType::BF16, DType::F16] {
+                let s = NormSpec::with((op, Some(algo), false), d, d, 1 << 20);
+                assert_eq!(
+                    s.name(),
+                    format!("norm_{op}_online_{d}_{d}_s512x16_p"),
+                    "{op} {algo} {d}"
+                );
+                assert_eq!(
+                    s.general_twin().name(),
+                    format!("norm_{op}_online_{d}_{d}_s512x8_g")
+                );
+            }
+            let f = NormSpec::with((op, Some(algo), false), DType::F32, DType::F32, 1 << 20);
+            assert_eq!(f.name(), format!("norm_{op}_online_f32_f32_s512x8"));
+        }
+        let rms = NormSpec::with(
+            (NormOp::RmsNorm, None, false),
+            DType::BF16,
+            DType::BF16,
+            1 << 20,
+        );
+        assert!(!rms.prefetch && rms.packs == 8);
         assert_eq!(
             layout(NormOp::LayerNorm, false, DType::F32, 1 << 20),
             "s512x8"
