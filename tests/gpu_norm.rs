@@ -504,16 +504,9 @@ fn split_rows_off_the_pack_grid_small() {
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn prefetching_blocks_take_many_rows_each() {
-    // A prefetching block stages its next row while it finishes this one: more
-    // rows than resident blocks (each block takes two or three), rows that fill
-    // the block and rows with packs past their end, a stride past the row
-    // (rows apart in memory), statistics, and f16 out of bf16 (the staged
-    // stream is the input's).
-    let Some(rt) = gpu() else { return };
-    let mut rng = common::Rng::fresh("prefetching_blocks_take_many_rows_each");
+/// The prefetching (`_p`) variants of `layout` for every row op: bf16, f32, and
+/// f16 out of bf16 (the staged stream is the input's).
+fn prefetching_variants(layout: NormLayout) -> Vec<NormSpec> {
     let mut specs = Vec::new();
     for ops in row_ops() {
         for (i, o) in [
@@ -524,10 +517,24 @@ fn prefetching_blocks_take_many_rows_each() {
             specs.extend(
                 variants(&NormSpec::with(ops, i, o, 1))
                     .into_iter()
-                    .filter(|s| s.prefetch),
+                    .filter(|s| s.prefetch && s.layout == layout),
             );
         }
     }
+    specs
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn prefetching_blocks_take_many_rows_each() {
+    // A prefetching block stages its next row while it finishes this one: more
+    // rows than resident blocks (each block takes two or three), rows that fill
+    // the block and rows with packs past their end, a stride past the row
+    // (rows apart in memory), statistics, and f16 out of bf16 (the staged
+    // stream is the input's).
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("prefetching_blocks_take_many_rows_each");
+    let specs = prefetching_variants(NormLayout::Block);
     assert!(!specs.is_empty());
     prepare(&rt, specs.clone());
     for spec in &specs {
@@ -554,20 +561,7 @@ fn prefetching_split_cohorts_take_many_rows() {
     // same bits on every run.
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("prefetching_split_cohorts_take_many_rows");
-    let mut specs = Vec::new();
-    for ops in row_ops() {
-        for (i, o) in [
-            (DType::BF16, DType::BF16),
-            (DType::F32, DType::F32),
-            (DType::BF16, DType::F16),
-        ] {
-            specs.extend(
-                variants(&NormSpec::with(ops, i, o, 1))
-                    .into_iter()
-                    .filter(|s| s.prefetch && s.layout == NormLayout::Split),
-            );
-        }
-    }
+    let specs = prefetching_variants(NormLayout::Split);
     assert!(specs.len() >= 3 * row_ops().len(), "{specs:?}");
     prepare(&rt, specs.clone());
     for spec in &specs {
