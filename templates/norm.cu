@@ -19,10 +19,11 @@
 // A block of {{ threads }} threads per row; blocks take rows in turn over the grid.
 {%- elif prefetch %}
 // Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
-// elements, in cohorts of a row's blocks: a cohort takes rows in turn, its
-// blocks exchange their partial states through the workspace (rj_red_split),
-// and each copies its chunk of the cohort's next row ({% if residual %}x and the residual{% else %}x{% endif %}) into shared
-// memory with cp.async while it reduces, waits on the row and stores this one.
+// elements, in cohorts of a row's blocks: a cohort takes rows in turn. Each
+// block copies its chunks ({% if residual %}x and the residual{% else %}x{% endif %}) into one of three buffers in shared
+// memory with cp.async, two rows ahead; it publishes its state of a row
+// (rj_red_publish), then finishes the row before, whose states the cohort
+// published an iteration ago (rj_red_fetch), from the same buffer.
 {%- else %}
 // Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
 // elements; blocks take (row, chunk) items in order from a ticket and exchange
@@ -52,6 +53,12 @@ typedef rj_chunk<kLanes, true, false, {% if prefetch %}true{% else %}false{% end
 // next pack), the row's {% if residual %}x and residual{% else %}x{% endif %}{% if staged_cols %}, then the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}{% endif %}.
 const rj_u32 kStride = kThreads * 4 * T::kBytes;
 const rj_u32 kSlots = kPacks * kStride;
+{%- if layout == "split" %}
+// Slots a lane of warp 0 reads at once when it merges a row's states.
+const int kFetchAhead = {{ fetch_ahead }};
+// A row's buffer: its {% if residual %}x and residual{% else %}x{% endif %} slots.
+const rj_u32 kBuffer = {% if residual %}2{% else %}1{% endif %} * kSlots;
+{%- endif %}
 {%- if staged_cols %}
 const rj_u32 kColsAt = {% if residual %}2{% else %}1{% endif %} * kSlots;
 {%- endif %}
@@ -75,9 +82,10 @@ __device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const Chunk& 
 }
 
 {% endif -%}
-// One row (or chunk) from load to store.
+// One row (or chunk) from load to store{% if prefetch and layout == "split" %}: a publishing reducer (not kApply) stops at the
+// state and stores only the residual's sum, a fetching one stores only the output{% endif %}.
 template <class Red>
-__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage, rj_u64 next, rj_u64 rows{% endif %}) {
+__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% endif %}{% if prefetch and layout == "block" %}, rj_u64 next, rj_u64 rows{% endif %}) {
   const rj_u64 off = r * a.ld;
   const rj_u64 xr = a.x + off * T::kBytes, outr = a.out + off * TO::kBytes;
 {%- if residual %}
@@ -123,8 +131,10 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- if residual %}
   rj_row_add_staged<T, {{ input_round }}, kPacks>(stage + kSlots, kStride, c, x);
 {%- endif %}
+{%- if layout == "block" %}
   // The slots are read: the block's next row goes into them now.
   if (next < rows) stage_row(a, next, c, stage);
+{%- endif %}
 {%- else %}
   rj_row_ld<T, kPacks, RowLoad>(xr, c, vec, 0.0f, x);
 {%- endif %}
@@ -145,7 +155,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = {{ input_round }}::round(x[p][k] + h[p][k]);
 {%- endif %}
-    rj_row_st<T, kPacks>(rout, c, vec, x);
+    {% if prefetch and layout == "split" %}if (!Red::kApply) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
   }
 {%- endif %}
 {%- if staged_cols %}
@@ -155,7 +165,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- endif %}
 {%- endif %}
   op.row(x, c, red, leader);
-  rj_row_st<TO, kPacks>(outr, c, vec, x);
+  if (Red::kApply) rj_row_st<TO, kPacks>(outr, c, vec, x);
 }
 }  // namespace {{ name }}_impl
 
@@ -217,28 +227,69 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
 {%- elif prefetch %}
   // Split rows in cohorts: the first `splits` blocks to run form cohort 0, and
   // so on (a ticket, so that a cohort is made of running blocks); cohort c
-  // takes rows c, c + cohorts, ... Its next row is known, so its chunk is
-  // staged as soon as this one is in registers, with no ticket on the way.
+  // takes rows c, c + cohorts, ... Its rows are known, so each is staged two
+  // rows ahead, with no ticket on the way. counters[0] is the ticket, which
+  // every block takes twice (on entry, on leaving); counters[1] the epoch.
   extern __shared__ __align__(16) unsigned char rj_staged_rows[];
   const rj_u32 stage = rj_smem_addr(rj_staged_rows) + threadIdx.x * 4u * T::kBytes;
-  __shared__ rj_u32 ticket_s;
+  __shared__ rj_u32 ticket_s, epoch_s;
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
   if (threadIdx.x == 0) {
     ticket_s = rj_atom_add_relaxed(counters, 1u);
-    // Every block takes one ticket: the last resets it for the next launch.
-    if (ticket_s == gridDim.x - 1) rj_st_b32(counters, 0u);
+    // Written by the previous launch's last block, before this launch began.
+    epoch_s = rj_load_volatile::b32(counters + 4);
   }
   __syncthreads();
   // Rows and items are below 2^32 (the launcher checks rows x splits): 32-bit
   // row indices keep the loop's registers.
   const rj_u32 cohorts = gridDim.x / splits, first_row = ticket_s / splits, n_rows = (rj_u32)rows;
-  const rj_u32 split = ticket_s % splits;
-  const rj_u32 at = split * (rj_u32)kThreads * kPacks * 4;
-  if (first_row < n_rows) stage_row(a, first_row, Chunk{at, (rj_u32)cols, threadIdx.x}, stage);
-  for (rj_u32 r = first_row; r < n_rows; r += cohorts) {
-    rj_cp_async_wait<0>();
-    const rj_red_split<kThreads> red{counters + 4 + (rj_u64)r * 8, counters + 8 + (rj_u64)r * 8, partials + (rj_u64)r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
-    run_row(a, r, at, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0, stage, r + cohorts, n_rows);
+  const rj_u32 split = ticket_s % splits, flag = epoch_s + 1u;
+  const Chunk c{split * (rj_u32)kThreads * kPacks * 4, (rj_u32)cols, threadIdx.x};
+  const rj_u32 slot_bytes = {{ partial_bytes }};
+  // Buffer b of three: row i of this cohort is in buffer i % 3. Every stage
+  // commits a group, empty past the last row, so that waiting for all but the
+  // newest group is waiting for row i.
+  for (rj_u32 k = 0; k < 2; ++k) {
+    const rj_u32 r = first_row + k * cohorts;
+    if (r < n_rows) {
+      stage_row(a, r, c, stage + k * kBuffer);
+    } else {
+      rj_cp_async_commit();
+    }
+  }
+  rj_u32 i = 0;
+  for (rj_u32 r = first_row; r < n_rows; r += cohorts, ++i) {
+    rj_cp_async_wait<1>();
+    const rj_u32 buf = stage + (i % 3) * kBuffer;
+    const rj_u64 row_slots = partials + (rj_u64)r * splits * slot_bytes;
+    run_row(a, r, c.first, c.cols, c.lane, rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}, false, buf);
+    const rj_u32 prev = stage + ((i + 2) % 3) * kBuffer;
+    if (i > 0) {
+      const rj_u32 rp = r - cohorts;
+      const rj_red_fetch<kThreads, kFetchAhead> fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
+      fetch.wait(Op::Split());
+      run_row(a, rp, c.first, c.cols, c.lane, fetch, split == 0 && threadIdx.x == 0, prev);
+    }
+    // This thread has read its slots of the row before: row i + 2 goes there.
+    const rj_u32 next = r + 2 * cohorts;
+    if (next < n_rows) {
+      stage_row(a, next, c, prev);
+    } else {
+      rj_cp_async_commit();
+    }
+  }
+  if (i > 0) {
+    const rj_u32 rp = first_row + (i - 1) * cohorts;
+    const rj_red_fetch<kThreads, kFetchAhead> fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
+    fetch.wait(Op::Split());
+    run_row(a, rp, c.first, c.cols, c.lane, fetch, split == 0 && threadIdx.x == 0, stage + ((i - 1) % 3) * kBuffer);
+  }
+  rj_cp_async_wait<0>();
+  if (threadIdx.x == 0 && rj_atom_add_relaxed(counters, 1u) == 2 * gridDim.x - 1) {
+    // Every block has left: the ticket starts again at 0, and the next launch's
+    // flag is not this one's (nor 0, what a fresh workspace holds).
+    rj_st_b32(counters, 0u);
+    rj_st_b32(counters + 4, flag == 0xfffffffeu ? 0u : flag);
   }
 {%- elif layout == "block" %}
   (void)counters_ptr;

@@ -595,7 +595,7 @@ fn prefetching_split_cohorts_take_many_rows() {
 }
 
 /// Prefetching split cohorts small enough for compute-sanitizer: two rows or
-/// more a cohort of 32 or 64 blocks, the last chunk ragged, both row streams
+/// more a cohort of 32 or 128 blocks, the last chunk ragged, both row streams
 /// staged (the residual add).
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -604,7 +604,7 @@ fn prefetching_split_cohorts_small() {
     let mut rng = common::Rng::fresh("prefetching_split_cohorts_small");
     for name in [
         "norm_softmax_online_bf16_bf16_s512x16_p",
-        "norm_rmsnorm_res_f32_f32_s512x8_p",
+        "norm_rmsnorm_res_f32_f32_s512x4_p",
     ] {
         let spec: NormSpec = name.parse().unwrap();
         let resident = rt.norm(&spec).unwrap().resident() as usize;

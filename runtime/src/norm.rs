@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
-use redjit_codegen::spec::norm::{PARTIAL_BYTES, Plan};
+use redjit_codegen::spec::norm::Plan;
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormSpec, SpecError};
 
 use crate::elem::{KernelInput, KernelOutput};
@@ -148,11 +148,9 @@ impl NormCall {
 }
 
 /// A loaded norm kernel, the spec it came from, its occupancy, its general
-/// twin (`_g`: loaded on the first call the whole-pack kernel does not fit), its
-/// ragged twin (an exact-length kernel's, loaded on the first call of other
-/// rows), and
-/// the workspace of the split layout (counters and partial states), grown on
-/// demand.
+/// twin (`_g`: loaded on the first call the whole-pack kernel does not fit) and
+/// its ragged twin (an exact-length kernel's, loaded on the first call of other
+/// rows).
 pub struct NormKernel<'rt> {
     rt: &'rt Runtime,
     spec: NormSpec,
@@ -160,14 +158,17 @@ pub struct NormKernel<'rt> {
     main: Loaded,
     general: OnceLock<Loaded>,
     ragged: OnceLock<Loaded>,
-    workspace: Workspace,
 }
 
-/// A loaded function and the blocks of it an SM holds at once.
+/// A loaded function, the blocks of it an SM holds at once, and its workspace
+/// (the split layout's counters and partial states, grown on demand). A
+/// kernel and its twin keep theirs apart: a deferred split kernel (`_p`)
+/// keeps its epoch in a counter that the twin's rows would reset.
 struct Loaded {
     spec: NormSpec,
     func: CudaFunction,
     blocks_per_sm: u32,
+    workspace: Workspace,
 }
 
 impl Loaded {
@@ -204,6 +205,7 @@ impl Loaded {
             spec: spec.clone(),
             func,
             blocks_per_sm,
+            workspace: Workspace::new(),
         })
     }
 }
@@ -222,7 +224,6 @@ impl Runtime {
             main: Loaded::new(self, spec)?,
             general: OnceLock::new(),
             ragged: OnceLock::new(),
-            workspace: Workspace::new(),
         })
     }
 }
@@ -310,11 +311,11 @@ impl NormKernel<'_> {
         let k = self.for_call(stream, &a)?;
         let resident = u64::from(self.rt.device().sm_count) * u64::from(k.blocks_per_sm);
         let plan = check_call(&k.spec, &NormCall::of(&a), resident)?;
-        let ws = self.workspace.hold(
+        let ws = k.workspace.hold(
             stream,
             plan.counters,
             plan.partials,
-            PARTIAL_BYTES,
+            k.spec.partial_bytes(),
             &self.name,
         )?;
         let (counters, partials) = ws.addresses();

@@ -2,8 +2,10 @@
 //! u32 counters, rounded up to a whole partial slot, then the partial states.
 //!
 //! One buffer per stream the kernel object is launched on, allocated zeroed and
-//! grown on demand; every launch leaves its counters at zero again (the last
-//! block to finish resets them), so only a new buffer needs zeroing. The kernel
+//! grown on demand; every launch leaves its counters as the next one expects
+//! them (the last block to finish resets them to zero; a deferred split norm
+//! kernel's epoch advances, and its zeroed slots never match a flag), so only
+//! a new buffer needs zeroing. The kernel
 //! gets the buffer's raw addresses, not a tracked cudarc slice: with one buffer
 //! per stream the stream itself orders every use, and a replaced buffer is freed
 //! stream-ordered on that same stream, after the launches that used it. Tracked

@@ -198,9 +198,13 @@ __device__ __forceinline__ float rj_rsqrt_rn(float v) { return rj_div_rn(1.0f, r
 // ---- reducers: the merged state of the row in every thread of the row ----------
 // kCheap: a reduction costs a few shuffles (and a block barrier), so a row op
 // may reduce twice; the split reducer exchanges one state across blocks.
+// kApply: the row op goes on to its output with the merged state (all but the
+// publishing pass of a deferred split row, which stops at its state).
+// kKnown: the merged state does not depend on the thread's (a deferred split
+// row's second pass), so the row op need not compute the thread's.
 // A group of G lanes (a power of two <= 32); the whole warp calls it.
 template <int G> struct rj_red_group {
-  enum : bool { kCheap = true };
+  enum : bool { kCheap = true, kApply = true, kKnown = false };
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     return rj_group_reduce<G>(f, s);
   }
@@ -208,7 +212,7 @@ template <int G> struct rj_red_group {
 // A block of kThreads per row; kTwice: row ops may reduce twice (the spec's
 // choice, by measurement: a second barrier costs most with one block an SM).
 template <int kThreads, bool kTwice> struct rj_red_row_block {
-  enum : bool { kCheap = kTwice };
+  enum : bool { kCheap = kTwice, kApply = true, kKnown = false };
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     return rj_block_reduce<kThreads>(f, s);
   }
@@ -252,7 +256,7 @@ __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanoslee
 // out in order through a ticket (a block takes an item only when it runs) and
 // checks splits <= resident blocks.
 template <int kThreads> struct rj_red_split {
-  enum : bool { kCheap = false };
+  enum : bool { kCheap = false, kApply = true, kKnown = false };
   rj_u64 arrive, leave, slots;
   rj_u32 split, splits, slot_bytes;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
@@ -288,6 +292,122 @@ template <int kThreads> struct rj_red_split {
     }
     __syncthreads();
     return row_total;
+  }
+};
+
+// ---- deferred split rows (the split layout's cohorts, `_p`) --------------------
+// A cohort's block goes over each of its rows twice, one row apart: it publishes
+// its state of row r, then finishes row r - cohorts, whose states every block of
+// the cohort published an iteration earlier, so that the wait on the other
+// blocks of a row, and its round trips to L2, are off the critical path (H100,
+// 2026-11-25, bf16 softmax at 8192x32768: the split kernel with one block a row
+// ran at 70 % of copy against 90 % for the block kernel with the same chunk;
+// without the wait 72 %, without its release 74 %).
+// A published state travels a float a 64-bit word, its high half the launch's
+// flag: a 64-bit store is single-copy atomic, so a reader that sees the flag
+// sees the float, and no fence, counter or reset is needed. The flag is the
+// launch's epoch + 1 (the workspace keeps the epoch; the last block to leave
+// advances it), so a slot of an earlier launch never matches.
+__device__ __forceinline__ void rj_st_relaxed_b64(rj_u64 a, rj_u64 v) {
+  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(a), "l"(v) : "memory");
+}
+__device__ __forceinline__ rj_u64 rj_ld_relaxed_b64(rj_u64 a) {
+  rj_u64 v;
+  asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(a) : "memory");
+  return v;
+}
+template <class S> __device__ __forceinline__ void rj_st_state_flagged(rj_u64 a, const S& s, rj_u32 flag) {
+  static_assert(sizeof(S) % 4 == 0, "a state is whole words");
+  const rj_u32* w = reinterpret_cast<const rj_u32*>(&s);
+#pragma unroll
+  for (int k = 0; k < (int)(sizeof(S) / 4); ++k) rj_st_relaxed_b64(a + 8 * k, (rj_u64)w[k] | ((rj_u64)flag << 32));
+}
+// False while any word of the state is not this launch's.
+template <class S> __device__ __forceinline__ bool rj_ld_state_flagged(rj_u64 a, rj_u32 flag, S& s) {
+  rj_u32* w = reinterpret_cast<rj_u32*>(&s);
+  bool ok = true;
+#pragma unroll
+  for (int k = 0; k < (int)(sizeof(S) / 4); ++k) {
+    const rj_u64 v = rj_ld_relaxed_b64(a + 8 * k);
+    w[k] = (rj_u32)v;
+    ok = ok && (rj_u32)(v >> 32) == flag;
+  }
+  return ok;
+}
+// The first pass: the block's state, published in its slot of the row.
+template <int kThreads> struct rj_red_publish {
+  enum : bool { kCheap = false, kApply = false, kKnown = false };
+  rj_u64 slot;
+  rj_u32 flag;
+  template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
+    typedef typename F::S S;
+    const int kWarps = kThreads / 32;
+    __shared__ S per_warp[kWarps];
+    const rj_u32 lane = threadIdx.x % 32;
+    s = rj_warp_reduce(f, s);
+    // The previous row's readers of per_warp (warp 0) are past it.
+    __syncthreads();
+    if (lane == 0) per_warp[threadIdx.x / 32] = s;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+      s = rj_group_reduce<kWarps>(f, per_warp[lane % kWarps]);
+      if (lane == 0) rj_st_state_flagged(slot, s, flag);
+    }
+    return s;
+  }
+};
+// The row's merged state, where the second pass leaves it for the block.
+template <class S> __device__ __forceinline__ S& rj_fetched_total() {
+  __shared__ S total;
+  return total;
+}
+// The second pass: the row's states, merged in one fixed order (lane l: slots
+// l, l + 32, ..., then the warp's tree, so every block gets the same bits).
+// wait() merges them before the block loads the row back, so that no thread
+// holds the row while warp 0 waits; the row op's reduction then only reads
+// the result. Every block of the cohort is resident (the launcher checks it),
+// so each slot fills. A lane's slots are read kAhead at a time, all loads in
+// flight before the first is checked: one round trip to L2 for up to 32 x
+// kAhead blocks (H100, 2026-11-25, 64x1048576, 64 blocks a row: f32 softmax
+// 84-85 % of copy with 4 against 78-79 % with 1; where the registers to hold
+// them spill, 1).
+template <int kThreads, int kAhead> struct rj_red_fetch {
+  enum : bool { kCheap = false, kApply = true, kKnown = true };
+  rj_u64 slots;
+  rj_u32 splits, slot_bytes, flag;
+  template <class F> __device__ __forceinline__ void wait(const F& f) const {
+    typedef typename F::S S;
+    // Written after this row's publishing pass, whose barriers every reader of
+    // the previous row's total has passed.
+    if (threadIdx.x < 32) {
+      S total = f.identity();
+      for (rj_u32 k0 = threadIdx.x; k0 < splits; k0 += 32 * kAhead) {
+        S v[kAhead];
+        bool ok[kAhead];
+#pragma unroll
+        for (int j = 0; j < kAhead; ++j) {
+          const rj_u32 k = k0 + 32 * j;
+          ok[j] = k >= splits || rj_ld_state_flagged(slots + (rj_u64)k * slot_bytes, flag, v[j]);
+        }
+#pragma unroll
+        for (int j = 0; j < kAhead; ++j) {
+          const rj_u32 k = k0 + 32 * j;
+          if (k < splits) {
+            while (!ok[j]) {
+              rj_nanosleep(32);
+              ok[j] = rj_ld_state_flagged(slots + (rj_u64)k * slot_bytes, flag, v[j]);
+            }
+            total = f.merge(total, v[j]);
+          }
+        }
+      }
+      total = rj_warp_reduce(f, total);
+      if (threadIdx.x == 0) rj_fetched_total<S>() = total;
+    }
+    __syncthreads();
+  }
+  template <class F> __device__ __forceinline__ typename F::S operator()(const F&, typename F::S) const {
+    return rj_fetched_total<typename F::S>();
   }
 };
 
@@ -336,9 +456,12 @@ __device__ __forceinline__ float rj_row_exp_sum(float (&x)[P][4], const C& c, fl
 // blocks issue-bound (bf16 8192x32768: 82.5-85.5 % of copy, H100, 2026-11-24).
 // Log-softmax needs no exp in its output.
 template <bool kOnline, bool kLog> struct rj_norm_softmax {
+  // The state the blocks of a split row exchange.
+  typedef rj_red_lse<rj_acc_f32> Split;
   float param;  // the scale, applied by the caller
   template <int P, class C, class Red>
   __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool) const {
+    static_assert(kOnline || Red::kApply, "a deferred split row is online: one state to publish");
     float m = rj_neg_inf();
 #pragma unroll
     for (int p = 0; p < P; ++p)
@@ -349,7 +472,20 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
     // Softmax: after the sum x holds e^(x - m) for the elements inside the row,
     // 0 elsewhere (online: also where the thread's max is not finite; the row's
     // result is then NaN, or 0 for a thread of -Inf only).
-    if (kOnline) {
+    if (kOnline && Red::kKnown) {
+      // The row's state comes whole: e^(x - max) from x itself, one exp an
+      // element, and no thread state (the thread's max above feeds nothing
+      // then, nor do the norms' thread sums: the compiler drops them).
+      const rj_md s = red(rj_red_lse<rj_acc_f32>(), rj_md{rj_neg_inf(), 0.0f});
+      mx = s.m;
+      d = (mx == rj_pos_inf() || mx != mx) ? rj_nan() : s.d;
+      if (!kLog) {
+#pragma unroll
+        for (int p = 0; p < P; ++p)
+#pragma unroll
+          for (int k = 0; k < 4; ++k) x[p][k] = rj_exp(x[p][k] - mx);
+      }
+    } else if (kOnline) {
       // This thread's state: a finite max keeps its sum; -Inf (nothing, or only
       // -Inf) is the empty state; +Inf or NaN keeps d = 1 as rj_red_lse does.
       float dl = m == rj_neg_inf() ? 0.0f : 1.0f;
@@ -363,6 +499,7 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
           for (int k = 0; k < 4; ++k) x[p][k] = 0.0f;
       }
       const rj_md s = red(rj_red_lse<rj_acc_f32>(), rj_md{m, dl});
+      if (!Red::kApply) return;
       mx = s.m;
       if (finite) lift = rj_exp(m - mx);
       // NaN or +Inf in the row: NaN everywhere.
@@ -401,6 +538,7 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
 // throughput at 67 % of DRAM's). y = (x - mean) * rstd * w + b, var the
 // population variance, rstd = 1 / sqrt(var + eps).
 template <class T, class Cols = rj_cols_global> struct rj_norm_layer_t {
+  typedef rj_red_welford<rj_acc_f32> Split;
   float param;  // eps
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
@@ -433,6 +571,7 @@ template <class T, class Cols = rj_cols_global> struct rj_norm_layer_t {
       mean = s.mean;
       m2 = s.m2;
     }
+    if (!Red::kApply) return;
     const float var = rj_div_rn(m2, (float)c.cols);
     const float rstd = rj_rsqrt_rn(var + param);
     if (leader) {
@@ -453,6 +592,7 @@ template <class T, class Cols = rj_cols_global> struct rj_norm_layer_t {
 // ---- RMS norm ------------------------------------------------------------------
 // y = x * rstd * w, rstd = 1 / sqrt(sum(x^2) / n + eps).
 template <class T, class Cols = rj_cols_global> struct rj_norm_rms_t {
+  typedef rj_red_sum<rj_acc_f32> Split;
   float param;  // eps
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
@@ -467,6 +607,7 @@ template <class T, class Cols = rj_cols_global> struct rj_norm_rms_t {
       for (int k = 0; k < 4; ++k)
         if (c.ok(p, k)) ss += rj_mul_rn(x[p][k], x[p][k]);
     ss = red(rj_red_sum<rj_acc_f32>(), ss);
+    if (!Red::kApply) return;
     const float rstd = rj_rsqrt_rn(rj_div_rn(ss, (float)c.cols) + param);
     if (leader && rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
 #pragma unroll

@@ -19,7 +19,7 @@
 //! // measured faster.
 //! assert_eq!(spec.for_cols(4096).name(), "norm_softmax_online_bf16_bf16_b256x4_x");
 //! // Long rows: several blocks a row, here in cohorts that stage their next row.
-//! assert_eq!(spec.for_cols(1 << 20).name(), "norm_softmax_online_bf16_bf16_s512x16_p");
+//! assert_eq!(spec.for_cols(1 << 20).name(), "norm_softmax_online_bf16_bf16_s512x8_p");
 //! ```
 
 use std::fmt;
@@ -56,6 +56,8 @@ pub const MAX_THREADS_PER_SM: u32 = 2048;
 /// reduction's static scratch takes a little of it. The launcher also checks
 /// the device's own limit.
 pub const MAX_STAGE_BYTES: u64 = 224 * 1024;
+/// Shared memory an SM holds for its blocks (sm_90: 228 KiB).
+pub const SM_SHARED_BYTES: u64 = 228 * 1024;
 /// gridDim.x's limit.
 pub const MAX_GRID: u64 = i32::MAX as u64;
 /// Longest row the default ladder (`for_cols`) and the tests target; a split
@@ -79,7 +81,11 @@ pub const MAX_COLS: u64 = 1 << 20;
 /// (`OCCUPANCY_GENERAL`) went from 3 to 2 when the split rows' sync moved into
 /// warp 0 (2026-11-25): at 3 they spilled 4 and 8 bytes. The split cohorts'
 /// staged kernels (`s512x8_p`) spilled 4-16 bytes at their layout's bound but
-/// for the online softmax.
+/// for the online softmax; in the deferred form (2026-11-25, eighth session)
+/// 16-bit RMS norm s512x8_p spilled 80 bytes at 2, and the log-softmax entry
+/// went: at 2 blocks an SM (its layout's) it ran at 80.7-81.5 % of copy against
+/// 66 % at 1 (bf16, 64x1048576). A bound is also capped by the SM's shared
+/// memory over the staged rows (`min_blocks`).
 const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x2", 6, 8, 6),
     ("layernorm", "b256x4", 4, 6, 3),
@@ -125,7 +131,6 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("logsoftmax_online", "s256x8", 4, 4, 4),
     ("logsoftmax_online", "s512x4", 3, 3, 3),
     ("logsoftmax_online", "s512x8", 2, 2, 2),
-    ("logsoftmax_online", "s512x8_p", 1, 1, 1),
     ("logsoftmax_online", "w32x1", 8, 8, 8),
     ("logsoftmax_online", "w32x2", 8, 8, 8),
     ("logsoftmax_online", "w32x4", 6, 6, 6),
@@ -385,6 +390,20 @@ const fn measured(
 /// against 66.0-66.7 %, f32 softmax s512x8_p 74.3-75.1 % against 74.1-75.2 %,
 /// the 16-bit residual norms at their bound of 1 (s512x8_p) 60-67 % against
 /// 77-84 %.
+/// Eighth session of 2026-11-25 (run10, two rounds, each kernel alone in its
+/// process, 64x1048576; the previous defaults in run9, two rounds, and run6):
+/// deferred split rows (`_p`: publish a row, finish the row before) against
+/// the defaults before them. bf16 softmax s512x8_p 76.6-77.0 % of copy against
+/// 65.3-65.8 % (s512x16_p), log-softmax s512x8_p 80.7-81.5 % against
+/// 64.2-64.8 %, RMS norm s512x16_p 78.7-80.1 % against 66.6-66.7 % (s512x8),
+/// RMS norm + residual s512x8_p 86.3-86.7 % against 83.0-84.2 %, layer norm
+/// s512x8_p 52.9 % against 50.3-50.5 % (s512x16); f32 softmax s512x8_p
+/// 83.6-83.8 % against 73.8-75.4 %, log-softmax 85.4-85.8 % against 73.7-73.8 %,
+/// RMS norm 82.2-82.7 % against 78.5-79.3 %, RMS norm + residual s512x4_p
+/// 81.1-81.7 % against 78.4 % (s512x16, run6). They lost for both layer
+/// norms with the residual (bf16 72.5-73.0 % against 77.4 %, f32 s512x4_p
+/// 68.9-69.1 % against 74.5 %, run6) and f32 layer norm (s512x4_p 66.3-66.5 %
+/// against 72.9 %, run6).
 #[rustfmt::skip]
 const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     use Form::*;
@@ -395,11 +414,16 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     &[
         // op, softmax algorithm (None: any), residual, row types, columns, layout, lanes,
         // packs, form
-        measured(Softmax,    None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 16, Prefetch),
-        measured(LogSoftmax, None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 16, Prefetch),
-        measured(LayerNorm,  None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 16, Plain),
+        measured(Softmax,    None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
+        measured(Softmax,    None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  Prefetch),
+        measured(LogSoftmax, None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
+        measured(LogSoftmax, None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  Prefetch),
+        measured(LayerNorm,  None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(LayerNorm,  None,         true,  F32,     32769..=u64::MAX, Split, 512, 16, Plain),
-        measured(RmsNorm,    None,         true,  F32,     32769..=u64::MAX, Split, 512, 16, Plain),
+        measured(RmsNorm,    None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 16, Prefetch),
+        measured(RmsNorm,    None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  Prefetch),
+        measured(RmsNorm,    None,         true,  Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
+        measured(RmsNorm,    None,         true,  F32,     32769..=u64::MAX, Split, 512, 4,  Prefetch),
         measured(RmsNorm,    None,         false, Sixteen, 2049..=4096,      Block, 128, 8,  Plain),
         measured(LayerNorm,  None,         false, F32,     65..=128,         Warp,  16,  2,  Plain),
         measured(RmsNorm,    None,         true,  Sixteen, 65..=128,         Warp,  16,  4,  Plain),
@@ -500,10 +524,11 @@ pub struct Plan {
     pub grid: u32,
     /// Blocks per row (split layout); 1 otherwise.
     pub splits: u32,
-    /// Zeroed u32 counters the launch needs: a work ticket and two per row
-    /// (split layout); 0 otherwise.
+    /// u32 counters the launch needs, zeroed when allocated: a work ticket and
+    /// two per row (split layout; a deferred split kernel, `_p`, uses the
+    /// first two, its ticket and its launches' epoch); 0 otherwise.
     pub counters: usize,
-    /// Partial states (`PARTIAL_BYTES` each) the launch writes.
+    /// Partial states (`NormSpec::partial_bytes` each) the launch writes.
     pub partials: usize,
 }
 
@@ -603,7 +628,8 @@ impl NormSpec {
                 .find(|(o, l, ..)| *o == op && *l == layout)
                 .map(|&(_, _, f32_rows, b16_rows, mixed)| [f32_rows, b16_rows, mixed][column])
         };
-        self.prefetch
+        let bound = self
+            .prefetch
             .then(|| entry(&staged))
             .flatten()
             .or_else(|| entry(&plain))
@@ -612,7 +638,13 @@ impl NormSpec {
                     .then(|| entry(&warp32))
                     .flatten()
             })
-            .unwrap_or(1)
+            .unwrap_or(1);
+        // No more blocks than the SM's shared memory holds staged rows of:
+        // registers a bound leaves unused are registers a thread could have.
+        match self.stage_bytes() {
+            0 => bound,
+            stage => bound.min((SM_SHARED_BYTES / stage).max(1) as u32),
+        }
     }
 
     /// Whether a block per row reduces twice where one Chan merge would do
@@ -652,7 +684,11 @@ impl NormSpec {
             && !twin.residual
             && twin.input != twin.output
             && twin.lanes * twin.packs >= 512 * GENERAL_MAX_PACKS;
-        if twin.packs > GENERAL_MAX_PACKS || mixed_rms {
+        // A deferred split kernel of fewer packs (its three staged rows'
+        // size) still has the split twin of 8 that ragged long rows were
+        // measured with.
+        let deferred = self.prefetch && self.layout == NormLayout::Split;
+        if twin.packs > GENERAL_MAX_PACKS || mixed_rms || deferred {
             twin.layout = NormLayout::Split;
             twin.lanes = 512;
             twin.packs = if mixed_rms { 4 } else { GENERAL_MAX_PACKS };
@@ -718,14 +754,47 @@ impl NormSpec {
             }
     }
 
-    /// Dynamic shared memory a launch takes: a prefetching kernel's staged row
-    /// or chunk (every stream it loads) and, in the block layout, its columns
+    /// Rows a prefetching block holds staged at once: the block layout its
+    /// next; the split layout three, the row it publishes, the row before (to
+    /// finish) and the row after (in flight).
+    fn staged_rows(&self) -> u64 {
+        match self.layout {
+            NormLayout::Split => 3,
+            _ => 1,
+        }
+    }
+
+    /// Dynamic shared memory a launch takes: a prefetching kernel's staged rows
+    /// or chunks (every stream it loads) and, in the block layout, its columns
     /// of the weight and bias, else 0.
     pub fn stage_bytes(&self) -> u64 {
         if self.prefetch {
-            self.staged_streams() * self.chunk() * self.input.info().bytes as u64
+            self.staged_rows()
+                * self.staged_streams()
+                * self.chunk()
+                * self.input.info().bytes as u64
         } else {
             0
+        }
+    }
+
+    /// Slots of a row's states a lane reads at once in a deferred split row
+    /// (`_p`): 4 where a block has an SM's registers to itself (bound 1), else
+    /// 1. At 64x1048576 (64 blocks a row, H100, 2026-11-25) 4 made f32 softmax
+    /// 84-85 % of copy against 78-79 %; at bound 2 the 16-bit softmax spilled
+    /// with it (36 bytes) and fell from 76-77 % to 65 %.
+    pub fn fetch_ahead(&self) -> u32 {
+        if self.min_blocks() == 1 { 4 } else { 1 }
+    }
+
+    /// Bytes of one partial state in the split layout's workspace: a deferred
+    /// split row (`_p`) sends each float of its state in a 64-bit word with
+    /// the launch's flag, rounded up to 16 bytes; else `PARTIAL_BYTES`.
+    pub fn partial_bytes(&self) -> usize {
+        if self.prefetch && self.layout == NormLayout::Split {
+            (8 * self.op.info().split_state_floats as usize).next_multiple_of(16)
+        } else {
+            PARTIAL_BYTES
         }
     }
 
@@ -897,7 +966,8 @@ impl NormSpec {
             lanes: self.lanes,
             packs: self.packs,
             general: self.general,
-            partial_bytes: PARTIAL_BYTES,
+            partial_bytes: self.partial_bytes(),
+            fetch_ahead: self.fetch_ahead(),
             two_sums: self.two_sums(),
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
@@ -930,6 +1000,7 @@ struct NormContext {
     packs: u32,
     general: bool,
     partial_bytes: usize,
+    fetch_ahead: u32,
     two_sums: bool,
     prefetch: bool,
     staged_cols: bool,
@@ -1088,7 +1159,8 @@ impl KernelSpec for NormSpec {
                     "prefetch",
                     format!("{bytes} bytes of staged row"),
                     format!(
-                        "a block stages at most {MAX_STAGE_BYTES} bytes of shared memory: {} stream(s) and vector(s) x {} threads x {} packs x 4 {} elements",
+                        "a block stages at most {MAX_STAGE_BYTES} bytes of shared memory: {} row(s) x {} stream(s) and vector(s) x {} threads x {} packs x 4 {} elements",
+                        self.staged_rows(),
                         self.staged_streams(),
                         self.lanes,
                         self.packs,
@@ -1249,9 +1321,11 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
             exact: false,
             ..base.clone()
         };
-        if s.validate().is_ok() && !out.contains(&s) {
+        let fits = s.validate().is_ok();
+        if fits && !out.contains(&s) {
             out.push(s);
         }
+        fits
     };
     for &lanes in GROUP_LANES {
         push(NormLayout::Warp, lanes, 1, false, false);
@@ -1283,11 +1357,16 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
     for (lanes, packs) in [(256, 8), (512, 4), (512, 8), (512, 16)] {
         push(NormLayout::Split, lanes, packs, false, false);
     }
-    // Split rows in cohorts, the next row's chunk staged. 16 packs for 16-bit
+    // Split rows in cohorts, three rows' chunks staged: 8 packs, or 4 where
+    // three rows of 8 do not fit (f32 with the residual) or 8 spilled (f32
+    // layer norm, 28 bytes at ptxas 13.0). 16 packs for 16-bit
     // rows of the ops that compile clean so (layer norm and RMS norm with the
     // residual add spilled 4-16 bytes at ptxas 13.0; 16 packs of f32 would
-    // stage 128 KiB a block beside a full register file).
-    push(NormLayout::Split, 512, 8, true, false);
+    // stage 384 KiB a block).
+    let spills8 = base.op == NormOp::LayerNorm && base.input.info().bytes == 4;
+    if spills8 || !push(NormLayout::Split, 512, 8, true, false) {
+        push(NormLayout::Split, 512, 4, true, false);
+    }
     if base.input.info().bytes < 4 && base.op != NormOp::LayerNorm && !base.residual {
         push(NormLayout::Split, 512, 16, true, false);
     }
@@ -1462,23 +1541,20 @@ mod tests {
         assert_eq!(layout(NormOp::LayerNorm, false, DType::BF16, 128), "w8x4");
         assert_eq!(layout(NormOp::RmsNorm, true, DType::BF16, 128), "w16x4");
         assert_eq!(layout(NormOp::RmsNorm, true, DType::BF16, 64), "w4x4");
-        assert_eq!(
-            layout(NormOp::LayerNorm, false, DType::BF16, 1 << 20),
-            "s512x16"
-        );
-        // Split cohorts staging their next row: 16-bit softmax and log-softmax
-        // (safe softmax too: the split layout runs it online); not f32, not
-        // the norms.
+        // Deferred split rows (`_p`): softmax and log-softmax of every dtype
+        // (safe softmax too: the split layout runs it online), 16-bit layer
+        // norm, RMS norm with and without the residual; not f32 layer norms
+        // nor 16-bit layer norm with the residual.
         for (op, algo) in [
             (NormOp::Softmax, SoftmaxAlgo::Online),
             (NormOp::Softmax, SoftmaxAlgo::Safe),
             (NormOp::LogSoftmax, SoftmaxAlgo::Online),
         ] {
-            for d in [DType::BF16, DType::F16] {
+            for d in [DType::BF16, DType::F16, DType::F32] {
                 let s = NormSpec::with((op, Some(algo), false), d, d, 1 << 20);
                 assert_eq!(
                     s.name(),
-                    format!("norm_{op}_online_{d}_{d}_s512x16_p"),
+                    format!("norm_{op}_online_{d}_{d}_s512x8_p"),
                     "{op} {algo} {d}"
                 );
                 assert_eq!(
@@ -1486,16 +1562,40 @@ mod tests {
                     format!("norm_{op}_online_{d}_{d}_s512x8_g")
                 );
             }
-            let f = NormSpec::with((op, Some(algo), false), DType::F32, DType::F32, 1 << 20);
-            assert_eq!(f.name(), format!("norm_{op}_online_f32_f32_s512x8"));
         }
-        let rms = NormSpec::with(
-            (NormOp::RmsNorm, None, false),
-            DType::BF16,
-            DType::BF16,
-            1 << 20,
+        let long = |op, residual, d| NormSpec::with((op, None, residual), d, d, 1 << 20).name();
+        assert_eq!(
+            long(NormOp::LayerNorm, false, DType::BF16),
+            "norm_layernorm_bf16_bf16_s512x8_p"
         );
-        assert!(!rms.prefetch && rms.packs == 8);
+        assert_eq!(
+            long(NormOp::RmsNorm, false, DType::BF16),
+            "norm_rmsnorm_bf16_bf16_s512x16_p"
+        );
+        assert_eq!(
+            long(NormOp::RmsNorm, false, DType::F32),
+            "norm_rmsnorm_f32_f32_s512x8_p"
+        );
+        assert_eq!(
+            long(NormOp::RmsNorm, true, DType::BF16),
+            "norm_rmsnorm_res_bf16_bf16_s512x8_p"
+        );
+        assert_eq!(
+            long(NormOp::RmsNorm, true, DType::F32),
+            "norm_rmsnorm_res_f32_f32_s512x4_p"
+        );
+        // A deferred kernel of 4 packs keeps the split twin of 8.
+        assert_eq!(
+            NormSpec::with(
+                (NormOp::RmsNorm, None, true),
+                DType::F32,
+                DType::F32,
+                1 << 20
+            )
+            .general_twin()
+            .name(),
+            "norm_rmsnorm_res_f32_f32_s512x8_g"
+        );
         assert_eq!(
             layout(NormOp::LayerNorm, false, DType::F32, 1 << 20),
             "s512x8"
@@ -1506,14 +1606,6 @@ mod tests {
         );
         assert_eq!(
             layout(NormOp::LayerNorm, true, DType::BF16, 1 << 20),
-            "s512x8"
-        );
-        assert_eq!(
-            layout(NormOp::RmsNorm, true, DType::F32, 1 << 20),
-            "s512x16"
-        );
-        assert_eq!(
-            layout(NormOp::RmsNorm, false, DType::F32, 1 << 20),
             "s512x8"
         );
         assert_eq!(layout(NormOp::RmsNorm, true, DType::F32, 32768), "b512x16");
@@ -1528,8 +1620,9 @@ mod tests {
         assert_eq!(twin.name(), "norm_layernorm_bf16_bf16_s512x8_g");
         let sp = NormSpec::default().for_cols(1 << 20);
         assert_eq!(sp.chunk(), 16384);
+        // Cohorts of a row's 64 blocks: 4 in 264 resident.
         let p = sp.plan(64, 1 << 20, 132, 2);
-        assert_eq!((p.grid, p.splits), (264, 64));
+        assert_eq!((p.grid, p.splits), (256, 64));
         assert_eq!((p.counters, p.partials), (1 + 128, 64 * 64));
         let p = sp.plan(4, 1_000_003, 132, 2);
         assert_eq!((p.grid, p.splits), (4 * 62, 62));
@@ -1622,21 +1715,41 @@ mod tests {
         // Its own launch bound where its layout's spilled.
         assert_eq!(p.min_blocks(), 1);
         assert_eq!(spec(layer, DType::BF16, 16384).min_blocks(), 2);
-        // A prefetching split block stages its chunk's streams only: its
-        // columns change with the chunk.
+        // A deferred split block stages three rows of its chunk's streams
+        // only (its columns change with the chunk), and sends each float of
+        // its state with a flag in 64 bits.
         assert_eq!(
             named("norm_layernorm_res_bf16_bf16_s512x8_p").stage_bytes(),
-            2 * (32 << 10)
+            3 * 2 * (32 << 10)
+        );
+        let f32_softmax = named("norm_softmax_online_f32_f32_s512x8_p");
+        assert_eq!(f32_softmax.stage_bytes(), 3 * (64 << 10));
+        for (name, bytes) in [
+            ("norm_softmax_online_f32_f32_s512x8_p", 16),
+            ("norm_layernorm_bf16_bf16_s512x8_p", 32),
+            ("norm_rmsnorm_bf16_bf16_s512x16_p", 16),
+            ("norm_rmsnorm_f32_f32_s512x8", PARTIAL_BYTES),
+        ] {
+            assert_eq!(named(name).partial_bytes(), bytes, "{name}");
+        }
+        // As many blocks an SM as its shared memory holds; a lane reads 4
+        // slots at once where a block has the SM's registers.
+        let bf16_softmax = named("norm_softmax_online_bf16_bf16_s512x8_p");
+        assert_eq!(
+            (bf16_softmax.min_blocks(), bf16_softmax.fetch_ahead()),
+            (2, 1)
         );
         assert_eq!(
-            named("norm_softmax_online_f32_f32_s512x16_p").stage_bytes(),
-            128 << 10
+            (f32_softmax.min_blocks(), f32_softmax.fetch_ahead()),
+            (1, 4)
         );
-        assert!(
-            "norm_layernorm_res_f32_f32_s512x16_p"
-                .parse::<NormSpec>()
-                .is_err()
-        );
+        for bad in [
+            "norm_softmax_online_f32_f32_s512x16_p",
+            "norm_layernorm_res_f32_f32_s512x16_p",
+            "norm_rmsnorm_res_f32_f32_s512x8_p",
+        ] {
+            assert!(bad.parse::<NormSpec>().is_err(), "{bad}");
+        }
         let sp = named("norm_rmsnorm_f32_f32_s512x8_p");
         assert_eq!(sp.functor(), "rj_norm_rms_t<T>");
         // Cohorts of a row's blocks: 4 of 64 blocks in 264 resident; no more
