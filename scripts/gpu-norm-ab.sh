@@ -3,7 +3,8 @@
 # sweep in one process drifted), ROUNDS rounds alternating through the list.
 # LIST="SHAPE@SPEC ..." (kernel names as the runtime prints them); BINS="redjit
 # redjit-old ..." binaries under stage/bin to run each through (two builds side
-# by side). Prints one line a run (round, binary, kernel, shape, GB/s, % of
+# by side). An item SHAPE@SPEC@BIN runs through BIN only (a kernel of one build
+# against another kernel of another, in the same rounds). Prints one line a run (round, binary, kernel, shape, GB/s, % of
 # copy); logs and JSON in $OUT/norm-ab.tgz.
 set -uo pipefail
 RESULTS="${OUT:-/tmp/redjit-out}"
@@ -11,9 +12,12 @@ W=$(mktemp -d)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$W/gpu.txt"
 for round in $(seq 1 "${ROUNDS:-3}"); do
   for item in ${LIST:?set LIST}; do
-    shape=${item%@*}
-    spec=${item#*@}
-    for bin in ${BINS:-redjit}; do
+    shape=${item%%@*}
+    rest=${item#*@}
+    spec=${rest%%@*}
+    bins=${BINS:-redjit}
+    [ "$rest" != "$spec" ] && bins=${rest#*@}
+    for bin in $bins; do
       j="$W/r$round-$bin-$spec-$shape"
       REDJIT_REQUIRE_GPU=1 "stage/bin/$bin" bench norm --shapes "$shape" --spec "$spec" \
         --json "$j.json" > "$j.log" 2>&1 || echo "$bin $item round $round rc=$?"

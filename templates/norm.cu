@@ -261,13 +261,16 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   for (rj_u32 r = first_row; r < n_rows; r += cohorts, ++i) {
     rj_cp_async_wait<1>();
     const rj_u32 buf = stage + (i % 3) * kBuffer;
+    // The row before's states are asked for first: they arrive while this row
+    // is published.
+    const rj_u32 rp = r - cohorts;
+    const rj_red_fetch<kThreads, kFetchAhead> fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
+    const auto early = fetch.ask(Op::Split(), i > 0);
     const rj_u64 row_slots = partials + (rj_u64)r * splits * slot_bytes;
     run_row(a, r, c.first, c.cols, c.lane, rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}, false, buf);
     const rj_u32 prev = stage + ((i + 2) % 3) * kBuffer;
     if (i > 0) {
-      const rj_u32 rp = r - cohorts;
-      const rj_red_fetch<kThreads, kFetchAhead> fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
-      fetch.wait(Op::Split());
+      fetch.wait(Op::Split(), early);
       run_row(a, rp, c.first, c.cols, c.lane, fetch, split == 0 && threadIdx.x == 0, prev);
     }
     // This thread has read its slots of the row before: row i + 2 goes there.
@@ -281,7 +284,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   if (i > 0) {
     const rj_u32 rp = first_row + (i - 1) * cohorts;
     const rj_red_fetch<kThreads, kFetchAhead> fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
-    fetch.wait(Op::Split());
+    fetch.wait(Op::Split(), fetch.ask(Op::Split(), true));
     run_row(a, rp, c.first, c.cols, c.lane, fetch, split == 0 && threadIdx.x == 0, stage + ((i - 1) % 3) * kBuffer);
   }
   rj_cp_async_wait<0>();

@@ -322,17 +322,29 @@ template <class S> __device__ __forceinline__ void rj_st_state_flagged(rj_u64 a,
 #pragma unroll
   for (int k = 0; k < (int)(sizeof(S) / 4); ++k) rj_st_relaxed_b64(a + 8 * k, (rj_u64)w[k] | ((rj_u64)flag << 32));
 }
+// A flagged state's words as loaded.
+template <class S> struct rj_flagged {
+  rj_u64 w[sizeof(S) / 4];
+};
+template <class S> __device__ __forceinline__ rj_flagged<S> rj_ld_flagged(rj_u64 a) {
+  rj_flagged<S> r;
+#pragma unroll
+  for (int k = 0; k < (int)(sizeof(S) / 4); ++k) r.w[k] = rj_ld_relaxed_b64(a + 8 * k);
+  return r;
+}
 // False while any word of the state is not this launch's.
-template <class S> __device__ __forceinline__ bool rj_ld_state_flagged(rj_u64 a, rj_u32 flag, S& s) {
+template <class S> __device__ __forceinline__ bool rj_state_flagged(const rj_flagged<S>& r, rj_u32 flag, S& s) {
   rj_u32* w = reinterpret_cast<rj_u32*>(&s);
   bool ok = true;
 #pragma unroll
   for (int k = 0; k < (int)(sizeof(S) / 4); ++k) {
-    const rj_u64 v = rj_ld_relaxed_b64(a + 8 * k);
-    w[k] = (rj_u32)v;
-    ok = ok && (rj_u32)(v >> 32) == flag;
+    w[k] = (rj_u32)r.w[k];
+    ok = ok && (rj_u32)(r.w[k] >> 32) == flag;
   }
   return ok;
+}
+template <class S> __device__ __forceinline__ bool rj_ld_state_flagged(rj_u64 a, rj_u32 flag, S& s) {
+  return rj_state_flagged(rj_ld_flagged<S>(a), flag, s);
 }
 // The first pass: the block's state, published in its slot of the row.
 template <int kThreads> struct rj_red_publish {
@@ -375,7 +387,23 @@ template <int kThreads, int kAhead> struct rj_red_fetch {
   enum : bool { kCheap = false, kApply = true, kKnown = true };
   rj_u64 slots;
   rj_u32 splits, slot_bytes, flag;
-  template <class F> __device__ __forceinline__ void wait(const F& f) const {
+  // Warp 0's first kAhead slots a lane, asked for before the block publishes
+  // its next row, so that they arrive meanwhile (ask: false leaves them).
+  template <class F> struct Early {
+    rj_flagged<typename F::S> w[kAhead];
+  };
+  template <class F> __device__ __forceinline__ Early<F> ask(const F&, bool ask) const {
+    Early<F> e;
+    if (ask && threadIdx.x < 32) {
+#pragma unroll
+      for (int j = 0; j < kAhead; ++j) {
+        const rj_u32 k = threadIdx.x + 32 * j;
+        if (k < splits) e.w[j] = rj_ld_flagged<typename F::S>(slots + (rj_u64)k * slot_bytes);
+      }
+    }
+    return e;
+  }
+  template <class F> __device__ __forceinline__ void wait(const F& f, const Early<F>& early) const {
     typedef typename F::S S;
     // Written after this row's publishing pass, whose barriers every reader of
     // the previous row's total has passed.
@@ -387,7 +415,8 @@ template <int kThreads, int kAhead> struct rj_red_fetch {
 #pragma unroll
         for (int j = 0; j < kAhead; ++j) {
           const rj_u32 k = k0 + 32 * j;
-          ok[j] = k >= splits || rj_ld_state_flagged(slots + (rj_u64)k * slot_bytes, flag, v[j]);
+          ok[j] = k >= splits || (k0 == threadIdx.x ? rj_state_flagged(early.w[j], flag, v[j])
+                                                    : rj_ld_state_flagged(slots + (rj_u64)k * slot_bytes, flag, v[j]));
         }
 #pragma unroll
         for (int j = 0; j < kAhead; ++j) {

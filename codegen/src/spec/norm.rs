@@ -85,7 +85,8 @@ pub const MAX_COLS: u64 = 1 << 20;
 /// 16-bit RMS norm s512x8_p spilled 80 bytes at 2, and the log-softmax entry
 /// went: at 2 blocks an SM (its layout's) it ran at 80.7-81.5 % of copy against
 /// 66 % at 1 (bf16, 64x1048576). A bound is also capped by the SM's shared
-/// memory over the staged rows (`min_blocks`).
+/// memory over the staged rows (`min_blocks`). f32 layer norm's s512x4_p
+/// spilled 4 bytes at 2.
 const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x2", 6, 8, 6),
     ("layernorm", "b256x4", 4, 6, 3),
@@ -96,6 +97,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "s256x8", 4, 3, 2),
     ("layernorm", "s512x4", 2, 2, 1),
     ("layernorm", "s512x8", 2, 1, 1),
+    ("layernorm", "s512x4_p", 1, 1, 1),
     ("layernorm", "s512x8_p", 1, 1, 1),
     ("layernorm", "w16x2", 4, 6, 6),
     ("layernorm", "w32x1", 6, 6, 6),
@@ -420,7 +422,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         measured(LogSoftmax, None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(LayerNorm,  None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(LayerNorm,  None,         true,  F32,     32769..=u64::MAX, Split, 512, 16, Plain),
-        measured(RmsNorm,    None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 16, Prefetch),
+        measured(RmsNorm,    None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(RmsNorm,    None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(RmsNorm,    None,         true,  Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(RmsNorm,    None,         true,  F32,     32769..=u64::MAX, Split, 512, 4,  Prefetch),
@@ -779,12 +781,22 @@ impl NormSpec {
     }
 
     /// Slots of a row's states a lane reads at once in a deferred split row
-    /// (`_p`): 4 where a block has an SM's registers to itself (bound 1), else
-    /// 1. At 64x1048576 (64 blocks a row, H100, 2026-11-25) 4 made f32 softmax
-    /// 84-85 % of copy against 78-79 %; at bound 2 the 16-bit softmax spilled
-    /// with it (36 bytes) and fell from 76-77 % to 65 %.
+    /// (`_p`): 4 where a block has an SM's registers to itself (bound 1) and a
+    /// row of 2^20 takes more than 32 chunks, else 1. At 64x1048576 (64 blocks
+    /// a row, H100, 2026-11-25) 4 made f32 softmax 84-85 % of copy against
+    /// 78-79 %; at bound 2 the 16-bit softmax spilled with it (36 bytes) and
+    /// fell from 76-77 % to 65 %, and 16-bit RMS norm of 16 packs (32 chunks a
+    /// row of 2^20) spilled 8 bytes with it, and so did 16-bit layer norm with
+    /// the residual (20 bytes: Welford's three words a slot).
     pub fn fetch_ahead(&self) -> u32 {
-        if self.min_blocks() == 1 { 4 } else { 1 }
+        if self.min_blocks() == 1
+            && self.chunk() < (1 << 20) / 32
+            && self.op.info().split_state_floats < 3
+        {
+            4
+        } else {
+            1
+        }
     }
 
     /// Bytes of one partial state in the split layout's workspace: a deferred
@@ -1359,15 +1371,15 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
     }
     // Split rows in cohorts, three rows' chunks staged: 8 packs, or 4 where
     // three rows of 8 do not fit (f32 with the residual) or 8 spilled (f32
-    // layer norm, 28 bytes at ptxas 13.0). 16 packs for 16-bit
-    // rows of the ops that compile clean so (layer norm and RMS norm with the
-    // residual add spilled 4-16 bytes at ptxas 13.0; 16 packs of f32 would
-    // stage 384 KiB a block).
+    // layer norm, 28 bytes at ptxas 13.0). 16 packs for 16-bit softmax and
+    // log-softmax only: 16-bit layer norm (140 bytes) and RMS norm (8-16
+    // bytes) spilled so; three rows of 16 packs with the residual, or of f32,
+    // are 384 KiB.
     let spills8 = base.op == NormOp::LayerNorm && base.input.info().bytes == 4;
     if spills8 || !push(NormLayout::Split, 512, 8, true, false) {
         push(NormLayout::Split, 512, 4, true, false);
     }
-    if base.input.info().bytes < 4 && base.op != NormOp::LayerNorm && !base.residual {
+    if base.input.info().bytes < 4 && base.op.info().softmax {
         push(NormLayout::Split, 512, 16, true, false);
     }
     // Long rows a block: the next row staged (16-bit rows: f32 rows lost
@@ -1570,7 +1582,7 @@ mod tests {
         );
         assert_eq!(
             long(NormOp::RmsNorm, false, DType::BF16),
-            "norm_rmsnorm_bf16_bf16_s512x16_p"
+            "norm_rmsnorm_bf16_bf16_s512x8_p"
         );
         assert_eq!(
             long(NormOp::RmsNorm, false, DType::F32),
@@ -1727,7 +1739,7 @@ mod tests {
         for (name, bytes) in [
             ("norm_softmax_online_f32_f32_s512x8_p", 16),
             ("norm_layernorm_bf16_bf16_s512x8_p", 32),
-            ("norm_rmsnorm_bf16_bf16_s512x16_p", 16),
+            ("norm_rmsnorm_bf16_bf16_s512x8_p", 16),
             ("norm_rmsnorm_f32_f32_s512x8", PARTIAL_BYTES),
         ] {
             assert_eq!(named(name).partial_bytes(), bytes, "{name}");
