@@ -54,8 +54,9 @@ typedef rj_chunk<kLanes, true, false, {% if prefetch %}true{% else %}false{% end
 const rj_u32 kStride = kThreads * 4 * T::kBytes;
 const rj_u32 kSlots = kPacks * kStride;
 {%- if layout == "split" %}
-// Slots a lane of warp 0 reads at once when it merges a row's states.
-const int kFetchAhead = {{ fetch_ahead }};
+// Slots a lane of warp 0 reads at once when it merges a row's states, and
+// asks for before the block publishes its next row.
+const int kFetchAhead = {{ fetch_ahead }}, kFetchEarly = {{ fetch_early }};
 // A row's buffer: its {% if residual %}x and residual{% else %}x{% endif %} slots.
 const rj_u32 kBuffer = {% if residual %}2{% else %}1{% endif %} * kSlots;
 {%- endif %}
@@ -264,7 +265,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     // The row before's states are asked for first: they arrive while this row
     // is published.
     const rj_u32 rp = r - cohorts;
-    const rj_red_fetch<kThreads, kFetchAhead> fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
+    const rj_red_fetch<kThreads, kFetchEarly, kFetchAhead> fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
     const auto early = fetch.ask(Op::Split(), i > 0);
     const rj_u64 row_slots = partials + (rj_u64)r * splits * slot_bytes;
     run_row(a, r, c.first, c.cols, c.lane, rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}, false, buf);
@@ -283,7 +284,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   }
   if (i > 0) {
     const rj_u32 rp = first_row + (i - 1) * cohorts;
-    const rj_red_fetch<kThreads, kFetchAhead> fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
+    const rj_red_fetch<kThreads, kFetchEarly, kFetchAhead> fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
     fetch.wait(Op::Split(), fetch.ask(Op::Split(), true));
     run_row(a, rp, c.first, c.cols, c.lane, fetch, split == 0 && threadIdx.x == 0, stage + ((i - 1) % 3) * kBuffer);
   }

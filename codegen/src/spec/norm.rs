@@ -421,7 +421,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         measured(LogSoftmax, None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(LogSoftmax, None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(LayerNorm,  None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
-        measured(LayerNorm,  None,         true,  F32,     32769..=u64::MAX, Split, 512, 16, Plain),
+        measured(LayerNorm,  None,         true,  F32,     32769..=u64::MAX, Split, 512, 4,  Prefetch),
         measured(RmsNorm,    None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(RmsNorm,    None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(RmsNorm,    None,         true,  Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
@@ -781,19 +781,24 @@ impl NormSpec {
     }
 
     /// Slots of a row's states a lane reads at once in a deferred split row
-    /// (`_p`): 4 where a block has an SM's registers to itself (bound 1) and a
-    /// row of 2^20 takes more than 32 chunks, else 1. At 64x1048576 (64 blocks
-    /// a row, H100, 2026-11-25) 4 made f32 softmax 84-85 % of copy against
-    /// 78-79 %; at bound 2 the 16-bit softmax spilled with it (36 bytes) and
-    /// fell from 76-77 % to 65 %, and 16-bit RMS norm of 16 packs (32 chunks a
-    /// row of 2^20) spilled 8 bytes with it, and so did 16-bit layer norm with
-    /// the residual (20 bytes: Welford's three words a slot).
+    /// (`_p`): 4 where a block has an SM's registers to itself (bound 1), else
+    /// 1. At 64x1048576 (64 blocks a row, H100, 2026-11-25) 4 made f32 softmax
+    /// 84-85 % of copy against 78-79 %; at bound 2 the 16-bit softmax spilled
+    /// with it (36 bytes) and fell from 76-77 % to 65 %.
     pub fn fetch_ahead(&self) -> u32 {
-        if self.min_blocks() == 1
-            && self.chunk() < (1 << 20) / 32
-            && self.op.info().split_state_floats < 3
-        {
-            4
+        if self.min_blocks() == 1 { 4 } else { 1 }
+    }
+
+    /// Of those, the slots asked for before the block publishes its next row:
+    /// all of them where their registers held (under 32 chunks a row of 2^20;
+    /// not Welford's three words a slot beside a residual), else 1. With all 4
+    /// early, 16-bit RMS norm of 16 packs spilled 8 bytes and 16-bit layer
+    /// norm with the residual 20. 16-bit layer norm ran at 61-63 % of copy
+    /// with 4 early (H100, 64x1048576, run11) and 53.9-54.3 % with 1 (run13).
+    pub fn fetch_early(&self) -> u32 {
+        let welford_beside_residual = self.op.info().split_state_floats >= 3 && self.residual;
+        if self.chunk() < (1 << 20) / 32 && !welford_beside_residual {
+            self.fetch_ahead()
         } else {
             1
         }
@@ -980,6 +985,7 @@ impl NormSpec {
             general: self.general,
             partial_bytes: self.partial_bytes(),
             fetch_ahead: self.fetch_ahead(),
+            fetch_early: self.fetch_early(),
             two_sums: self.two_sums(),
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
@@ -1013,6 +1019,7 @@ struct NormContext {
     general: bool,
     partial_bytes: usize,
     fetch_ahead: u32,
+    fetch_early: u32,
     two_sums: bool,
     prefetch: bool,
     staged_cols: bool,
@@ -1612,10 +1619,7 @@ mod tests {
             layout(NormOp::LayerNorm, false, DType::F32, 1 << 20),
             "s512x8"
         );
-        assert_eq!(
-            layout(NormOp::LayerNorm, true, DType::F32, 32769),
-            "s512x16"
-        );
+        assert_eq!(layout(NormOp::LayerNorm, true, DType::F32, 32769), "s512x4");
         assert_eq!(
             layout(NormOp::LayerNorm, true, DType::BF16, 1 << 20),
             "s512x8"
