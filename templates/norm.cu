@@ -283,6 +283,9 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     }
   }
   if (i > 0) {
+    // Every thread has read the row before's total (the loop's last finish):
+    // no publishing pass separates them from this row's.
+    __syncthreads();
     const rj_u32 rp = first_row + (i - 1) * cohorts;
     const rj_red_fetch<kThreads, kFetchEarly, kFetchAhead> fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
     fetch.wait(Op::Split(), fetch.ask(Op::Split(), true));

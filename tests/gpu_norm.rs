@@ -562,7 +562,24 @@ fn prefetching_split_cohorts_take_many_rows() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("prefetching_split_cohorts_take_many_rows");
     let specs = prefetching_variants(NormLayout::Split);
-    assert!(specs.len() >= 3 * row_ops().len(), "{specs:?}");
+    // Every op (the safe softmax runs online in the split layout) in each of
+    // the three dtype pairs.
+    let ops: std::collections::BTreeSet<_> = row_ops()
+        .iter()
+        .map(|&(op, _, residual)| (op.to_string(), residual))
+        .collect();
+    let covered: std::collections::BTreeSet<_> = specs
+        .iter()
+        .map(|s| {
+            (
+                s.op.to_string(),
+                s.residual,
+                s.input.to_string(),
+                s.output.to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(covered.len(), 3 * ops.len(), "{specs:?}");
     prepare(&rt, specs.clone());
     for spec in &specs {
         let resident = rt.norm(spec).unwrap().resident() as usize;
