@@ -1,7 +1,8 @@
 //! Snapshots of generated norm code, reviewed like code: the CUDA source and
 //! the sm_90 PTX (pinned NVRTC) of the online softmax and the RMS norm over bf16
-//! rows of 4096 (issue 11's pair, block layout), and the source of a split-row
-//! layer norm with the fused residual. Invariants are checked before each
+//! rows of 4096 (issue 11's pair, block layout), and the sources of a split-row
+//! layer norm with the fused residual and of the deferred split-row softmax
+//! (`_p`), the long rows' default. Invariants are checked before each
 //! snapshot so a snapshot never records broken output.
 //!
 //! Update after an intended change: `INSTA_UPDATE=always cargo test --test
@@ -99,6 +100,24 @@ fn split_layernorm_residual_source() {
             "rj_red_split<kThreads>",
             "rj_acc_bf16::round",
             "rj_atom_add_acq_rel(counters, 1u)",
+        ],
+    );
+}
+
+#[test]
+fn deferred_split_softmax_source() {
+    // The long-row default of 16-bit softmax: three staged rows, the row's
+    // states published with the launch's flag, the row before merged from
+    // them, and the epoch advanced by the last block to leave.
+    source_of(
+        "norm_softmax_online_bf16_bf16_s512x8_p",
+        &[
+            "const rj_u32 kBuffer = 1 * kSlots;",
+            "const int kFetchAhead = 1, kFetchEarly = 1;",
+            "rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}",
+            "fetch.wait(Op::Split(), early);",
+            "rj_cp_async_wait<1>();",
+            "== 2 * gridDim.x - 1",
         ],
     );
 }

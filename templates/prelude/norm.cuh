@@ -301,8 +301,8 @@ template <int kThreads> struct rj_red_split {
 // the cohort published an iteration earlier, so that the wait on the other
 // blocks of a row, and its round trips to L2, are off the critical path (H100,
 // 2026-11-25, bf16 softmax at 8192x32768: the split kernel with one block a row
-// ran at 70 % of copy against 90 % for the block kernel with the same chunk;
-// without the wait 72 %, without its release 74 %).
+// ran at 69.6-69.9 % of copy against 90.2-90.4 % for the block kernel with the
+// same chunk; without the wait 71.6-72.3 %, without its release too 73.2-73.6 %).
 // A published state travels a float a 64-bit word, its high half the launch's
 // flag: a 64-bit store is single-copy atomic, so a reader that sees the flag
 // sees the float, and no fence, counter or reset is needed. The flag is the
@@ -381,10 +381,11 @@ template <class S> __device__ __forceinline__ S& rj_fetched_total() {
 // so each slot fills. A lane's slots are read kAhead at a time, all loads in
 // flight before the first is checked: one round trip to L2 for up to 32 x
 // kAhead blocks (H100, 2026-11-25, 64x1048576, 64 blocks a row: f32 softmax
-// 84-85 % of copy with 4 against 78-79 % with 1; where the registers to hold
-// them spill, 1). The first kEarly of them are asked for before the block
-// publishes its next row, so that they arrive meanwhile (the same, 16-bit
-// layer norm: 61-63 % against 51 %), where their registers do not spill.
+// 83.9-84.7 % of copy with 4 against 77.5-78.7 % with 1; where the registers
+// to hold them spill, 1). The first kEarly of them are asked for before the
+// block publishes its next row, so that they arrive meanwhile (the same, 16-bit
+// layer norm: 61.1-62.8 % against 51.1-51.3 %), where their registers do not
+// spill.
 template <int kThreads, int kEarly, int kAhead> struct rj_red_fetch {
   static_assert(1 <= kEarly && kEarly <= kAhead, "early slots are the first of a batch");
   enum : bool { kCheap = false, kApply = true, kKnown = true };

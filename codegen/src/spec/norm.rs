@@ -84,7 +84,7 @@ pub const MAX_COLS: u64 = 1 << 20;
 /// for the online softmax; in the deferred form (2026-11-25, eighth session)
 /// 16-bit RMS norm s512x8_p spilled 80 bytes at 2, and the log-softmax entry
 /// went: at 2 blocks an SM (its layout's) it ran at 80.7-81.5 % of copy against
-/// 66 % at 1 (bf16, 64x1048576). A bound is also capped by the SM's shared
+/// 65.9-66.2 % at 1 (bf16, 64x1048576, run10). A bound is also capped by the SM's shared
 /// memory over the staged rows (`min_blocks`). f32 layer norm's s512x4_p
 /// spilled 4 bytes at 2.
 const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
@@ -392,20 +392,20 @@ const fn measured(
 /// against 66.0-66.7 %, f32 softmax s512x8_p 74.3-75.1 % against 74.1-75.2 %,
 /// the 16-bit residual norms at their bound of 1 (s512x8_p) 60-67 % against
 /// 77-84 %.
-/// Eighth session of 2026-11-25 (run10, two rounds, each kernel alone in its
-/// process, 64x1048576; the previous defaults in run9, two rounds, and run6):
-/// deferred split rows (`_p`: publish a row, finish the row before) against
-/// the defaults before them. bf16 softmax s512x8_p 76.6-77.0 % of copy against
-/// 65.3-65.8 % (s512x16_p), log-softmax s512x8_p 80.7-81.5 % against
-/// 64.2-64.8 %, RMS norm s512x16_p 78.7-80.1 % against 66.6-66.7 % (s512x8),
-/// RMS norm + residual s512x8_p 86.3-86.7 % against 83.0-84.2 %, layer norm
-/// s512x8_p 52.9 % against 50.3-50.5 % (s512x16); f32 softmax s512x8_p
-/// 83.6-83.8 % against 73.8-75.4 %, log-softmax 85.4-85.8 % against 73.7-73.8 %,
-/// RMS norm 82.2-82.7 % against 78.5-79.3 %, RMS norm + residual s512x4_p
-/// 81.1-81.7 % against 78.4 % (s512x16, run6). They lost for both layer
-/// norms with the residual (bf16 72.5-73.0 % against 77.4 %, f32 s512x4_p
-/// 68.9-69.1 % against 74.5 %, run6) and f32 layer norm (s512x4_p 66.3-66.5 %
-/// against 72.9 %, run6).
+/// Eighth session of 2026-11-25 (run17, three rounds, each kernel alone in its
+/// process, 64x1048576): deferred split rows (`_p`: a block publishes its state
+/// of a row, then finishes the row before) against the defaults before them.
+/// bf16 softmax s512x8_p 76.5-77.4 % of copy against 65.1-65.2 % (s512x16_p),
+/// log-softmax s512x8_p 82.3-83.3 % against 64.2-64.8 %, layer norm s512x8_p
+/// 61.7-62.9 % against 50.7-51.4 % (s512x16), RMS norm s512x8_p 79.9-81.2 %
+/// against 63.9-66.3 % (s512x8), RMS norm + residual s512x8_p 90.2-90.8 %
+/// against 82.6-83.6 %; f32 softmax s512x8_p 86.4-86.8 % against 74.6-75.7 %,
+/// log-softmax 87.7-88.1 % against 73.5-74.3 %, layer norm + residual s512x4_p
+/// 81.8-82.2 % against 74.5-75.0 % (s512x16), RMS norm s512x8_p 82.4-83.3 %
+/// against 78.9-80.1 %, RMS norm + residual s512x4_p 80.1-81.0 % against
+/// 78.0-79.4 % (s512x16). They lost for 16-bit layer norm with the residual
+/// (s512x8_p 73.2-74.6 % against 76.5-77.2 % for s512x8) and f32 layer norm
+/// (s512x4_p 53.2-58.4 % against 73.3-74.0 % for s512x8; run13).
 #[rustfmt::skip]
 const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     use Form::*;
@@ -782,9 +782,10 @@ impl NormSpec {
 
     /// Slots of a row's states a lane reads at once in a deferred split row
     /// (`_p`): 4 where a block has an SM's registers to itself (bound 1), else
-    /// 1. At 64x1048576 (64 blocks a row, H100, 2026-11-25) 4 made f32 softmax
-    /// 84-85 % of copy against 78-79 %; at bound 2 the 16-bit softmax spilled
-    /// with it (36 bytes) and fell from 76-77 % to 65 %.
+    /// 1. At 64x1048576 (64 blocks a row, H100, 2026-11-25, run9) 4 made f32
+    /// softmax 83.9-84.7 % of copy against 77.5-78.7 %; at bound 2 the 16-bit
+    /// softmax spilled with it (36 bytes) and fell from 75.6-76.8 % to
+    /// 64.6-64.7 %.
     pub fn fetch_ahead(&self) -> u32 {
         if self.min_blocks() == 1 { 4 } else { 1 }
     }
@@ -793,7 +794,7 @@ impl NormSpec {
     /// all of them where their registers held (under 32 chunks a row of 2^20;
     /// not Welford's three words a slot beside a residual), else 1. With all 4
     /// early, 16-bit RMS norm of 16 packs spilled 8 bytes and 16-bit layer
-    /// norm with the residual 20. 16-bit layer norm ran at 61-63 % of copy
+    /// norm with the residual 20. 16-bit layer norm ran at 61.1-62.8 % of copy
     /// with 4 early (H100, 64x1048576, run11) and 53.9-54.3 % with 1 (run13).
     pub fn fetch_early(&self) -> u32 {
         let welford_beside_residual = self.op.info().split_state_floats >= 3 && self.residual;
