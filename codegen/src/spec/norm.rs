@@ -782,7 +782,7 @@ impl NormSpec {
 
     /// Slots of a row's states a lane reads at once in a deferred split row
     /// (`_p`): 4 where a block has an SM's registers to itself (bound 1), else
-    /// 1. At 64x1048576 (64 blocks a row, H100, 2026-11-25, run9) 4 made f32
+    /// one. At 64x1048576 (64 blocks a row, H100, 2026-11-25, run9) 4 made f32
     /// softmax 83.9-84.7 % of copy against 77.5-78.7 %; at bound 2 the 16-bit
     /// softmax spilled with it (36 bytes) and fell from 75.6-76.8 % to
     /// 64.6-64.7 %.
