@@ -61,7 +61,7 @@ const int kFetchAhead = {{ fetch_ahead }}, kFetchEarly = {{ fetch_early }};
 const rj_u32 kBuffer = {% if residual %}2{% else %}1{% endif %} * kSlots;
 {%- endif %}
 {%- if staged_cols %}
-const rj_u32 kColsAt = {% if residual %}2{% else %}1{% endif %} * kSlots;
+const rj_u32 kColsAt = {% if layout == "split" %}3 * kBuffer{% elif residual %}2 * kSlots{% else %}kSlots{% endif %};
 {%- endif %}
 {%- endif %}
 
@@ -69,6 +69,9 @@ struct Args {
   rj_u64 x, res, w, b, out, res_out, mean, rstd;
   rj_u64 ld;
   float param;
+{%- if staged_cols %}
+  rj_u32 cols;  // this thread's staged columns (shared memory)
+{%- endif %}
 };
 
 {%- if prefetch %}
@@ -160,7 +163,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   }
 {%- endif %}
 {%- if staged_cols %}
-  const Op op{a.param, stage + kColsAt, stage + kColsAt + kSlots, a.mean, a.rstd, r, wvec, rj_cols_staged{kStride}};
+  const Op op{a.param, a.cols, a.cols + kSlots, a.mean, a.rstd, r, wvec, rj_cols_staged{kStride}};
 {%- else %}
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec};
 {%- endif %}
@@ -209,13 +212,16 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   (void)splits;
   extern __shared__ __align__(16) unsigned char rj_staged_rows[];
   const rj_u32 stage = rj_smem_addr(rj_staged_rows) + threadIdx.x * 4u * T::kBytes;
+{%- if staged_cols %}
+  a.cols = stage + kColsAt;
+{%- endif %}
 {%- if not softmax %}
   {
     // Every row of this thread has the same columns: their {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}, staged once.
     const Chunk c{0, (rj_u32)cols, threadIdx.x};
-    rj_row_stage<T, kPacks>(stage + kColsAt, kStride, a.w, c);
+    rj_row_stage<T, kPacks>(a.cols, kStride, a.w, c);
 {%- if op == "layernorm" %}
-    rj_row_stage<T, kPacks>(stage + kColsAt + kSlots, kStride, a.b, c);
+    rj_row_stage<T, kPacks>(a.cols + kSlots, kStride, a.b, c);
 {%- endif %}
     rj_cp_async_commit();
   }
@@ -247,6 +253,18 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   const rj_u32 split = ticket_s % splits, flag = epoch_s + 1u;
   const Chunk c{split * (rj_u32)kThreads * kPacks * 4, (rj_u32)cols, threadIdx.x};
   const rj_u32 slot_bytes = {{ partial_bytes }};
+{%- if staged_cols %}
+  {
+    // A cohort's block keeps its chunk in every row: its columns of the {% if op == "layernorm" %}weight
+    // and bias{% else %}weight{% endif %}, staged once (the first group the loop's waits include).
+    a.cols = stage + kColsAt;
+    rj_row_stage<T, kPacks>(a.cols, kStride, a.w, c);
+{%- if op == "layernorm" %}
+    rj_row_stage<T, kPacks>(a.cols + kSlots, kStride, a.b, c);
+{%- endif %}
+    rj_cp_async_commit();
+  }
+{%- endif %}
   // Buffer b of three: row i of this cohort is in buffer i % 3. Every stage
   // commits a group, empty past the last row, so that waiting for all but the
   // newest group is waiting for row i.
