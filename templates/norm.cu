@@ -84,6 +84,19 @@ __device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const Chunk& 
 {%- endif %}
   rj_cp_async_commit();
 }
+{%- if staged_cols %}
+
+// Stages this thread's columns of the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %} once (every row of the
+// thread has the same columns), the kernel's first cp.async group.
+__device__ __forceinline__ void stage_cols(Args& a, rj_u32 stage, const Chunk& c) {
+  a.cols = stage + kColsAt;
+  rj_row_stage<T, kPacks>(a.cols, kStride, a.w, c);
+{%- if op == "layernorm" %}
+  rj_row_stage<T, kPacks>(a.cols + kSlots, kStride, a.b, c);
+{%- endif %}
+  rj_cp_async_commit();
+}
+{%- endif %}
 
 {% endif -%}
 // One row (or chunk) from load to store{% if prefetch and layout == "split" %}: a publishing reducer (not kApply) stops at the
@@ -213,18 +226,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   extern __shared__ __align__(16) unsigned char rj_staged_rows[];
   const rj_u32 stage = rj_smem_addr(rj_staged_rows) + threadIdx.x * 4u * T::kBytes;
 {%- if staged_cols %}
-  a.cols = stage + kColsAt;
-{%- endif %}
-{%- if not softmax %}
-  {
-    // Every row of this thread has the same columns: their {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}, staged once.
-    const Chunk c{0, (rj_u32)cols, threadIdx.x};
-    rj_row_stage<T, kPacks>(a.cols, kStride, a.w, c);
-{%- if op == "layernorm" %}
-    rj_row_stage<T, kPacks>(a.cols + kSlots, kStride, a.b, c);
-{%- endif %}
-    rj_cp_async_commit();
-  }
+  stage_cols(a, stage, Chunk{0, (rj_u32)cols, threadIdx.x});
 {%- endif %}
   if (blockIdx.x < rows) stage_row(a, blockIdx.x, Chunk{0, (rj_u32)cols, threadIdx.x}, stage);
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -254,16 +256,9 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   const Chunk c{split * (rj_u32)kThreads * kPacks * 4, (rj_u32)cols, threadIdx.x};
   const rj_u32 slot_bytes = {{ partial_bytes }};
 {%- if staged_cols %}
-  {
-    // A cohort's block keeps its chunk in every row: its columns of the {% if op == "layernorm" %}weight
-    // and bias{% else %}weight{% endif %}, staged once (the first group the loop's waits include).
-    a.cols = stage + kColsAt;
-    rj_row_stage<T, kPacks>(a.cols, kStride, a.w, c);
-{%- if op == "layernorm" %}
-    rj_row_stage<T, kPacks>(a.cols + kSlots, kStride, a.b, c);
-{%- endif %}
-    rj_cp_async_commit();
-  }
+  // A cohort's block keeps its chunk in every row (the loop's waits include
+  // this first group).
+  stage_cols(a, stage, c);
 {%- endif %}
   // Buffer b of three: row i of this cohort is in buffer i % 3. Every stage
   // commits a group, empty past the last row, so that waiting for all but the

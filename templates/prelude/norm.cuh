@@ -255,22 +255,31 @@ __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanoslee
 // The wait needs every block of a row resident at once: the launcher hands items
 // out in order through a ticket (a block takes an item only when it runs) and
 // checks splits <= resident blocks.
+// The first half of a block reduction, for the split reducers, which go on in
+// warp 0 alone: each warp's state, in shared memory, for lane l of warp 0 to
+// take state l % kWarps (rj_group_reduce<kWarps> then merges them). Its first
+// barrier keeps this call's writers from the previous call's reader (warp 0).
+template <int kThreads, class F>
+__device__ __forceinline__ const typename F::S* rj_warp_states(const F& f, typename F::S s) {
+  __shared__ typename F::S per_warp[kThreads / 32];
+  s = rj_warp_reduce(f, s);
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) per_warp[threadIdx.x / 32] = s;
+  __syncthreads();
+  return per_warp;
+}
+
 template <int kThreads> struct rj_red_split {
   enum : bool { kCheap = false, kApply = true, kKnown = false };
   rj_u64 arrive, leave, slots;
   rj_u32 split, splits, slot_bytes;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     typedef typename F::S S;
-    const int kWarps = kThreads / 32;
-    __shared__ S per_warp[kWarps];
     __shared__ S row_total;
     const rj_u32 lane = threadIdx.x % 32;
-    s = rj_warp_reduce(f, s);
-    // Readers of a previous item's row_total are past it (its first barrier
-    // keeps per_warp's writers from its readers).
-    __syncthreads();
-    if (lane == 0) per_warp[threadIdx.x / 32] = s;
-    __syncthreads();
+    const int kWarps = kThreads / 32;
+    // Readers of a previous item's row_total are past it (the first barrier).
+    const S* per_warp = rj_warp_states<kThreads>(f, s);
     if (threadIdx.x < 32) {
       s = rj_group_reduce<kWarps>(f, per_warp[lane % kWarps]);
       if (lane == 0) {
@@ -352,15 +361,9 @@ template <int kThreads> struct rj_red_publish {
   rj_u64 slot;
   rj_u32 flag;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
-    typedef typename F::S S;
     const int kWarps = kThreads / 32;
-    __shared__ S per_warp[kWarps];
     const rj_u32 lane = threadIdx.x % 32;
-    s = rj_warp_reduce(f, s);
-    // The previous row's readers of per_warp (warp 0) are past it.
-    __syncthreads();
-    if (lane == 0) per_warp[threadIdx.x / 32] = s;
-    __syncthreads();
+    const typename F::S* per_warp = rj_warp_states<kThreads>(f, s);
     if (threadIdx.x < 32) {
       s = rj_group_reduce<kWarps>(f, per_warp[lane % kWarps]);
       if (lane == 0) rj_st_state_flagged(slot, s, flag);

@@ -740,8 +740,9 @@ impl NormSpec {
         }
     }
 
-    /// Whether a prefetching kernel stages its columns of the weight and bias
-    /// once: the block layout (every row of a block has the same columns), and
+    /// Whether a prefetching kernel with a weight stages its columns of the
+    /// weight and bias once: the block layout (every row of a block has the
+    /// same columns), and
     /// the split layout's cohorts (a block keeps its chunk in every row) where
     /// they fit beside the three staged rows, but for 16-bit RMS norm with the
     /// residual. At 64x1048576 (H100, 2026-11-25, run19, three rounds) staged
@@ -755,11 +756,10 @@ impl NormSpec {
             * self.input.info().bytes as u64;
         let rms_res_16 = self.op == NormOp::RmsNorm && self.residual && self.input.info().bytes < 4;
         self.prefetch
+            && self.vectors() > 0
             && match self.layout {
                 NormLayout::Block => true,
-                NormLayout::Split => {
-                    self.vectors() > 0 && beside_rows <= MAX_STAGE_BYTES && !rms_res_16
-                }
+                NormLayout::Split => beside_rows <= MAX_STAGE_BYTES && !rms_res_16,
                 NormLayout::Warp => false,
             }
     }
