@@ -188,11 +188,7 @@ impl Jit {
         let (target, facts) = match setup {
             Ok(t) => t,
             Err(e) => {
-                let msg = e.to_string();
-                return Ok(specs
-                    .iter()
-                    .map(|_| Err(Error::NvrtcUnavailable(msg.clone())))
-                    .collect());
+                return Ok(specs.iter().map(|_| Err(unavailable(&e))).collect());
             }
         };
         let version = facts.version_string();
@@ -214,9 +210,8 @@ impl Jit {
             let nvrtc = match self.nvrtc() {
                 Ok(n) => n,
                 Err(e) => {
-                    let msg = e.to_string();
                     for (i, _, _) in &misses {
-                        results[*i] = Some(Err(Error::NvrtcUnavailable(msg.clone())));
+                        results[*i] = Some(Err(unavailable(&e)));
                     }
                     return Ok(finish(results));
                 }
@@ -306,6 +301,16 @@ impl Jit {
     }
 }
 
+/// The error each kernel of a round gets when NVRTC could not be set up: an
+/// `NvrtcUnavailable` as it is (wrapping its message again would repeat the
+/// advice), anything else as the reason NVRTC is unavailable.
+fn unavailable(e: &Error) -> Error {
+    match e {
+        Error::NvrtcUnavailable(reason) => Error::NvrtcUnavailable(reason.clone()),
+        other => Error::NvrtcUnavailable(other.to_string()),
+    }
+}
+
 /// Every slot is filled by `compile_round`; an empty one would be a bug there.
 fn finish(results: Vec<Option<Result<Compiled>>>) -> Vec<Result<Compiled>> {
     results
@@ -318,4 +323,21 @@ fn finish(results: Vec<Option<Result<Compiled>>>) -> Vec<Result<Compiled>> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvrtc_unavailable_is_said_once() {
+        let e = unavailable(&Error::NvrtcUnavailable("no libnvrtc found".into())).to_string();
+        assert_eq!(e.matches("NVRTC is not available").count(), 1, "{e}");
+        assert_eq!(e.matches("Install the CUDA toolkit").count(), 1, "{e}");
+        let e = unavailable(&Error::NoGpu("no driver".into())).to_string();
+        assert!(
+            e.starts_with("NVRTC is not available: no CUDA GPU: no driver."),
+            "{e}"
+        );
+    }
 }
