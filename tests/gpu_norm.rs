@@ -584,13 +584,21 @@ fn prefetching_split_cohorts_take_many_rows() {
     for spec in &specs {
         let resident = rt.norm(spec).unwrap().resident() as usize;
         let chunk = spec.chunk() as usize;
-        for (splits, cols, pad, repeats) in [
-            (2, 2 * chunk, 8, 1),
-            (3, 2 * chunk + 4, 0, 1),
-            (64, 64 * chunk, 0, 2),
+        // (splits, cols, pad, repeats, rows a cohort): at least three rows a
+        // cohort, and one row a cohort (the last cohort none), which only the
+        // loop's tail finishes.
+        for (splits, cols, pad, repeats, per_cohort) in [
+            (2, 2 * chunk, 8, 1, 3),
+            (3, 2 * chunk + 4, 0, 1, 3),
+            (64, 64 * chunk, 0, 2, 3),
+            (2, 2 * chunk + 4, 4, 1, 1),
         ] {
-            // At least three rows a cohort.
-            let rows = 3 * (resident / splits) + 1;
+            let cohorts = resident / splits;
+            let rows = if per_cohort == 1 {
+                cohorts - 1
+            } else {
+                per_cohort * cohorts + 1
+            };
             let m = Matrix {
                 rows,
                 cols,
@@ -612,8 +620,8 @@ fn prefetching_split_cohorts_take_many_rows() {
 }
 
 /// Prefetching split cohorts small enough for compute-sanitizer: two rows or
-/// more a cohort of 32 or 128 blocks, the last chunk ragged, both row streams
-/// staged (the residual add).
+/// more a cohort of 32 to 128 blocks, the last chunk ragged, both row streams
+/// staged (the residual add), and a three-word state (layer norm's).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn prefetching_split_cohorts_small() {
@@ -622,6 +630,7 @@ fn prefetching_split_cohorts_small() {
     for name in [
         "norm_softmax_online_bf16_bf16_s512x16_p",
         "norm_rmsnorm_res_f32_f32_s512x4_p",
+        "norm_layernorm_bf16_bf16_s512x8_p",
     ] {
         let spec: NormSpec = name.parse().unwrap();
         let resident = rt.norm(&spec).unwrap().resident() as usize;
