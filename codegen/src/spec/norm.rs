@@ -88,10 +88,10 @@ pub const MAX_COLS: u64 = 1 << 20;
 /// memory over the staged rows (`min_blocks`). f32 layer norm's s512x4_p
 /// spilled 4 bytes at 2.
 /// 16-bit layer norm w8x4 takes 5, a bound the sweep did not try: it compiles
-/// clean at 48 registers (63 at 4), and at 262144x128 bf16 ran at 84.0-88.2 %
-/// of copy against 79.5-83.5 % at 4 in six alternating rounds of two calls
-/// (H100, 2026-11-25, ninth session, runs 2 and 3; Nsight Compute: achieved
-/// occupancy 52.1 % against 42.1 %). Bound 5 lost for 16-bit layer norm with
+/// clean at 48 registers (63 at 4), and at 262144x128 bf16 ran at 82.9-88.7 %
+/// of copy against 79.5-85.8 % at 4, ahead in each of nine alternating rounds
+/// of three calls (H100, 2026-11-25, ninth session, runs 2, 3 and 10; Nsight
+/// Compute: achieved occupancy 52.1 % against 42.1 %). Bound 5 lost for 16-bit layer norm with
 /// the residual and for the f32 residual norms, and tied for 16-bit RMS norm.
 const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x2", 6, 8, 6),
