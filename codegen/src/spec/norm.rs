@@ -1617,7 +1617,9 @@ mod tests {
                 );
             }
         }
-        let long = |op, residual, d| NormSpec::with((op, None, residual), d, d, 1 << 20).name();
+        let long_spec = |op, residual, d| NormSpec::with((op, None, residual), d, d, 1 << 20);
+        let long = |op, residual, d| long_spec(op, residual, d).name();
+        let long_twin = |op, residual, d| long_spec(op, residual, d).general_twin().name();
         assert_eq!(
             long(NormOp::LayerNorm, false, DType::BF16),
             "norm_layernorm_bf16_bf16_s512x8_p"
@@ -1640,14 +1642,7 @@ mod tests {
         );
         // A deferred kernel of 4 packs keeps the split twin of 8.
         assert_eq!(
-            NormSpec::with(
-                (NormOp::RmsNorm, None, true),
-                DType::F32,
-                DType::F32,
-                1 << 20
-            )
-            .general_twin()
-            .name(),
+            long_twin(NormOp::RmsNorm, true, DType::F32),
             "norm_rmsnorm_res_f32_f32_s512x8_g"
         );
         // f32 layer norm takes the deferred kernel of 4 packs (ninth session),
@@ -1657,14 +1652,7 @@ mod tests {
             "norm_layernorm_f32_f32_s512x4_p"
         );
         assert_eq!(
-            NormSpec::with(
-                (NormOp::LayerNorm, None, false),
-                DType::F32,
-                DType::F32,
-                1 << 20
-            )
-            .general_twin()
-            .name(),
+            long_twin(NormOp::LayerNorm, false, DType::F32),
             "norm_layernorm_f32_f32_s512x8_g"
         );
         assert_eq!(layout(NormOp::LayerNorm, true, DType::F32, 32769), "s512x4");
@@ -1674,14 +1662,10 @@ mod tests {
         );
         assert_eq!(layout(NormOp::RmsNorm, true, DType::F32, 32768), "b512x16");
         // Their general twin keeps the split kernel of 8 packs.
-        let twin = NormSpec::with(
-            (NormOp::LayerNorm, None, false),
-            DType::BF16,
-            DType::BF16,
-            1 << 20,
-        )
-        .general_twin();
-        assert_eq!(twin.name(), "norm_layernorm_bf16_bf16_s512x8_g");
+        assert_eq!(
+            long_twin(NormOp::LayerNorm, false, DType::BF16),
+            "norm_layernorm_bf16_bf16_s512x8_g"
+        );
         let sp = NormSpec::default().for_cols(1 << 20);
         assert_eq!(sp.chunk(), 16384);
         // Cohorts of a row's 64 blocks: 4 in 264 resident.
