@@ -682,6 +682,38 @@ fn exact_kernels_and_their_ragged_twins() {
     }
 }
 
+/// One kernel object's workspace serves calls of any row count, in any order:
+/// where a call's counters lie over an earlier call's partial states (a call
+/// of more rows after one of fewer), the split rows must still see zeroed
+/// counters.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_workspace_serves_calls_of_other_row_counts() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("split_workspace_serves_calls_of_other_row_counts");
+    for name in [
+        "norm_rmsnorm_f32_f32_s512x8",
+        "norm_layernorm_bf16_bf16_s512x8_g",
+        "norm_softmax_online_bf16_bf16_s512x8_p",
+    ] {
+        let spec: NormSpec = name.parse().unwrap();
+        for (rows, cols) in [
+            (64, 1 << 20),
+            (300, 40_000),
+            (7, 3 * 16384),
+            (300, 40_000),
+            (64, 1 << 20),
+        ] {
+            let m = Matrix {
+                rows,
+                cols,
+                ld: cols,
+            };
+            check_with_stats(&rt, &mut rng, &spec, m);
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn split_rows_are_bit_identical_run_to_run() {

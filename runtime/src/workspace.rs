@@ -4,8 +4,10 @@
 //! One buffer per stream the kernel object is launched on, allocated zeroed and
 //! grown on demand; every launch leaves its counters as the next one expects
 //! them (the last block to finish resets them to zero; a deferred split norm
-//! kernel's epoch advances, and its zeroed slots never match a flag), so only
-//! a new buffer needs zeroing. The kernel
+//! kernel's epoch advances, and its zeroed slots never match a flag). The
+//! counters' size follows the call (the split norm rows take two a row), so a
+//! call with more counters than the last one finds partial states where its
+//! extra counters go: those bytes, and only those, are zeroed before it. The kernel
 //! gets the buffer's raw addresses, not a tracked cudarc slice: with one buffer
 //! per stream the stream itself orders every use, and a replaced buffer is freed
 //! stream-ordered on that same stream, after the launches that used it. Tracked
@@ -27,6 +29,9 @@ struct StreamScratch {
     stream: Arc<CudaStream>,
     ptr: sys::CUdeviceptr,
     len: usize,
+    /// Leading bytes that hold counters as the last launch left them (all of
+    /// a fresh buffer); past them lie its partial states.
+    counters_at_rest: usize,
 }
 
 impl Drop for StreamScratch {
@@ -70,19 +75,46 @@ impl Workspace {
         let at = all
             .iter()
             .position(|s| s.stream.cu_stream() == stream.cu_stream());
-        let ptr = match at {
-            Some(i) if all[i].len >= need => all[i].ptr,
+        let i = match at {
+            Some(i) if all[i].len >= need => i,
             _ => {
                 let fresh = zeroed(stream, need)
                     .during(|| format!("allocating the workspace of {kernel}"))?;
-                let ptr = fresh.ptr;
                 match at {
-                    Some(i) => all[i] = fresh,
-                    None => all.push(fresh),
+                    Some(i) => {
+                        all[i] = fresh;
+                        i
+                    }
+                    None => {
+                        all.push(fresh);
+                        all.len() - 1
+                    }
                 }
-                ptr
             }
         };
+        let scratch = &mut all[i];
+        let ptr = scratch.ptr;
+        if counter_bytes > scratch.counters_at_rest {
+            let rest = scratch.counters_at_rest;
+            stream
+                .context()
+                .bind_to_thread()
+                .during(|| format!("zeroing the counters of {kernel}"))?;
+            // SAFETY: [rest, counter_bytes) lies inside the buffer's `len` bytes
+            // (counter_bytes <= need <= len), zeroed on the stream of the launch
+            // that follows.
+            unsafe {
+                result::memset_d8_async(
+                    ptr + rest as u64,
+                    0,
+                    counter_bytes - rest,
+                    stream.cu_stream(),
+                )
+            }
+            .during(|| format!("zeroing the counters of {kernel}"))?;
+        }
+        // The launch leaves counters up to here and its partial states past them.
+        scratch.counters_at_rest = counter_bytes;
         Ok(Held {
             _guard: all,
             ptr,
@@ -100,6 +132,7 @@ fn zeroed(stream: &Arc<CudaStream>, len: usize) -> Result<StreamScratch, result:
         stream: stream.clone(),
         ptr,
         len,
+        counters_at_rest: len,
     };
     // SAFETY: `ptr` holds `len` bytes.
     unsafe { result::memset_d8_async(ptr, 0, len, stream.cu_stream()) }?;
