@@ -417,6 +417,13 @@ const fn measured(
 /// run19 of the eighth session stages its columns of the weight and bias,
 /// 75.5-76.4 % of copy against 72.8-74.2 % for s512x8 (run6) and 75.2-76.0 %
 /// against 72.5-73.3 % (run5, a variant finishing two rows behind).
+/// Tenth session of 2026-11-25 (64x1048576, two rounds, BENCHMARKS.md): the
+/// deferred kernels stay. Two merging warps that take the row's states from
+/// the row threads through named barriers (run2) ran 0.8-21.8 points slower
+/// for ten of the eleven (f32 layer norm 54.3-55.2 % against 76.1-76.3 %) and
+/// tied for 16-bit layer norm. A split form that reads each chunk twice, the
+/// second time two rows later, meant to hit L2 (run5-run8), was DRAM-bound at
+/// three passes: the second read missed (1.50x the DRAM bytes), 38-71 % of copy.
 #[rustfmt::skip]
 const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     use Form::*;
