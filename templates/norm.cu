@@ -104,7 +104,12 @@ __device__ __forceinline__ void stage_cols(Args& a, rj_u32 stage, const Chunk& c
 template <class Red>
 __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% endif %}{% if prefetch and layout == "block" %}, rj_u64 next, rj_u64 rows{% endif %}) {
   const rj_u64 off = r * a.ld;
+{%- if prefetch %}
+  // The row's x is in this thread's slots: only the stores are addressed.
+  const rj_u64 outr = a.out + off * TO::kBytes;
+{%- else %}
   const rj_u64 xr = a.x + off * T::kBytes, outr = a.out + off * TO::kBytes;
+{%- endif %}
 {%- if residual %}
   const rj_u64 resr = a.res + off * T::kBytes, rout = a.res_out + off * T::kBytes;
 {%- endif %}

@@ -546,8 +546,8 @@ pub struct Plan {
     /// Blocks per row (split layout); 1 otherwise.
     pub splits: u32,
     /// u32 counters the launch needs, zeroed when allocated: a work ticket and
-    /// two per row (split layout; a deferred split kernel, `_p`, uses the
-    /// first two, its ticket and its launches' epoch); 0 otherwise.
+    /// two per row (split layout), a ticket and the launches' epoch (deferred
+    /// split layout, `_p`); 0 otherwise.
     pub counters: usize,
     /// Partial states (`NormSpec::partial_bytes` each) the launch writes.
     pub partials: usize,
@@ -979,7 +979,8 @@ impl NormSpec {
                 Plan {
                     grid: grid.clamp(1, resident.min(MAX_GRID)) as u32,
                     splits: splits.min(u64::from(u32::MAX)) as u32,
-                    counters: 1 + 2 * rows as usize,
+                    // A deferred kernel keeps only its ticket and epoch.
+                    counters: if self.prefetch { 2 } else { 1 + 2 * rows as usize },
                     partials: items as usize,
                 }
             }
@@ -1678,7 +1679,10 @@ mod tests {
         // Cohorts of a row's 64 blocks: 4 in 264 resident.
         let p = sp.plan(64, 1 << 20, 132, 2);
         assert_eq!((p.grid, p.splits), (256, 64));
-        assert_eq!((p.counters, p.partials), (1 + 128, 64 * 64));
+        assert_eq!((p.counters, p.partials), (2, 64 * 64));
+        // Its general twin takes items from a ticket: two counters a row.
+        let p = sp.general_twin().plan(64, 1 << 20, 132, 2);
+        assert_eq!((p.grid, p.splits, p.counters), (264, 65, 1 + 128));
         let p = sp.plan(4, 1_000_003, 132, 2);
         assert_eq!((p.grid, p.splits), (4 * 62, 62));
         // A general twin's chunks also cover a row starting 3 elements past the
