@@ -691,7 +691,11 @@ impl NormSpec {
     /// element path, 16 packs a thread spilled 100–300 bytes under ptxas 13.0
     /// for every op at 512 threads, and the twin serves only ragged or
     /// misaligned rows.
+    /// A general kernel is its own twin.
     pub fn general_twin(&self) -> NormSpec {
+        if self.general {
+            return self.clone();
+        }
         // Staging is for whole packs: the twin loads its rows directly.
         let mut twin = NormSpec {
             general: true,
@@ -709,10 +713,20 @@ impl NormSpec {
         // size) still has the split twin of 8 that ragged long rows were
         // measured with.
         let deferred = self.prefetch && self.layout == NormLayout::Split;
-        if twin.packs > GENERAL_MAX_PACKS || mixed_rms || deferred {
+        // A norm's split rows (layer or RMS norm, with or without the
+        // residual): the split twin of 4 packs at 2 blocks an SM, which runs
+        // 4x1000003 in one wave. Measured faster than s512x8_g for every norm
+        // op and dtype at 4x1000003 and 64x1048573 (H100, 2026-11-25,
+        // benchmarks/2026-11-25-h100-s11); f32 RMS norm's needs the bound (66
+        // registers without it: one block an SM, 15-18 points slower).
+        let split_norm = !twin.op.info().softmax && self.layout == NormLayout::Split;
+        if twin.packs > GENERAL_MAX_PACKS || mixed_rms || deferred || split_norm {
             twin.layout = NormLayout::Split;
             twin.lanes = 512;
-            twin.packs = if mixed_rms { 4 } else { GENERAL_MAX_PACKS };
+            twin.packs = if mixed_rms || split_norm { 4 } else { GENERAL_MAX_PACKS };
+            if split_norm {
+                twin.bound = Some(2);
+            }
             if twin.algo == Some(SoftmaxAlgo::Safe) {
                 twin.algo = Some(SoftmaxAlgo::Online);
             }
@@ -1648,20 +1662,20 @@ mod tests {
             long(NormOp::RmsNorm, true, DType::F32),
             "norm_rmsnorm_res_f32_f32_s512x4_p"
         );
-        // A deferred kernel of 4 packs keeps the split twin of 8.
+        // A norm's split twin is the kernel of 4 packs at 2 blocks an SM,
+        // whatever its deferred kernel's packs.
         assert_eq!(
             long_twin(NormOp::RmsNorm, true, DType::F32),
-            "norm_rmsnorm_res_f32_f32_s512x8_g"
+            "norm_rmsnorm_res_f32_f32_s512x4_o2_g"
         );
-        // f32 layer norm takes the deferred kernel of 4 packs (ninth session),
-        // whose general twin is the split kernel of 8.
+        // f32 layer norm takes the deferred kernel of 4 packs (ninth session).
         assert_eq!(
             long(NormOp::LayerNorm, false, DType::F32),
             "norm_layernorm_f32_f32_s512x4_p"
         );
         assert_eq!(
             long_twin(NormOp::LayerNorm, false, DType::F32),
-            "norm_layernorm_f32_f32_s512x8_g"
+            "norm_layernorm_f32_f32_s512x4_o2_g"
         );
         assert_eq!(layout(NormOp::LayerNorm, true, DType::F32, 32769), "s512x4");
         assert_eq!(
@@ -1669,12 +1683,17 @@ mod tests {
             "s512x8"
         );
         assert_eq!(layout(NormOp::RmsNorm, true, DType::F32, 32768), "b512x16");
-        // Their general twin keeps the split kernel of 8 packs.
         assert_eq!(
             long_twin(NormOp::LayerNorm, false, DType::BF16),
-            "norm_layernorm_bf16_bf16_s512x8_g"
+            "norm_layernorm_bf16_bf16_s512x4_o2_g"
         );
+        assert_eq!(
+            long_twin(NormOp::LayerNorm, true, DType::BF16),
+            "norm_layernorm_res_bf16_bf16_s512x4_o2_g"
+        );
+        // Softmax's general twin keeps the split kernel of 8 packs.
         let sp = NormSpec::default().for_cols(1 << 20);
+        assert_eq!(sp.general_twin().name(), "norm_softmax_online_f32_f32_s512x8_g");
         assert_eq!(sp.chunk(), 16384);
         // Cohorts of a row's 64 blocks: 4 in 264 resident.
         let p = sp.plan(64, 1 << 20, 132, 2);
@@ -1833,7 +1852,10 @@ mod tests {
         assert_eq!(sp.plan(64, 1 << 20, 132, 2).grid, 256);
         assert_eq!(sp.plan(2, 1 << 20, 132, 2).grid, 128);
         assert_eq!(sp.plan(1000, 3 * 16384, 132, 2).grid, 264);
-        assert_eq!(sp.general_twin().name(), "norm_rmsnorm_f32_f32_s512x8_g");
+        assert_eq!(sp.general_twin().name(), "norm_rmsnorm_f32_f32_s512x4_o2_g");
+        // A general kernel, named, is its own twin (not re-laid out).
+        let g = named("norm_rmsnorm_f32_f32_s256x16_o2_g");
+        assert_eq!(g.general_twin(), g);
         // Invalid: prefetching in the warp layout, in a general twin, past
         // the shared memory, or with the L1 bypass.
         for (bad, field) in [
