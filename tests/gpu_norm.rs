@@ -504,6 +504,45 @@ fn split_rows_off_the_pack_grid_small() {
     }
 }
 
+/// Every row op's split general twin for every dtype pair (the norms' twins
+/// are laid out apart from their long-row kernels: s512x4 at 2 blocks an SM),
+/// on rows of three chunks and a bit at a stride off the pack grid.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_twins_of_every_dtype_pair() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("split_twins_of_every_dtype_pair");
+    let twins: Vec<NormSpec> = row_ops()
+        .into_iter()
+        .flat_map(|ops| {
+            DType::stores().flat_map(move |i| {
+                DType::stores().map(move |o| NormSpec::with(ops, i, o, 1 << 20).general_twin())
+            })
+        })
+        .collect();
+    prepare(&rt, twins.clone());
+    for spec in &twins {
+        assert_eq!(spec.layout, NormLayout::Split, "{}", spec.name());
+        let cols = 3 * spec.chunk() as usize + 5;
+        let m = Matrix {
+            rows: 4,
+            cols,
+            ld: cols + 3,
+        };
+        check(
+            &rt,
+            &mut rng,
+            spec,
+            m,
+            Values::Normal,
+            param_of(spec),
+            true,
+            1,
+            0,
+        );
+    }
+}
+
 /// The prefetching (`_p`) variants of `layout` for every row op: bf16, f32, and
 /// f16 out of bf16 (the staged stream is the input's).
 fn prefetching_variants(layout: NormLayout) -> Vec<NormSpec> {

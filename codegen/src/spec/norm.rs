@@ -723,7 +723,11 @@ impl NormSpec {
         if twin.packs > GENERAL_MAX_PACKS || mixed_rms || deferred || split_norm {
             twin.layout = NormLayout::Split;
             twin.lanes = 512;
-            twin.packs = if mixed_rms || split_norm { 4 } else { GENERAL_MAX_PACKS };
+            twin.packs = if mixed_rms || split_norm {
+                4
+            } else {
+                GENERAL_MAX_PACKS
+            };
             if split_norm {
                 twin.bound = Some(2);
             }
@@ -994,7 +998,11 @@ impl NormSpec {
                     grid: grid.clamp(1, resident.min(MAX_GRID)) as u32,
                     splits: splits.min(u64::from(u32::MAX)) as u32,
                     // A deferred kernel keeps only its ticket and epoch.
-                    counters: if self.prefetch { 2 } else { 1 + 2 * rows as usize },
+                    counters: if self.prefetch {
+                        2
+                    } else {
+                        1 + 2 * rows as usize
+                    },
                     partials: items as usize,
                 }
             }
@@ -1693,7 +1701,10 @@ mod tests {
         );
         // Softmax's general twin keeps the split kernel of 8 packs.
         let sp = NormSpec::default().for_cols(1 << 20);
-        assert_eq!(sp.general_twin().name(), "norm_softmax_online_f32_f32_s512x8_g");
+        assert_eq!(
+            sp.general_twin().name(),
+            "norm_softmax_online_f32_f32_s512x8_g"
+        );
         assert_eq!(sp.chunk(), 16384);
         // Cohorts of a row's 64 blocks: 4 in 264 resident.
         let p = sp.plan(64, 1 << 20, 132, 2);
