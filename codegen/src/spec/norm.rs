@@ -710,15 +710,15 @@ impl NormSpec {
             && twin.input != twin.output
             && twin.lanes * twin.packs >= 512 * GENERAL_MAX_PACKS;
         // A deferred split kernel of fewer packs (its three staged rows'
-        // size) still has the split twin of 8 that ragged long rows were
-        // measured with.
+        // size) has a split twin of its own (softmax: 8 packs; a norm: below).
         let deferred = self.prefetch && self.layout == NormLayout::Split;
         // A norm's split rows (layer or RMS norm, with or without the
         // residual): the split twin of 4 packs at 2 blocks an SM, which runs
         // 4x1000003 in one wave. Measured faster than s512x8_g for every norm
         // op and dtype at 4x1000003 and 64x1048573 (H100, 2026-11-25,
         // benchmarks/2026-11-25-h100-s11); f32 RMS norm's needs the bound (66
-        // registers without it: one block an SM, 15-18 points slower).
+        // registers without it: one block an SM, 17.5-18.7 points below
+        // s512x8_g at 4x1000003).
         let split_norm = !twin.op.info().softmax && self.layout == NormLayout::Split;
         if twin.packs > GENERAL_MAX_PACKS || mixed_rms || deferred || split_norm {
             twin.layout = NormLayout::Split;
