@@ -257,12 +257,12 @@ __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanoslee
 // checks splits <= resident blocks.
 // The first half of a block reduction, for the split reducers, which go on in
 // warp 0 alone: each warp's state, in shared memory, for lane l of warp 0 to
-// take state l % kWarps (rj_group_reduce<kWarps> then merges them). Its first
+// take state l % kWarps (rj_group_total<kWarps> then merges them). Its first
 // barrier keeps this call's writers from the previous call's reader (warp 0).
 template <int kThreads, class F>
 __device__ __forceinline__ const typename F::S* rj_warp_states(const F& f, typename F::S s) {
   __shared__ typename F::S per_warp[kThreads / 32];
-  s = rj_warp_reduce(f, s);
+  s = rj_group_total<32>(f, s);
   __syncthreads();
   if (threadIdx.x % 32 == 0) per_warp[threadIdx.x / 32] = s;
   __syncthreads();
@@ -281,7 +281,7 @@ template <int kThreads> struct rj_red_split {
     // Readers of a previous item's row_total are past it (the first barrier).
     const S* per_warp = rj_warp_states<kThreads>(f, s);
     if (threadIdx.x < 32) {
-      s = rj_group_reduce<kWarps>(f, per_warp[lane % kWarps]);
+      s = rj_group_total<kWarps>(f, per_warp[lane % kWarps]);
       if (lane == 0) {
         rj_st_state(slots + (rj_u64)split * slot_bytes, s);
         rj_red_release_add(arrive, 1u);
@@ -289,7 +289,7 @@ template <int kThreads> struct rj_red_split {
       while (rj_warp_any(rj_ld_acquire_u32(arrive) < splits)) rj_nanosleep(20);
       S total = f.identity();
       for (rj_u32 k = lane; k < splits; k += 32) total = f.merge(total, rj_ld_state<S>(slots + (rj_u64)k * slot_bytes));
-      total = rj_warp_reduce(f, total);
+      total = rj_group_total<32>(f, total);
       if (lane == 0) {
         row_total = total;
         if (rj_atom_add_relaxed(leave, 1u) == splits - 1) {
@@ -365,7 +365,7 @@ template <int kThreads> struct rj_red_publish {
     const rj_u32 lane = threadIdx.x % 32;
     const typename F::S* per_warp = rj_warp_states<kThreads>(f, s);
     if (threadIdx.x < 32) {
-      s = rj_group_reduce<kWarps>(f, per_warp[lane % kWarps]);
+      s = rj_group_total<kWarps>(f, per_warp[lane % kWarps]);
       if (lane == 0) rj_st_state_flagged(slot, s, flag);
     }
     return s;
@@ -437,7 +437,7 @@ template <int kThreads, int kEarly, int kAhead> struct rj_red_fetch {
           }
         }
       }
-      total = rj_warp_reduce(f, total);
+      total = rj_group_total<32>(f, total);
       if (threadIdx.x == 0) rj_fetched_total<S>() = total;
     }
     __syncthreads();

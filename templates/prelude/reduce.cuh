@@ -15,6 +15,12 @@
 //                                           where an op has a cheaper one
 //   S merge(S a, S b) const                 two states combined
 //   R finalize(S acc, rj_u64 n) const       the result over n elements
+// and, optionally,
+//   S group_total<G>(S s) const             every lane of an aligned group of G
+//                                           lanes gets the group's state, where an
+//                                           op has a cheaper form than G - 1
+//                                           pairwise merges (rj_group_total
+//                                           takes it)
 // merge is symmetric to the bit (merge(a, b) == merge(b, a)): in an xor butterfly
 // each pair of lanes combines the same two states in either order, so every lane
 // ends with the same bits, any lane may be read, and every warp of a block can
@@ -251,6 +257,27 @@ template <class A> struct rj_red_welford {
     }
     return acc;
   }
+  // A lane group's state in two passes over its states, each a butterfly of
+  // plain sums: the count and the sum give the mean, then each state's M2 about
+  // it (m2 + n (mean_i - mean)^2, Chan's identity for many states at once) sums
+  // to the group's. A Chan merge a level costs a reciprocal and a chain of
+  // dependent multiplies; a sum costs an add, and an add is commutative to the
+  // bit, so every lane ends with the same bits as merge's butterfly does.
+  template <int G> __device__ __forceinline__ S group_total(S s) const {
+    if constexpr (G == 1) return s;
+    float n = s.n, sum = rj_mul_rn(s.n, s.mean);
+#pragma unroll
+    for (int m = G / 2; m >= 1; m >>= 1) {
+      n = rj_add_rn(n, rj_shfl_xor(n, m));
+      sum = rj_add_rn(sum, rj_shfl_xor(sum, m));
+    }
+    const float mean = n > 0.0f ? rj_div_rn(sum, n) : 0.0f;
+    const float d = s.mean - mean;
+    float m2 = s.n > 0.0f ? rj_add_rn(s.m2, rj_mul_rn(rj_mul_rn(d, d), s.n)) : 0.0f;
+#pragma unroll
+    for (int m = G / 2; m >= 1; m >>= 1) m2 = rj_add_rn(m2, rj_shfl_xor(m2, m));
+    return rj_welford{n, mean, m2};
+  }
   __device__ __forceinline__ S merge(S a, S b) const {
     if (a.n == 0.0f) return b;
     if (b.n == 0.0f) return a;
@@ -309,6 +336,22 @@ template <class A> struct rj_red_lse {
     for (int k = 0; k < N; ++k) acc = feed(acc, v[k], index(k));
     return acc;
   }
+  // A lane group's state in two passes: the max by butterfly, then each state's
+  // sum scaled to it, summed by butterfly: one exponential a lane where the
+  // pairwise merge takes two a level. A max that is not finite gives what the
+  // merge gives (d = 0 for -Inf, 1 for +Inf or NaN); the lanes take no branch
+  // apart, as groups of a warp may hold different rows.
+  template <int G> __device__ __forceinline__ S group_total(S s) const {
+    if constexpr (G == 1) return s;
+    float m = s.m;
+#pragma unroll
+    for (int k = G / 2; k >= 1; k >>= 1) m = rj_max_nan(m, rj_shfl_xor(m, k));
+    const bool finite = m - m == 0.0f;
+    float d = finite ? rj_mul_rn(s.d, rj_exp(s.m - m)) : 0.0f;
+#pragma unroll
+    for (int k = G / 2; k >= 1; k >>= 1) d = rj_add_rn(d, rj_shfl_xor(d, k));
+    return rj_md{m, finite ? d : (m == rj_neg_inf() ? 0.0f : 1.0f)};
+  }
   __device__ __forceinline__ S merge(S a, S b) const {
     const float m = rj_max_nan(a.m, b.m);
     if (m == rj_neg_inf()) return rj_md{m, 0.0f};
@@ -338,11 +381,38 @@ __device__ __forceinline__ rj_md rj_shfl_state(const rj_md& s, int m) { return r
 // ---- lane group, warp, block ---------------------------------------------------
 // Reduces over each aligned group of G lanes (G a power of two <= 32); every lane
 // of a group ends with its group's result. The whole warp must call it.
+// An op with its own group_total<G> takes it.
+template <class...> struct rj_void_t {
+  typedef void type;
+};
+template <class Op, class = void> struct rj_has_group_total {
+  static const bool value = false;
+};
+template <class Op>
+struct rj_has_group_total<Op, typename rj_void_t<decltype(&Op::template group_total<2>)>::type> {
+  static const bool value = true;
+};
 template <int G, class Op>
 __device__ __forceinline__ typename Op::S rj_group_reduce(const Op& op, typename Op::S s) {
 #pragma unroll
   for (int m = G / 2; m >= 1; m >>= 1) s = op.merge(s, rj_shfl_state(s, m));
   return s;
+}
+// The same result through the op's group_total where it has one. It holds a
+// state's words longer than the pairwise merge (the lane's own state waits for
+// the group's mean or max): the split rows' exchange takes it (H100,
+// 2026-11-25, 64x1048576, % of copy: 16-bit online softmax s512x8_p 82.2-83.1
+// against 77.3-77.4, f32 log-softmax 88.8-89.4 against 87.3-88.2; 16-bit layer
+// norm s512x8_p 68.0-70.0 against 66.0-67.9 in five of six rounds), while block
+// kernels that hold a whole row at the register limit spilled with it (16-bit
+// layer norm b512x16_x: 176 bytes).
+template <int G, class Op>
+__device__ __forceinline__ typename Op::S rj_group_total(const Op& op, typename Op::S s) {
+  if constexpr (rj_has_group_total<Op>::value) {
+    return op.template group_total<G>(s);
+  } else {
+    return rj_group_reduce<G>(op, s);
+  }
 }
 template <class Op>
 __device__ __forceinline__ typename Op::S rj_warp_reduce(const Op& op, typename Op::S s) {
