@@ -660,7 +660,8 @@ fn prefetching_split_cohorts_take_many_rows() {
 
 /// Prefetching split cohorts small enough for compute-sanitizer: two rows or
 /// more a cohort of 32 to 128 blocks, the last chunk ragged, both row streams
-/// staged (the residual add), and a three-word state (layer norm's).
+/// staged (the residual add), a three-word state (layer norm's), and a weight
+/// read from global memory beside three staged rows (16-bit RMS norm's 16 packs).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn prefetching_split_cohorts_small() {
@@ -670,6 +671,7 @@ fn prefetching_split_cohorts_small() {
         "norm_softmax_online_bf16_bf16_s512x16_p",
         "norm_rmsnorm_res_f32_f32_s512x4_p",
         "norm_layernorm_bf16_bf16_s512x8_p",
+        "norm_rmsnorm_bf16_bf16_s512x16_p",
     ] {
         let spec: NormSpec = name.parse().unwrap();
         let resident = rt.norm(&spec).unwrap().resident() as usize;
