@@ -54,9 +54,14 @@ typedef rj_chunk<kLanes, true, false, {% if prefetch %}true{% else %}false{% end
 const rj_u32 kStride = kThreads * 4 * T::kBytes;
 const rj_u32 kSlots = kPacks * kStride;
 {%- if layout == "split" %}
+{%- if fetch_wide %}
+// The second pass spreads a row's states over the warps, a slot a lane.
+typedef rj_red_fetch_wide<kThreads> Fetch;
+{%- else %}
 // Slots a lane of warp 0 reads at once when it merges a row's states, and
 // asks for before the block publishes its next row.
-const int kFetchAhead = {{ fetch_ahead }}, kFetchEarly = {{ fetch_early }};
+typedef rj_red_fetch<kThreads, {{ fetch_early }}, {{ fetch_ahead }}> Fetch;
+{%- endif %}
 // A row's buffer: its {% if residual %}x and residual{% else %}x{% endif %} slots.
 const rj_u32 kBuffer = {% if residual %}2{% else %}1{% endif %} * kSlots;
 {%- endif %}
@@ -283,7 +288,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     // The row before's states are asked for first: they arrive while this row
     // is published.
     const rj_u32 rp = r - cohorts;
-    const rj_red_fetch<kThreads, kFetchEarly, kFetchAhead> fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
+    const Fetch fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
     const auto early = fetch.ask(Op::Split(), i > 0);
     const rj_u64 row_slots = partials + (rj_u64)r * splits * slot_bytes;
     run_row(a, r, c.first, c.cols, c.lane, rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}, false, buf);
@@ -305,7 +310,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     // no publishing pass separates them from this row's.
     __syncthreads();
     const rj_u32 rp = first_row + (i - 1) * cohorts;
-    const rj_red_fetch<kThreads, kFetchEarly, kFetchAhead> fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
+    const Fetch fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
     fetch.wait(Op::Split(), fetch.ask(Op::Split(), true));
     run_row(a, rp, c.first, c.cols, c.lane, fetch, split == 0 && threadIdx.x == 0, stage + ((i - 1) % 3) * kBuffer);
   }

@@ -113,7 +113,7 @@ fn deferred_split_softmax_source() {
         "norm_softmax_online_bf16_bf16_s512x8_p",
         &[
             "const rj_u32 kBuffer = 1 * kSlots;",
-            "const int kFetchAhead = 1, kFetchEarly = 1;",
+            "typedef rj_red_fetch<kThreads, 1, 1> Fetch;",
             "rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}",
             "fetch.wait(Op::Split(), early);",
             "rj_cp_async_wait<1>();",

@@ -863,6 +863,17 @@ impl NormSpec {
         }
     }
 
+    /// A deferred split row's second pass spreads the row's states over the
+    /// warps (`rj_red_fetch_wide`) rather than warp 0's batches: where it
+    /// measured faster (f32 RMS norm, with and without the residual, and 16-bit
+    /// layer norm; the numbers are in the prelude beside it).
+    pub fn fetch_wide(&self) -> bool {
+        let f32_rms = self.op == NormOp::RmsNorm && self.input.info().bytes == 4;
+        let layer_16 =
+            self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes < 4;
+        self.prefetch && self.layout == NormLayout::Split && (f32_rms || layer_16)
+    }
+
     /// Bytes of one partial state in the split layout's workspace: a deferred
     /// split row (`_p`) sends each float of its state in a 64-bit word with
     /// the launch's flag, rounded up to 16 bytes; else `PARTIAL_BYTES`.
@@ -1050,6 +1061,7 @@ impl NormSpec {
             partial_bytes: self.partial_bytes(),
             fetch_ahead: self.fetch_ahead(),
             fetch_early: self.fetch_early(),
+            fetch_wide: self.fetch_wide(),
             two_sums: self.two_sums(),
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
@@ -1084,6 +1096,7 @@ struct NormContext {
     partial_bytes: usize,
     fetch_ahead: u32,
     fetch_early: u32,
+    fetch_wide: bool,
     two_sums: bool,
     prefetch: bool,
     staged_cols: bool,
@@ -1854,6 +1867,19 @@ mod tests {
             (f32_softmax.min_blocks(), f32_softmax.fetch_ahead()),
             (1, 4)
         );
+        // The wide second pass where it measured faster, warp 0's elsewhere.
+        for (name, wide) in [
+            ("norm_rmsnorm_f32_f32_s512x8_p", true),
+            ("norm_rmsnorm_res_f32_f32_s512x4_p", true),
+            ("norm_layernorm_bf16_bf16_s512x8_p", true),
+            ("norm_layernorm_f32_f32_s512x4_p", false),
+            ("norm_layernorm_res_bf16_bf16_s512x8_p", false),
+            ("norm_rmsnorm_bf16_bf16_s512x16_p", false),
+            ("norm_softmax_online_f32_f32_s512x8_p", false),
+            ("norm_rmsnorm_f32_f32_s512x8", false),
+        ] {
+            assert_eq!(named(name).fetch_wide(), wide, "{name}");
+        }
         for bad in [
             "norm_softmax_online_f32_f32_s512x16_p",
             "norm_layernorm_res_f32_f32_s512x16_p",
