@@ -529,17 +529,7 @@ fn split_twins_of_every_dtype_pair() {
             cols,
             ld: cols + 3,
         };
-        check(
-            &rt,
-            &mut rng,
-            spec,
-            m,
-            Values::Normal,
-            param_of(spec),
-            true,
-            1,
-            0,
-        );
+        check_with_stats(&rt, &mut rng, spec, m);
     }
 }
 
