@@ -24,6 +24,12 @@
 // memory with cp.async, two rows ahead; it publishes its state of a row
 // (rj_red_publish), then finishes the row before, whose states the cohort
 // published an iteration ago (rj_red_fetch), from the same buffer.
+{%- elif two_pass %}
+// Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
+// elements; blocks take (row, chunk) items in order from a ticket, twice over:
+// the first pass publishes each chunk's state (rj_red_publish), the second
+// loads the chunk again and finishes it once the row's states are in
+// (rj_red_fetch).
 {%- else %}
 // Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
 // elements; blocks take (row, chunk) items in order from a ticket and exchange
@@ -48,12 +54,7 @@ typedef {{ row_load }} RowLoad;
 // A whole-pack row{% if prefetch %}, addressed from the thread's base{% endif %}{% if exact %}, exactly the chunk long{% endif %}.
 typedef rj_chunk<kLanes, true, false, {% if prefetch %}true{% else %}false{% endif %}, {% if exact %}true{% else %}false{% endif %}> Chunk;
 {%- endif %}
-{%- if prefetch %}
-// Shared memory: each staged stream's slots (a pack of every thread, then the
-// next pack), the row's {% if residual %}x and residual{% else %}x{% endif %}{% if staged_cols %}, then the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}{% endif %}.
-const rj_u32 kStride = kThreads * 4 * T::kBytes;
-const rj_u32 kSlots = kPacks * kStride;
-{%- if layout == "split" %}
+{%- if prefetch and layout == "split" or two_pass %}
 {%- if fetch_wide %}
 // The second pass spreads a row's states over the warps, a slot a lane.
 typedef rj_red_fetch_wide<kThreads> Fetch;
@@ -62,6 +63,13 @@ typedef rj_red_fetch_wide<kThreads> Fetch;
 // asks for before the block publishes its next row.
 typedef rj_red_fetch<kThreads, {{ fetch_early }}, {{ fetch_ahead }}> Fetch;
 {%- endif %}
+{%- endif %}
+{%- if prefetch %}
+// Shared memory: each staged stream's slots (a pack of every thread, then the
+// next pack), the row's {% if residual %}x and residual{% else %}x{% endif %}{% if staged_cols %}, then the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}{% endif %}.
+const rj_u32 kStride = kThreads * 4 * T::kBytes;
+const rj_u32 kSlots = kPacks * kStride;
+{%- if layout == "split" %}
 // A row's buffer: its {% if residual %}x and residual{% else %}x{% endif %} slots.
 const rj_u32 kBuffer = {% if residual %}2{% else %}1{% endif %} * kSlots;
 {%- endif %}
@@ -104,7 +112,7 @@ __device__ __forceinline__ void stage_cols(Args& a, rj_u32 stage, const Chunk& c
 {%- endif %}
 
 {% endif -%}
-// One row (or chunk) from load to store{% if prefetch and layout == "split" %}: a publishing reducer (not kApply) stops at the
+// One row (or chunk) from load to store{% if prefetch and layout == "split" or two_pass %}: a publishing reducer (not kApply) stops at the
 // state and stores only the residual's sum, a fetching one stores only the output{% endif %}.
 template <class Red>
 __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% endif %}{% if prefetch and layout == "block" %}, rj_u64 next, rj_u64 rows{% endif %}) {
@@ -182,7 +190,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = {{ input_round }}::round(x[p][k] + h[p][k]);
 {%- endif %}
-    {% if prefetch and layout == "split" %}if (!Red::kApply) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
+    {% if prefetch and layout == "split" or two_pass %}if (!Red::kApply) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
   }
 {%- endif %}
 {%- if staged_cols %}
@@ -326,6 +334,50 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   (void)partials_ptr;
   (void)splits;
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if two_sums %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
+{%- elif two_pass %}
+  // Tickets 0 .. items - 1 publish the states of the items in row order, the
+  // next `items` finish them. An item of the second pass waits only on items
+  // of the first, all handed out before it and never waiting: no block of a
+  // row need be resident with another. Two passes, not one wait an item: at
+  // 4x1000003 the norms' twins ran two waves, each blocked on its rows' other
+  // chunks (bf16 layer norm 24.4-25.4 us on the GPU against 15.4-15.8 us for
+  // the deferred kernel at 4x1000004, H100, 2026-11-25). counters[0] is the
+  // ticket, counters[1] the launches' epoch (the flag, as the deferred kernel's).
+  __shared__ rj_u32 ticket_s, epoch_s;
+  const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
+  const rj_u64 items = rows * splits;
+  const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4, slot_bytes = {{ partial_bytes }};
+  // Written by the previous launch's last block, before this launch began.
+  if (threadIdx.x == 0) epoch_s = rj_load_volatile::b32(counters + 4);
+  for (;;) {
+    // No barrier before the ticket: every pass of an item has a block barrier
+    // after all threads read the last ticket_s.
+    if (threadIdx.x == 0) ticket_s = rj_atom_add_relaxed(counters, 1u);
+    __syncthreads();
+    const rj_u64 ticket = ticket_s;
+    const rj_u32 flag = epoch_s + 1u;
+    if (ticket >= 2 * items) {
+      // Each block takes exactly one ticket past the items: the last one taken
+      // (every block has finished) resets the ticket and advances the epoch.
+      if (threadIdx.x == 0 && ticket == 2 * items + gridDim.x - 1) {
+        rj_st_b32(counters, 0u);
+        rj_st_b32(counters + 4, flag == 0xfffffffeu ? 0u : flag);
+      }
+      return;
+    }
+    const bool finish = ticket >= items;
+    const rj_u64 item = finish ? ticket - items : ticket;
+    const rj_u64 r = item / splits;
+    const rj_u32 split = (rj_u32)(item % splits);
+    const rj_u64 row_slots = partials + r * splits * slot_bytes;
+    if (finish) {
+      const Fetch fetch{row_slots, splits, slot_bytes, flag};
+      fetch.wait(Op::Split(), fetch.ask(Op::Split(), true));
+      run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, fetch, threadIdx.x == 0 && split == 0);
+    } else {
+      run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}, false);
+    }
+  }
 {%- else %}
   __shared__ rj_u32 item_s;
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);

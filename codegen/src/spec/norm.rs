@@ -718,9 +718,10 @@ impl NormSpec {
         // size) has a split twin of its own (softmax: 8 packs; a norm: below).
         let deferred = self.prefetch && self.layout == NormLayout::Split;
         // A norm's split rows (layer or RMS norm, with or without the
-        // residual): the split twin of 4 packs at 2 blocks an SM, which runs
-        // 4x1000003 in one wave. Measured faster than s512x8_g for every norm
-        // op and dtype at 4x1000003 and 64x1048573 (H100, 2026-11-25,
+        // residual): the split twin of 4 packs at 2 blocks an SM (492 items
+        // at 4x1000003 in 264 resident blocks; `two_pass` keeps a block from
+        // waiting on the rest of its row). Measured faster than s512x8_g for
+        // every norm op and dtype at 4x1000003 and 64x1048573 (H100, 2026-11-25,
         // benchmarks/2026-11-25-h100-s11); f32 RMS norm's needs the bound (66
         // registers without it: one block an SM, 17.5-18.7 points below
         // s512x8_g at 4x1000003).
@@ -871,14 +872,47 @@ impl NormSpec {
         let f32_rms = self.op == NormOp::RmsNorm && self.input.info().bytes == 4;
         let layer_16 =
             self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes < 4;
-        self.prefetch && self.layout == NormLayout::Split && (f32_rms || layer_16)
+        let deferred = self.prefetch && self.layout == NormLayout::Split;
+        (deferred && (f32_rms || layer_16)) || self.two_pass()
+    }
+
+    /// A general twin's split rows of layer norm (with or without the
+    /// residual) and RMS norm (without) go over the items twice, from one
+    /// ticket: every chunk's state is published first, then each chunk is
+    /// loaded again and finished once its row's states are all in. No block
+    /// waits while a chunk of the first pass is unpublished. Against one pass
+    /// (H100, 2026-11-25, three rounds each, % of the copy of n f32): layer
+    /// norm bf16 45.5-47.1 against 43.0-43.6 at 4x1000003 and 32.3-32.4
+    /// against 28.8-29.2 at 64x1048573, f32 89.3-93.9 against 76.1-77.7 and
+    /// 59.9-60.5 against 50.7-51.0, RMS norm f32 95.7-97.4 against 85.5-86.4
+    /// and 63.8-65.0 against 62.6-63.2; f32 layer norm + residual lost at
+    /// 4x1000003 (96.4-100.7 against 101.6-102.8) and won at 64x1048573
+    /// (64.8-65.1 against 60.6-60.8). The softmax twins (one wave at
+    /// 4x1000003 already) and RMS norm + residual lost with it where the
+    /// second load of a long row comes from memory (f32 RMS norm + residual
+    /// 67.6-67.9 against 74.0-74.1 at 64x1048573, f32 softmax 66.9-67.2
+    /// against 78.4-79.0): they keep one pass.
+    pub fn two_pass(&self) -> bool {
+        let norm = match self.op {
+            NormOp::LayerNorm => true,
+            NormOp::RmsNorm => !self.residual,
+            NormOp::Softmax | NormOp::LogSoftmax => false,
+        };
+        self.layout == NormLayout::Split && self.general && norm
+    }
+
+    /// Split rows whose states carry the launch's flag (deferred `_p`, or two
+    /// passes): no per-row counters.
+    fn flagged_states(&self) -> bool {
+        (self.prefetch && self.layout == NormLayout::Split) || self.two_pass()
     }
 
     /// Bytes of one partial state in the split layout's workspace: a deferred
-    /// split row (`_p`) sends each float of its state in a 64-bit word with
-    /// the launch's flag, rounded up to 16 bytes; else `PARTIAL_BYTES`.
+    /// (`_p`) or two-pass split row sends each float of its state in a 64-bit
+    /// word with the launch's flag, rounded up to 16 bytes; else
+    /// `PARTIAL_BYTES`.
     pub fn partial_bytes(&self) -> usize {
-        if self.prefetch && self.layout == NormLayout::Split {
+        if self.flagged_states() {
             (8 * self.op.info().split_state_floats as usize).next_multiple_of(16)
         } else {
             PARTIAL_BYTES
@@ -1013,8 +1047,9 @@ impl NormSpec {
                 Plan {
                     grid: grid.clamp(1, resident.min(MAX_GRID)) as u32,
                     splits: splits.min(u64::from(u32::MAX)) as u32,
-                    // A deferred kernel keeps only its ticket and epoch.
-                    counters: if self.prefetch {
+                    // A deferred or two-pass kernel keeps only its ticket
+                    // and epoch.
+                    counters: if self.flagged_states() {
                         2
                     } else {
                         1 + 2 * rows as usize
@@ -1062,6 +1097,7 @@ impl NormSpec {
             fetch_ahead: self.fetch_ahead(),
             fetch_early: self.fetch_early(),
             fetch_wide: self.fetch_wide(),
+            two_pass: self.two_pass(),
             two_sums: self.two_sums(),
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
@@ -1097,6 +1133,7 @@ struct NormContext {
     fetch_ahead: u32,
     fetch_early: u32,
     fetch_wide: bool,
+    two_pass: bool,
     two_sums: bool,
     prefetch: bool,
     staged_cols: bool,
@@ -1728,9 +1765,25 @@ mod tests {
         let p = sp.plan(64, 1 << 20, 132, 2);
         assert_eq!((p.grid, p.splits), (256, 64));
         assert_eq!((p.counters, p.partials), (2, 64 * 64));
-        // Its general twin takes items from a ticket: two counters a row.
+        // Its general twin takes items from a ticket, one pass: two counters
+        // a row.
         let p = sp.general_twin().plan(64, 1 << 20, 132, 2);
         assert_eq!((p.grid, p.splits, p.counters), (264, 65, 1 + 128));
+        assert!(!sp.general_twin().two_pass());
+        // A layer norm's twin goes over its items twice, its states carrying
+        // the launch's flag: a ticket and an epoch.
+        let twin = |ops| NormSpec::with(ops, DType::BF16, DType::BF16, 1 << 20).general_twin();
+        let layer = twin((NormOp::LayerNorm, None, true));
+        assert!(layer.two_pass() && layer.fetch_wide());
+        assert_eq!(layer.partial_bytes(), 32);
+        assert_eq!(layer.plan(64, 1 << 20, 132, 2).counters, 2);
+        assert!(twin((NormOp::RmsNorm, None, false)).two_pass());
+        assert!(!twin((NormOp::RmsNorm, None, true)).two_pass());
+        // The whole-pack split kernel without staging keeps one pass and the
+        // per-row counters.
+        let plain: NormSpec = "norm_layernorm_res_bf16_bf16_s512x8".parse().unwrap();
+        assert!(!plain.two_pass() && !plain.fetch_wide());
+        assert_eq!(plain.plan(64, 1 << 20, 132, 1).counters, 1 + 128);
         let p = sp.plan(4, 1_000_003, 132, 2);
         assert_eq!((p.grid, p.splits), (4 * 62, 62));
         // A general twin's chunks also cover a row starting 3 elements past the
