@@ -355,6 +355,14 @@ template <class S> __device__ __forceinline__ bool rj_state_flagged(const rj_fla
 template <class S> __device__ __forceinline__ bool rj_ld_state_flagged(rj_u64 a, rj_u32 flag, S& s) {
   return rj_state_flagged(rj_ld_flagged<S>(a), flag, s);
 }
+// Loads the state at a into s again every 32 ns until it is this launch's
+// (ok: the first load's was).
+template <class S> __device__ __forceinline__ void rj_until_flagged(rj_u64 a, rj_u32 flag, bool ok, S& s) {
+  while (!ok) {
+    rj_nanosleep(32);
+    ok = rj_ld_state_flagged(a, flag, s);
+  }
+}
 // The first pass: the block's state, published in its slot of the row.
 template <int kThreads> struct rj_red_publish {
   enum : bool { kCheap = false, kApply = false, kKnown = false };
@@ -434,10 +442,7 @@ template <int kThreads, int kEarly, int kAhead> struct rj_red_fetch {
         for (int j = 0; j < kAhead; ++j) {
           const rj_u32 k = k0 + 32 * j;
           if (k < splits) {
-            while (!ok[j]) {
-              rj_nanosleep(32);
-              ok[j] = rj_ld_state_flagged(slots + (rj_u64)k * slot_bytes, flag, v[j]);
-            }
+            rj_until_flagged(slots + (rj_u64)k * slot_bytes, flag, ok[j], v[j]);
             total = f.merge(total, v[j]);
           }
         }
@@ -487,12 +492,9 @@ template <int kThreads> struct rj_red_fetch_wide {
       S total = f.identity();
       for (rj_u32 k = threadIdx.x; k < splits; k += kThreads) {
         S v;
-        bool ok = k == threadIdx.x ? rj_state_flagged(early.w, flag, v)
-                                   : rj_ld_state_flagged(slots + (rj_u64)k * slot_bytes, flag, v);
-        while (!ok) {
-          rj_nanosleep(32);
-          ok = rj_ld_state_flagged(slots + (rj_u64)k * slot_bytes, flag, v);
-        }
+        const bool ok = k == threadIdx.x ? rj_state_flagged(early.w, flag, v)
+                                         : rj_ld_state_flagged(slots + (rj_u64)k * slot_bytes, flag, v);
+        rj_until_flagged(slots + (rj_u64)k * slot_bytes, flag, ok, v);
         total = k == threadIdx.x ? v : f.merge(total, v);
       }
       total = rj_group_total<32>(f, total);
