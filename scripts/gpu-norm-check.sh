@@ -4,7 +4,8 @@
 # and the Triton one-row-per-program kernel (torch_ref.py --families norm) and
 # `redjit bench norm --compare` (every default kernel) in the same call.
 # NORM_TESTS (gpu_norm tests), NORM_SANITIZE (the tests to sanitize; empty: none)
-# and NORM_SHAPES (the benchmark's shapes) override the defaults.
+# and NORM_SHAPES (the shapes of the benchmark and of PyTorch's) override the
+# defaults.
 # Logs in $OUT/norm-check.tgz.
 set -uo pipefail
 RESULTS="${OUT:-/tmp/redjit-out}"
@@ -17,7 +18,7 @@ if [ -n "$SANITIZE_TESTS" ]; then
   OUT="$W" SANITIZE="$SANITIZE_TESTS" SANITIZE_TOOLS="memcheck racecheck" SANITIZE_TIMEOUT=240 \
     bash stage/scripts/gpu-run.sh sanitize 2>&1 | grep -E "rc="
 fi
-python3 stage/scripts/torch_ref.py --families norm --out "$W/torch-norm.json" > "$W/torch-norm.log" 2>&1
+python3 stage/scripts/torch_ref.py --families norm ${NORM_SHAPES:+--norm-shapes "$NORM_SHAPES"} --out "$W/torch-norm.json" > "$W/torch-norm.log" 2>&1
 echo "torch_ref rc=$?"
 REDJIT_REQUIRE_GPU=1 stage/bin/redjit bench norm ${NORM_SHAPES:+--shapes "$NORM_SHAPES"} --json "$W/bench-norm.json" --compare "$W/torch-norm.json" > "$W/bench-norm.log" 2>&1
 echo "bench rc=$?"

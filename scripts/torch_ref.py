@@ -551,6 +551,8 @@ def main():
     ap.add_argument("--ar-bytes", default="8K,64K,256K,1M,4M,16M,64M,256M", help="all_reduce: message sizes in bytes")
     ap.add_argument("--ar-dtype", default="bf16", choices=sorted(AR_DTYPES), help="all_reduce: element type")
     ap.add_argument("--ar-batch", type=int, default=20, help="all_reduce: calls per pair of events")
+    ap.add_argument("--norm-shapes", default=None,
+                    help="norm: comma-separated ROWSxCOLS shapes (default: the issue's six)")
     ap.add_argument("--nms-boxes", default="20000", help="nms: comma-separated box counts")
     ap.add_argument("--nms-thresholds", default="0.5", help="nms: comma-separated IoU thresholds")
     ap.add_argument("--compile-sizes", default=None,
@@ -696,7 +698,10 @@ def main():
 
     if "norm" in families:
         log("")
-        entries.extend(norm_entries(NORM_SHAPES, a, dev))
+        shapes = NORM_SHAPES
+        if a.norm_shapes:
+            shapes = [tuple(int(v) for v in s.lower().split("x")) for s in a.norm_shapes.split(",")]
+        entries.extend(norm_entries(shapes, a, dev))
 
     if "nms" in families:
         log("")
