@@ -892,13 +892,20 @@ impl NormSpec {
     /// second load of a long row comes from memory (f32 RMS norm + residual
     /// 67.6-67.9 against 74.0-74.1 at 64x1048573, f32 softmax 66.9-67.2
     /// against 78.4-79.0): they keep one pass.
+    ///
+    /// Only the long rows' twins (4 packs: rows past 32768 columns, many
+    /// chunks a row) take it. The twins of 16385..32768 columns (s512x8_g, 2
+    /// or 3 chunks a row, whose waits overlap) lost with it where the rows
+    /// outgrow L2 (8192x32767, two rounds: bf16 layer norm 17.5-17.6 against
+    /// 20.1, bf16 RMS norm 25.1 against 28.4, bf16 layer norm + residual
+    /// 24.1-24.2 against 27.6; f32 layer norm 48.3-48.4 against 46.8-46.9).
     pub fn two_pass(&self) -> bool {
         let norm = match self.op {
             NormOp::LayerNorm => true,
             NormOp::RmsNorm => !self.residual,
             NormOp::Softmax | NormOp::LogSoftmax => false,
         };
-        self.layout == NormLayout::Split && self.general && norm
+        self.layout == NormLayout::Split && self.general && norm && self.packs <= 4
     }
 
     /// Split rows whose states carry the launch's flag (deferred `_p`, or two
@@ -1779,6 +1786,18 @@ mod tests {
         assert_eq!(layer.plan(64, 1 << 20, 132, 2).counters, 2);
         assert!(twin((NormOp::RmsNorm, None, false)).two_pass());
         assert!(!twin((NormOp::RmsNorm, None, true)).two_pass());
+        // The twin of a block of 16 packs (rows of 16385..32768) keeps one.
+        let block = NormSpec::with(
+            (NormOp::LayerNorm, None, false),
+            DType::BF16,
+            DType::BF16,
+            32767,
+        );
+        assert_eq!(
+            block.general_twin().name(),
+            "norm_layernorm_bf16_bf16_s512x8_g"
+        );
+        assert!(!block.general_twin().two_pass());
         // The whole-pack split kernel without staging keeps one pass and the
         // per-row counters.
         let plain: NormSpec = "norm_layernorm_res_bf16_bf16_s512x8".parse().unwrap();
