@@ -29,7 +29,7 @@
 // elements; blocks take (row, chunk) items in order from a ticket, twice over:
 // the first pass publishes each chunk's state (rj_red_publish), the second
 // loads the chunk again and finishes it once the row's states are in
-// (rj_red_fetch).
+// ({% if fetch_wide %}rj_red_fetch_wide{% else %}rj_red_fetch{% endif %}).
 {%- else %}
 // Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
 // elements; blocks take (row, chunk) items in order from a ticket and exchange
@@ -86,8 +86,7 @@ struct Args {
   rj_u32 cols;  // this thread's staged columns (shared memory)
 {%- endif %}
 };
-
-{%- if prefetch %}
+{% if prefetch %}
 // Starts copying row r's streams into this thread's slots at stage.
 __device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const Chunk& c, rj_u32 stage) {
   const rj_u64 off = r * a.ld;

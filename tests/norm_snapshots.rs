@@ -121,3 +121,21 @@ fn deferred_split_softmax_source() {
         ],
     );
 }
+
+#[test]
+fn two_pass_split_twin_source() {
+    // A long row's layer norm off the pack grid: its general twin publishes
+    // every chunk's state, then loads each chunk again and finishes it, from
+    // one ticket; the residual's sum is stored by the first pass only.
+    source_of(
+        "norm_layernorm_res_bf16_bf16_s512x4_o2_g",
+        &[
+            "typedef rj_red_fetch_wide<kThreads> Fetch;",
+            "const bool finish = ticket >= items;",
+            "rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}",
+            "fetch.wait(Op::Split(), fetch.ask(Op::Split(), true));",
+            "if (!Red::kApply) rj_row_st<T, kPacks>(rout, c, vec, x);",
+            "ticket == 2 * items + gridDim.x - 1",
+        ],
+    );
+}
