@@ -54,7 +54,7 @@ typedef {{ row_load }} RowLoad;
 // A whole-pack row{% if prefetch %}, addressed from the thread's base{% endif %}{% if exact %}, exactly the chunk long{% endif %}.
 typedef rj_chunk<kLanes, true, false, {% if prefetch %}true{% else %}false{% endif %}, {% if exact %}true{% else %}false{% endif %}> Chunk;
 {%- endif %}
-{%- if prefetch and layout == "split" or two_pass %}
+{%- if flagged %}
 {%- if fetch_wide %}
 // The second pass spreads a row's states over the warps, a slot a lane.
 typedef rj_red_fetch_wide<kThreads> Fetch;
@@ -111,7 +111,7 @@ __device__ __forceinline__ void stage_cols(Args& a, rj_u32 stage, const Chunk& c
 {%- endif %}
 
 {% endif -%}
-// One row (or chunk) from load to store{% if prefetch and layout == "split" or two_pass %}: a publishing reducer (not kApply) stops at the
+// One row (or chunk) from load to store{% if flagged %}: a publishing reducer (not kApply) stops at the
 // state and stores only the residual's sum, a fetching one stores only the output{% endif %}.
 template <class Red>
 __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% endif %}{% if prefetch and layout == "block" %}, rj_u64 next, rj_u64 rows{% endif %}) {
@@ -189,7 +189,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = {{ input_round }}::round(x[p][k] + h[p][k]);
 {%- endif %}
-    {% if prefetch and layout == "split" or two_pass %}if (!Red::kApply) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
+    {% if flagged %}if (!Red::kApply) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
   }
 {%- endif %}
 {%- if staged_cols %}
@@ -262,8 +262,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
   if (threadIdx.x == 0) {
     ticket_s = rj_atom_add_relaxed(counters, 1u);
-    // Written by the previous launch's last block, before this launch began.
-    epoch_s = rj_load_volatile::b32(counters + 4);
+    epoch_s = rj_launch_epoch(counters);
   }
   __syncthreads();
   // Rows and items are below 2^32 (the launcher checks rows x splits): 32-bit
@@ -322,12 +321,8 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     run_row(a, rp, c.first, c.cols, c.lane, fetch, split == 0 && threadIdx.x == 0, stage + ((i - 1) % 3) * kBuffer);
   }
   rj_cp_async_wait<0>();
-  if (threadIdx.x == 0 && rj_atom_add_relaxed(counters, 1u) == 2 * gridDim.x - 1) {
-    // Every block has left: the ticket starts again at 0, and the next launch's
-    // flag is not this one's (nor 0, what a fresh workspace holds).
-    rj_st_b32(counters, 0u);
-    rj_st_b32(counters + 4, flag == 0xfffffffeu ? 0u : flag);
-  }
+  // The last block to leave ends the launch.
+  if (threadIdx.x == 0 && rj_atom_add_relaxed(counters, 1u) == 2 * gridDim.x - 1) rj_launch_done(counters, flag);
 {%- elif layout == "block" %}
   (void)counters_ptr;
   (void)partials_ptr;
@@ -346,8 +341,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
   const rj_u64 items = rows * splits;
   const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4, slot_bytes = {{ partial_bytes }};
-  // Written by the previous launch's last block, before this launch began.
-  if (threadIdx.x == 0) epoch_s = rj_load_volatile::b32(counters + 4);
+  if (threadIdx.x == 0) epoch_s = rj_launch_epoch(counters);
   for (;;) {
     // No barrier before the ticket: every pass of an item has a block barrier
     // after all threads read the last ticket_s.
@@ -357,11 +351,8 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     const rj_u32 flag = epoch_s + 1u;
     if (ticket >= 2 * items) {
       // Each block takes exactly one ticket past the items: the last one taken
-      // (every block has finished) resets the ticket and advances the epoch.
-      if (threadIdx.x == 0 && ticket == 2 * items + gridDim.x - 1) {
-        rj_st_b32(counters, 0u);
-        rj_st_b32(counters + 4, flag == 0xfffffffeu ? 0u : flag);
-      }
+      // (every block has finished) ends the launch.
+      if (threadIdx.x == 0 && ticket == 2 * items + gridDim.x - 1) rj_launch_done(counters, flag);
       return;
     }
     const bool finish = ticket >= items;

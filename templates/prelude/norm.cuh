@@ -317,6 +317,15 @@ template <int kThreads> struct rj_red_split {
 // sees the float, and no fence, counter or reset is needed. The flag is the
 // launch's epoch + 1 (the workspace keeps the epoch; the last block to leave
 // advances it), so a slot of an earlier launch never matches.
+// counters[0] is the launch's ticket, counters[1] the epoch, written by the
+// previous launch's last block before this launch began (the flag: epoch + 1).
+__device__ __forceinline__ rj_u32 rj_launch_epoch(rj_u64 counters) { return rj_load_volatile::b32(counters + 4); }
+// By the last block to leave: the ticket starts again at 0, and the next
+// launch's flag is not this one's (nor 0, what a fresh workspace holds).
+__device__ __forceinline__ void rj_launch_done(rj_u64 counters, rj_u32 flag) {
+  rj_st_b32(counters, 0u);
+  rj_st_b32(counters + 4, flag == 0xfffffffeu ? 0u : flag);
+}
 __device__ __forceinline__ void rj_st_relaxed_b64(rj_u64 a, rj_u64 v) {
   asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(a), "l"(v) : "memory");
 }

@@ -1105,6 +1105,7 @@ impl NormSpec {
             fetch_early: self.fetch_early(),
             fetch_wide: self.fetch_wide(),
             two_pass: self.two_pass(),
+            flagged: self.flagged_states(),
             two_sums: self.two_sums(),
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
@@ -1141,6 +1142,9 @@ struct NormContext {
     fetch_early: u32,
     fetch_wide: bool,
     two_pass: bool,
+    /// Split rows that publish flagged states and finish them in a second
+    /// pass (deferred `_p`, or two passes).
+    flagged: bool,
     two_sums: bool,
     prefetch: bool,
     staged_cols: bool,
