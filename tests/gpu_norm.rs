@@ -114,6 +114,11 @@ enum Values {
     Large,
     /// Normal rows, and rows 0..4 special: some -Inf, all -Inf, a +Inf, a NaN.
     Special,
+    /// Normal rows moved off zero by row: every third row by 100 (E[x^2] - mean^2
+    /// would cancel: a layer norm sums the squares again about the mean), the
+    /// next by 0.7 (about the bound of the one-reduction form, |mean| = sd /
+    /// sqrt(8)), the next not at all; in a warp kernel a warp's rows mix them.
+    Offset,
 }
 
 fn host_values(rng: &mut common::Rng, rows: usize, cols: usize, ld: usize, v: Values) -> Vec<f32> {
@@ -123,10 +128,15 @@ fn host_values(rng: &mut common::Rng, rows: usize, cols: usize, ld: usize, v: Va
         let mut rng = common::Rng::seeded(base ^ (r as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93));
         let mut unit = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
         let len = if r + 1 == rows { cols } else { ld };
+        let offset = match (v, r % 3) {
+            (Values::Offset, 0) => 100.0,
+            (Values::Offset, 1) => 0.7,
+            _ => 0.0,
+        };
         (0..len)
             .map(|_| match v {
-                Values::Normal | Values::Special => {
-                    (unit() + unit() + unit() + unit() - 2.0) * 3.46
+                Values::Normal | Values::Special | Values::Offset => {
+                    (unit() + unit() + unit() + unit() - 2.0) * 3.46 + offset
                 }
                 Values::Large => (unit() * 2.0 - 1.0) * 1e4,
             })
@@ -247,6 +257,27 @@ fn check(
     inputs.bias = b_h.as_ref();
     let want = expect_rows(spec, &inputs);
     compare(&what, spec, m, SLACK + out_shift, &want, &outs);
+    if let Values::Offset = values {
+        rstd_within(&what, &want, &outs[3], SLACK + out_shift, 1e-5);
+    }
+}
+
+/// Every row's rstd within `rel` of the f64 value: sharper than the reference's
+/// tolerance, which bounds a layer norm's variance against E[x^2] (Chan's
+/// merges), so a row far from zero shows whether its squares were centred.
+fn rstd_within(what: &str, want: &[RowWant], got: &[u32], at: usize, rel: f64) {
+    assert!(!got.is_empty(), "{what}: no rstd written to check");
+    let bad: Vec<String> = want
+        .iter()
+        .enumerate()
+        .filter_map(|(r, w)| {
+            let want = w.rstd.expect("a layer norm's rstd").value;
+            let g = f64::from(f32::from_bits(got[at + r]));
+            ((g - want).abs() > rel * want).then(|| format!("rstd of row {r}: {g}, want {want}"))
+        })
+        .take(8)
+        .collect();
+    assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
 }
 
 /// `at`: where each output starts in its poisoned buffer.
@@ -437,6 +468,42 @@ fn every_layout_variant_on_strided_rows() {
                             out_shift,
                         );
                     }
+                }
+            }
+        }
+    }
+}
+
+/// Layer norm rows far from zero, near the one-reduction form's bound and on
+/// it, mixed in every kernel's rows (a warp kernel's warp holds rows of each):
+/// every layout variant and its general twin, f32 and bf16, with and without
+/// the residual, strided rows off the pack grid; rstd within 1e-5 of the f64
+/// value besides the usual check.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn layer_norm_rows_off_zero() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("layer_norm_rows_off_zero");
+    let ln = || row_ops().into_iter().filter(|o| o.0.info().bias);
+    prepare(
+        &rt,
+        ln().flat_map(|ops| {
+            [DType::BF16, DType::F32]
+                .into_iter()
+                .flat_map(move |d| variants(&NormSpec::with(ops, d, d, 1)))
+        }),
+    );
+    for ops in ln() {
+        for d in [DType::BF16, DType::F32] {
+            for spec in variants(&NormSpec::with(ops, d, d, 1)) {
+                let cap = spec.capacity().unwrap_or(3 * spec.chunk() + 5) as usize;
+                for ld in [cap, cap + 3] {
+                    let m = Matrix {
+                        rows: 37,
+                        cols: cap,
+                        ld,
+                    };
+                    check(&rt, &mut rng, &spec, m, Values::Offset, 1e-5, true, 1, 0);
                 }
             }
         }

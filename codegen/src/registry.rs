@@ -615,22 +615,23 @@ pub struct NormOpInfo {
     pub bias: bool,
     /// May write per-row statistics: the mean (layer norm) and 1/std (both norms).
     pub mean: bool,
-    /// Floats of the state the blocks of a split row exchange: (max, sum of
-    /// exps), Welford's (n, mean, m2), the sum of squares.
-    pub split_state_floats: u32,
+    /// 32-bit words of the state the blocks of a split row exchange: (max,
+    /// sum of exps), Welford's (n, mean, m2) (a spec may take layer norm's f64
+    /// sums, four: `NormSpec::f64_sums`), the sum of squares.
+    pub split_state_words: u32,
 }
 
 registry_enum! {
     /// What a `norm` kernel computes over each row.
     NormOp: NormOpInfo, what = "norm op" {
         /// y = e^(s x - max) / sum e^(s x - max), s the scale (temperature).
-        Softmax => NormOpInfo { slug: "softmax", functor: "rj_norm_softmax", softmax: true, bias: false, mean: false, split_state_floats: 2 },
+        Softmax => NormOpInfo { slug: "softmax", functor: "rj_norm_softmax", softmax: true, bias: false, mean: false, split_state_words: 2 },
         /// y = (s x - max) - ln sum e^(s x - max).
-        LogSoftmax => NormOpInfo { slug: "logsoftmax", functor: "rj_norm_softmax", softmax: true, bias: false, mean: false, split_state_floats: 2 },
+        LogSoftmax => NormOpInfo { slug: "logsoftmax", functor: "rj_norm_softmax", softmax: true, bias: false, mean: false, split_state_words: 2 },
         /// y = (x - mean) / sqrt(var + eps) * weight + bias (population variance).
-        LayerNorm => NormOpInfo { slug: "layernorm", functor: "rj_norm_layer_t", softmax: false, bias: true, mean: true, split_state_floats: 3 },
+        LayerNorm => NormOpInfo { slug: "layernorm", functor: "rj_norm_layer_t", softmax: false, bias: true, mean: true, split_state_words: 3 },
         /// y = x / sqrt(mean(x^2) + eps) * weight.
-        RmsNorm => NormOpInfo { slug: "rmsnorm", functor: "rj_norm_rms_t", softmax: false, bias: false, mean: false, split_state_floats: 1 },
+        RmsNorm => NormOpInfo { slug: "rmsnorm", functor: "rj_norm_rms_t", softmax: false, bias: false, mean: false, split_state_words: 1 },
     }
 }
 

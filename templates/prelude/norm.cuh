@@ -4,9 +4,9 @@
 // pack p of lane l covering elements first + (p * kLanes + l) * 4 .. + 3, so each
 // unroll step of a lane group is one coalesced access. The cross-thread states are
 // reduce.cuh's (rj_red_max, rj_red_sum, rj_red_lse's online (max, sum) merge,
-// rj_red_welford's Chan merge) and so are the primitives that combine them; a
-// "reducer" (group, block, or split across blocks) hands every thread of a row the
-// row's merged state.
+// rj_red_welford's Chan merge) or layer norm's sums of x and x^2 (below), and so
+// are the primitives that combine them; a "reducer" (group, block, or split
+// across blocks) hands every thread of a row the row's merged state.
 //
 // Every row op has the same contract:
 //   template <int P, class C, class Red>
@@ -637,17 +637,72 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
 };
 
 // ---- layer norm ----------------------------------------------------------------
-// Exact centring, two passes over the registers. Where a reduction is cheap
-// (a group or a block per row): the row's sum, then the sum of squares about
-// its mean, two plain sums. Across blocks (split), one exchange: each thread's
-// (n, mean, m2), merged by Chan's formula (rj_red_welford). Neither has the
-// E[x^2] - E[x]^2 cancellation; the two sums cost a fraction of the Welford
-// merge's instructions, which set the pace of 16-bit rows (ncu, H100,
-// 2026-11-24: layer norm bf16 b256x4 at 32768x4096 issue-bound, 88 % SM
-// throughput at 67 % of DRAM's). y = (x - mean) * rstd * w + b, var the
-// population variance, rstd = 1 / sqrt(var + eps).
-template <class T, class Cols = rj_cols_global> struct rj_norm_layer_t {
-  typedef rj_red_welford<rj_acc_f32> Split;
+// The row's sum and sum of squares, merged by two adds: the one exchange of a
+// layer norm whose reduction is cheap (rj_group_reduce and rj_block_reduce use
+// S and merge).
+struct rj_sum_sq {
+  float s, q;
+};
+struct rj_red_sum_sq {
+  typedef rj_sum_sq S;
+  __device__ __forceinline__ S merge(S a, S b) const { return rj_sum_sq{a.s + b.s, a.q + b.q}; }
+};
+__device__ __forceinline__ rj_sum_sq rj_shfl_state(const rj_sum_sq& s, int m) {
+  return rj_sum_sq{rj_shfl_xor(s.s, m), rj_shfl_xor(s.q, m)};
+}
+// A if B, else Z.
+template <bool B, class A, class Z> struct rj_type_if {
+  typedef A type;
+};
+template <class A, class Z> struct rj_type_if<false, A, Z> {
+  typedef Z type;
+};
+// The same in f64, what the blocks of a deferred 16-bit split row exchange (S,
+// identity, merge: the split reducers' part of the functor contract).
+struct rj_sum_sq64 {
+  double s, q;
+};
+struct rj_red_sum_sq64 {
+  typedef rj_sum_sq64 S;
+  __device__ __forceinline__ S identity() const { return rj_sum_sq64{0.0, 0.0}; }
+  __device__ __forceinline__ S merge(S a, S b) const { return rj_sum_sq64{a.s + b.s, a.q + b.q}; }
+};
+__device__ __forceinline__ double rj_shfl_xor_f64(double v, int m) {
+  rj_u32 lo, hi;
+  asm("mov.b64 { %0, %1}, %2;" : "=r"(lo), "=r"(hi) : "d"(v));
+  lo = rj_shfl_xor_u32(lo, m);
+  hi = rj_shfl_xor_u32(hi, m);
+  double r;
+  asm("mov.b64 %0, { %1, %2};" : "=d"(r) : "r"(lo), "r"(hi));
+  return r;
+}
+__device__ __forceinline__ rj_sum_sq64 rj_shfl_state(const rj_sum_sq64& s, int m) {
+  return rj_sum_sq64{rj_shfl_xor_f64(s.s, m), rj_shfl_xor_f64(s.q, m)};
+}
+// y = (x - mean) * rstd * w + b, var the population variance, rstd =
+// 1 / sqrt(var + eps). Three forms, each one reduction of the row:
+// - Where a reduction is cheap (a group or a block per row): the row's sum and
+//   sum of squares in f32, var = E[x^2] - mean^2. Its error is a few ulps of
+//   E[x^2], of the order of var's own while 9 mean^2 <= E[x^2] (|mean| at most
+//   sd / sqrt(8)); past that, or with E[x^2] not finite, the row's squares are
+//   summed again about its mean (exact centring), so a row far from zero costs
+//   a second reduction, never accuracy. A warp whose rows include one past the
+//   bound centres them all (the groups of a warp hold different rows and every
+//   lane must reach each shuffle; keeping each row's own form spilled layer
+//   norm + residual f32 w32x4 at its 64 registers). Against the two sums (the
+//   mean, then the squares about it): f32 b512x16_n at 8192x32768 94.6-95.4 %
+//   of copy against 93.2-93.5 (H100, 2026-11-25), the others within the spread.
+// - Split rows and 16-bit blocks of 512 threads: each thread's (n, mean, m2)
+//   about its own mean, merged by Chan's formula (rj_red_welford).
+// - kSums64 (NormSpec::f64_sums, the deferred 16-bit split rows): the sum and
+//   sum of squares in f64, merged by adds. Each thread sums its elements'
+//   offsets d = x - x0 from its first one in f32 (x0 an element of the row, so
+//   sum d^2 is at most 2 (the thread's squares about the row's mean + n var) and
+//   its f32 error is the centred sum's), then moves the pair to zero in f64 (x0
+//   and the sums exact, one rounding). The f64 cancellation costs about
+//   2^-53 (mean / sd)^2 of var: under 1e-9 up to |mean| = 3000 sd.
+template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_norm_layer_t {
+  typedef typename rj_type_if<kSums64, rj_red_sum_sq64, rj_red_welford<rj_acc_f32>>::type Split;
   float param;  // eps
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
@@ -655,33 +710,67 @@ template <class T, class Cols = rj_cols_global> struct rj_norm_layer_t {
   Cols cols;
   template <int P, class C, class Red>
   __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool leader) const {
-    float mean, m2;
-    if (Red::kCheap) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int p = 0; p < P; ++p)
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          if (c.ok(p, k)) sum += x[p][k];
-      mean = rj_div_rn(red(rj_red_sum<rj_acc_f32>(), sum), (float)c.cols);
-      m2 = red(rj_red_sum<rj_acc_f32>(), rj_row_sq_about(x, c, mean));
-    } else {
-      float n = 0.0f, sum = 0.0f;
+    const float n = (float)c.cols;
+    float mean, var;
+    if constexpr (Red::kCheap) {
+      float sum = 0.0f, sq = 0.0f;
 #pragma unroll
       for (int p = 0; p < P; ++p)
 #pragma unroll
         for (int k = 0; k < 4; ++k)
           if (c.ok(p, k)) {
-            n += 1.0f;
+            sum += x[p][k];
+            sq = fmaf(x[p][k], x[p][k], sq);
+          }
+      const rj_sum_sq t = red(rj_red_sum_sq(), rj_sum_sq{sum, sq});
+      mean = rj_div_rn(t.s, n);
+      // n mean^2 = mean * sum: one division for the variance on either path.
+      const float nmm = rj_mul_rn(mean, t.s);
+      float m2 = t.q - nmm;
+      if (rj_warp_any(!(t.q < rj_pos_inf() && rj_mul_rn(9.0f, nmm) <= t.q)))
+        m2 = red(rj_red_sum<rj_acc_f32>(), rj_row_sq_about(x, c, mean));
+      var = rj_div_rn(m2, n);
+    } else if constexpr (!kSums64) {
+      float cnt = 0.0f, sum = 0.0f;
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (c.ok(p, k)) {
+            cnt += 1.0f;
             sum += x[p][k];
           }
-      const float mean_l = n > 0.0f ? rj_div_rn(sum, n) : 0.0f;
-      const rj_welford s = red(rj_red_welford<rj_acc_f32>(), rj_welford{n, mean_l, rj_row_sq_about(x, c, mean_l)});
+      const float mean_l = cnt > 0.0f ? rj_div_rn(sum, cnt) : 0.0f;
+      const rj_welford s = red(rj_red_welford<rj_acc_f32>(), rj_welford{cnt, mean_l, rj_row_sq_about(x, c, mean_l)});
       mean = s.mean;
-      m2 = s.m2;
+      var = rj_div_rn(s.m2, n);
+    } else {
+      // The first element of pack 0 inside the row (a general chunk's lane 0
+      // may start before it; a thread with none holds nothing to sum).
+      float x0 = 0.0f;
+#pragma unroll
+      for (int k = 3; k >= 0; --k)
+        if (c.ok(0, k)) x0 = x[0][k];
+      float cnt = 0.0f, sum = 0.0f, sq = 0.0f;
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (c.ok(p, k)) {
+            const float d = x[p][k] - x0;
+            cnt += 1.0f;
+            sum += d;
+            sq = fmaf(d, d, sq);
+          }
+      const double x0d = x0, sumd = sum;
+      const rj_sum_sq64 t = red(rj_red_sum_sq64(), rj_sum_sq64{fma((double)cnt, x0d, sumd), fma(x0d, fma((double)cnt, x0d, 2.0 * sumd), (double)sq)});
+      if (!Red::kApply) return;
+      const double inv = 1.0 / (double)c.cols, mean64 = t.s * inv;
+      const double var64 = fma(t.q, inv, -mean64 * mean64);
+      mean = (float)mean64;
+      var = var64 < 0.0 ? 0.0f : (float)var64;
     }
     if (!Red::kApply) return;
-    const float var = rj_div_rn(m2, (float)c.cols);
     const float rstd = rj_rsqrt_rn(var + param);
     if (leader) {
       if (mean_out) rj_st_b32(mean_out + row_index * 4, rj_f32_as_bits(mean));

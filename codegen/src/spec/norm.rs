@@ -46,8 +46,8 @@ pub const PACKS: &[u32] = &[1, 2, 4, 8, 16];
 pub const GENERAL_MAX_PACKS: u32 = 8;
 /// The most packs a lane of the warp layout holds.
 pub const WARP_MAX_PACKS: u32 = 8;
-/// Bytes of one partial state in the split layout's workspace (Welford's three
-/// words rounded up).
+/// Bytes of one partial state in the split layout's workspace (the largest
+/// state, four words: layer norm's f64 sums).
 pub const PARTIAL_BYTES: usize = 16;
 /// Resident threads an SM holds (sm_80 and sm_90): the largest launch bound.
 pub const MAX_THREADS_PER_SM: u32 = 2048;
@@ -851,13 +851,13 @@ impl NormSpec {
 
     /// Of those, the slots asked for before the block publishes its next row:
     /// all of them where their registers held (under 32 chunks a row of 2^20;
-    /// not Welford's three words a slot beside a residual), else 1. With all 4
+    /// not a layer norm's three words a slot beside a residual), else 1. With all 4
     /// early, 16-bit RMS norm of 16 packs spilled 8 bytes and 16-bit layer
     /// norm with the residual 20. 16-bit layer norm ran at 61.1-62.8 % of copy
     /// with 4 early (H100, 64x1048576, run11) and 53.9-54.3 % with 1 (run13).
     pub fn fetch_early(&self) -> u32 {
-        let welford_beside_residual = self.op.info().split_state_floats >= 3 && self.residual;
-        if self.chunk() < (1 << 20) / 32 && !welford_beside_residual {
+        let wide_state_beside_residual = self.split_state_words() >= 3 && self.residual;
+        if self.chunk() < (1 << 20) / 32 && !wide_state_beside_residual {
             self.fetch_ahead()
         } else {
             1
@@ -874,6 +874,31 @@ impl NormSpec {
             self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes < 4;
         let deferred = self.prefetch && self.layout == NormLayout::Split;
         (deferred && (f32_rms || layer_16)) || self.two_pass()
+    }
+
+    /// A deferred split row of 16-bit layer norm (without the residual)
+    /// exchanges its sum and sum of squares in f64 (`rj_red_sum_sq64`) rather
+    /// than Chan's (n, mean, m2). At 64x1048576 (H100, 2026-11-25, three
+    /// rounds, % of the copy of n f32): bf16 s512x8_p 75.6-77.2 against
+    /// 70.0-70.9. It lost elsewhere (f32 layer norm s512x4_p 75.6-76.3
+    /// against 77.6-79.3, f32 layer norm + residual s512x4_p 79.5-80.3 against
+    /// 83.1-83.6, bf16 layer norm + residual s512x8 77.0-77.9 against
+    /// 78.7-79.1) and spilled f32 layer norm s512x8 and s256x8 at their bounds.
+    pub fn f64_sums(&self) -> bool {
+        self.op == NormOp::LayerNorm
+            && !self.residual
+            && self.input.info().bytes < 4
+            && self.prefetch
+            && self.layout == NormLayout::Split
+    }
+
+    /// 32-bit words of the state a split row's blocks exchange.
+    fn split_state_words(&self) -> u32 {
+        if self.f64_sums() {
+            4
+        } else {
+            self.op.info().split_state_words
+        }
     }
 
     /// A general twin's split rows of layer norm (with or without the
@@ -915,12 +940,12 @@ impl NormSpec {
     }
 
     /// Bytes of one partial state in the split layout's workspace: a deferred
-    /// (`_p`) or two-pass split row sends each float of its state in a 64-bit
+    /// (`_p`) or two-pass split row sends each word of its state in a 64-bit
     /// word with the launch's flag, rounded up to 16 bytes; else
     /// `PARTIAL_BYTES`.
     pub fn partial_bytes(&self) -> usize {
         if self.flagged_states() {
-            (8 * self.op.info().split_state_floats as usize).next_multiple_of(16)
+            (8 * self.split_state_words() as usize).next_multiple_of(16)
         } else {
             PARTIAL_BYTES
         }
@@ -1074,11 +1099,16 @@ impl NormSpec {
                 self.algo == Some(SoftmaxAlgo::Online),
                 self.op == NormOp::LogSoftmax
             ),
-            // A prefetching block reads weight and bias from its staged slots.
-            _ if self.staged_cols() => {
-                format!("{}<T, rj_cols_staged>", self.op.info().functor)
+            NormOp::LayerNorm | NormOp::RmsNorm => {
+                // A prefetching kernel may read weight and bias from its
+                // staged slots; a layer norm may exchange f64 sums.
+                let cols = if self.staged_cols() { "rj_cols_staged" } else { "rj_cols_global" };
+                match (self.staged_cols(), self.f64_sums()) {
+                    (false, false) => format!("{}<T>", self.op.info().functor),
+                    (_, false) => format!("{}<T, {cols}>", self.op.info().functor),
+                    (_, true) => format!("{}<T, {cols}, true>", self.op.info().functor),
+                }
             }
-            _ => format!("{}<T>", self.op.info().functor),
         }
     }
 
@@ -1922,8 +1952,21 @@ mod tests {
         }
         assert_eq!(
             named("norm_layernorm_bf16_bf16_s512x8_p").functor(),
-            "rj_norm_layer_t<T, rj_cols_staged>"
+            "rj_norm_layer_t<T, rj_cols_staged, true>"
         );
+        // f64 sums: the deferred 16-bit layer norm without the residual only.
+        for (name, f64_sums) in [
+            ("norm_layernorm_bf16_bf16_s512x8_p", true),
+            ("norm_layernorm_f16_f32_s512x8_p", true),
+            ("norm_layernorm_f32_f32_s512x4_p", false),
+            ("norm_layernorm_res_bf16_bf16_s512x8_p", false),
+            ("norm_layernorm_bf16_bf16_s512x8", false),
+            ("norm_layernorm_bf16_bf16_s512x4_o2_g", false),
+            ("norm_layernorm_bf16_bf16_b512x16_p", false),
+            ("norm_rmsnorm_bf16_bf16_s512x8_p", false),
+        ] {
+            assert_eq!(named(name).f64_sums(), f64_sums, "{name}");
+        }
         for (name, bytes) in [
             ("norm_softmax_online_f32_f32_s512x8_p", 16),
             ("norm_layernorm_bf16_bf16_s512x8_p", 32),
