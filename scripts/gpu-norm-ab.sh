@@ -4,8 +4,11 @@
 # LIST="SHAPE@SPEC ..." (kernel names as the runtime prints them); BINS="redjit
 # redjit-old ..." binaries under stage/bin to run each through (two builds side
 # by side). An item SHAPE@SPEC@BIN runs through BIN only (a kernel of one build
-# against another kernel of another, in the same rounds). Prints one line a run (round, binary, kernel, shape, GB/s, % of
-# copy); logs and JSON in $OUT/norm-ab.tgz.
+# against another kernel of another, in the same rounds). EXTRA: more `bench norm`
+# arguments for every run (e.g. EXTRA="--offset 100"); TAG: a word put before
+# each line (tells apart invocations whose lines are read together). Prints one
+# line a run (round, binary, kernel, shape, GB/s, % of copy); logs and JSON in
+# $OUT/norm-ab.tgz.
 set -uo pipefail
 RESULTS="${OUT:-/tmp/redjit-out}"
 W=$(mktemp -d)
@@ -19,9 +22,10 @@ for round in $(seq 1 "${ROUNDS:-3}"); do
     [ "$rest" != "$spec" ] && bins=${rest#*@}
     for bin in $bins; do
       j="$W/r$round-$bin-$spec-$shape"
-      REDJIT_REQUIRE_GPU=1 "stage/bin/$bin" bench norm --shapes "$shape" --spec "$spec" \
+      # shellcheck disable=SC2086 # EXTRA is several words
+      REDJIT_REQUIRE_GPU=1 "stage/bin/$bin" bench norm --shapes "$shape" --spec "$spec" ${EXTRA:-} \
         --json "$j.json" > "$j.log" 2>&1 || echo "$bin $item round $round rc=$?"
-      python3 - "$j.json" "r$round $bin" <<'PY'
+      python3 - "$j.json" "${TAG:+$TAG }r$round $bin" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 for k in d["kernels"]:

@@ -152,7 +152,13 @@ pub struct Filler {
 
 impl Filler {
     pub fn new(stream: &Arc<CudaStream>, seed: u64) -> CliResult<Filler> {
-        let host = random_block(FILL_BLOCK, seed);
+        Filler::with_offset(stream, seed, 0.0)
+    }
+
+    /// The float blocks moved by `offset` (i8 keeps the plain block).
+    pub fn with_offset(stream: &Arc<CudaStream>, seed: u64, offset: f32) -> CliResult<Filler> {
+        let plain = random_block(FILL_BLOCK, seed);
+        let host: Vec<f32> = plain.iter().map(|&v| v + offset).collect();
         let upload = |what: &str| format!("uploading the random {what} block");
         Ok(Filler {
             stream: stream.clone(),
@@ -181,7 +187,7 @@ impl Filler {
                 .during(|| upload("e5m2"))?,
             i8: stream
                 .clone_htod(
-                    &host
+                    &plain
                         .iter()
                         .map(|&v| (v * 100.0).round() as i8)
                         .collect::<Vec<_>>(),

@@ -182,7 +182,7 @@ pub fn bench_cmd(args: &BenchArgs) -> CliResult {
         BenchCmd::Norm(a) => {
             let torch = a.common.check()?;
             let cases = norm::cases(a)?;
-            run(&a.common, torch, "norm", |b| norm::bench(b, &cases))
+            run(&a.common, torch, "norm", |b| norm::bench(b, &cases, a.offset))
         }
         BenchCmd::Nms(a) => {
             let torch = a.common.check()?;
@@ -208,7 +208,7 @@ pub fn bench_cmd(args: &BenchArgs) -> CliResult {
             run(&a.common, torch, "all", |b| {
                 reduce_copy::bench(b, &rc, &rc_specs, &sizes)?;
                 reduce::bench(b, &cases)?;
-                norm::bench(b, &norm_cases)
+                norm::bench(b, &norm_cases, 0.0)
             })
         }
         BenchCmd::AllReduce(a) => all_reduce::all_reduce_cmd(a),

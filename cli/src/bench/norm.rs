@@ -14,9 +14,12 @@ use redjit_runtime::{KernelOutput, Matrix, NormArgs};
 
 use super::reduce::parse_shapes;
 use super::{Bench, Common, KernelRow};
-use crate::devbuf::DevBuf;
+use crate::devbuf::{DevBuf, Filler};
 use crate::error::{CliError, CliResult, DriverContext};
 use crate::timing::median_us;
+
+/// The seed of `--offset`'s input block (not the bench's own: the rows differ).
+const INPUT_SEED: u64 = 0x5eed_1234_abcd_0002;
 
 /// The shapes.
 pub const DEFAULT_SHAPES: &str = "32768x4096,8192x16384,8192x32768,262144x128,4x1000003,64x1048576";
@@ -47,6 +50,12 @@ pub struct NormBenchArgs {
     /// `_o<n>` in names), where its block size allows them.
     #[arg(long, value_delimiter = ',')]
     pub bounds: Vec<u32>,
+
+    /// Added to every input element (the random values lie in ±[0.5, 1.5)): rows
+    /// this far off zero. Past 1 / sqrt(8) of their spread, a layer norm whose
+    /// reduction is cheap sums its squares again about the mean.
+    #[arg(long, default_value_t = 0.0)]
+    pub offset: f32,
 }
 
 impl NormBenchArgs {
@@ -59,6 +68,7 @@ impl NormBenchArgs {
             variants: false,
             specs: Vec::new(),
             bounds: Vec::new(),
+            offset: 0.0,
         }
     }
 }
@@ -181,11 +191,19 @@ pub fn cases(a: &NormBenchArgs) -> CliResult<Vec<Case>> {
     Ok(out)
 }
 
-pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
+/// `offset`: added to every input element (`NormBenchArgs::offset`).
+pub fn bench(b: &mut Bench<'_>, cases: &[Case], offset: f32) -> CliResult {
     if cases.is_empty() {
         return Err(CliError::usage("no norm kernel to bench"));
     }
     let rt = b.rt;
+    // Inputs from their own block, moved off zero; outputs from the usual one.
+    let inputs = (offset != 0.0)
+        .then(|| Filler::with_offset(rt.stream(), INPUT_SEED, offset))
+        .transpose()?;
+    if offset != 0.0 {
+        b.println(format!("norm: inputs moved {offset} off zero"));
+    }
     let mut specs: Vec<NormSpec> = Vec::new();
     for c in cases {
         if !specs.contains(&c.spec) {
@@ -238,12 +256,13 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
         }
         let mut sets = Vec::new();
         for _ in 0..rotations {
+            let input = inputs.as_ref().unwrap_or(&b.filler);
             sets.push(Set {
-                x: b.filler.alloc(case.spec.input, n)?,
+                x: input.alloc(case.spec.input, n)?,
                 res: case
                     .spec
                     .residual
-                    .then(|| b.filler.alloc(case.spec.input, n))
+                    .then(|| input.alloc(case.spec.input, n))
                     .transpose()?,
                 out: b.filler.alloc(case.spec.output, n)?,
                 res_out: case
