@@ -248,7 +248,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   if (blockIdx.x < rows) stage_row(a, blockIdx.x, Chunk{0, (rj_u32)cols, threadIdx.x}, stage);
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     rj_cp_async_wait<0>();
-    run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if two_sums %}true{% else %}false{% endif %}>(), threadIdx.x == 0, stage, r + gridDim.x, rows);
+    run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0, stage, r + gridDim.x, rows);
   }
 {%- elif prefetch %}
   // Split rows in cohorts: the first `splits` blocks to run form cohort 0, and
@@ -327,7 +327,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   (void)counters_ptr;
   (void)partials_ptr;
   (void)splits;
-  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if two_sums %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
+  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
 {%- elif two_pass %}
   // Tickets 0 .. items - 1 publish the states of the items in row order, the
   // next `items` finish them. An item of the second pass waits only on items

@@ -209,8 +209,8 @@ template <int G> struct rj_red_group {
     return rj_group_reduce<G>(f, s);
   }
 };
-// A block of kThreads per row; kTwice: row ops may reduce twice (the spec's
-// choice, by measurement: a second barrier costs most with one block an SM).
+// A block of kThreads per row; kTwice: row ops may reduce twice (layer norm's
+// f32 pair, NormSpec::sum_pair; else Chan's merge, by measurement).
 template <int kThreads, bool kTwice> struct rj_red_row_block {
   enum : bool { kCheap = kTwice, kApply = true, kKnown = false };
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {

@@ -673,17 +673,20 @@ impl NormSpec {
         }
     }
 
-    /// Whether a block per row reduces twice where one Chan merge would do
-    /// (layer norm: the row's sum, then the squares about its mean). Measured
-    /// on the H100 (BENCHMARKS.md, 2026-11-24 run7, both codes side by side):
-    /// the two sums won everywhere but at 16-bit rows in 512-thread blocks
-    /// (bf16 8192x32768 b512x16: 73.2 % of copy against 88.6 %; b512x8 at
-    /// 8192x16384, where Chan's merge also compiles clean at 2 blocks an SM:
-    /// 84.4 % against 61.5 % at the 1 block the two sums compile clean at).
-    /// Groups (warp layout) always reduce twice; split rows exchange once.
-    /// With the residual add the two sums won there too (bf16 b512x16:
-    /// 81.4 % against 74.9 %; b512x8: 98.2 % against 97.0 %).
-    pub fn two_sums(&self) -> bool {
+    /// Whether a block per row reduces layer norm's (sum, sum of squares) in
+    /// f32, a second time only for a row far from zero, rather than Chan's
+    /// merge of (n, mean, m2). The two plain sums it replaced (the row's sum,
+    /// then its squares about the mean) won everywhere but at 16-bit rows in
+    /// 512-thread blocks (H100, BENCHMARKS.md, 2026-11-24 run7: bf16
+    /// 8192x32768 b512x16 73.2 % of copy against 88.6 %; b512x8 at
+    /// 8192x16384, where Chan's merge also compiles clean at 2 blocks an SM,
+    /// 84.4 % against 61.5 % at the 1 block the two sums compile clean at;
+    /// with the residual the two sums won there too, bf16 b512x16 81.4 %
+    /// against 74.9 %, b512x8 98.2 % against 97.0 %). The pair spills those
+    /// 16-bit kernels without the residual as well (2026-11-25: bf16 b512x8_x
+    /// 24 bytes, f16 b512x16_x 64), so they keep Chan's merge. Groups (warp
+    /// layout) always take the pair; split rows exchange one state.
+    pub fn sum_pair(&self) -> bool {
         self.residual
             || !(self.layout == NormLayout::Block
                 && self.lanes >= 512
@@ -880,7 +883,8 @@ impl NormSpec {
     /// exchanges its sum and sum of squares in f64 (`rj_red_sum_sq64`) rather
     /// than Chan's (n, mean, m2). At 64x1048576 (H100, 2026-11-25, three
     /// rounds, % of the copy of n f32): bf16 s512x8_p 75.6-77.2 against
-    /// 70.0-70.9. It lost elsewhere (f32 layer norm s512x4_p 75.6-76.3
+    /// 70.0-70.9 (one round 52.3), and 75.2-75.6 against 69.2-71.1 in another
+    /// call; f16 75.8-77.1 against 72.6-75.4. It lost elsewhere (f32 layer norm s512x4_p 75.6-76.3
     /// against 77.6-79.3, f32 layer norm + residual s512x4_p 79.5-80.3 against
     /// 83.1-83.6, bf16 layer norm + residual s512x8 77.0-77.9 against
     /// 78.7-79.1) and spilled f32 layer norm s512x8 and s256x8 at their bounds.
@@ -1140,7 +1144,7 @@ impl NormSpec {
             fetch_wide: self.fetch_wide(),
             two_pass: self.two_pass(),
             flagged: self.flagged_states(),
-            two_sums: self.two_sums(),
+            sum_pair: self.sum_pair(),
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
             exact: self.exact,
@@ -1179,7 +1183,7 @@ struct NormContext {
     /// Split rows that publish flagged states and finish them in a second
     /// pass (deferred `_p`, or two passes).
     flagged: bool,
-    two_sums: bool,
+    sum_pair: bool,
     prefetch: bool,
     staged_cols: bool,
     exact: bool,
