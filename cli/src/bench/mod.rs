@@ -182,7 +182,9 @@ pub fn bench_cmd(args: &BenchArgs) -> CliResult {
         BenchCmd::Norm(a) => {
             let torch = a.common.check()?;
             let cases = norm::cases(a)?;
-            run(&a.common, torch, "norm", |b| norm::bench(b, &cases, a.offset))
+            run(&a.common, torch, "norm", |b| {
+                norm::bench(b, &cases, a.offset)
+            })
         }
         BenchCmd::Nms(a) => {
             let torch = a.common.check()?;
