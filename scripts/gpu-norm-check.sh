@@ -4,8 +4,8 @@
 # and the Triton one-row-per-program kernel (torch_ref.py --families norm) and
 # `redjit bench norm --compare` (every default kernel) in the same call.
 # NORM_TESTS (gpu_norm tests), NORM_SANITIZE (the tests to sanitize; empty: none)
-# and NORM_SHAPES (the shapes of the benchmark and of PyTorch's) override the
-# defaults.
+# and NORM_SHAPES (ROWSxCOLS separated by commas: the shapes of the benchmark and
+# of PyTorch's) override the defaults.
 # Logs in $OUT/norm-check.tgz.
 set -uo pipefail
 RESULTS="${OUT:-/tmp/redjit-out}"

@@ -542,6 +542,18 @@ def all_reduce_entries(a):
     return entries
 
 
+def parse_norm_shapes(text):
+    """ROWSxCOLS shapes separated by commas, each a pair of positive integers."""
+    shapes = []
+    for item in text.split(","):
+        parts = item.strip().lower().split("x")
+        if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise ValueError(f"{item.strip()!r} is not ROWSxCOLS (two positive integers; "
+                             "shapes are separated by commas, e.g. 8192x32768,4x1000003)")
+        shapes.append((int(parts[0]), int(parts[1])))
+    return shapes
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1 << 28, help="elements per buffer")
@@ -584,6 +596,13 @@ def main():
     except ValueError as e:
         log(f"error: bad size list: {e} (expected N, NK, NM, NG or 2^P, e.g. 1K,1M,2^28)")
         return 2
+    norm_shapes = NORM_SHAPES
+    if a.norm_shapes:
+        try:
+            norm_shapes = parse_norm_shapes(a.norm_shapes)
+        except ValueError as e:
+            log(f"error: --norm-shapes: {e}")
+            return 2
     families = [f.strip().replace("-", "_") for f in a.families.split(",") if f.strip()]
     for f in families:
         if f not in ("reduce_copy", "reduce", "norm", "nms", "softmax_all", "all_reduce"):
@@ -698,10 +717,7 @@ def main():
 
     if "norm" in families:
         log("")
-        shapes = NORM_SHAPES
-        if a.norm_shapes:
-            shapes = [tuple(int(v) for v in s.lower().split("x")) for s in a.norm_shapes.split(",")]
-        entries.extend(norm_entries(shapes, a, dev))
+        entries.extend(norm_entries(norm_shapes, a, dev))
 
     if "nms" in families:
         log("")
