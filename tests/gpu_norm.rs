@@ -19,7 +19,8 @@ use redjit::codegen::spec::norm::{row_ops, variants};
 use redjit::reference::{HostBuffer, par_map};
 use redjit::reference_norm::{NormInputs, RowWant, expect_rows};
 use redjit::{
-    DType, KernelInput, KernelOutput, KernelSpec, Matrix, NormArgs, NormLayout, NormSpec, Runtime,
+    DType, KernelInput, KernelOutput, KernelSpec, Matrix, NormArgs, NormLayout, NormOp, NormSpec,
+    Runtime, SoftmaxAlgo,
 };
 
 /// Poisoned elements on each side of every output: a pack of any type, so an
@@ -428,47 +429,51 @@ fn every_op_and_dtype_pair_at_odd_row_lengths() {
     }
 }
 
+/// Every layout variant of `ops`, bf16 and f32 rows, compiled with their
+/// general twins.
+fn bf16_f32_variants(
+    rt: &Runtime,
+    ops: impl IntoIterator<Item = (NormOp, Option<SoftmaxAlgo>, bool)>,
+) -> Vec<NormSpec> {
+    let specs: Vec<NormSpec> = ops
+        .into_iter()
+        .flat_map(|ops| {
+            [DType::BF16, DType::F32]
+                .into_iter()
+                .flat_map(move |d| variants(&NormSpec::with(ops, d, d, 1)))
+        })
+        .collect();
+    prepare(rt, specs.iter().cloned());
+    specs
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_layout_variant_on_strided_rows() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("every_layout_variant_on_strided_rows");
-    prepare(
-        &rt,
-        row_ops().into_iter().flat_map(|ops| {
-            [DType::BF16, DType::F32]
-                .into_iter()
-                .flat_map(move |d| variants(&NormSpec::with(ops, d, d, 1)))
-        }),
-    );
-    for ops in row_ops() {
-        for d in [DType::BF16, DType::F32] {
-            for spec in variants(&NormSpec::with(ops, d, d, 1)) {
-                // Rows that fill the variant, and a short odd one; a stride of
-                // cols + 3 (rows off the pack grid: the general twin, which
-                // shifts a split row's packs to the grid where every buffer
-                // shares the row's offset) and an aligned one; outputs on the
-                // grid, and outputs one element off it (buffers at different
-                // offsets: the element path).
-                let cap = spec.capacity().unwrap_or(3 * spec.chunk() + 5) as usize;
-                for cols in [cap, cap.div_ceil(3).max(1) | 1] {
-                    for (ld, out_shift) in
-                        [(cols + 3, 0), (cols + 3, 1), (cols.next_multiple_of(8), 0)]
-                    {
-                        let m = Matrix { rows: 37, cols, ld };
-                        check(
-                            &rt,
-                            &mut rng,
-                            &spec,
-                            m,
-                            Values::Normal,
-                            param_of(&spec),
-                            true,
-                            1,
-                            out_shift,
-                        );
-                    }
-                }
+    for spec in bf16_f32_variants(&rt, row_ops()) {
+        // Rows that fill the variant, and a short odd one; a stride of
+        // cols + 3 (rows off the pack grid: the general twin, which
+        // shifts a split row's packs to the grid where every buffer
+        // shares the row's offset) and an aligned one; outputs on the
+        // grid, and outputs one element off it (buffers at different
+        // offsets: the element path).
+        let cap = spec.capacity().unwrap_or(3 * spec.chunk() + 5) as usize;
+        for cols in [cap, cap.div_ceil(3).max(1) | 1] {
+            for (ld, out_shift) in [(cols + 3, 0), (cols + 3, 1), (cols.next_multiple_of(8), 0)] {
+                let m = Matrix { rows: 37, cols, ld };
+                check(
+                    &rt,
+                    &mut rng,
+                    &spec,
+                    m,
+                    Values::Normal,
+                    param_of(&spec),
+                    true,
+                    1,
+                    out_shift,
+                );
             }
         }
     }
@@ -484,28 +489,17 @@ fn every_layout_variant_on_strided_rows() {
 fn layer_norm_rows_off_zero() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("layer_norm_rows_off_zero");
-    let ln = || row_ops().into_iter().filter(|o| o.0.info().bias);
-    prepare(
-        &rt,
-        ln().flat_map(|ops| {
-            [DType::BF16, DType::F32]
-                .into_iter()
-                .flat_map(move |d| variants(&NormSpec::with(ops, d, d, 1)))
-        }),
-    );
-    for ops in ln() {
-        for d in [DType::BF16, DType::F32] {
-            for spec in variants(&NormSpec::with(ops, d, d, 1)) {
-                let cap = spec.capacity().unwrap_or(3 * spec.chunk() + 5) as usize;
-                for ld in [cap, cap + 3] {
-                    let m = Matrix {
-                        rows: 37,
-                        cols: cap,
-                        ld,
-                    };
-                    check(&rt, &mut rng, &spec, m, Values::Offset, 1e-5, true, 1, 0);
-                }
-            }
+    let ln = row_ops().into_iter().filter(|o| o.0.info().bias);
+    for spec in bf16_f32_variants(&rt, ln) {
+        let cap = spec.capacity().unwrap_or(3 * spec.chunk() + 5) as usize;
+        for ld in [cap, cap + 3] {
+            let m = Matrix {
+                rows: 37,
+                cols: cap,
+                ld,
+            };
+            let param = param_of(&spec);
+            check(&rt, &mut rng, &spec, m, Values::Offset, param, true, 1, 0);
         }
     }
 }

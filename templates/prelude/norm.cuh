@@ -764,7 +764,6 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
           }
       const double x0d = x0, sumd = sum;
       const rj_sum_sq64 t = red(rj_red_sum_sq64(), rj_sum_sq64{fma((double)cnt, x0d, sumd), fma(x0d, fma((double)cnt, x0d, 2.0 * sumd), (double)sq)});
-      if (!Red::kApply) return;
       const double inv = 1.0 / (double)c.cols, mean64 = t.s * inv;
       const double var64 = fma(t.q, inv, -mean64 * mean64);
       mean = (float)mean64;

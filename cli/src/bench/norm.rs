@@ -198,12 +198,12 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case], offset: f32) -> CliResult {
     }
     let rt = b.rt;
     // Inputs from their own block, moved off zero; outputs from the usual one.
-    let inputs = (offset != 0.0)
-        .then(|| Filler::with_offset(rt.stream(), INPUT_SEED, offset))
-        .transpose()?;
-    if offset != 0.0 {
+    let inputs = if offset != 0.0 {
         b.println(format!("norm: inputs moved {offset} off zero"));
-    }
+        Some(Filler::with_offset(rt.stream(), INPUT_SEED, offset)?)
+    } else {
+        None
+    };
     let mut specs: Vec<NormSpec> = Vec::new();
     for c in cases {
         if !specs.contains(&c.spec) {

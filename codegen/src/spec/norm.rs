@@ -1112,15 +1112,18 @@ impl NormSpec {
             NormOp::LayerNorm | NormOp::RmsNorm => {
                 // A prefetching kernel may read weight and bias from its
                 // staged slots; a layer norm may exchange f64 sums.
-                let cols = if self.staged_cols() {
-                    "rj_cols_staged"
-                } else {
-                    "rj_cols_global"
+                let f = self.op.info().functor;
+                let cols = |staged| {
+                    if staged {
+                        "rj_cols_staged"
+                    } else {
+                        "rj_cols_global"
+                    }
                 };
                 match (self.staged_cols(), self.f64_sums()) {
-                    (false, false) => format!("{}<T>", self.op.info().functor),
-                    (_, false) => format!("{}<T, {cols}>", self.op.info().functor),
-                    (_, true) => format!("{}<T, {cols}, true>", self.op.info().functor),
+                    (false, false) => format!("{f}<T>"),
+                    (staged, false) => format!("{f}<T, {}>", cols(staged)),
+                    (staged, true) => format!("{f}<T, {}, true>", cols(staged)),
                 }
             }
         }
