@@ -774,6 +774,41 @@ fn exact_kernels_and_their_ragged_twins() {
     }
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exact_split_cohorts_and_their_twins() {
+    // A split kernel's exact form takes rows of a whole number of its chunks
+    // with no bounds test a pack: every prefetching split variant so, at two
+    // chunks a row (three rows or more a cohort, a stride past the row) and
+    // at 64; rows one pack past a multiple go to its ragged twin, odd rows to
+    // the general twin, all through the one kernel handle.
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("exact_split_cohorts_and_their_twins");
+    let specs: Vec<NormSpec> = prefetching_variants(NormLayout::Split)
+        .into_iter()
+        .map(|s| NormSpec { exact: true, ..s })
+        .collect();
+    assert!(specs.len() >= 21, "{specs:?}");
+    prepare(
+        &rt,
+        specs
+            .iter()
+            .flat_map(|s| [s.clone(), s.ragged_twin(), s.general_twin()]),
+    );
+    for spec in &specs {
+        let chunk = spec.chunk() as usize;
+        let cohorts = rt.norm(spec).unwrap().resident() as usize / 2;
+        for (rows, cols, ld) in [
+            (3 * cohorts + 1, 2 * chunk, 2 * chunk + 8),
+            (5, 64 * chunk, 64 * chunk),
+            (7, 2 * chunk + 4, 2 * chunk + 4),
+            (5, 2 * chunk - 1, 2 * chunk),
+        ] {
+            let m = Matrix { rows, cols, ld };
+            check_with_stats(&rt, &mut rng, spec, m);
+        }
+    }
+}
 /// One kernel object's workspace serves calls of any row count, in any order:
 /// where a call's counters lie over an earlier call's partial states (a call
 /// of more rows after one of fewer), the split rows must still see zeroed

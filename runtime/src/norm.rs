@@ -275,7 +275,7 @@ impl NormKernel<'_> {
         .map(|(b, bytes)| (b.address(stream), bytes));
         let m = a.shape;
         if NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, inputs.chain(outputs)) {
-            if !self.spec.exact || m.cols as u64 == self.spec.chunk() {
+            if !self.spec.exact || self.spec.fills_exactly(m.cols as u64) {
                 return Ok(&self.main);
             }
             return self.twin(&self.ragged, NormSpec::ragged_twin);
@@ -510,14 +510,17 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> 
         ));
     }
     // The launcher hands other rows to the ragged twin; this guards the kernel.
-    if spec.exact && m.cols as u64 != spec.chunk() {
+    if spec.exact && !spec.fills_exactly(m.cols as u64) {
+        let rule = match spec.capacity() {
+            Some(_) => format!("rows of exactly {}", spec.chunk()),
+            None => format!("rows whose length is a multiple of {}", spec.chunk()),
+        };
         return Err(err(
             "cols",
             m.cols.to_string(),
             format!(
-                "{} takes rows of exactly {} (its ragged twin, {}, takes the others)",
+                "{} takes {rule} (its ragged twin, {}, takes the others)",
                 spec.name(),
-                spec.chunk(),
                 spec.ragged_twin().name()
             ),
         ));
@@ -589,6 +592,29 @@ mod tests {
                 && e.contains("norm_softmax_online_bf16_bf16_b512x16_p"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_exact_split_kernel_takes_whole_chunks_only() {
+        let spec: NormSpec = "norm_layernorm_bf16_bf16_s512x8_p_x".parse().unwrap();
+        assert_eq!(spec.chunk(), 16384);
+        for cols in [16384, 2 * 16384, 1 << 20] {
+            assert!(
+                check_call(&spec, &call(&spec, 3, cols), 132).is_ok(),
+                "{cols}"
+            );
+        }
+        for cols in [2 * 16384 + 4, (1 << 20) - 4] {
+            let e = check_call(&spec, &call(&spec, 3, cols), 132)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("cols = {cols}"))
+                    && e.contains("a multiple of 16384")
+                    && e.contains("norm_layernorm_bf16_bf16_s512x8_p,"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

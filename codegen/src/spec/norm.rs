@@ -18,8 +18,10 @@
 //! // Rows that fill a layout exactly take its kernel without bounds tests where
 //! // measured faster.
 //! assert_eq!(spec.for_cols(4096).name(), "norm_softmax_online_bf16_bf16_b256x4_x");
-//! // Long rows: several blocks a row, here in cohorts that stage their next row.
-//! assert_eq!(spec.for_cols(1 << 20).name(), "norm_softmax_online_bf16_bf16_s512x8_p");
+//! // Long rows: several blocks a row, here in cohorts that stage their next row;
+//! // rows of a whole number of chunks without bounds tests.
+//! assert_eq!(spec.for_cols(1 << 20).name(), "norm_softmax_online_bf16_bf16_s512x8_p_x");
+//! assert_eq!(spec.for_cols((1 << 20) + 4).name(), "norm_softmax_online_bf16_bf16_s512x8_p");
 //! ```
 
 use std::fmt;
@@ -322,6 +324,9 @@ enum Form {
     NoL1,
     /// The exact-length kernel where the row fills the layout (`_x`).
     Exact,
+    /// The deferred split kernel's exact form (`_p_x`) for rows of a whole
+    /// number of its chunks; other rows take `_p`.
+    PrefetchExact,
 }
 
 /// One row of `MEASURED_LAYOUTS`.
@@ -434,6 +439,17 @@ const fn measured(
 /// (`NormSpec::f64_sums`): bf16 s512x8_p 82.8-84.0 % of copy against
 /// 78.1-79.7 % for s512x8 and 75.1-76.1 % for s512x8_p with Chan's merge; f16
 /// 83.7-85.0 % against 78.1-79.2 % and 77.9-79.1 %.
+/// Fifteenth session (2026-11-26, run2, three rounds, each kernel alone in its
+/// process, 64x1048576): the deferred kernels' exact form (`_p_x`, no bounds
+/// test a pack where the row is a whole number of chunks), % of copy against
+/// `_p`: bf16 softmax 86.4-86.8 against 82.2-83.1, log-softmax 86.4-89.5
+/// against 85.9-86.6, layer norm 77.5-78.1 against 76.7-76.9, layer norm +
+/// residual 87.4-88.5 against 83.8-84.0, RMS norm s512x16 88.3-89.1 against
+/// 84.7-85.2, RMS norm + residual 92.7-93.1 against 90.5-90.8; f32 softmax
+/// 89.8-90.0 against 87.8-88.3, log-softmax 90.2-90.7 against 89.2-89.7, layer
+/// norm + residual 83.9-84.3 against 83.1-83.8. f32 layer norm (77.1-78.1
+/// against 77.0-77.5) and RMS norm + residual (92.3-92.5 against 92.3-92.7)
+/// tied and f32 RMS norm lost (85.9-87.0 against 87.1-87.4): they keep `_p`.
 #[rustfmt::skip]
 const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     use Form::*;
@@ -444,17 +460,17 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     &[
         // op, softmax algorithm (None: any), residual, row types, columns, layout, lanes,
         // packs, form
-        measured(Softmax,    None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
-        measured(Softmax,    None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  Prefetch),
-        measured(LogSoftmax, None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
-        measured(LogSoftmax, None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  Prefetch),
-        measured(LayerNorm,  None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
+        measured(Softmax,    None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
+        measured(Softmax,    None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
+        measured(LogSoftmax, None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
+        measured(LogSoftmax, None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
+        measured(LayerNorm,  None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
         measured(LayerNorm,  None,         false, F32,     32769..=u64::MAX, Split, 512, 4,  Prefetch),
-        measured(LayerNorm,  None,         true,  F32,     32769..=u64::MAX, Split, 512, 4,  Prefetch),
-        measured(LayerNorm,  None,         true,  Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
-        measured(RmsNorm,    None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 16, Prefetch),
+        measured(LayerNorm,  None,         true,  F32,     32769..=u64::MAX, Split, 512, 4,  PrefetchExact),
+        measured(LayerNorm,  None,         true,  Sixteen, 32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
+        measured(RmsNorm,    None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 16, PrefetchExact),
         measured(RmsNorm,    None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  Prefetch),
-        measured(RmsNorm,    None,         true,  Sixteen, 32769..=u64::MAX, Split, 512, 8,  Prefetch),
+        measured(RmsNorm,    None,         true,  Sixteen, 32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
         measured(RmsNorm,    None,         true,  F32,     32769..=u64::MAX, Split, 512, 4,  Prefetch),
         measured(RmsNorm,    None,         false, Sixteen, 2049..=4096,      Block, 128, 8,  Plain),
         measured(LayerNorm,  None,         false, F32,     65..=128,         Warp,  16,  2,  Plain),
@@ -520,11 +536,13 @@ pub struct NormSpec {
     /// per-column weight and bias every row reads again, which rows of 32768
     /// otherwise evict.
     pub no_l1: bool,
-    /// Block layout, whole packs only (`_x` in names): rows of exactly the
-    /// kernel's capacity, so no pack needs a bounds test (27-39 % fewer SASS
-    /// instructions in the 16-bit kernels of 16 packs counted). `for_cols` asks
-    /// for it where measured faster and the row fills the layout; the launcher
-    /// takes the kernel without it (its ragged twin) for a call of other rows.
+    /// Block or split layout, whole packs only (`_x` in names): rows of exactly
+    /// the block's capacity, or of a whole number of the split layout's chunks
+    /// (`fills_exactly`), so no pack needs a bounds test (27-39 % fewer SASS
+    /// instructions in the 16-bit block kernels of 16 packs counted, 15-22 % in
+    /// the 16-bit deferred split kernels). `for_cols` asks for it where
+    /// measured faster and the row fills the layout; the launcher takes the
+    /// kernel without it (its ragged twin) for a call of other rows.
     pub exact: bool,
 }
 
@@ -966,6 +984,14 @@ impl NormSpec {
         u64::from(self.lanes) * u64::from(self.packs) * 4
     }
 
+    /// Whether rows of `cols` fill this layout's chunks exactly, as its exact
+    /// form (`_x`) needs: the block's one chunk, or a whole number of a split
+    /// row's chunks.
+    pub fn fills_exactly(&self, cols: u64) -> bool {
+        let chunk = self.chunk();
+        cols > 0 && cols % chunk == 0 && self.capacity().is_none_or(|c| cols <= c)
+    }
+
     /// The longest row this kernel takes (`None`: split, bounded by the device).
     pub fn capacity(&self) -> Option<u64> {
         match self.layout {
@@ -1030,15 +1056,16 @@ impl NormSpec {
             layout,
             lanes,
             packs,
-            prefetch: measured.is_some_and(|m| m.form == Form::Prefetch),
+            prefetch: measured
+                .is_some_and(|m| matches!(m.form, Form::Prefetch | Form::PrefetchExact)),
             no_l1: measured.is_some_and(|m| m.form == Form::NoL1),
             exact: false,
             ..self.clone()
         };
         // Exact where measured, and only for rows that fill the layout.
-        spec.exact = measured.is_some_and(|m| m.form == Form::Exact)
+        spec.exact = measured.is_some_and(|m| matches!(m.form, Form::Exact | Form::PrefetchExact))
             && !spec.general
-            && spec.chunk() == cols;
+            && spec.fills_exactly(cols);
         // Safe softmax needs two exchanges across blocks; the split layout does one.
         if layout == NormLayout::Split && spec.algo == Some(SoftmaxAlgo::Safe) {
             spec.algo = Some(SoftmaxAlgo::Online);
@@ -1309,8 +1336,8 @@ impl KernelSpec for NormSpec {
                 "the split layout exchanges one state per row across blocks: use the online softmax",
             ));
         }
-        // `_x` is a form of the block layout's whole-pack kernel, `_p` of the
-        // block or split layout's; `what` says what the form does.
+        // `_x` and `_p` are forms of the block or split layout's whole-pack kernel;
+        // `what` says what the form does.
         let whole_only = |field: &'static str, layouts: &str, what: &str| {
             SpecError::invalid(
                 field,
@@ -1322,10 +1349,10 @@ impl KernelSpec for NormSpec {
                 ),
             )
         };
-        if self.exact && (self.layout != NormLayout::Block || self.general) {
+        if self.exact && (self.layout == NormLayout::Warp || self.general) {
             return Err(whole_only(
                 "exact",
-                "block layout's",
+                "block or split layout's",
                 "has an exact-length form",
             ));
         }
@@ -1741,7 +1768,9 @@ mod tests {
         // Deferred split rows (`_p`): softmax and log-softmax of every dtype
         // (safe softmax too: the split layout runs it online), 16-bit layer
         // norm with and without the residual (the latter since its f64 sums),
-        // RMS norm with and without it, f32 layer norm with and without it.
+        // RMS norm with and without it, f32 layer norm with and without it;
+        // in their exact form (`_p_x`) where measured faster and the row is a
+        // whole number of chunks (fifteenth session), else `_p`.
         for (op, algo) in [
             (NormOp::Softmax, SoftmaxAlgo::Online),
             (NormOp::Softmax, SoftmaxAlgo::Safe),
@@ -1751,9 +1780,15 @@ mod tests {
                 let s = NormSpec::with((op, Some(algo), false), d, d, 1 << 20);
                 assert_eq!(
                     s.name(),
-                    format!("norm_{op}_online_{d}_{d}_s512x8_p"),
+                    format!("norm_{op}_online_{d}_{d}_s512x8_p_x"),
                     "{op} {algo} {d}"
                 );
+                assert_eq!(
+                    s.ragged_twin().name(),
+                    format!("norm_{op}_online_{d}_{d}_s512x8_p")
+                );
+                let ragged = NormSpec::with((op, Some(algo), false), d, d, (1 << 20) + 4);
+                assert_eq!(ragged, s.ragged_twin());
                 assert_eq!(
                     s.general_twin().name(),
                     format!("norm_{op}_online_{d}_{d}_s512x8_g")
@@ -1765,11 +1800,11 @@ mod tests {
         let long_twin = |op, residual, d| long_spec(op, residual, d).general_twin().name();
         assert_eq!(
             long(NormOp::LayerNorm, false, DType::BF16),
-            "norm_layernorm_bf16_bf16_s512x8_p"
+            "norm_layernorm_bf16_bf16_s512x8_p_x"
         );
         assert_eq!(
             long(NormOp::RmsNorm, false, DType::BF16),
-            "norm_rmsnorm_bf16_bf16_s512x16_p"
+            "norm_rmsnorm_bf16_bf16_s512x16_p_x"
         );
         assert_eq!(
             long(NormOp::RmsNorm, false, DType::F32),
@@ -1777,7 +1812,7 @@ mod tests {
         );
         assert_eq!(
             long(NormOp::RmsNorm, true, DType::BF16),
-            "norm_rmsnorm_res_bf16_bf16_s512x8_p"
+            "norm_rmsnorm_res_bf16_bf16_s512x8_p_x"
         );
         assert_eq!(
             long(NormOp::RmsNorm, true, DType::F32),
@@ -1803,7 +1838,11 @@ mod tests {
         // (fourteenth session).
         assert_eq!(
             long(NormOp::LayerNorm, true, DType::BF16),
-            "norm_layernorm_res_bf16_bf16_s512x8_p"
+            "norm_layernorm_res_bf16_bf16_s512x8_p_x"
+        );
+        assert_eq!(
+            long(NormOp::LayerNorm, true, DType::F32),
+            "norm_layernorm_res_f32_f32_s512x4_p_x"
         );
         assert_eq!(layout(NormOp::RmsNorm, true, DType::F32, 32768), "b512x16");
         assert_eq!(
