@@ -989,7 +989,7 @@ impl NormSpec {
     /// row's chunks.
     pub fn fills_exactly(&self, cols: u64) -> bool {
         let chunk = self.chunk();
-        cols > 0 && cols % chunk == 0 && self.capacity().is_none_or(|c| cols <= c)
+        cols > 0 && cols.is_multiple_of(chunk) && self.capacity().is_none_or(|c| cols <= c)
     }
 
     /// The longest row this kernel takes (`None`: split, bounded by the device).
