@@ -711,8 +711,9 @@ fn prefetching_split_cohorts_take_many_rows() {
 
 /// Prefetching split cohorts small enough for compute-sanitizer: two rows or
 /// more a cohort of 32 to 128 blocks, the last chunk ragged, both row streams
-/// staged (the residual add), a three-word state (layer norm's), and a weight
-/// read from global memory beside three staged rows (16-bit RMS norm's 16 packs).
+/// staged (the residual add), a three-word state (layer norm's), a weight
+/// read from global memory beside three staged rows (16-bit RMS norm's 16 packs),
+/// and exact forms (`_p_x`, rows of 64 whole chunks, the f64 sums among them).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn prefetching_split_cohorts_small() {
@@ -723,10 +724,12 @@ fn prefetching_split_cohorts_small() {
         "norm_rmsnorm_res_f32_f32_s512x4_p",
         "norm_layernorm_bf16_bf16_s512x8_p",
         "norm_rmsnorm_bf16_bf16_s512x16_p",
+        "norm_layernorm_bf16_bf16_s512x8_p_x",
+        "norm_softmax_online_f32_f32_s512x8_p_x",
     ] {
         let spec: NormSpec = name.parse().unwrap();
         let resident = rt.norm(&spec).unwrap().resident() as usize;
-        let cols: usize = (1 << 20) - 4;
+        let cols: usize = if spec.exact { 1 << 20 } else { (1 << 20) - 4 };
         let splits = cols.div_ceil(spec.chunk() as usize);
         let m = Matrix {
             rows: 2 * (resident / splits) + 1,
