@@ -350,7 +350,28 @@ fn param_of(spec: &NormSpec) -> f32 {
 /// `check` of normal values at the op's usual parameter, with the row
 /// statistics, one run, outputs on the pack grid.
 fn check_with_stats(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec, m: Matrix) {
-    check(rt, rng, spec, m, Values::Normal, param_of(spec), true, 1, 0);
+    check_with_stats_at(rt, rng, spec, m, 0);
+}
+
+/// The same with the outputs `out_shift` elements into their poisoned buffers.
+fn check_with_stats_at(
+    rt: &Runtime,
+    rng: &mut common::Rng,
+    spec: &NormSpec,
+    m: Matrix,
+    out_shift: usize,
+) {
+    check(
+        rt,
+        rng,
+        spec,
+        m,
+        Values::Normal,
+        param_of(spec),
+        true,
+        1,
+        out_shift,
+    );
 }
 
 fn gpu() -> Option<Runtime> {
@@ -412,17 +433,7 @@ fn every_op_and_dtype_pair_at_odd_row_lengths() {
                         cols,
                         ld: cols,
                     };
-                    check(
-                        &rt,
-                        &mut rng,
-                        &spec,
-                        m,
-                        Values::Normal,
-                        param_of(&spec),
-                        true,
-                        1,
-                        0,
-                    );
+                    check_with_stats(&rt, &mut rng, &spec, m);
                 }
             }
         }
@@ -463,17 +474,7 @@ fn every_layout_variant_on_strided_rows() {
         for cols in [cap, cap.div_ceil(3).max(1) | 1] {
             for (ld, out_shift) in [(cols + 3, 0), (cols + 3, 1), (cols.next_multiple_of(8), 0)] {
                 let m = Matrix { rows: 37, cols, ld };
-                check(
-                    &rt,
-                    &mut rng,
-                    &spec,
-                    m,
-                    Values::Normal,
-                    param_of(&spec),
-                    true,
-                    1,
-                    out_shift,
-                );
+                check_with_stats_at(&rt, &mut rng, &spec, m, out_shift);
             }
         }
     }
@@ -548,17 +549,7 @@ fn split_rows_off_the_pack_grid_small() {
                         cols,
                         ld: cols + pad,
                     };
-                    check(
-                        &rt,
-                        &mut rng,
-                        &spec,
-                        m,
-                        Values::Normal,
-                        param_of(&spec),
-                        true,
-                        1,
-                        out_shift,
-                    );
+                    check_with_stats_at(&rt, &mut rng, &spec, m, out_shift);
                 }
             }
         }
