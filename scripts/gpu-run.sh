@@ -3,7 +3,7 @@
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
 #   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro] [bench-all] [norm]
 #                           [some-tests] [reduce] [all-reduce] [nms] [softmax-all] [norm-quick] [norm-variants] [sanitize]
-#                           [misaligned]
+#                           [misaligned] [gpus]
 #   (default: the first five; bench-all is a sweep of every family with PyTorch and a plot)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
@@ -11,6 +11,9 @@ OUT="${OUT:-/tmp/redjit-out}"
 mkdir -p "$OUT"
 BIN=stage/bin
 export REDJIT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
+# NVLink multicast stays off on the multi-GPU machines (the device README: a
+# program that uses it can put the host's shared GPUs out of service).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The NCCL backend (gpu_all_reduce_nccl) loads NCCL from PyTorch's wheel
 # (nvidia/nccl/lib/libnccl.so.2) unless REDJIT_NCCL_LIB already names one; with
 # REDJIT_REQUIRE_GPU=1 a missing NCCL fails that test, naming what it tried.
@@ -18,6 +21,21 @@ if [ -z "${REDJIT_NCCL_LIB:-}" ]; then
   nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null) \
     && export REDJIT_NCCL_LIB="$nccl_dir"
 fi
+# A selection "bin[:filter]" of the GPU tests (a filter is a test-name
+# substring), bounded by TEST_TIMEOUT seconds (default 120), logged to
+# $OUT/<bin>[-<filter>].log; prints its status and any failing lines.
+run_sel() {
+  local sel=$1 bin=${1%%:*} filter="" t0 rc log
+  [ "$sel" != "$bin" ] && filter=${sel#*:}
+  log="$OUT/$bin${filter:+-$filter}.log"
+  t0=$(date +%s)
+  timeout "${TEST_TIMEOUT:-120}" "$BIN/$bin" --ignored --test-threads=1 $filter >"$log" 2>&1
+  rc=$?
+  echo "$sel: rc=$rc in $(($(date +%s) - t0)) s"
+  grep -E "^test |test result|panicked" "$log" | grep -v " ... ok$" | head -20
+  return $rc
+}
+
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(selftest tests jit bench macro)
 status=0
@@ -133,17 +151,6 @@ for step in "${steps[@]}"; do
     # mostly NVRTC compiles on the host; the disk cache's writes are atomic).
     echo "== selected GPU tests: ${GPU_TESTS:-}"
     export REDJIT_CACHE_DIR=/tmp/redjit-cache-tests
-    run_sel() {
-      local sel=$1 bin=${1%%:*} filter="" t0 rc log
-      [ "$sel" != "$bin" ] && filter=${sel#*:}
-      log="$OUT/$bin${filter:+-$filter}.log"
-      t0=$(date +%s)
-      timeout "${TEST_TIMEOUT:-120}" "$BIN/$bin" --ignored --test-threads=1 $filter >"$log" 2>&1
-      rc=$?
-      echo "$sel: rc=$rc in $(($(date +%s) - t0)) s"
-      grep -E "^test |test result|panicked" "$log" | grep -v " ... ok$" | head -20
-      return $rc
-    }
     pids=()
     for sel in ${GPU_TESTS:-}; do
       if [ "${TEST_PARALLEL:-0}" = 1 ]; then
@@ -154,6 +161,17 @@ for step in "${steps[@]}"; do
       fi
     done
     for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+    ;;
+  gpus)
+    # Needs 2+ GPUs (nvidia-h200-x2 ...): the all-reduce with one rank per GPU
+    # (one process; one process per GPU through IPC; a killed peer; NCCL over
+    # the same GPUs). REDJIT_REQUIRE_GPUS makes fewer GPUs a failure.
+    echo "== multi-GPU all-reduce tests"
+    nvidia-smi topo -m 2>&1 | tee "$OUT/topo.txt"
+    export REDJIT_CACHE_DIR=/tmp/redjit-cache-tests REDJIT_REQUIRE_GPUS=${REDJIT_REQUIRE_GPUS:-2}
+    for sel in ${GPUS_TESTS:-gpu_all_reduce_gpus gpu_all_reduce_ipc:one_process_per_gpu gpu_all_reduce_ipc:a_peer_process_killed}; do
+      TEST_TIMEOUT=${TEST_TIMEOUT:-300} run_sel "$sel" || status=1
+    done
     ;;
   all-reduce)
     # Needs 2+ GPUs (nvidia-h200-x2 ...): NCCL through torch.distributed, then

@@ -59,8 +59,17 @@ the speed-up; "kept" is the kept count.
 --families all_reduce adds NCCL through torch.distributed, one process per GPU
 of the machine (NCCL_NVLS_ENABLE=0): entries "family": "all_reduce", "name"
 all_reduce_nccl_<dtype>, "n" elements, "eager_us" per call (--ar-batch calls
-back to back between CUDA events, median of --iters), at --ar-bytes, as
-`redjit bench all-reduce --compare` reads them.
+back to back between CUDA events, median of --iters, every rank brought into
+step by dist.barrier before each batch), at --ar-bytes, as `redjit bench
+all-reduce --compare` reads them. In the same processes and process group,
+PyTorch symmetric memory's all-reduce (torch.ops.symm_mem; NVLink multicast off,
+TORCH_SYMM_MEM_DISABLE_MULTICAST=1, no multimem op called) timed the same way:
+entries all_reduce_symm_one_shot_<dtype> (one_shot_all_reduce[_out] into a
+separate output) and all_reduce_symm_two_shot_<dtype> (two_shot_all_reduce_, in
+place), the input a slice of one symm_mem.empty buffer of the largest size. A
+symmetric-memory failure (f16 is not among its dtypes) leaves "eager_us" null
+and the "error" text in its entries; the NCCL entries still come out. Each
+phase's result is waited for at most --ar-timeout seconds.
 
 Stdlib + torch (+ triton, optional; + torchvision for nms). Usage:
   python3 scripts/torch_ref.py --out torch.json [--n N | --sizes 1M,2^28] [--families reduce_copy,reduce]
@@ -468,10 +477,103 @@ def compiled_time(candidates, args, warmup, iters):
 AR_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
+# PyTorch symmetric memory's all-reduces (torch.ops.symm_mem), in the order timed.
+SYMM_VARIANTS = ("one_shot", "two_shot")
+
+
+def _batch_us(call, warmup, iters, batch):
+    """Median microseconds per call of `iters` batches of `batch` calls back to
+    back between CUDA events, every rank brought into step (dist.barrier) before
+    each batch, after `warmup` untimed batches."""
+    import torch.distributed as dist  # noqa: PLC0415
+
+    for _ in range(warmup):
+        for _ in range(batch):
+            call()
+    times = []
+    for _ in range(iters):
+        torch.cuda.synchronize()
+        dist.barrier()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(batch):
+            call()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / batch)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def _symm_mem_times(rank, sizes_bytes, dt, elem, timing):
+    """PyTorch symmetric memory all-reduce in this process group (NVLink
+    multicast off: no multimem op is called): one buffer of the largest size
+    from symm_mem.empty, rendezvoused once on the world group, each size a
+    slice of it (the ops take the slice's offset); one-shot writes a separate
+    output (one_shot_all_reduce_out where the build has it, else
+    one_shot_all_reduce, which allocates it per call), two-shot reduces in place
+    (two_shot_all_reduce_). Returns ({variant: [(bytes, us or None, error or
+    None)]}, {variant: expression}); a failure is logged and recorded, never
+    raised, so the NCCL numbers still come out."""
+    import torch.distributed as dist  # noqa: PLC0415
+
+    results = {v: [] for v in SYMM_VARIANTS}
+    exprs = {v: None for v in SYMM_VARIANTS}
+
+    def failed(what, e):
+        text = f"{what}: {type(e).__name__}: {e}".strip()
+        log(f"  rank {rank}: symmetric memory {text[:300]}")
+        return text[:2000]
+
+    try:
+        import torch.distributed._symmetric_memory as symm_mem  # noqa: PLC0415
+
+        group = dist.group.WORLD.group_name
+        largest = max(sizes_bytes) // elem
+        buf = symm_mem.empty(largest, dtype=dt, device=torch.device("cuda", torch.cuda.current_device()))
+        try:
+            symm_mem.rendezvous(buf, group)
+        except Exception:  # noqa: BLE001 -- builds before 2.10 want the group enabled first
+            enable = getattr(symm_mem, "enable_symm_mem_for_group", None)
+            if enable is None:
+                raise
+            enable(group)
+            symm_mem.rendezvous(buf, group)
+        ops = torch.ops.symm_mem
+        if hasattr(ops, "one_shot_all_reduce_out"):
+            out = torch.empty(largest, dtype=dt, device=buf.device)
+            exprs["one_shot"] = "torch.ops.symm_mem.one_shot_all_reduce_out(buf[:n], 'sum', group, out[:n])"
+
+            def one_shot(seg):
+                return ops.one_shot_all_reduce_out(seg, "sum", group, out[: seg.numel()])
+        else:
+            exprs["one_shot"] = "torch.ops.symm_mem.one_shot_all_reduce(buf[:n], 'sum', group)"
+
+            def one_shot(seg):
+                return ops.one_shot_all_reduce(seg, "sum", group)
+        exprs["two_shot"] = "torch.ops.symm_mem.two_shot_all_reduce_(buf[:n], 'sum', group)"
+        calls = {"one_shot": one_shot, "two_shot": lambda seg: ops.two_shot_all_reduce_(seg, "sum", group)}
+    except Exception as e:  # noqa: BLE001 -- recorded, not fatal
+        err = failed("set-up", e)
+        return {v: [(nbytes, None, err) for nbytes in sizes_bytes] for v in SYMM_VARIANTS}, exprs
+    for nbytes in sizes_bytes:
+        seg = buf[: nbytes // elem]
+        for v in SYMM_VARIANTS:
+            try:
+                seg.normal_()
+                us = timing(lambda: calls[v](seg))  # noqa: B023 -- called before the loop moves on
+                results[v].append((nbytes, us, None))
+            except Exception as e:  # noqa: BLE001 -- recorded, not fatal
+                results[v].append((nbytes, None, failed(f"{v} at {nbytes} bytes", e)))
+    return results, exprs
+
+
 def _all_reduce_worker(rank, world, port, sizes_bytes, dtype_name, warmup, iters, batch, queue):
-    """One rank of the NCCL reference: dist.all_reduce of each size, `batch`
-    calls back to back between CUDA events, the median per call of `iters`
-    batches; rank 0 puts [(bytes, us)] on the queue."""
+    """One rank of the all-reduce reference: dist.all_reduce (NCCL) of each
+    size, then PyTorch symmetric memory's one-shot and two-shot all-reduce of
+    each size in the same process group (_symm_mem_times), each timed by
+    _batch_us; rank 0 puts ("nccl", [(bytes, us)]) on the queue as soon as NCCL
+    is done, then ("symm", results, expressions)."""
     import torch.distributed as dist  # noqa: PLC0415
 
     torch.cuda.set_device(rank)
@@ -479,34 +581,47 @@ def _all_reduce_worker(rank, world, port, sizes_bytes, dtype_name, warmup, iters
                             device_id=torch.device("cuda", rank))
     dt = AR_DTYPES[dtype_name]
     elem = torch.empty((), dtype=dt).element_size()
+
+    def timing(call):
+        return _batch_us(call, warmup, iters, batch)
+
     out = []
     for nbytes in sizes_bytes:
         x = torch.randn(nbytes // elem, device="cuda", dtype=dt)
-        for _ in range(warmup):
-            for _ in range(batch):
-                dist.all_reduce(x)
-        times = []
-        for _ in range(iters):
-            torch.cuda.synchronize()
-            dist.barrier()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(batch):
-                dist.all_reduce(x)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) * 1e3 / batch)
-        times.sort()
-        out.append((nbytes, times[len(times) // 2]))
+        out.append((nbytes, timing(lambda: dist.all_reduce(x))))  # noqa: B023 -- called at once
         del x
     if rank == 0:
-        queue.put(out)
+        queue.put(("nccl", out))
+    torch.cuda.empty_cache()
+    symm, exprs = _symm_mem_times(rank, sizes_bytes, dt, elem, timing)
+    if rank == 0:
+        queue.put(("symm", symm, exprs))
     dist.destroy_process_group()
 
 
+def _next_result(queue, procs, timeout, what):
+    """Rank 0's next message, or None (logged) when a worker has died or none
+    came within `timeout` seconds."""
+    import queue as stdqueue  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return queue.get(timeout=2)
+        except stdqueue.Empty:
+            dead = [(r, p.exitcode) for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+            if dead:
+                log(f"error: {what}: worker(s) (rank, exit code) {dead} died")
+                return None
+    log(f"error: {what}: no result within --ar-timeout {timeout} s")
+    return None
+
+
 def all_reduce_entries(a):
-    """NCCL through torch.distributed, one process per GPU of this machine
-    (NVLink multicast off, as the device README asks)."""
+    """NCCL through torch.distributed, then PyTorch symmetric memory's one-shot
+    and two-shot all-reduce, one process per GPU of this machine (NVLink
+    multicast off, as the device README asks)."""
     import socket  # noqa: PLC0415
 
     import torch.multiprocessing as mp  # noqa: PLC0415
@@ -525,20 +640,44 @@ def all_reduce_entries(a):
              for r in range(world)]
     for p in procs:
         p.start()
-    results = queue.get(timeout=1800)
+    nccl = _next_result(queue, procs, a.ar_timeout, "NCCL all_reduce")
+    symm = _next_result(queue, procs, a.ar_timeout, "symmetric memory all_reduce") if nccl else None
     for p in procs:
-        p.join()
+        p.join(timeout=30 if symm else 0)  # a worker that failed or hangs is not waited for
+        if p.is_alive():
+            p.terminate()
+            p.join(timeout=10)
+    if nccl is None:
+        raise RuntimeError("the NCCL all_reduce reference failed (see the log above)")
     elem = torch.empty((), dtype=AR_DTYPES[a.ar_dtype]).element_size()
-    log(f"NCCL all_reduce {a.ar_dtype}, {world} GPU(s), {a.ar_batch} calls per pair of events")
-    log(f"{'bytes':>12} {'us':>10} {'algbw GB/s':>12} {'busbw GB/s':>12}")
     entries = []
-    for nbytes, us in results:
-        algbw = gbps(nbytes, us)
-        busbw = algbw * 2 * (world - 1) / world
-        log(f"{nbytes:>12} {us:>10.2f} {algbw:>12.1f} {busbw:>12.1f}")
-        entries.append({"family": "all_reduce", "name": f"all_reduce_nccl_{a.ar_dtype}", "n": nbytes // elem,
-                        "world": world, "eager_us": us, "eager_gbps": algbw, "busbw_gbps": busbw,
-                        "eager_expr": "torch.distributed.all_reduce(x) (NCCL, one process per GPU)"})
+
+    def table(title, name, expr, rows):
+        log(f"{title} all_reduce {a.ar_dtype}, {world} GPU(s), {a.ar_batch} calls per pair of events")
+        log(f"{'bytes':>12} {'us':>10} {'algbw GB/s':>12} {'busbw GB/s':>12}")
+        for nbytes, us, err in rows:
+            algbw = gbps(nbytes, us)
+            busbw = algbw * 2 * (world - 1) / world if algbw else None
+            if us is None:
+                log(f"{nbytes:>12} {'-':>10} {'-':>12} {'-':>12}")
+            else:
+                log(f"{nbytes:>12} {us:>10.2f} {algbw:>12.1f} {busbw:>12.1f}")
+            e = {"family": "all_reduce", "name": f"all_reduce_{name}_{a.ar_dtype}", "n": nbytes // elem,
+                 "world": world, "eager_us": us, "eager_gbps": algbw, "busbw_gbps": busbw, "eager_expr": expr}
+            if err:
+                e["error"] = err
+            entries.append(e)
+
+    table("NCCL", "nccl", "torch.distributed.all_reduce(x) (NCCL, one process per GPU)",
+          [(nbytes, us, None) for nbytes, us in nccl[1]])
+    if symm is None:
+        log("symmetric memory: no result (see above); the NCCL numbers stand")
+        return entries
+    _, results, exprs = symm
+    for v in SYMM_VARIANTS:
+        log("")
+        table(f"PyTorch symmetric memory {v.replace('_', '-')}", f"symm_{v}",
+              f"{exprs[v]} (symmetric memory, one process per GPU)" if exprs[v] else None, results[v])
     return entries
 
 
@@ -563,6 +702,8 @@ def main():
     ap.add_argument("--ar-bytes", default="8K,64K,256K,1M,4M,16M,64M,256M", help="all_reduce: message sizes in bytes")
     ap.add_argument("--ar-dtype", default="bf16", choices=sorted(AR_DTYPES), help="all_reduce: element type")
     ap.add_argument("--ar-batch", type=int, default=20, help="all_reduce: calls per pair of events")
+    ap.add_argument("--ar-timeout", type=int, default=300,
+                    help="all_reduce: seconds to wait for each phase's result (NCCL, then symmetric memory)")
     ap.add_argument("--norm-shapes", default=None,
                     help="norm: comma-separated ROWSxCOLS shapes (default: the issue's six)")
     ap.add_argument("--nms-boxes", default="20000", help="nms: comma-separated box counts")
@@ -588,6 +729,9 @@ def main():
             return 2
     if a.n < 1 or a.iters < 1:
         log("error: --n and --iters must be at least 1")
+        return 2
+    if a.ar_batch < 1 or a.ar_timeout < 1:
+        log(f"error: --ar-batch {a.ar_batch} and --ar-timeout {a.ar_timeout} must be at least 1")
         return 2
     try:
         sizes = parse_sizes(a.sizes) if a.sizes else [a.n]

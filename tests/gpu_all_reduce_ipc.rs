@@ -1,17 +1,20 @@
-//! The one-process-per-GPU placement on one GPU: this test binary re-executes
-//! itself twice (env `REDJIT_AR_IPC=<socket>,<rank>,<world>`), each child a rank
-//! of `Placement::Process` on GPU 0 with `gpu_share = 2`. The children exchange
+//! The one-process-per-GPU placement, on one GPU and on every GPU of the
+//! machine: this test binary re-executes itself once per rank (env
+//! `REDJIT_AR_IPC=<socket>,<rank>,<world>,<gpus>`), each child a rank of
+//! `Placement::Process` on GPU `rank % gpus` (on one GPU: `gpu_share = 2`). The children exchange
 //! CUDA IPC handles through the Unix-socket bootstrap, open each other's
 //! buffers and run the same kernels as the one-process placements: one-shot,
 //! two-stage and cp.async two-stage, f32 and bf16, sizes 1 to 1M+5 elements
-//! with misaligned input views, nccl-tests-style exact inputs compared bit for
-//! bit, then 200 back-to-back calls, then a CUDA graph of 4 all-reduces whose
-//! inputs (cuMemAlloc memory) are read in place through IPC handles registered
-//! after capture, replayed 20 times with new inputs. If the driver refuses IPC within one
-//! device, `Communicator::new` fails in the children naming
-//! `cuIpcOpenMemHandle`, and this test fails quoting their output.
+//! (on one GPU per process to 64M-1 f32, 256 MB) with misaligned input views,
+//! nccl-tests-style exact inputs compared bit for bit, then 200 back-to-back
+//! calls (100 000 on one GPU per process), then a CUDA graph of 4 all-reduces
+//! whose inputs (cuMemAlloc memory) are read in place through IPC handles
+//! registered after capture, replayed 20 times with new inputs. If the driver
+//! refuses IPC, `Communicator::new` fails in the children naming
+//! `cuIpcOpenMemHandle`, and the test fails quoting their output. On 2+ GPUs
+//! also: a peer process killed mid-way is an error on the other rank.
 //! Run with `--ignored` on a GPU machine (REDJIT_REQUIRE_GPU=1 makes a missing
-//! GPU a failure).
+//! GPU a failure; REDJIT_REQUIRE_GPUS=N fewer than N GPUs).
 
 mod common;
 
@@ -19,41 +22,29 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::ar::{ALGOS, exact};
 use cudarc::driver::CudaSlice;
 use cudarc::driver::sys;
 use half::bf16;
 use redjit::all_reduce::{Call, CommOptions, Communicator, Placement};
 use redjit::peer::LegacyAlloc;
-use redjit::{AllReduceAlgo, KernelInput, KernelOutput};
+use redjit::{KernelInput, KernelOutput};
 
-const ALGOS: [(AllReduceAlgo, bool); 3] = [
-    (AllReduceAlgo::OneShot, false),
-    (AllReduceAlgo::TwoStage, false),
-    (AllReduceAlgo::TwoStage, true),
-];
-
-/// Small integers from (seed, rank, index): every sum is exact in f32 and bf16.
-fn exact(seed: u64, rank: u32, i: usize) -> f64 {
-    let h = (i as u64)
-        .wrapping_mul(0x9E37_79B9)
-        .wrapping_add(seed * 31 + rank as u64 * 7919);
-    ((h >> 7) % 31) as f64 - 15.0
-}
-
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn two_processes_on_one_gpu_reduce_through_ipc() {
-    if common::gpu_or_skip().is_none() {
-        return;
-    }
-    let path = std::env::temp_dir().join(format!("redjit-ar-ipc-{}.sock", std::process::id()));
+/// Runs `world` children of this binary, each `--exact <test>` with
+/// `REDJIT_AR_IPC=<socket>,<rank>,<world>,<gpus>` (rank r on GPU r % gpus),
+/// and returns their outputs with a report quoting them all.
+fn spawn_ranks(test: &str, world: u32, gpus: usize) -> (Vec<std::process::Output>, String) {
+    let path =
+        std::env::temp_dir().join(format!("redjit-ar-ipc-{}-{test}.sock", std::process::id()));
     let exe = std::env::current_exe().unwrap();
-    let t0 = Instant::now();
-    let children: Vec<_> = (0..2)
+    let children: Vec<_> = (0..world)
         .map(|r| {
             Command::new(&exe)
-                .args(["--exact", "ipc_rank", "--ignored", "--nocapture"])
-                .env("REDJIT_AR_IPC", format!("{},{r},2", path.display()))
+                .args(["--exact", test, "--ignored", "--nocapture"])
+                .env(
+                    "REDJIT_AR_IPC",
+                    format!("{},{r},{world},{gpus}", path.display()),
+                )
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -76,6 +67,12 @@ fn two_processes_on_one_gpu_reduce_through_ipc() {
             )
         })
         .collect();
+    (outs, report)
+}
+
+fn ranks_all_ok(world: u32, gpus: usize) {
+    let t0 = Instant::now();
+    let (outs, report) = spawn_ranks("ipc_rank", world, gpus);
     eprintln!("{report}");
     for (r, o) in outs.iter().enumerate() {
         assert!(o.status.success(), "rank {r} failed:\n{report}");
@@ -84,42 +81,51 @@ fn two_processes_on_one_gpu_reduce_through_ipc() {
             "{report}"
         );
     }
-    eprintln!("two IPC ranks done in {:?}", t0.elapsed());
+    eprintln!(
+        "{world} IPC ranks on {gpus} GPU(s) done in {:?}",
+        t0.elapsed()
+    );
 }
 
-/// One rank of the test above; run directly (no env), it does nothing.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_processes_on_one_gpu_reduce_through_ipc() {
+    if common::gpu_or_skip().is_none() {
+        return;
+    }
+    ranks_all_ok(2, 1);
+}
+
+/// One process per GPU, over every GPU of the machine (the way NCCL and the
+/// serving frameworks run): sizes to 256 MB and 100 000 back-to-back calls.
+#[test]
+#[ignore = "needs 2+ CUDA GPUs"]
+fn one_process_per_gpu_reduces_through_ipc() {
+    let Some(gpus) = common::gpus_or_skip(2) else {
+        return;
+    };
+    ranks_all_ok(gpus as u32, gpus);
+}
+
+/// One rank of the tests above; run directly (no env), it does nothing.
 #[test]
 #[ignore = "run by two_processes_on_one_gpu_reduce_through_ipc as one rank"]
 fn ipc_rank() {
-    let Ok(env) = std::env::var("REDJIT_AR_IPC") else {
+    let Some((path, rank, world, gpus)) = child_env() else {
         return;
     };
-    let parts: Vec<&str> = env.split(',').collect();
-    let (path, rank, world): (PathBuf, u32, u32) = (
-        parts[0].into(),
-        parts[1].parse().unwrap(),
-        parts[2].parse().unwrap(),
-    );
-    let c = Communicator::new(
-        Placement::Process {
-            ordinal: 0,
-            rank,
-            world,
-            rendezvous: path,
-            gpu_share: world,
-        },
-        CommOptions {
-            timeout: Duration::from_secs(20),
-            max_bytes: 8 << 20,
-            join_timeout: Duration::from_secs(60),
-            ..CommOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("ipc rank {rank}: Communicator::new failed: {e}"));
+    // On one GPU the small sizes; one GPU per process takes them to 256 MB.
+    let max_bytes = if gpus > 1 { 256 << 20 } else { 8 << 20 };
+    let c = process_rank(&path, rank, world, gpus, max_bytes, Duration::from_secs(20));
     assert_eq!(c.local_ranks(), vec![rank]);
     let s = c.stream().clone();
     let mut calls = 0;
-    for (seed, n) in [1usize, 7, 9, 4097, (1 << 20) + 5].into_iter().enumerate() {
+    let mut sizes = vec![1usize, 7, 9, 4097, (1 << 20) + 5];
+    if gpus > 1 {
+        // 64 MB and 256 MB of f32 less a few (bf16 takes half the bytes).
+        sizes.extend([(16 << 20) - 3, (64 << 20) - 1]);
+    }
+    for (seed, n) in sizes.into_iter().enumerate() {
         for (k, &(algo, cp_async)) in ALGOS.iter().enumerate() {
             let seed = (seed * 3 + k) as u64;
             let offset = 1 + k; // a misaligned input view
@@ -177,7 +183,8 @@ fn ipc_rank() {
     let input = s.clone_htod(&host).unwrap();
     let mut out = s.alloc_zeros::<f32>(n).unwrap();
     let t0 = Instant::now();
-    for k in 0..200 {
+    let back_to_back_calls = if gpus > 1 { 100_000 } else { 200 };
+    for k in 0..back_to_back_calls {
         let (algo, cp_async) = ALGOS[k % 3];
         let inputs: [&dyn KernelInput; 1] = [&input];
         let mut outputs: [&mut dyn KernelOutput; 1] = [&mut out];
@@ -264,6 +271,190 @@ fn ipc_rank() {
     }
     drop(allocs);
     println!(
-        "ipc rank {rank}: ok, {calls} calls (200 back to back in {back_to_back:?}; 20 replays of a 4-call graph)"
+        "ipc rank {rank}: ok, {calls} calls ({back_to_back_calls} back to back in {back_to_back:?}; 20 replays of a 4-call graph)"
     );
+}
+
+/// Parses `REDJIT_AR_IPC` as the children get it, or None when unset (the
+/// child tests then do nothing).
+fn child_env() -> Option<(PathBuf, u32, u32, u32)> {
+    let env = std::env::var("REDJIT_AR_IPC").ok()?;
+    let parts: Vec<&str> = env.split(',').collect();
+    Some((
+        parts[0].into(),
+        parts[1].parse().unwrap(),
+        parts[2].parse().unwrap(),
+        parts[3].parse().unwrap(),
+    ))
+}
+
+/// Rank `rank` of `world`, one process each, on GPU `rank % gpus`.
+fn process_rank(
+    path: &std::path::Path,
+    rank: u32,
+    world: u32,
+    gpus: u32,
+    max_bytes: usize,
+    timeout: Duration,
+) -> Communicator {
+    Communicator::new(
+        Placement::Process {
+            ordinal: (rank % gpus) as usize,
+            rank,
+            world,
+            rendezvous: path.to_path_buf(),
+            gpu_share: world.div_ceil(gpus),
+        },
+        CommOptions {
+            timeout,
+            max_bytes,
+            join_timeout: Duration::from_secs(60),
+            ..CommOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("ipc rank {rank}: Communicator::new failed: {e}"))
+}
+
+const KILL_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A peer process killed (SIGKILL) while both ranks run back-to-back calls:
+/// the survivor's next calls end in an error (the barrier's timeout, or a
+/// fault on the dead peer's memory) within seconds of the kill, never a hang.
+#[test]
+#[ignore = "needs 2+ CUDA GPUs"]
+fn a_peer_process_killed_midway_is_an_error_on_the_other_rank() {
+    if common::gpus_or_skip(2).is_none() {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    let path = std::env::temp_dir().join(format!("redjit-ar-kill-{}.sock", std::process::id()));
+    let exe = std::env::current_exe().unwrap();
+    let mut children: Vec<_> = (0..2u32)
+        .map(|r| {
+            Command::new(&exe)
+                .args(["--exact", "killed_pair_rank", "--ignored", "--nocapture"])
+                .env("REDJIT_AR_IPC", format!("{},{r},2,2", path.display()))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Rank 1 says when both ranks are in their loop of calls.
+    let mut lines = BufReader::new(children[1].stdout.take().unwrap()).lines();
+    let started = Instant::now();
+    let mut seen = String::new();
+    let running = loop {
+        match lines.next() {
+            Some(Ok(l)) => {
+                seen.push_str(&l);
+                seen.push('\n');
+                if l.contains("killed_pair rank 1: running") {
+                    break true;
+                }
+            }
+            _ => break false,
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            break false;
+        }
+    };
+    if !running {
+        let _ = children[1].kill();
+        let _ = children[0].kill();
+        let o1 = children.pop().unwrap().wait_with_output().unwrap();
+        let o0 = children.pop().unwrap().wait_with_output().unwrap();
+        panic!(
+            "rank 1 never ran: {seen}{}\n--- rank 0:\n{}{}",
+            String::from_utf8_lossy(&o1.stderr),
+            String::from_utf8_lossy(&o0.stdout),
+            String::from_utf8_lossy(&o0.stderr)
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    children[1].kill().unwrap();
+    let killed = Instant::now();
+    let _ = children[1].wait();
+    // The survivor must end on its own; 30 s past the kill is a hang.
+    let mut survivor = children.swap_remove(0);
+    let status = loop {
+        if let Some(st) = survivor.try_wait().unwrap() {
+            break Some(st);
+        }
+        if killed.elapsed() > Duration::from_secs(30) {
+            let _ = survivor.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let ended = killed.elapsed();
+    let out = survivor.wait_with_output().unwrap();
+    let report = format!(
+        "--- rank 0 ({status:?}, {ended:?} after the kill):\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{report}");
+    assert!(
+        status.is_some(),
+        "rank 0 hung after its peer was killed:\n{report}"
+    );
+    assert!(status.unwrap().success(), "{report}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("killed_pair rank 0: error"), "{report}");
+    assert!(
+        ended < KILL_TIMEOUT * 5 + Duration::from_secs(10),
+        "rank 0 took {ended:?} to end after the kill:\n{report}"
+    );
+}
+
+/// One rank of the test above; run directly (no env), it does nothing. Both
+/// ranks loop on synchronised calls; rank 1 says when it runs and is killed
+/// by the parent; rank 0 reports the first error and how long after its last
+/// good call it came.
+#[test]
+#[ignore = "run by a_peer_process_killed_midway_is_an_error_on_the_other_rank as one rank"]
+fn killed_pair_rank() {
+    let Some((path, rank, world, gpus)) = child_env() else {
+        return;
+    };
+    let c = process_rank(&path, rank, world, gpus, 1 << 20, KILL_TIMEOUT);
+    let s = c.stream().clone();
+    let n = 65_537;
+    let input = s.clone_htod(&vec![rank as f32 + 1.0; n]).unwrap();
+    let mut out = s.alloc_zeros::<f32>(n).unwrap();
+    let t0 = Instant::now();
+    let mut last_ok = Instant::now();
+    for k in 0u64.. {
+        let (algo, cp_async) = ALGOS[k as usize % 3];
+        let inputs: [&dyn KernelInput; 1] = [&input];
+        let mut outputs: [&mut dyn KernelOutput; 1] = [&mut out];
+        let r = c
+            .all_reduce(
+                &inputs,
+                &mut outputs,
+                Call {
+                    cp_async,
+                    ..Call::sum(algo)
+                },
+            )
+            .and_then(|()| c.synchronize());
+        match r {
+            Ok(()) => last_ok = Instant::now(),
+            Err(e) => {
+                println!(
+                    "killed_pair rank {rank}: error at call {k}, {:?} after the last good call: {e}",
+                    last_ok.elapsed()
+                );
+                return;
+            }
+        }
+        if k == 200 && rank == 1 {
+            println!("killed_pair rank 1: running");
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "rank {rank}: no error after 90 s of calls"
+        );
+    }
 }

@@ -41,7 +41,8 @@ pub struct TorchEntry {
     pub dsts: String,
     #[serde(default)]
     pub eager_gbps: Option<f64>,
-    /// Microseconds a call (the all-reduce's NCCL entries).
+    /// Microseconds a call (the all-reduce entries: NCCL and PyTorch symmetric
+    /// memory; null where that variant failed).
     #[serde(default)]
     pub eager_us: Option<f64>,
     #[serde(default)]
@@ -127,7 +128,12 @@ mod tests {
                           {"config":null,"transport":"bf16","srcs":"A","dsts":"A","n":1024,"eager_gbps":5.0},
                           {"family":"reduce","name":"reduce_all_sum_f32_f32","n":1024,"eager_gbps":7.0},
                           {"family":"reduce","name":"reduce_rows_sum_bf16_f32","n":8,"shape":"2x4",
-                           "eager_gbps":1.0,"compile_gbps":9.0}]}"#,
+                           "eager_gbps":1.0,"compile_gbps":9.0},
+                          {"family":"all_reduce","name":"all_reduce_symm_two_shot_bf16","n":4096,
+                           "world":2,"eager_us":10.5,"eager_gbps":0.8,"busbw_gbps":0.8,"eager_expr":"x"},
+                          {"family":"all_reduce","name":"all_reduce_symm_one_shot_f16","n":4096,
+                           "world":2,"eager_us":null,"eager_gbps":null,"busbw_gbps":null,
+                           "eager_expr":"x","error":"not implemented for 'Half'"}]}"#,
         )
         .unwrap();
         let t = TorchTable::load(&path).unwrap();
@@ -148,6 +154,10 @@ mod tests {
             .unwrap();
         assert_eq!(rows.compile_gbps, Some(9.0));
         assert!(t.get_named("reduce_rows_sum_bf16_f32", 8, None).is_none());
+        let two_shot = t.get_named("all_reduce_symm_two_shot_bf16", 4096, None);
+        assert_eq!(two_shot.unwrap().eager_us, Some(10.5));
+        let failed = t.get_named("all_reduce_symm_one_shot_f16", 4096, None);
+        assert_eq!(failed.unwrap().eager_us, None);
         assert!(TorchTable::load(Path::new("/nonexistent/x.json")).is_err());
     }
 }

@@ -23,6 +23,8 @@ macro_rules! snapshot {
     };
 }
 
+pub mod ar;
+
 use std::path::PathBuf;
 
 /// True when the test command asked that missing tools fail instead of skip.
@@ -63,6 +65,26 @@ pub fn ptxas_or_skip() -> Option<PathBuf> {
             eprintln!("skipping: ptxas not found");
             None
         }
+    }
+}
+
+/// The number of GPUs when there are at least `min`, or None (and a note); with
+/// REDJIT_REQUIRE_GPUS=N, fewer than N GPUs (N >= min) is a failure, never a
+/// silent pass: the multi-GPU tests skip on a one-GPU machine unless asked.
+pub fn gpus_or_skip(min: usize) -> Option<usize> {
+    let want: Option<usize> = std::env::var("REDJIT_REQUIRE_GPUS")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let have = redjit::gpu_available().unwrap_or(0);
+    match want {
+        Some(n) if have < n.max(min) => {
+            panic!("REDJIT_REQUIRE_GPUS={n} but this machine has {have} GPU(s)")
+        }
+        _ if have < min => {
+            eprintln!("skipping: {have} GPU(s), this test needs {min}");
+            None
+        }
+        _ => Some(have),
     }
 }
 

@@ -4,29 +4,49 @@
 //! placement: it times the kernels and the barrier through one GPU's memory,
 //! not NVLink, and says nothing of a multi-GPU all-reduce's speed).
 //!
+//! With `--processes`, one process per rank, as NCCL, vLLM and SGLang run: this
+//! binary starts itself once per rank with the same arguments and a hidden
+//! `--as-rank RANK,WORLD,SOCKET`; each rank process drives rank RANK on GPU
+//! RANK (GPU 0 with `--same-gpu`) through `Placement::Process`, the ranks meet
+//! at the Unix socket and open each other's buffers through CUDA IPC. Rank 0
+//! prints the table and writes the JSON; the parent forwards the ranks' output,
+//! waits for them (`--child-timeout`) and fails, quoting their stderr, if any
+//! rank fails.
+//!
 //! Timing: `--batch` calls back to back between CUDA events on the
 //! communicator's main stream (every call is ordered with it), the median over
 //! `--iters` batches, per call; `--graph` replays the same calls captured in a
-//! CUDA graph. Bandwidth as nccl-tests reports it: algbw = bytes / time, busbw
-//! = algbw x 2 (R - 1) / R. `--compare` takes `scripts/torch_ref.py --families
-//! all_reduce` (NCCL through `torch.distributed`, one process per GPU).
+//! CUDA graph. With one process per rank each process times its own stream, so
+//! the ranks are brought into step before every timed batch. Bandwidth as
+//! nccl-tests reports it: algbw = bytes / time, busbw = algbw x 2 (R - 1) / R.
+//! `--compare` takes `scripts/torch_ref.py --families all_reduce` (NCCL through
+//! `torch.distributed` and PyTorch symmetric memory's one-shot and two-shot
+//! all-reduce, one process per GPU); "vs best" is the fastest of the three over
+//! ours.
 
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use clap::Args;
-use cudarc::driver::CudaStream;
 use cudarc::driver::sys::CUstreamCaptureMode;
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
+use redjit_codegen::spec::all_reduce::{MAX_WORLD, MIN_WORLD};
 use redjit_codegen::{AllReduceAlgo, DType};
 use redjit_runtime::all_reduce::{Call, CommOptions, Communicator, Placement};
+use redjit_runtime::peer::LegacyAlloc;
 use redjit_runtime::{KernelInput, KernelOutput, gpu_available};
 use serde::Serialize;
 
-use crate::devbuf::{DevBuf, Filler};
-use crate::error::{CliError, CliResult};
+use crate::devbuf::{DevBuf, DevView, Filler};
+use crate::error::{CliError, CliResult, DriverContext};
 use crate::report::{utc_date, write_json};
 use crate::sizes::{fmt_size, parse_sizes};
-use crate::timing::{capture_batch, graph_us_per_call, median_us};
+use crate::timing::{capture_batch, median, median_us};
 use crate::torch_ref::TorchTable;
 
 #[derive(Debug, Clone, Args)]
@@ -50,6 +70,26 @@ pub struct AllReduceBenchArgs {
     /// R ranks placed on GPU 0 instead (the test placement).
     #[arg(long, value_name = "R", conflicts_with = "ranks")]
     pub same_gpu: Option<u32>,
+
+    /// One process per rank (rank r on GPU r, or on GPU 0 with --same-gpu),
+    /// their buffers shared through CUDA IPC, as NCCL, vLLM and SGLang run.
+    #[arg(long)]
+    pub processes: bool,
+
+    /// With --processes: seconds the rank processes may take in all before
+    /// they are killed.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub child_timeout: u64,
+
+    /// Set by --processes on the processes it starts: this process is rank
+    /// RANK of WORLD and meets its peers at the Unix socket SOCKET.
+    #[arg(
+        long,
+        value_name = "RANK,WORLD,SOCKET",
+        hide = true,
+        requires = "processes"
+    )]
+    pub as_rank: Option<String>,
 
     /// Calls per pair of events.
     #[arg(long, default_value_t = 20)]
@@ -81,7 +121,8 @@ pub struct AllReduceBenchArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
 
-    /// A JSON written by `scripts/torch_ref.py --families all_reduce`: adds NCCL's time.
+    /// A JSON written by `scripts/torch_ref.py --families all_reduce`: adds the
+    /// times of NCCL and of PyTorch symmetric memory's one-shot and two-shot.
     #[arg(long, value_name = "TORCH_JSON")]
     pub compare: Option<std::path::PathBuf>,
 }
@@ -102,6 +143,10 @@ pub struct AllReduceRow {
     pub algbw_gbps: f64,
     pub busbw_gbps: f64,
     pub nccl_us: Option<f64>,
+    /// `torch.ops.symm_mem.one_shot_all_reduce` (PyTorch symmetric memory).
+    pub symm_one_shot_us: Option<f64>,
+    /// `torch.ops.symm_mem.two_shot_all_reduce_` (PyTorch symmetric memory).
+    pub symm_two_shot_us: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -121,8 +166,72 @@ fn parse_algo(s: &str) -> CliResult<(AllReduceAlgo, bool)> {
     }
 }
 
-/// Checks what needs no GPU, then runs.
-pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
+fn dtype_rule(dtype: DType) -> CliError {
+    CliError::usage(format!(
+        "--dtype {dtype}: the all-reduce takes f32, bf16 or f16"
+    ))
+}
+
+/// A rank count `flag` gave: one host's all-reduce has MIN_WORLD to MAX_WORLD.
+fn check_world(flag: &str, world: u32) -> CliResult {
+    if (MIN_WORLD..=MAX_WORLD).contains(&world) {
+        Ok(())
+    } else {
+        Err(CliError::usage(format!(
+            "{flag} {world}: an all-reduce has {MIN_WORLD} to {MAX_WORLD} ranks (one host)"
+        )))
+    }
+}
+
+/// `--as-rank RANK,WORLD,SOCKET` (the socket path last: it may hold commas).
+fn parse_as_rank(s: &str) -> CliResult<(u32, u32, PathBuf)> {
+    let bad = |rule: &str| CliError::usage(format!("--as-rank {s:?}: {rule}"));
+    let mut parts = s.splitn(3, ',');
+    let (Some(rank), Some(world), Some(socket)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(bad("expected RANK,WORLD,SOCKET"));
+    };
+    let rank: u32 = rank
+        .trim()
+        .parse()
+        .map_err(|_| bad("RANK is not a whole number"))?;
+    let world: u32 = world
+        .trim()
+        .parse()
+        .map_err(|_| bad("WORLD is not a whole number"))?;
+    check_world("--as-rank WORLD", world)?;
+    if rank >= world {
+        return Err(bad("RANK must be below WORLD"));
+    }
+    if socket.is_empty() {
+        return Err(bad("SOCKET is empty"));
+    }
+    Ok((rank, world, socket.into()))
+}
+
+/// Who this process is.
+enum Role {
+    /// Every rank, in this process.
+    All,
+    /// `--processes`: starts the rank processes.
+    Parent,
+    /// One rank process of `--processes`.
+    Rank {
+        rank: u32,
+        world: u32,
+        socket: PathBuf,
+    },
+}
+
+/// The flags, checked without a GPU.
+struct Checked {
+    sizes: Vec<usize>,
+    elem: usize,
+    algos: Vec<(AllReduceAlgo, bool)>,
+    torch: Option<TorchTable>,
+    role: Role,
+}
+
+fn check(a: &AllReduceBenchArgs) -> CliResult<Checked> {
     let sizes = parse_sizes(&a.bytes).map_err(CliError::usage)?;
     let elem = a.dtype.info().bytes as usize;
     if let Some(&bad) = sizes.iter().find(|&&b| b == 0 || b % elem != 0) {
@@ -132,10 +241,7 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
         )));
     }
     if !matches!(a.dtype, DType::F32 | DType::BF16 | DType::F16) {
-        return Err(CliError::usage(format!(
-            "--dtype {}: the all-reduce takes f32, bf16 or f16",
-            a.dtype
-        )));
+        return Err(dtype_rule(a.dtype));
     }
     let algos: Vec<(AllReduceAlgo, bool)> = a
         .algos
@@ -145,23 +251,119 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
     if a.batch == 0 || a.iters == 0 {
         return Err(CliError::usage("--batch and --iters must be at least 1"));
     }
-    let torch = a.compare.as_deref().map(TorchTable::load).transpose()?;
-    let gpus = gpu_available()
-        .map_err(|e| CliError::failure(format!("`redjit bench all-reduce` cannot run: {e}")))?;
-    let placement = match (a.same_gpu, a.ranks) {
-        (Some(world), _) => Placement::SameGpu { ordinal: 0, world },
-        (None, ranks) => {
-            let world = ranks.unwrap_or(gpus as u32);
-            if world < 2 || world as usize > gpus {
-                return Err(CliError::failure(format!(
-                    "{world} rank(s) on {gpus} GPU(s): a multi-GPU all-reduce needs 2 to {gpus} GPUs here (--same-gpu R places R ranks on GPU 0 instead)"
+    if let Some(r) = a.same_gpu {
+        check_world("--same-gpu", r)?;
+    }
+    if let Some(r) = a.ranks {
+        check_world("--ranks", r)?;
+    }
+    if a.processes && a.child_timeout == 0 {
+        return Err(CliError::usage(
+            "--child-timeout 0: the rank processes need at least 1 second",
+        ));
+    }
+    let role = match (&a.as_rank, a.processes) {
+        (Some(s), _) => {
+            let (rank, world, socket) = parse_as_rank(s)?;
+            if let Some(r) = a.same_gpu.filter(|&r| r != world) {
+                return Err(CliError::usage(format!(
+                    "--as-rank {s:?} with --same-gpu {r}: WORLD must be the --same-gpu count"
                 )));
             }
-            Placement::Devices {
-                ordinals: (0..world as usize).collect(),
+            Role::Rank {
+                rank,
+                world,
+                socket,
             }
         }
+        (None, true) => Role::Parent,
+        (None, false) => Role::All,
     };
+    let torch = a.compare.as_deref().map(TorchTable::load).transpose()?;
+    Ok(Checked {
+        sizes,
+        elem,
+        algos,
+        torch,
+        role,
+    })
+}
+
+/// Checks what needs no GPU, then runs (or starts the rank processes).
+pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
+    let c = check(a)?;
+    let gpus = gpu_available()
+        .map_err(|e| CliError::failure(format!("`redjit bench all-reduce` cannot run: {e}")))?;
+    let gpu_world = || {
+        let world = a.ranks.unwrap_or(gpus as u32);
+        if world < 2 || world as usize > gpus {
+            return Err(CliError::failure(format!(
+                "{world} rank(s) on {gpus} GPU(s): a multi-GPU all-reduce needs 2 to {gpus} GPUs here (--same-gpu R places R ranks on GPU 0 instead)"
+            )));
+        }
+        Ok(world)
+    };
+    let placement = match &c.role {
+        Role::Parent => {
+            let world = match a.same_gpu {
+                Some(r) => r,
+                None => gpu_world()?,
+            };
+            return launch_ranks(a, world);
+        }
+        Role::Rank {
+            rank,
+            world,
+            socket,
+        } => {
+            if a.same_gpu.is_none() && *rank as usize >= gpus {
+                return Err(CliError::failure(format!(
+                    "--as-rank: rank {rank} of {world} needs GPU {rank}, and there are {gpus} GPU(s) here"
+                )));
+            }
+            Placement::Process {
+                ordinal: if a.same_gpu.is_some() {
+                    0
+                } else {
+                    *rank as usize
+                },
+                rank: *rank,
+                world: *world,
+                rendezvous: socket.clone(),
+                gpu_share: if a.same_gpu.is_some() { *world } else { 1 },
+            }
+        }
+        Role::All => match a.same_gpu {
+            Some(world) => Placement::SameGpu { ordinal: 0, world },
+            None => Placement::Devices {
+                ordinals: (0..gpu_world()? as usize).collect(),
+            },
+        },
+    };
+    run(a, &c, placement)
+}
+
+/// Where the ranks are, as the table and the rows say it.
+fn placement_text(placement: &Placement, world: u32) -> String {
+    match placement {
+        Placement::SameGpu { .. } => format!("{world} ranks on GPU 0 (test placement)"),
+        Placement::Devices { .. } => format!("{world} GPUs"),
+        Placement::Process { gpu_share: 1, .. } => {
+            format!("{world} processes, one per GPU")
+        }
+        Placement::Process { .. } => {
+            format!("{world} processes on GPU 0 (test placement)")
+        }
+    }
+}
+
+fn us_or_dash(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.2}"))
+}
+
+/// The ranks this process drives, timed; rank 0's process prints and writes.
+fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
+    let (sizes, elem, algos) = (&c.sizes, c.elem, &c.algos);
     let largest = sizes.iter().copied().max().unwrap_or(0);
     // Every captured call takes a graph slot for the communicator's life.
     let captured = if a.graph {
@@ -180,57 +382,89 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
         },
     )?;
     let world = comm.world();
-    let where_ = match &placement {
-        Placement::SameGpu { .. } => format!("{world} ranks on GPU 0 (test placement)"),
-        _ => format!("{world} GPUs"),
-    };
-    println!(
-        "all-reduce {} on {where_}, {} calls per pair of events, median of {} after {} warm-up{}{}{}",
-        a.dtype,
-        a.batch,
-        a.iters,
-        a.warmup,
-        if a.graph {
-            ", replayed from a CUDA graph"
-        } else {
-            ""
-        },
-        if a.untracked {
-            ", cudarc event tracking off"
-        } else {
-            ""
-        },
-        if a.registered {
-            ", inputs in the registered buffers"
-        } else {
-            ""
-        }
-    );
-    println!(
-        "{:<26} {:>10} {:>10} {:>10} {:>12} {:>12} {:>10} {:>10}",
-        "kernel", "bytes", "us", "host us", "algbw GB/s", "busbw GB/s", "NCCL us", "vs NCCL"
-    );
+    let local = comm.local_ranks();
+    let leader = local.contains(&0);
+    let one_per_process = matches!(placement, Placement::Process { .. });
+    let where_ = placement_text(&placement, world);
+    if leader {
+        println!(
+            "all-reduce {} on {where_}, {} calls per pair of events, median of {} after {} warm-up{}{}{}",
+            a.dtype,
+            a.batch,
+            a.iters,
+            a.warmup,
+            if a.graph {
+                ", replayed from a CUDA graph"
+            } else {
+                ""
+            },
+            if a.untracked {
+                ", cudarc event tracking off"
+            } else {
+                ""
+            },
+            if a.registered {
+                ", inputs in the registered buffers"
+            } else {
+                ""
+            }
+        );
+        println!(
+            "{:<26} {:>10} {:>10} {:>10} {:>12} {:>12} {:>10} {:>11} {:>11} {:>10}",
+            "kernel",
+            "bytes",
+            "us",
+            "host us",
+            "algbw GB/s",
+            "busbw GB/s",
+            "NCCL us",
+            "symm 1s us",
+            "symm 2s us",
+            "vs best"
+        );
+    }
     let mut rows = Vec::new();
-    for &bytes in &sizes {
+    for &bytes in sizes {
         let n = bytes / elem;
-        // Each rank's input and output on its own device.
-        let mut ins: Vec<DevBuf> = Vec::new();
+        // Each local rank's input and output on its own device; the inputs in
+        // cuMemAlloc memory, which a graph's replays read in place.
+        let mut ins: Vec<LegacyInput> = Vec::new();
         let mut outs: Vec<DevBuf> = Vec::new();
-        for r in 0..world as usize {
-            let s = comm.runtime(r).stream();
-            let filler = Filler::new(s, 0x5eed_0000 + r as u64)?;
-            ins.push(filler.alloc(a.dtype, n)?);
+        for (li, &r) in local.iter().enumerate() {
+            let s = comm.runtime(li).stream();
+            let filler = Filler::new(s, 0x5eed_0000 + u64::from(r))?;
+            ins.push(LegacyInput::copy_of(
+                s,
+                &filler.alloc(a.dtype, n)?,
+                a.dtype,
+                n,
+            )?);
             outs.push(filler.alloc(a.dtype, n)?);
         }
         // The fills ran on each rank's runtime stream; untracked buffers are
         // not ordered with the communicator's streams by cudarc.
-        for r in 0..world as usize {
-            comm.runtime(r)
+        for (li, &r) in local.iter().enumerate() {
+            comm.runtime(li)
                 .stream()
                 .synchronize()
                 .map_err(|e| CliError::failure(format!("waiting for rank {r}'s inputs: {e}")))?;
         }
-        for &(algo, cp_async) in &algos {
+        let theirs = |what: &str| {
+            c.torch
+                .as_ref()
+                .and_then(|t| {
+                    t.get_named(&format!("all_reduce_{what}_{}", a.dtype), n as u64, None)
+                })
+                .and_then(|e| e.eager_us)
+        };
+        let nccl_us = theirs("nccl");
+        let symm_one_shot_us = theirs("symm_one_shot");
+        let symm_two_shot_us = theirs("symm_two_shot");
+        let best = [nccl_us, symm_one_shot_us, symm_two_shot_us]
+            .into_iter()
+            .flatten()
+            .min_by(f64::total_cmp);
+        for &(algo, cp_async) in algos {
             let call = Call {
                 cp_async,
                 ..Call::sum(algo)
@@ -244,10 +478,10 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
                 if cp_async { "-cp" } else { "" }
             );
             // Built once, outside the timed calls.
-            let views: Vec<_> = ins.iter().map(|b| b.view(0, n)).collect();
+            let views: Vec<_> = ins.iter().filter_map(|b| b.view(n)).collect();
             let copied: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
-            let regs = (0..world as usize)
-                .map(|r| comm.registered(r, a.dtype, n))
+            let regs = (0..local.len())
+                .map(|li| comm.registered(li, a.dtype, n))
                 .collect::<Result<Vec<_>, _>>()?;
             let in_place: Vec<&dyn KernelInput> =
                 regs.iter().map(|r| r as &dyn KernelInput).collect();
@@ -265,24 +499,24 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
             }
             let inputs = if a.registered { &in_place } else { &copied };
             let mut issue = || issue_with(inputs);
-            let (us, host_us) = time_calls(&comm, comm.stream(), a, &mut issue)?;
+            let (us, host_us) = time_calls(&comm, a, one_per_process, &mut issue)?;
             let algbw = bytes as f64 / us / 1e3;
             let busbw = algbw * 2.0 * f64::from(world - 1) / f64::from(world);
-            let nccl_us = torch.as_ref().and_then(|t| {
-                t.get_named(&format!("all_reduce_nccl_{}", a.dtype), n as u64, None)
-                    .and_then(|e| e.eager_us)
-            });
-            println!(
-                "{:<26} {:>10} {:>10.2} {:>10} {:>12.1} {:>12.1} {:>10} {:>10}",
-                kernel,
-                fmt_size(bytes as u64),
-                us,
-                host_us.map_or("-".into(), |v| format!("{v:.2}")),
-                algbw,
-                busbw,
-                nccl_us.map_or("-".into(), |v| format!("{v:.2}")),
-                nccl_us.map_or("-".into(), |v| format!("{:.2}x", v / us))
-            );
+            if leader {
+                println!(
+                    "{:<26} {:>10} {:>10.2} {:>10} {:>12.1} {:>12.1} {:>10} {:>11} {:>11} {:>10}",
+                    kernel,
+                    fmt_size(bytes as u64),
+                    us,
+                    us_or_dash(host_us),
+                    algbw,
+                    busbw,
+                    us_or_dash(nccl_us),
+                    us_or_dash(symm_one_shot_us),
+                    us_or_dash(symm_two_shot_us),
+                    best.map_or("-".into(), |v| format!("{:.2}x", v / us))
+                );
+            }
             rows.push(AllReduceRow {
                 kernel,
                 ranks: world,
@@ -295,10 +529,12 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
                 algbw_gbps: algbw,
                 busbw_gbps: busbw,
                 nccl_us,
+                symm_one_shot_us,
+                symm_two_shot_us,
             });
         }
     }
-    if let Some(path) = &a.json {
+    if let (true, Some(path)) = (leader, &a.json) {
         write_json(
             path,
             &AllReduceReport {
@@ -311,30 +547,133 @@ pub fn all_reduce_cmd(a: &AllReduceBenchArgs) -> CliResult {
     Ok(())
 }
 
+/// A rank's input in `cuMemAlloc` memory, as a cudarc slice (tracked like any
+/// other). A graph's replays read their inputs in place, peers included
+/// (through peer access, or CUDA IPC with one process per rank), and both cover
+/// `cuMemAlloc` memory only, not the pool memory cudarc allocates
+/// (`Communicator::end_capture` refuses that); eager calls copy any input.
+struct LegacyInput {
+    /// A slice over `_alloc`, leaked when dropped: only `_alloc` frees the
+    /// memory (after the slice is gone: fields drop after `drop`).
+    buf: Option<DevBuf>,
+    _alloc: LegacyAlloc,
+}
+
+impl LegacyInput {
+    /// A copy of the `n` elements of `src`, issued on `stream` (the caller
+    /// synchronises it).
+    fn copy_of(
+        stream: &Arc<CudaStream>,
+        src: &DevBuf,
+        dtype: DType,
+        n: usize,
+    ) -> CliResult<LegacyInput> {
+        let alloc = LegacyAlloc::zeroed(stream.context(), n * dtype.info().bytes as usize)?;
+        let buf = match src {
+            DevBuf::F32(s) => DevBuf::F32(copy_into(stream, s, &alloc)?),
+            DevBuf::BF16(s) => DevBuf::BF16(copy_into(stream, s, &alloc)?),
+            DevBuf::F16(s) => DevBuf::F16(copy_into(stream, s, &alloc)?),
+            _ => return Err(dtype_rule(dtype)),
+        };
+        Ok(LegacyInput {
+            buf: Some(buf),
+            _alloc: alloc,
+        })
+    }
+
+    /// Its first `n` elements.
+    fn view(&self, n: usize) -> Option<DevView<'_>> {
+        self.buf.as_ref().map(|b| b.view(0, n))
+    }
+}
+
+impl Drop for LegacyInput {
+    fn drop(&mut self) {
+        match self.buf.take() {
+            Some(DevBuf::F32(s)) => _ = s.leak(),
+            Some(DevBuf::BF16(s)) => _ = s.leak(),
+            Some(DevBuf::F16(s)) => _ = s.leak(),
+            // copy_of makes none of these; never let one free `_alloc`'s memory.
+            Some(other) => std::mem::forget(other),
+            None => {}
+        }
+    }
+}
+
+/// A slice over `dst` holding a copy of `src`, issued on `stream`; the caller
+/// leaks it before `dst` is freed.
+fn copy_into<T: DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    src: &CudaSlice<T>,
+    dst: &LegacyAlloc,
+) -> CliResult<CudaSlice<T>> {
+    let bytes = src.len() * std::mem::size_of::<T>();
+    if dst.bytes() < bytes {
+        return Err(CliError::failure(format!(
+            "an input of {bytes} bytes does not fit its {} byte buffer",
+            dst.bytes()
+        )));
+    }
+    // SAFETY: `dst` is a live allocation of at least `src.len()` elements of T
+    // (checked above), written by the copy below before anything reads it; the
+    // slice is leaked, here on error or by LegacyInput's drop, before `dst` is
+    // freed, so it never frees memory it does not own.
+    let mut slice = unsafe { stream.upgrade_device_ptr::<T>(dst.ptr(), src.len()) };
+    match stream.memcpy_dtod(src, &mut slice) {
+        Ok(()) => Ok(slice),
+        Err(e) => {
+            _ = slice.leak();
+            Err(e).during(|| {
+                format!(
+                    "copying an input into cuMemAlloc memory at {:#x}",
+                    dst.ptr()
+                )
+            })
+        }
+    }
+}
+
 /// Median microseconds per call: `a.batch` calls per pair of events on the
 /// main stream, issued or replayed from a graph; for issued calls also the
 /// median host time to issue one (wall clock over a batch, the GPU drained
-/// between batches).
+/// between batches). `aligned` (one process per rank): before every timed
+/// batch one call, then this rank waits for it; its barrier meets every rank,
+/// so all start the batch together (each process times only its own stream).
 fn time_calls(
     comm: &Communicator,
-    stream: &Arc<CudaStream>,
     a: &AllReduceBenchArgs,
+    aligned: bool,
     issue: &mut dyn FnMut() -> CliResult,
 ) -> CliResult<(f64, Option<f64>)> {
-    let ctx = comm.runtime(0).context();
+    let (ctx, stream) = (comm.runtime(0).context(), comm.stream());
     let batch = a.batch as usize;
+    let timed = |issue: &mut dyn FnMut() -> CliResult,
+                 op: &mut dyn FnMut(&mut dyn FnMut() -> CliResult) -> CliResult|
+     -> CliResult<f64> {
+        let mut times = Vec::with_capacity(a.iters);
+        for _ in 0..a.iters {
+            if aligned {
+                issue()?;
+                comm.synchronize()?;
+            }
+            times.push(median_us(ctx, stream, 0, 1, || op(&mut *issue))?);
+        }
+        Ok(median(&mut times) / batch as f64)
+    };
+    let mut run_batch = |issue: &mut dyn FnMut() -> CliResult| (0..batch).try_for_each(|_| issue());
     if !a.graph {
-        let us = median_us(ctx, stream, a.warmup, a.iters, || {
-            (0..batch).try_for_each(|_| issue())
-        })?;
+        for _ in 0..a.warmup {
+            run_batch(&mut *issue)?;
+        }
+        let us = timed(&mut *issue, &mut run_batch)?;
         let mut host = Vec::with_capacity(a.iters);
         for _ in 0..a.iters {
             let t = std::time::Instant::now();
-            (0..batch).try_for_each(|_| issue())?;
+            run_batch(&mut *issue)?;
             host.push(t.elapsed().as_secs_f64() * 1e6 / batch as f64);
             comm.synchronize()?;
         }
-        return Ok((us / batch as f64, Some(crate::timing::median(&mut host))));
+        return Ok((us, Some(median(&mut host))));
     }
     // Outside the capture first: kernels load, nothing allocates inside.
     for _ in 0..a.warmup.max(1) {
@@ -356,8 +695,192 @@ fn time_calls(
     };
     // The stream's capture has ended: register what it captured.
     comm.end_capture()?;
-    Ok((
-        graph_us_per_call(ctx, stream, a.iters, batch, &graph)?,
-        None,
-    ))
+    graph.upload().during(|| "uploading the graph".into())?;
+    let mut replay =
+        |_: &mut dyn FnMut() -> CliResult| graph.launch().during(|| "launching the graph".into());
+    // One replay untimed.
+    replay(&mut *issue)?;
+    comm.synchronize()?;
+    Ok((timed(&mut *issue, &mut replay)?, None))
+}
+
+/// One rank process of `--processes`, its output forwarded as it comes.
+struct RankProcess {
+    rank: u32,
+    child: Child,
+    forward: Option<JoinHandle<()>>,
+    stderr: Option<JoinHandle<Vec<u8>>>,
+    /// How it ended: its status, or why the parent killed it.
+    ended: Option<Result<ExitStatus, String>>,
+}
+
+impl RankProcess {
+    /// Starts rank `rank` of `world`: this binary, `args`, and `--as-rank`.
+    fn start(
+        exe: &std::path::Path,
+        args: &[OsString],
+        rank: u32,
+        world: u32,
+        socket: &std::path::Path,
+    ) -> CliResult<RankProcess> {
+        let mut child = Command::new(exe)
+            .args(args)
+            .arg("--as-rank")
+            .arg(format!("{rank},{world},{}", socket.display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                CliError::failure(format!(
+                    "--processes: starting rank {rank} ({}): {e}",
+                    exe.display()
+                ))
+            })?;
+        // Rank 0 prints the table: its lines pass through as they are; any
+        // other rank's are marked.
+        let out = child.stdout.take();
+        let forward = std::thread::spawn(move || {
+            let Some(out) = out else { return };
+            for line in BufReader::new(out).split(b'\n') {
+                let Ok(line) = line else { break };
+                let line = String::from_utf8_lossy(&line);
+                let mut so = std::io::stdout().lock();
+                let _ = match rank {
+                    0 => writeln!(so, "{line}"),
+                    r => writeln!(so, "[rank {r}] {line}"),
+                };
+            }
+        });
+        let err = child.stderr.take();
+        let stderr = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut err) = err {
+                let _ = err.read_to_end(&mut buf);
+            }
+            buf
+        });
+        Ok(RankProcess {
+            rank,
+            child,
+            forward: Some(forward),
+            stderr: Some(stderr),
+            ended: None,
+        })
+    }
+
+    fn kill(&mut self, why: String) {
+        if self.ended.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            self.ended = Some(Err(why));
+        }
+    }
+
+    /// Its output once it has ended: what it wrote to stderr.
+    fn finish(&mut self) -> String {
+        if let Some(f) = self.forward.take() {
+            let _ = f.join();
+        }
+        let err = self
+            .stderr
+            .take()
+            .map(|h| h.join().unwrap_or_default())
+            .unwrap_or_default();
+        String::from_utf8_lossy(&err).trim_end().to_string()
+    }
+}
+
+/// How long the other ranks may go on after one has failed (they would wait
+/// for it at a barrier until the communicator's timeout).
+const AFTER_FAILURE: Duration = Duration::from_secs(10);
+
+/// `--processes`: this binary once per rank, with this process's arguments and
+/// `--as-rank`; waits for every rank (`--child-timeout` in all) and fails
+/// quoting the stderr of each rank that failed or was killed.
+fn launch_ranks(a: &AllReduceBenchArgs, world: u32) -> CliResult {
+    let exe = std::env::current_exe().map_err(|e| {
+        CliError::failure(format!(
+            "--processes: cannot find this binary to start the ranks: {e}"
+        ))
+    })?;
+    let socket = std::env::temp_dir().join(format!("redjit-ar-bench-{}.sock", std::process::id()));
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let mut ranks: Vec<RankProcess> = Vec::new();
+    for r in 0..world {
+        match RankProcess::start(&exe, &args, r, world, &socket) {
+            Ok(p) => ranks.push(p),
+            Err(e) => {
+                for p in &mut ranks {
+                    p.kill(format!("rank {r} could not be started"));
+                    p.finish();
+                }
+                return Err(e);
+            }
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(a.child_timeout);
+    let mut failed_at: Option<(u32, Instant)> = None;
+    while ranks.iter().any(|p| p.ended.is_none()) {
+        for p in ranks.iter_mut().filter(|p| p.ended.is_none()) {
+            match p.child.try_wait() {
+                Ok(Some(status)) => {
+                    if !status.success() && failed_at.is_none() {
+                        failed_at = Some((p.rank, Instant::now()));
+                    }
+                    p.ended = Some(Ok(status));
+                }
+                Ok(None) => {}
+                Err(e) => p.kill(format!("after an error waiting for it: {e}")),
+            }
+        }
+        let now = Instant::now();
+        let why = match failed_at {
+            _ if now >= deadline => Some(format!("after --child-timeout {} s", a.child_timeout)),
+            Some((r, t)) if now - t >= AFTER_FAILURE => Some(format!(
+                "{} s after rank {r} had failed",
+                AFTER_FAILURE.as_secs()
+            )),
+            _ => None,
+        };
+        if let Some(why) = why {
+            ranks.iter_mut().for_each(|p| p.kill(why.clone()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_file(&socket);
+    let mut failures = Vec::new();
+    for p in &mut ranks {
+        let stderr = p.finish();
+        let quoted = || {
+            if stderr.is_empty() {
+                "    (nothing on stderr)".to_string()
+            } else {
+                stderr
+                    .lines()
+                    .map(|l| format!("    {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+        };
+        match &p.ended {
+            Some(Ok(status)) if status.success() => {
+                for l in stderr.lines() {
+                    eprintln!("[rank {}] {l}", p.rank);
+                }
+            }
+            Some(Ok(status)) => failures.push(format!("rank {} ({status}):\n{}", p.rank, quoted())),
+            Some(Err(why)) => failures.push(format!("rank {} killed {why}:\n{}", p.rank, quoted())),
+            None => failures.push(format!("rank {}: not waited for", p.rank)),
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::failure(format!(
+            "--processes: {} of {world} rank process(es) failed\n{}",
+            failures.len(),
+            failures.join("\n")
+        )))
+    }
 }

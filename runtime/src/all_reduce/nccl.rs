@@ -712,6 +712,12 @@ impl NcclComm {
         &self.main
     }
 
+    /// The stream of this process's `local`-th rank, on that rank's GPU (the
+    /// place to allocate and read its buffers), or None past the local ranks.
+    pub fn rank_stream(&self, local: usize) -> Option<&Arc<CudaStream>> {
+        self.ranks.get(local).map(|r| &r.stream)
+    }
+
     /// Why the communicator is broken (an NCCL error seen by `synchronize`).
     pub fn broken(&self) -> Option<String> {
         self.broken

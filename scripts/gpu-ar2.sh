@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# One device call on a machine of 2+ GPUs (nvidia-h200-x2 ...), over what
+# scripts/gpu.sh staged in stage/: issue 13's correctness tests and its
+# benchmarks, NCCL and PyTorch symmetric memory beside redjit in the same call.
+#   bash stage/scripts/gpu-ar2.sh [topo] [ref] [bench] [bench-proc] [dtypes] [tests] [sanitize]
+#   (default: topo ref bench-proc tests bench dtypes)
+# AR_BYTES: the message sizes (default 8K..1G); AR_ITERS: timed batches per
+# size. Prints a summary; the logs and JSON go to $OUT/ar2.tgz (the device
+# tool brings back 8 files at most), the summary to $OUT/summary.txt.
+set -uo pipefail
+RESULTS="${OUT:-/tmp/redjit-out}"
+mkdir -p "$RESULTS"
+W=$(mktemp -d)
+BIN=stage/bin
+# NVLink multicast stays off (the device README: it can put the host's shared
+# GPUs out of service); NCCL from PyTorch's wheel for the NCCL backend's tests.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1 REDJIT_REQUIRE_GPU=1 REDJIT_REQUIRE_GPUS=${REDJIT_REQUIRE_GPUS:-2}
+if [ -z "${REDJIT_NCCL_LIB:-}" ]; then
+  nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null) &&
+    export REDJIT_NCCL_LIB="$nccl_dir"
+fi
+BYTES=${AR_BYTES:-8K,16K,32K,64K,128K,256K,512K,1M,2M,4M,8M,16M,32M,64M,128M,256M,512M,1G}
+ITERS=${AR_ITERS:-20}
+status=0
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(topo ref bench-proc tests bench dtypes)
+
+# The summary goes straight to $RESULTS, so a call cut off at its limit still
+# brings it back; the logs are packed at the end.
+SUM="$RESULTS/summary.txt"
+: >"$SUM"
+say() { echo "$*" | tee -a "$SUM"; }
+# Runs a command bounded by $2 seconds, its output to $W/$1.log; says its status.
+bounded() {
+  local name=$1 limit=$2 t0 rc
+  shift 2
+  t0=$(date +%s)
+  timeout "$limit" "$@" >"$W/$name.log" 2>&1
+  rc=$?
+  say "$name: rc=$rc in $(($(date +%s) - t0)) s"
+  [ $rc -eq 0 ] || status=1
+  return $rc
+}
+
+for step in "${steps[@]}"; do
+  case "$step" in
+  topo)
+    nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee -a "$SUM"
+    nvidia-smi topo -m 2>&1 | tee -a "$SUM"
+    nvidia-smi nvlink -s -i 0 2>&1 | head -30 >"$W/nvlink.txt"
+    ;;
+  ref)
+    # NCCL (torch.distributed, one process per GPU) and symmetric memory.
+    bounded torch-ar 150 python3 stage/scripts/torch_ref.py --families all_reduce --n 1 --no-compile \
+      --ar-bytes "$BYTES" --iters "$ITERS" --out "$W/torch-ar.json"
+    grep -E "^ *[0-9]|NCCL|symm|rror" "$W/torch-ar.log" | tee -a "$SUM"
+    ;;
+  bench)
+    # One process driving every GPU: eager copied inputs, eager registered
+    # inputs, graph replays.
+    cmp=()
+    [ -s "$W/torch-ar.json" ] && cmp=(--compare "$W/torch-ar.json")
+    for mode in eager registered graph; do
+      extra=()
+      [ $mode = registered ] && extra=(--registered)
+      [ $mode = graph ] && extra=(--graph)
+      bounded "bench-ar-$mode" 100 "$BIN/redjit" bench all-reduce --bytes "$BYTES" --iters "$ITERS" \
+        "${extra[@]}" "${cmp[@]}" --json "$W/bench-ar-$mode.json"
+      cat "$W/bench-ar-$mode.log" >>"$SUM"
+    done
+    ;;
+  bench-proc)
+    # One process per GPU (CUDA IPC), as NCCL and the serving frameworks run.
+    cmp=()
+    [ -s "$W/torch-ar.json" ] && cmp=(--compare "$W/torch-ar.json")
+    for mode in eager registered graph; do
+      extra=()
+      [ $mode = registered ] && extra=(--registered)
+      [ $mode = graph ] && extra=(--graph)
+      bounded "bench-ar-proc-$mode" 100 "$BIN/redjit" bench all-reduce --processes --child-timeout 90 --bytes "$BYTES" \
+        --iters "$ITERS" "${extra[@]}" "${cmp[@]}" --json "$W/bench-ar-proc-$mode.json"
+      cat "$W/bench-ar-proc-$mode.log" >>"$SUM"
+    done
+    ;;
+  dtypes)
+    for dt in f32 f16; do
+      bounded "bench-ar-proc-$dt" 60 "$BIN/redjit" bench all-reduce --processes --child-timeout 50 --dtype "$dt" \
+        --bytes 8K,64K,1M,16M,64M,256M --iters "$ITERS" --json "$W/bench-ar-proc-$dt.json"
+      cat "$W/bench-ar-proc-$dt.log" >>"$SUM"
+    done
+    ;;
+  tests)
+    export REDJIT_CACHE_DIR=/tmp/redjit-cache-tests
+    for sel in ${GPUS_TESTS:-gpu_all_reduce_gpus gpu_all_reduce_ipc:one_process_per_gpu gpu_all_reduce_ipc:a_peer_process_killed}; do
+      bin=${sel%%:*}
+      filter=""
+      [ "$sel" != "$bin" ] && filter=${sel#*:}
+      # shellcheck disable=SC2086 # an empty filter is no argument
+      bounded "test-$bin${filter:+-$filter}" "${TEST_TIMEOUT:-300}" "$BIN/$bin" --ignored --test-threads=1 --nocapture $filter
+      grep -E "^test |test result|panicked|in [0-9.]+m?s$|GPUs|NCCL|routed|broken|error" "$W/test-$bin${filter:+-$filter}.log" |
+        grep -v "^running" | head -40 | tee -a "$SUM"
+    done
+    ;;
+  sanitize)
+    cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    export REDJIT_CACHE_DIR=/tmp/redjit-cache-tests
+    for tool in memcheck racecheck synccheck; do
+      bounded "sanitize-$tool" 200 "$cs" --tool "$tool" --error-exitcode 9 "$BIN/gpu_all_reduce_gpus" \
+        --ignored --test-threads=1 "${SANITIZE_FILTER:-gpus_random}"
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result" "$W/sanitize-$tool.log" | tee -a "$SUM"
+    done
+    ;;
+  *) say "unknown step $step"; status=2 ;;
+  esac
+done
+tar -C "$W" -czf "$RESULTS/ar2.tgz" .
+exit $status
