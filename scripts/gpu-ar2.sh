@@ -113,6 +113,7 @@ for step in "${steps[@]}"; do
     ;;
   *) say "unknown step $step"; status=2 ;;
   esac
+  # Packed after every step: a call cut off at its limit keeps what ran.
+  tar -C "$W" -czf "$RESULTS/ar2.tgz" .
 done
-tar -C "$W" -czf "$RESULTS/ar2.tgz" .
 exit $status
