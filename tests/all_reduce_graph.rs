@@ -92,6 +92,8 @@ fn records_round_trip_and_bad_lengths_are_refused() {
         .map(|k| GraphRecord {
             handle: IpcHandle([k; 64]),
             offset: 4096 * k as u64 + 16,
+            base: 0x7f00_0000_0000 + (k as u64) << 21,
+            size: 3 << 20,
         })
         .collect();
     let b = GraphRecord::encode_all(&recs);
@@ -142,6 +144,8 @@ fn record(r: u32, i: usize) -> GraphRecord {
     GraphRecord {
         handle: IpcHandle(h),
         offset: 256 * i as u64,
+        base: 0x1000_0000 * (r as u64 + 1) + 0x10_0000 * (i / 2) as u64,
+        size: 0x10_0000,
     }
 }
 
@@ -183,7 +187,8 @@ fn register_all(
                         &pending,
                         records,
                         |p| bootstrap::exchange(&path, r, world, p, Duration::from_secs(10)),
-                        |peer, h| {
+                        |peer, rec| {
+                            let h = &rec.handle;
                             assert_ne!(peer, r, "opened its own input");
                             opened.push((peer, h.0[0], h.0[1]));
                             Ok(0x5_0000_0000 * (h.0[0] as u64 + 1) + 0x1000 * h.0[1] as u64)
@@ -253,4 +258,64 @@ fn a_rank_that_cannot_share_fails_every_rank_at_once() {
         }
         assert!(opened.is_empty());
     }
+}
+
+/// A peer's allocation is opened once per handle; a new handle over a range
+/// that overlaps an opened one of the same rank (the peer freed it and got the
+/// addresses back) closes the old mapping first; other ranks' mappings and
+/// disjoint ranges stay.
+#[test]
+fn peer_mappings_open_each_allocation_once_and_drop_freed_ones() {
+    use redjit::all_reduce::graph::PeerMappings;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    /// A mapping that records its closing.
+    struct M(u8, Rc<RefCell<Vec<u8>>>);
+    impl Drop for M {
+        fn drop(&mut self) {
+            self.1.borrow_mut().push(self.0);
+        }
+    }
+    let closed = Rc::new(RefCell::new(Vec::new()));
+    let rec = |tag: u8, base: u64, size: u64| GraphRecord {
+        handle: IpcHandle([tag; 64]),
+        offset: 0,
+        base,
+        size,
+    };
+    let mut maps: PeerMappings<M> = PeerMappings::default();
+    let mut opens = 0;
+    let mut get = |maps: &mut PeerMappings<M>, rank: u32, r: &GraphRecord| -> u8 {
+        maps.get_or_open(rank, r, |h| {
+            opens += 1;
+            Ok(M(h.0[0], closed.clone()))
+        })
+        .unwrap()
+        .0
+    };
+    assert_eq!(get(&mut maps, 1, &rec(1, 0x1000, 0x1000)), 1);
+    assert_eq!(get(&mut maps, 1, &rec(1, 0x1000, 0x1000)), 1);
+    assert_eq!(get(&mut maps, 1, &rec(2, 0x2000, 0x1000)), 2);
+    assert_eq!(get(&mut maps, 2, &rec(3, 0x1000, 0x1000)), 3);
+    assert_eq!(maps.len(), 3);
+    assert!(closed.borrow().is_empty());
+    // Rank 1 reallocated over both of its earlier ranges under a new handle.
+    assert_eq!(get(&mut maps, 1, &rec(4, 0x1800, 0x1000)), 4);
+    assert_eq!(*closed.borrow(), vec![1, 2]);
+    assert_eq!(maps.len(), 2);
+    // Rank 2's mapping of the same addresses in its own process stays.
+    assert_eq!(get(&mut maps, 2, &rec(3, 0x1000, 0x1000)), 3);
+    drop(get);
+    assert_eq!(opens, 4);
+    // A failed open is the caller's error.
+    let e = maps
+        .get_or_open(3, &rec(9, 0, 16), |_| {
+            Err(Error::Comm {
+                what: "graph capture".into(),
+                rule: "open failed".into(),
+            })
+        })
+        .map(|_| ())
+        .unwrap_err();
+    assert!(rule(e).contains("open failed"));
 }

@@ -97,7 +97,7 @@ use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 
 use super::choice::{AlgoTable, Route};
 use super::fork::StreamFork;
-use super::graph::{GraphBuffers, GraphRecord};
+use super::graph::{GraphBuffers, GraphRecord, PeerMappings};
 use super::nccl::{NcclComm, NcclLib, NcclPlacement};
 use super::protocol::BarrierTimeout;
 use super::quant::Quantize;
@@ -324,8 +324,8 @@ pub struct Communicator {
     broken: Mutex<Option<String>>,
     issuing: Mutex<()>,
     graph: Mutex<GraphBuffers>,
-    /// Peers' allocations opened for captured inputs, by handle (each opened once).
-    graph_mappings: Mutex<Vec<(IpcHandle, OpenedIpc)>>,
+    /// Peers' allocations opened for captured inputs (each opened once).
+    graph_mappings: Mutex<PeerMappings<OpenedIpc>>,
     /// The same ranks in NCCL (`CommOptions::nccl`), the table's fallback.
     nccl: Option<NcclComm>,
     /// Peer access between two of the GPUs could not be proven (why): the
@@ -582,7 +582,7 @@ impl Communicator {
             broken: Mutex::new(None),
             issuing: Mutex::new(()),
             graph: Mutex::new(GraphBuffers::new(graph_slots)),
-            graph_mappings: Mutex::new(Vec::new()),
+            graph_mappings: Mutex::new(PeerMappings::default()),
             nccl,
             peer_missing,
         })
@@ -957,7 +957,11 @@ impl Communicator {
         // at end_capture; eager calls stage them and use slot 0.
         // A quantized call always stages (quantizing is the staging).
         let slot = if capturing && quant.is_none() {
-            let addresses: Vec<u64> = inputs.iter().map(|i| i.address(main)).collect();
+            let addresses: Vec<u64> = inputs
+                .iter()
+                .zip(&self.ranks)
+                .map(|(i, r)| i.address(&r.stream))
+                .collect();
             self.graph
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -969,16 +973,22 @@ impl Communicator {
         self.launch_ranks(&spec, n, slot, call, &out_addresses, quant)
     }
 
-    /// The outputs' addresses (on the main stream), then the call checked as
-    /// every kernel call is ([`check_call_for`]): its dtype and length.
+    /// The outputs' addresses, then the call checked as every kernel call is
+    /// ([`check_call_for`]): its dtype and length. A buffer's address is read
+    /// on its own rank's stream: cudarc orders a tracked buffer through events
+    /// of the buffer's context, which a stream of another GPU cannot record
+    /// (CUDA_ERROR_INVALID_CONTEXT on the next call, one GPU per rank).
     fn check_outputs(
         &self,
         inputs: &[&dyn KernelInput],
         outputs: &[&mut dyn KernelOutput],
         call: Call,
     ) -> Result<(Vec<u64>, DType, usize)> {
-        let main = self.stream();
-        let out_addresses: Vec<u64> = outputs.iter().map(|o| o.address(main)).collect();
+        let out_addresses: Vec<u64> = outputs
+            .iter()
+            .zip(&self.ranks)
+            .map(|(o, r)| o.address(&r.stream))
+            .collect();
         let (dtype, n) = check_call_for(
             self.ranks.len() as u32,
             self.world(),
@@ -1057,7 +1067,7 @@ impl Communicator {
                 )?;
                 continue;
             }
-            let src = inputs[i].address(main);
+            let src = inputs[i].address(&rank.stream);
             if !capturing && src != tables[0].0[r] {
                 // SAFETY: `src` holds `bytes` bytes (checked: n elements of dtype);
                 // the staging buffer holds max_bytes >= bytes; both are device
@@ -1229,6 +1239,8 @@ impl Communicator {
                         Ok(GraphRecord {
                             handle: crate::peer::get_mem_handle(base)?,
                             offset: a - base,
+                            base,
+                            size: size as u64,
                         })
                     })
                     .collect::<Result<Vec<_>>>();
@@ -1242,16 +1254,10 @@ impl Communicator {
                     &pending,
                     records,
                     exchange,
-                    |_, handle| {
-                        Ok(match opened.iter().find(|(h, _)| h == handle) {
-                            Some((_, m)) => m.ptr(),
-                            None => {
-                                let m = OpenedIpc::open(ctx, handle)?;
-                                let p = m.ptr();
-                                opened.push((*handle, m));
-                                p
-                            }
-                        })
+                    |r, rec| {
+                        Ok(opened
+                            .get_or_open(r, rec, |h| OpenedIpc::open(ctx, h))?
+                            .ptr())
                     },
                 )?
             }

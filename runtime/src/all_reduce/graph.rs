@@ -197,25 +197,33 @@ pub fn agree(counts: &[u32]) -> Result<u32> {
 }
 
 /// One captured input as sent to peers in the one-process-per-GPU placement:
-/// the IPC handle of its allocation and its offset in it.
+/// the IPC handle of its allocation, its offset in it, and the allocation's
+/// address range in the sending process (which tells a re-allocation at freed
+/// addresses from a live allocation, see [`PeerMappings`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GraphRecord {
     /// The allocation's IPC handle.
     pub handle: IpcHandle,
     /// Bytes from the allocation's start to the input.
     pub offset: u64,
+    /// The allocation's first address in the sending process.
+    pub base: u64,
+    /// The allocation's size in bytes.
+    pub size: u64,
 }
 
 impl GraphRecord {
-    /// Encoded length: the handle, then the offset (u64 LE).
-    pub const BYTES: usize = 72;
+    /// Encoded length: the handle, then offset, base and size (u64 LE each).
+    pub const BYTES: usize = 88;
 
     /// Encodes `records` back to back.
     pub fn encode_all(records: &[GraphRecord]) -> Vec<u8> {
         let mut v = Vec::with_capacity(records.len() * Self::BYTES);
         for r in records {
             v.extend_from_slice(&r.handle.0);
-            v.extend_from_slice(&r.offset.to_le_bytes());
+            for x in [r.offset, r.base, r.size] {
+                v.extend_from_slice(&x.to_le_bytes());
+            }
         }
         v
     }
@@ -229,19 +237,84 @@ impl GraphRecord {
                 Self::BYTES
             )));
         }
+        let word = |c: &[u8], k: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&c[64 + 8 * k..72 + 8 * k]);
+            u64::from_le_bytes(w)
+        };
         Ok(bytes
             .chunks_exact(Self::BYTES)
             .map(|c| {
                 let mut h = [0u8; 64];
                 h.copy_from_slice(&c[..64]);
-                let mut o = [0u8; 8];
-                o.copy_from_slice(&c[64..]);
                 GraphRecord {
                     handle: IpcHandle(h),
-                    offset: u64::from_le_bytes(o),
+                    offset: word(c, 0),
+                    base: word(c, 1),
+                    size: word(c, 2),
                 }
             })
             .collect())
+    }
+
+    fn overlaps(&self, other: &GraphRecord) -> bool {
+        self.base < other.base.saturating_add(other.size)
+            && other.base < self.base.saturating_add(self.size)
+    }
+}
+
+/// The peers' allocations a process has opened for captured inputs, each
+/// opened once (`M` is the mapping: `OpenedIpc` on a GPU, anything in a CPU
+/// test). A peer that frees a captured input and allocates anew may get the
+/// same addresses back, under a new handle; the driver then refuses to open
+/// the new handle while the old mapping lives (CUDA_ERROR_ALREADY_MAPPED, seen
+/// on 2 x H200 when a benchmark allocated each size's inputs afresh). Two live
+/// allocations of one process never overlap, so a mapping of the same rank
+/// whose range overlaps a new record's is of freed memory: it is closed
+/// before the new one opens. (A graph still reading it read freed memory
+/// already: captured inputs must outlive their graphs.)
+#[derive(Debug)]
+pub struct PeerMappings<M> {
+    opened: Vec<(u32, GraphRecord, M)>,
+}
+
+impl<M> Default for PeerMappings<M> {
+    fn default() -> Self {
+        PeerMappings { opened: Vec::new() }
+    }
+}
+
+impl<M> PeerMappings<M> {
+    /// The mapping of rank `rank`'s allocation `rec`: the one opened before
+    /// under the same handle, else `open(handle)`, after dropping the rank's
+    /// mappings that overlap `rec`'s range.
+    pub fn get_or_open(
+        &mut self,
+        rank: u32,
+        rec: &GraphRecord,
+        open: impl FnOnce(&IpcHandle) -> Result<M>,
+    ) -> Result<&M> {
+        let same = |(r, o, _): &(u32, GraphRecord, M)| {
+            *r == rank && o.handle == rec.handle && o.base == rec.base
+        };
+        if let Some(i) = self.opened.iter().position(same) {
+            return Ok(&self.opened[i].2);
+        }
+        self.opened
+            .retain(|(r, o, _)| !(*r == rank && o.overlaps(rec)));
+        let m = open(&rec.handle)?;
+        self.opened.push((rank, *rec, m));
+        Ok(&self.opened[self.opened.len() - 1].2)
+    }
+
+    /// Number of open mappings.
+    pub fn len(&self) -> usize {
+        self.opened.len()
+    }
+
+    /// Whether none is open.
+    pub fn is_empty(&self) -> bool {
+        self.opened.is_empty()
     }
 }
 
@@ -282,8 +355,8 @@ pub fn tables(
 /// (every rank gets every count, so a disagreement is an error on every rank,
 /// never a hang in the next exchange), then exchange `records` (this rank's
 /// input of each captured call) and build the tables, with `open(rank,
-/// handle)` giving the address of a peer's allocation in this process (the
-/// caller opens each allocation once). `pending` holds this rank's inputs.
+/// record)` giving the address of a peer's allocation in this process (the
+/// caller opens each allocation once: [`PeerMappings`]). `pending` holds this rank's inputs.
 /// A rank whose `records` failed (an input that cannot be IPC-shared) still
 /// takes part in the count exchange with a poison count, so its peers fail at
 /// once instead of waiting out the rendezvous.
@@ -293,7 +366,7 @@ pub fn register_across_processes(
     pending: &Pending,
     records: Result<Vec<GraphRecord>>,
     mut exchange: impl FnMut(&[u8]) -> Result<Vec<Vec<u8>>>,
-    mut open: impl FnMut(u32, &IpcHandle) -> Result<u64>,
+    mut open: impl FnMut(u32, &GraphRecord) -> Result<u64>,
 ) -> Result<Vec<(u32, [u64; 8])>> {
     let count = pending.inputs.len() as u32;
     let records = match records {
@@ -333,6 +406,6 @@ pub fn register_across_processes(
             .and_then(|recs| recs.get(i))
             .copied()
             .ok_or_else(|| err(format!("rank {r} sent no record for captured call {i}")))?;
-        Ok(open(r, &rec.handle)? + rec.offset)
+        Ok(open(r, &rec)? + rec.offset)
     })
 }

@@ -764,8 +764,17 @@ impl NcclComm {
         if n == 0 {
             return Ok(());
         }
-        let send: Vec<u64> = inputs.iter().map(|i| i.address(main)).collect();
-        let recv: Vec<u64> = outputs.iter().map(|o| o.address(main)).collect();
+        // Each buffer's address on its own rank's stream (its GPU's context).
+        let send: Vec<u64> = inputs
+            .iter()
+            .zip(&self.ranks)
+            .map(|(i, r)| i.address(&r.stream))
+            .collect();
+        let recv: Vec<u64> = outputs
+            .iter()
+            .zip(&self.ranks)
+            .map(|(o, r)| o.address(&r.stream))
+            .collect();
         self.issue_addresses(main, &send, &recv, n, dtype, op)
     }
 
