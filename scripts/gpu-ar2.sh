@@ -5,7 +5,9 @@
 #   bash stage/scripts/gpu-ar2.sh [topo] [ref] [bench] [bench-proc] [dtypes] [tests] [sanitize]
 #   (default: topo ref bench-proc tests bench dtypes)
 # AR_BYTES: the message sizes (default 8K..1G); AR_ITERS: timed batches per
-# size. Prints a summary; the logs and JSON go to $OUT/ar2.tgz (the device
+# size; BENCH_MODES: of eager (inputs copied), registered, untracked
+# (registered, cudarc's event tracking off), graph (default: eager registered
+# graph). Prints a summary; the logs and JSON go to $OUT/ar2.tgz (the device
 # tool brings back 8 files at most), the summary to $OUT/summary.txt.
 set -uo pipefail
 RESULTS="${OUT:-/tmp/redjit-out}"
@@ -61,9 +63,10 @@ for step in "${steps[@]}"; do
     # inputs, graph replays.
     cmp=()
     [ -s "$W/torch-ar.json" ] && cmp=(--compare "$W/torch-ar.json")
-    for mode in eager registered graph; do
+    for mode in ${BENCH_MODES:-eager registered graph}; do
       extra=()
       [ $mode = registered ] && extra=(--registered)
+      [ $mode = untracked ] && extra=(--registered --untracked)
       [ $mode = graph ] && extra=(--graph)
       bounded "bench-ar-$mode" 100 "$BIN/redjit" bench all-reduce --bytes "$BYTES" --iters "$ITERS" \
         "${extra[@]}" "${cmp[@]}" --json "$W/bench-ar-$mode.json"
@@ -74,9 +77,10 @@ for step in "${steps[@]}"; do
     # One process per GPU (CUDA IPC), as NCCL and the serving frameworks run.
     cmp=()
     [ -s "$W/torch-ar.json" ] && cmp=(--compare "$W/torch-ar.json")
-    for mode in eager registered graph; do
+    for mode in ${BENCH_MODES:-eager registered graph}; do
       extra=()
       [ $mode = registered ] && extra=(--registered)
+      [ $mode = untracked ] && extra=(--registered --untracked)
       [ $mode = graph ] && extra=(--graph)
       bounded "bench-ar-proc-$mode" 100 "$BIN/redjit" bench all-reduce --processes --child-timeout 90 --bytes "$BYTES" \
         --iters "$ITERS" "${extra[@]}" "${cmp[@]}" --json "$W/bench-ar-proc-$mode.json"
