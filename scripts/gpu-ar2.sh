@@ -110,7 +110,7 @@ for step in "${steps[@]}"; do
     cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
     export REDJIT_CACHE_DIR=/tmp/redjit-cache-tests
     for tool in memcheck racecheck synccheck; do
-      bounded "sanitize-$tool" 200 "$cs" --tool "$tool" --error-exitcode 9 "$BIN/gpu_all_reduce_gpus" \
+      bounded "sanitize-$tool" 200 "$cs" --tool "$tool" --error-exitcode 9 "$BIN/${SANITIZE_BIN:-gpu_all_reduce_gpus}" \
         --ignored --test-threads=1 "${SANITIZE_FILTER:-gpus_random}"
       grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result" "$W/sanitize-$tool.log" | tee -a "$SUM"
     done

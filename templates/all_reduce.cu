@@ -30,6 +30,13 @@
 // before the middle barrier, and a rank rewrites its scratch only after the next
 // call's start barrier, which no peer reaches before it is done reading it (the
 // CPU model in all_reduce::protocol checks both).
+{%- elif push %}
+// Push one-shot: every rank stores its input into its region of each peer's push
+// buffer, in the buffer set of this call's parity; start barrier; every rank
+// reduces its own input and the regions its peers wrote, all in its own memory,
+// in rank order. No end barrier: block b's next call in the same set comes two
+// barriers later, and a peer reaches the barrier between them only after its
+// block b has read that set (block b always owns the same packs: a fixed grid).
 {%- else %}
 // One-shot: start barrier; every rank reads every rank's input and writes its own
 // output; end barrier (no rank overwrites its input while a peer still reads it).
@@ -135,6 +142,54 @@ __device__ __forceinline__ void reduce_staged(rj_u32 stage, rj_u32 buf, const Op
 {%- endif %}
 }  // namespace {{ name }}_impl
 
+{% if push -%}
+// Launched with exactly {{ threads }} threads per block and the communicator's fixed push
+// grid on every rank (at most 64 blocks: the signal buffer's slots). `in_ptr` is
+// this rank's input, read in place (16-byte aligned; the launcher checks);
+// push.p[q] is rank q's push buffer: two sets of kRanks regions of `window`
+// bytes, set s region r written by rank r only.
+extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
+    const void* in_ptr, rj_ar_ptrs sig, rj_ar_ptrs push, void* out_ptr,
+    rj_u32 rank, rj_u64 n, float op_arg, rj_u64 timeout_ns, rj_u32* error_ptr, rj_u64 window) {
+  using namespace {{ name }}_impl;
+  const Op op = {op_arg};
+  const rj_u64 in = rj_cvta_global(in_ptr);
+  const rj_u64 out = rj_cvta_global(out_ptr);
+  const rj_u64 error = rj_cvta_global(error_ptr);
+  const rj_u64 thread = (rj_u64)blockIdx.x * blockDim.x + threadIdx.x;
+  const rj_u64 n_threads = (rj_u64)gridDim.x * blockDim.x;
+  const rj_u64 n_packs = n / kElts;
+  // The barrier below takes this block's count to c; its parity picks the set.
+  const rj_u32 c = rj_load_volatile::b32(rj_ar_pick<kRanks>(sig, rank) + rj_ar_counter_off(blockIdx.x)) + 1u;
+  const rj_u64 set = (rj_u64)(c & 1u) * kRanks * window;
+  const rj_u64 mine = set + (rj_u64)rank * window;
+  for (rj_u64 p = thread; p < n_packs; p += n_threads) {
+    const rj_b128 v = rj_load_plain::b128(in + p * 16u);
+#pragma unroll
+    for (int q = 0; q < kRanks; ++q)
+      if (q != (int)rank) rj_st_b128(push.p[q] + mine + p * 16u, v);
+  }
+  for (rj_u64 i = n_packs * kElts + thread; i < n; i += n_threads) {
+    const float v = rj_ld1<T, rj_load_plain>(in, i);
+#pragma unroll
+    for (int q = 0; q < kRanks; ++q)
+      if (q != (int)rank) rj_st1<T>(push.p[q] + mine, i, v);
+  }
+  if (!rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArStart)) return;
+  // Rank order 0..R-1 on every rank: its own input for itself, the regions of
+  // this set for its peers.
+  const rj_u64 local = rj_ar_pick<kRanks>(push, rank) + set;
+  rj_ar_ptrs src;
+#pragma unroll
+  for (int q = 0; q < 8; ++q) src.p[q] = q == (int)rank ? in : local + (rj_u64)q * window;
+  for (rj_u64 p = thread; p < n_packs; p += n_threads) {
+    float acc[kElts];
+    reduce_pack(src, p * 16u, op, acc);
+    rj_st_b128(out + p * 16u, rj_ar_pack16<T>(acc));
+  }
+  reduce_tail(src, out, n_packs * kElts, n, op, thread, n_threads);
+}
+{%- else -%}
 // Launched with exactly {{ threads }} threads per block, the same grid on every rank, at
 // most 64 blocks (the signal buffer's slots).
 // The input table is read from device memory, not passed by value like the
@@ -251,3 +306,4 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
   rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArEnd);
 {%- endif %}
 }
+{%- endif %}

@@ -59,6 +59,7 @@ fn tables_can_be_forced_or_replaced() {
     }
     let mut t = AlgoTable::placeholder();
     t.rows[6] = Thresholds {
+        push_max: None,
         one_shot_max: Some(1024),
         cp_async_min: None,
     };

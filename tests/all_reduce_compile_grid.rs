@@ -7,7 +7,7 @@ mod common;
 
 use redjit::codegen::spec::all_reduce::ArStage;
 use redjit::codegen::spec::all_reduce::{MAX_WORLD, MIN_WORLD};
-use redjit::{AllReduceSpec, KernelSpec, Output};
+use redjit::{AllReduceAlgo, AllReduceSpec, KernelSpec, Output};
 
 fn grid() -> Vec<AllReduceSpec> {
     (MIN_WORLD..=MAX_WORLD)
@@ -21,7 +21,8 @@ fn every_all_reduce_kernel_compiles_to_ptx_and_cubin() {
         return;
     };
     let specs = grid();
-    assert_eq!(specs.len(), 7 * 3 * 6 * 3);
+    // 7 worlds x 3 dtypes x 6 ops x (every algorithm, and two-stage with cp.async).
+    assert_eq!(specs.len(), 7 * 3 * 6 * (AllReduceAlgo::ALL.len() + 1));
     common::assert_compiles_for_sm90(&specs, &[Output::Ptx, Output::Cubin]);
 }
 

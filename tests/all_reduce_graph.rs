@@ -92,7 +92,7 @@ fn records_round_trip_and_bad_lengths_are_refused() {
         .map(|k| GraphRecord {
             handle: IpcHandle([k; 64]),
             offset: 4096 * k as u64 + 16,
-            base: 0x7f00_0000_0000 + (k as u64) << 21,
+            base: 0x7f00_0000_0000 + ((k as u64) << 21),
             size: 3 << 20,
         })
         .collect();
@@ -305,7 +305,6 @@ fn peer_mappings_open_each_allocation_once_and_drop_freed_ones() {
     assert_eq!(maps.len(), 2);
     // Rank 2's mapping of the same addresses in its own process stays.
     assert_eq!(get(&mut maps, 2, &rec(3, 0x1000, 0x1000)), 3);
-    drop(get);
     assert_eq!(opens, 4);
     // A failed open is the caller's error.
     let e = maps

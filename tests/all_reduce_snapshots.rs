@@ -73,6 +73,12 @@ fn one_shot_bf16_source_and_ptx() {
 }
 
 #[test]
+fn push_bf16_source_and_ptx() {
+    // One barrier: the buffer sets alternate instead of an end barrier.
+    check_and_snapshot("all_reduce_r4_bf16_sum_push", 1, false);
+}
+
+#[test]
 fn two_stage_bf16_source_and_ptx() {
     check_and_snapshot("all_reduce_r4_bf16_sum_twostage", 2, false);
 }

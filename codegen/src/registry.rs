@@ -707,6 +707,13 @@ registry_enum! {
         /// Reduce-scatter into a per-rank slice, barrier, all-gather of the
         /// slices: each byte crosses the fabric twice, not R - 1 times.
         TwoStage => AllReduceAlgoInfo { slug: "twostage", barriers: 2 },
+        /// One-shot by writes: every rank stores its input into a buffer of
+        /// each peer's, one barrier, then every rank reduces from its own
+        /// memory. No peer read crosses the fabric (a write is one trip, a read
+        /// two) and no end barrier: the buffers alternate by the barrier
+        /// count's parity, so a rank overwrites a buffer set only after every
+        /// peer has passed a later barrier, which it does after reading it.
+        Push => AllReduceAlgoInfo { slug: "push", barriers: 1 },
     }
 }
 

@@ -11,12 +11,20 @@ use half::{bf16, f16};
 use redjit::all_reduce::{Call, Communicator};
 use redjit::{AllReduceAlgo, DType, KernelInput, KernelOutput, Op};
 
-/// The kernels every test walks: one-shot, two-stage, two-stage with cp.async.
-pub const ALGOS: [(AllReduceAlgo, bool); 3] = [
+/// The kernels every test walks: one-shot, two-stage, two-stage with cp.async,
+/// push.
+pub const ALGOS: [(AllReduceAlgo, bool); 4] = [
     (AllReduceAlgo::OneShot, false),
     (AllReduceAlgo::TwoStage, false),
     (AllReduceAlgo::TwoStage, true),
+    (AllReduceAlgo::Push, false),
 ];
+
+/// Whether `algo` can read an input view `offset` elements of `dtype` into a
+/// 16-byte aligned allocation (the push kernel reads inputs in place).
+pub fn takes_offset(algo: AllReduceAlgo, dtype: DType, offset: usize) -> bool {
+    algo != AllReduceAlgo::Push || (offset * dtype.info().bytes as usize).is_multiple_of(16)
+}
 
 /// Host values of one dtype, as f64, and their bits.
 pub trait Elem: redjit::DeviceElem + Copy {
@@ -81,6 +89,16 @@ pub fn rank_stream(c: &Communicator, r: usize) -> &std::sync::Arc<CudaStream> {
 /// elements before each input's view; returns every rank's output, after
 /// checking the 8 poisoned guard elements past each output were not written.
 pub fn run<T: Elem>(c: &Communicator, inputs: &[Vec<T>], offset: usize, call: Call) -> Vec<Vec<T>> {
+    try_run(c, inputs, offset, call).unwrap_or_else(|e| panic!("{call:?}: {e}"))
+}
+
+/// [`run`], the call's error returned (the outputs then unchecked).
+pub fn try_run<T: Elem>(
+    c: &Communicator,
+    inputs: &[Vec<T>],
+    offset: usize,
+    call: Call,
+) -> redjit::Result<Vec<Vec<T>>> {
     let n = inputs[0].len();
     let dev: Vec<CudaSlice<T>> = inputs
         .iter()
@@ -106,10 +124,11 @@ pub fn run<T: Elem>(c: &Communicator, inputs: &[Vec<T>], offset: usize, call: Ca
             .iter_mut()
             .map(|v| v as &mut dyn KernelOutput)
             .collect();
-        c.all_reduce(&ins, &mut outputs, call).unwrap();
+        c.all_reduce(&ins, &mut outputs, call)?;
     }
     c.synchronize().unwrap();
-    outs.iter()
+    Ok(outs
+        .iter()
         .enumerate()
         .map(|(r, o)| {
             let h = rank_stream(c, r).clone_dtoh(o).unwrap();
@@ -118,7 +137,7 @@ pub fn run<T: Elem>(c: &Communicator, inputs: &[Vec<T>], offset: usize, call: Ca
             }
             h[..n].to_vec()
         })
-        .collect()
+        .collect())
 }
 
 /// One sum all-reduce of `inputs` into the whole of each of `outs`.
@@ -169,6 +188,14 @@ pub fn exact_case<T: Elem>(c: &Communicator, n: usize, offset: usize, op: Op) {
             op,
             ..Call::sum(algo)
         };
+        if !takes_offset(algo, T::DT, offset) {
+            // Refused before any launch, naming the rule.
+            let Err(e) = try_run(c, &inputs, offset, call) else {
+                panic!("{call:?} took an input view {offset} elements in");
+            };
+            assert!(e.to_string().contains("16-byte aligned"), "{e}");
+            continue;
+        }
         let outs = run(c, &inputs, offset, call);
         for i in 0..n {
             let xs = (0..world as usize).map(|r| inputs[r][i].to_f64());
@@ -275,7 +302,7 @@ pub fn back_to_back(c: &Communicator, calls: u32) -> Duration {
         .collect();
     let t0 = Instant::now();
     for k in 0..calls {
-        let (algo, cp_async) = ALGOS[k as usize % 3];
+        let (algo, cp_async) = ALGOS[k as usize % ALGOS.len()];
         let inputs: Vec<&dyn KernelInput> = ins.iter().map(|b| b as &dyn KernelInput).collect();
         sum_into(c, &inputs, &mut outs, algo, cp_async);
     }
@@ -310,7 +337,7 @@ pub fn graph_of_16_replayed(c: &Communicator, replays: u64) -> Duration {
     let mut ins: Vec<Vec<CudaSlice<f32>>> = sizes.iter().map(|&n| alloc(n)).collect();
     let mut outs: Vec<Vec<CudaSlice<f32>>> = sizes.iter().map(|&n| alloc(n)).collect();
     let call = |k: usize| {
-        let (algo, cp_async) = ALGOS[k % 3];
+        let (algo, cp_async) = ALGOS[k % ALGOS.len()];
         Call {
             cp_async,
             ..Call::sum(algo)
@@ -353,7 +380,11 @@ pub fn graph_of_16_replayed(c: &Communicator, replays: u64) -> Duration {
         .end_capture(sys::CUgraphInstantiate_flags(0))
         .unwrap()
         .expect("a captured graph");
-    assert_eq!(c.end_capture().unwrap(), 16);
+    // The push kernel reads its inputs in place with no table slot.
+    let slotted = (0..16)
+        .filter(|&k| call(k).algo != AllReduceAlgo::Push)
+        .count();
+    assert_eq!(c.end_capture().unwrap() as usize, slotted);
 
     let t0 = Instant::now();
     for it in 0..replays {

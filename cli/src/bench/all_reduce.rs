@@ -59,8 +59,9 @@ pub struct AllReduceBenchArgs {
     #[arg(long, value_parser = crate::args::parse_dtype, default_value_t = DType::BF16)]
     pub dtype: DType,
 
-    /// Kernels, comma-separated: one-shot, two-stage, two-stage-cp.
-    #[arg(long, value_delimiter = ',', default_values_t = vec!["one-shot".to_string(), "two-stage".to_string(), "two-stage-cp".to_string()])]
+    /// Kernels, comma-separated: one-shot, two-stage, two-stage-cp, push (its
+    /// window is then the largest size).
+    #[arg(long, value_delimiter = ',', default_values_t = vec!["one-shot".to_string(), "two-stage".to_string(), "two-stage-cp".to_string(), "push".to_string()])]
     pub algos: Vec<String>,
 
     /// Ranks on GPUs 0..R-1 [default: every GPU].
@@ -160,8 +161,9 @@ fn parse_algo(s: &str) -> CliResult<(AllReduceAlgo, bool)> {
         "one-shot" => Ok((AllReduceAlgo::OneShot, false)),
         "two-stage" => Ok((AllReduceAlgo::TwoStage, false)),
         "two-stage-cp" => Ok((AllReduceAlgo::TwoStage, true)),
+        "push" => Ok((AllReduceAlgo::Push, false)),
         _ => Err(CliError::usage(format!(
-            "unknown all-reduce kernel {s:?}: one of one-shot, two-stage, two-stage-cp"
+            "unknown all-reduce kernel {s:?}: one of one-shot, two-stage, two-stage-cp, push"
         ))),
     }
 }
@@ -375,6 +377,10 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
         placement.clone(),
         CommOptions {
             max_bytes: largest,
+            push_bytes: algos
+                .iter()
+                .any(|(algo, _)| *algo == AllReduceAlgo::Push)
+                .then_some(largest),
             timeout: Duration::from_secs(30),
             graph_slots: captured.max(1),
             no_event_tracking: a.untracked,
@@ -474,6 +480,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
                 match algo {
                     AllReduceAlgo::OneShot => "one-shot",
                     AllReduceAlgo::TwoStage => "two-stage",
+                    AllReduceAlgo::Push => "push",
                 },
                 if cp_async { "-cp" } else { "" }
             );

@@ -221,6 +221,7 @@ impl AllReduceSpec {
                     (AllReduceAlgo::OneShot, false),
                     (AllReduceAlgo::TwoStage, false),
                     (AllReduceAlgo::TwoStage, true),
+                    (AllReduceAlgo::Push, false),
                 ] {
                     let spec = AllReduceSpec {
                         world,
@@ -276,6 +277,7 @@ impl AllReduceSpec {
             pack_elts: self.pack_elts(),
             op_functor: self.op.info().functor,
             two_stage: self.algo == AllReduceAlgo::TwoStage,
+            push: self.algo == AllReduceAlgo::Push,
             cp_async: self.cp_async,
             threads: self.threads(),
             stage: self.stage.slug(),
@@ -315,6 +317,8 @@ struct AllReduceContext {
     pack_elts: u32,
     op_functor: &'static str,
     two_stage: bool,
+    /// One-shot by writes into the peers' push buffers (see the registry).
+    push: bool,
     cp_async: bool,
     threads: u32,
     /// "whole", "rs" or "ag".
@@ -360,6 +364,18 @@ impl KernelSpec for AllReduceSpec {
                     "cp.async double buffering is a variant of the {} kernel, not of {}",
                     AllReduceAlgo::TwoStage,
                     self.algo
+                ),
+            ));
+        }
+        if let (Some(t), AllReduceAlgo::Push) = (self.transport, self.algo) {
+            return Err(SpecError::invalid(
+                "transport",
+                t,
+                format!(
+                    "the {} kernel writes the input itself to its peers; quantized transport is a variant of {} and {}",
+                    AllReduceAlgo::Push,
+                    AllReduceAlgo::OneShot,
+                    AllReduceAlgo::TwoStage
                 ),
             ));
         }
@@ -546,7 +562,9 @@ mod tests {
     fn names_round_trip_for_every_world() {
         for world in MIN_WORLD..=MAX_WORLD {
             let m = AllReduceSpec::matrix(world);
-            assert_eq!(m.len(), DType::stores().count() * Op::ALL.len() * 3);
+            // Every algorithm, and two-stage with cp.async too.
+            let kernels = AllReduceAlgo::ALL.len() + 1;
+            assert_eq!(m.len(), DType::stores().count() * Op::ALL.len() * kernels);
             for spec in m {
                 assert_eq!(spec.name().parse::<AllReduceSpec>().unwrap(), spec);
             }

@@ -55,7 +55,7 @@
 //! # Ok::<(), redjit_runtime::Error>(())
 //! ```
 //!
-//! Override order: `REDJIT_AR_ALGO` (`oneshot`, `twostage` or `cpasync`) in
+//! Override order: `REDJIT_AR_ALGO` (`oneshot`, `twostage`, `cpasync` or `push`) in
 //! the environment forces one kernel, and `nccl` routes every size to NCCL
 //! where the communicator has it ([`AlgoTable::with_env`]); otherwise
 //! `CommOptions::algos`, which defaults to the placeholder.
@@ -91,13 +91,23 @@ impl Choice {
         algo: AllReduceAlgo::TwoStage,
         cp_async: true,
     };
+    /// One-shot by writes into the peers' push buffers (within
+    /// `CommOptions::push_bytes`, inputs 16-byte aligned).
+    pub const PUSH: Choice = Choice {
+        algo: AllReduceAlgo::Push,
+        cp_async: false,
+    };
 }
 
-/// The thresholds of one world size: bytes per rank up to `one_shot_max` run
-/// one-shot; from `cp_async_min` on, two-stage with `cp.async`; the rest,
-/// two-stage.
+/// The thresholds of one world size: bytes per rank up to `push_max` run the
+/// push kernel; else up to `one_shot_max`, one-shot; from `cp_async_min` on,
+/// two-stage with `cp.async`; the rest, two-stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Thresholds {
+    /// Largest message (bytes per rank) that runs the push kernel (`None`:
+    /// never). The communicator runs one-shot instead where the push kernel
+    /// cannot take the call (a message past its window, a misaligned input).
+    pub push_max: Option<usize>,
     /// Largest message (bytes per rank) that runs one-shot (`None`: never).
     pub one_shot_max: Option<usize>,
     /// Smallest message (bytes per rank) that runs two-stage with `cp.async`
@@ -149,6 +159,7 @@ impl AlgoTable {
     /// issue replaces them with measured ones.
     pub fn placeholder() -> AlgoTable {
         let row = |one_shot_max: usize, cp_async_min: usize| Thresholds {
+            push_max: None,
             one_shot_max: Some(one_shot_max),
             cp_async_min: (cp_async_min != usize::MAX).then_some(cp_async_min),
         };
@@ -171,15 +182,23 @@ impl AlgoTable {
     /// A table that picks `choice` for every world and size.
     pub fn always(choice: Choice) -> AlgoTable {
         let t = match choice {
+            c if c == Choice::PUSH => Thresholds {
+                push_max: Some(usize::MAX),
+                one_shot_max: Some(usize::MAX),
+                cp_async_min: None,
+            },
             c if c == Choice::ONE_SHOT => Thresholds {
+                push_max: None,
                 one_shot_max: Some(usize::MAX),
                 cp_async_min: None,
             },
             c if c == Choice::CP_ASYNC => Thresholds {
+                push_max: None,
                 one_shot_max: None,
                 cp_async_min: Some(0),
             },
             _ => Thresholds {
+                push_max: None,
                 one_shot_max: None,
                 cp_async_min: None,
             },
@@ -232,7 +251,9 @@ impl AlgoTable {
         else {
             return Err(err(format!("world {world}: the table covers 2..=8 ranks")));
         };
-        Ok(if t.one_shot_max.is_some_and(|m| bytes <= m) {
+        Ok(if t.push_max.is_some_and(|m| bytes <= m) {
+            Choice::PUSH
+        } else if t.one_shot_max.is_some_and(|m| bytes <= m) {
             Choice::ONE_SHOT
         } else if t.cp_async_min.is_some_and(|m| bytes >= m) {
             Choice::CP_ASYNC
@@ -242,14 +263,15 @@ impl AlgoTable {
     }
 }
 
-/// Reads a forced choice: `oneshot`, `twostage` or `cpasync`.
+/// Reads a forced choice: `oneshot`, `twostage`, `cpasync` or `push`.
 pub fn parse_forced(v: &str) -> Result<Choice> {
     match v.trim().to_ascii_lowercase().as_str() {
         "oneshot" => Ok(Choice::ONE_SHOT),
         "twostage" => Ok(Choice::TWO_STAGE),
         "cpasync" => Ok(Choice::CP_ASYNC),
+        "push" => Ok(Choice::PUSH),
         other => Err(err(format!(
-            "REDJIT_AR_ALGO={other:?}: expected one of: oneshot, twostage, cpasync (or nccl)"
+            "REDJIT_AR_ALGO={other:?}: expected one of: oneshot, twostage, cpasync, push (or nccl)"
         ))),
     }
 }

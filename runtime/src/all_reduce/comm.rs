@@ -150,6 +150,10 @@ pub struct CommOptions {
     pub timeout: Duration,
     /// Bytes of each rank's registered staging buffer: the largest message.
     pub max_bytes: usize,
+    /// Largest message (bytes per rank) the push kernel takes: each rank's
+    /// push buffer holds two sets of `world` regions of this size. `None`:
+    /// 32 MiB / world, at most `max_bytes` (a 32 MiB buffer per rank).
+    pub push_bytes: Option<usize>,
     /// How long [`Placement::Process`] waits for every peer at the rendezvous.
     pub join_timeout: Duration,
     /// How many all-reduces CUDA graphs may capture over the communicator's
@@ -193,6 +197,7 @@ impl Default for CommOptions {
         CommOptions {
             timeout: Duration::from_secs(10),
             max_bytes: 64 << 20,
+            push_bytes: None,
             join_timeout: Duration::from_secs(60),
             graph_slots: 1024,
             algos: AlgoTable::placeholder(),
@@ -230,6 +235,15 @@ impl Call {
             skip_rank: None,
         }
     }
+}
+
+/// Where a launch's kernels find their inputs: slot `n` of the input tables
+/// (staged or captured inputs), or each local rank's own input in place (the
+/// push kernel).
+#[derive(Clone, Copy)]
+enum InputsAt<'a> {
+    Table(u32),
+    InPlace(&'a [u64]),
 }
 
 /// The pointer table the kernels take by value (`rj_ar_ptrs`).
@@ -336,6 +350,13 @@ pub struct Communicator {
     /// Blocks of each kernel (by name) that one rank may have resident at
     /// once: an occupancy query is a driver call, asked once per kernel.
     shares: Mutex<HashMap<String, u32>>,
+    /// The push kernel's region size (bytes per rank) and where its buffer
+    /// starts in each rank's scratch.
+    push_window: u64,
+    push_offset: u64,
+    /// The push kernel's grid, the same for every call (block b always owns
+    /// the same packs, which its barrier count's parity relies on).
+    push_blocks: u32,
 }
 
 const TABLE_BYTES: u64 = std::mem::size_of::<PtrTable>() as u64;
@@ -489,8 +510,24 @@ impl Communicator {
             }
         }
         let staging_bytes = opts.max_bytes.next_multiple_of(PACK_BYTES as usize);
-        let scratch_bytes = (staging_bytes / world as usize).next_multiple_of(PACK_BYTES as usize)
-            + PACK_BYTES as usize;
+        // Scratch: the two-stage slices, then the push buffer (its own bytes:
+        // a push call may start while a peer still gathers from the slices).
+        let push_window = opts
+            .push_bytes
+            .unwrap_or((32 << 20) / world as usize)
+            .min(opts.max_bytes)
+            .next_multiple_of(PACK_BYTES as usize);
+        let push_offset = ((staging_bytes / world as usize).next_multiple_of(PACK_BYTES as usize)
+            + PACK_BYTES as usize)
+            .next_multiple_of(256);
+        let scratch_bytes = push_offset + 2 * world as usize * push_window;
+        let per_gpu = match &placement {
+            Placement::Devices { .. } => 1,
+            Placement::SameGpu { world, .. } => *world,
+            Placement::Process { gpu_share, .. } => *gpu_share,
+        };
+        // One block per SM is always resident (the kernels' launch bound).
+        let push_blocks = (runtimes[0].device().sm_count / per_gpu).clamp(1, MAX_BLOCKS);
         let mut ranks = Vec::new();
         for &id in &local {
             let r = id as usize;
@@ -585,6 +622,9 @@ impl Communicator {
             graph_mappings: Mutex::new(PeerMappings::default()),
             nccl,
             peer_missing,
+            push_window: push_window as u64,
+            push_offset: push_offset as u64,
+            push_blocks,
         })
     }
 
@@ -627,10 +667,13 @@ impl Communicator {
         };
         let (route, nccl) = (self.route(bytes)?, self.nccl.as_ref());
         let (Route::Nccl, Some(nccl)) = (route, nccl) else {
-            let c = match route {
+            let mut c = match route {
                 Route::Kernel(c) => c,
                 Route::Nccl => self.opts.algos.choose(self.world, bytes)?,
             };
+            if c == super::choice::Choice::PUSH && !self.push_fits(inputs) {
+                c = super::choice::Choice::ONE_SHOT;
+            }
             return self.all_reduce(inputs, outputs, call(c));
         };
         // NCCL captures into the graph itself; the issue guard still pauses the
@@ -792,7 +835,7 @@ impl Communicator {
         };
         let packs = n.div_ceil(spec.pack_elts() as usize);
         let work = match spec.algo {
-            AllReduceAlgo::OneShot => packs,
+            AllReduceAlgo::OneShot | AllReduceAlgo::Push => packs,
             AllReduceAlgo::TwoStage => packs.div_ceil(self.world() as usize),
         };
         let wanted = work.div_ceil(spec.threads() as usize).max(1) as u32;
@@ -905,7 +948,14 @@ impl Communicator {
             _ => Op::Sum,
         };
         self.stage_inputs(main, inputs, n, dtype, false, None)?;
-        self.launch_ranks(&rs, n, super::graph::EAGER_SLOT, call, &out_addresses, None)?;
+        self.launch_ranks(
+            &rs,
+            n,
+            InputsAt::Table(super::graph::EAGER_SLOT),
+            call,
+            &out_addresses,
+            None,
+        )?;
         // Slice r of rank r's scratch: packs [r * part, ...) of the message,
         // stored from the scratch's start (as the kernels place it).
         let packs = n / pack;
@@ -916,7 +966,14 @@ impl Communicator {
             let op = super::nccl::nccl_op(across, None, comm.world())?;
             comm.issue_in_place(&rank.stream, self.tables[2].0[r], len * pack, dtype, op)?;
         }
-        self.launch_ranks(&ag, n, super::graph::EAGER_SLOT, call, &out_addresses, None)
+        self.launch_ranks(
+            &ag,
+            n,
+            InputsAt::Table(super::graph::EAGER_SLOT),
+            call,
+            &out_addresses,
+            None,
+        )
     }
 
     fn issue_call(
@@ -953,6 +1010,19 @@ impl Communicator {
                 ),
             ));
         }
+        if call.algo == AllReduceAlgo::Push {
+            // Read in place, eager or captured: nothing staged, no table slot.
+            let push_in = self.push_inputs(inputs, n * dtype.info().bytes as usize)?;
+            self.fork.fan_out(main, self.rank_streams())?;
+            return self.launch_ranks(
+                &spec,
+                n,
+                InputsAt::InPlace(&push_in),
+                call,
+                &out_addresses,
+                quant,
+            );
+        }
         // Captured calls read their inputs in place through a table slot filled
         // at end_capture; eager calls stage them and use slot 0.
         // A quantized call always stages (quantizing is the staging).
@@ -970,7 +1040,54 @@ impl Communicator {
             super::graph::EAGER_SLOT
         };
         self.stage_inputs(main, inputs, n, dtype, capturing, quant)?;
-        self.launch_ranks(&spec, n, slot, call, &out_addresses, quant)
+        self.launch_ranks(&spec, n, InputsAt::Table(slot), call, &out_addresses, quant)
+    }
+
+    /// The push kernel's inputs, read in place: each 16-byte aligned and the
+    /// message within the push window.
+    fn push_inputs(&self, inputs: &[&dyn KernelInput], bytes: usize) -> Result<Vec<u64>> {
+        if bytes as u64 > self.push_window {
+            return Err(comm_err(
+                "push window",
+                format!(
+                    "{bytes} bytes per rank: the {} kernel takes at most {} (CommOptions::push_bytes)",
+                    AllReduceAlgo::Push,
+                    self.push_window
+                ),
+            ));
+        }
+        let addresses: Vec<u64> = inputs
+            .iter()
+            .zip(&self.ranks)
+            .map(|(i, r)| i.address(&r.stream))
+            .collect();
+        if let Some((i, a)) = addresses
+            .iter()
+            .enumerate()
+            .find(|(_, a)| !a.is_multiple_of(u64::from(PACK_BYTES)))
+        {
+            return Err(comm_err(
+                "alignment",
+                format!(
+                    "local rank {i}'s input starts at {a:#x}: the {} kernel reads inputs in place, 16-byte aligned",
+                    AllReduceAlgo::Push
+                ),
+            ));
+        }
+        Ok(addresses)
+    }
+
+    /// Whether the push kernel can take these inputs (aligned, within the
+    /// window): the automatic choice falls back to one-shot where it cannot.
+    fn push_fits(&self, inputs: &[&dyn KernelInput]) -> bool {
+        let bytes = inputs
+            .first()
+            .map_or(0, |i| i.len() * i.dtype().info().bytes as usize);
+        bytes as u64 <= self.push_window
+            && inputs
+                .iter()
+                .zip(&self.ranks)
+                .all(|(i, r)| i.address(&r.stream).is_multiple_of(u64::from(PACK_BYTES)))
     }
 
     /// The outputs' addresses, then the call checked as every kernel call is
@@ -1083,17 +1200,21 @@ impl Communicator {
     }
 
     /// Launches `spec`'s kernel on every local rank's stream (the same grid on
-    /// each), reading the input table `slot`, then orders the main stream after
+    /// each), reading its inputs where `inputs` says, then orders the main stream after
     /// them.
     fn launch_ranks(
         &self,
         spec: &AllReduceSpec,
         n: usize,
-        slot: u32,
+        inputs: InputsAt<'_>,
         call: Call,
         out_addresses: &[u64],
         quant: Option<Quantize>,
     ) -> Result<()> {
+        let push_in = match inputs {
+            InputsAt::InPlace(a) => Some(a),
+            InputsAt::Table(_) => None,
+        };
         let main = self.stream();
         let tables = self.tables;
         let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
@@ -1105,16 +1226,30 @@ impl Communicator {
             let r = rank.id as usize;
             let rt = &self.runtimes[rank.rt];
             let func = rt.function(spec)?;
-            let blocks = match grid {
-                Some(b) => b,
-                None => *grid.insert(self.blocks(spec, &func, rt, n)?),
+            let blocks = match (grid, push_in) {
+                (Some(b), _) => b,
+                (None, Some(_)) => *grid.insert(self.push_blocks),
+                (None, None) => *grid.insert(self.blocks(spec, &func, rt, n)?),
             };
             if call.skip_rank == Some(r as u32) {
                 continue;
             }
             let out = out_addresses[i];
             let err = rank.error_ptr;
-            let in_table = rank.in_tables.ptr() + u64::from(slot) * TABLE_BYTES;
+            // The push kernel takes its own input and the push buffers where
+            // the others take the input table and the scratch buffers.
+            let in_table = match inputs {
+                InputsAt::InPlace(a) => a[i],
+                InputsAt::Table(slot) => rank.in_tables.ptr() + u64::from(slot) * TABLE_BYTES,
+            };
+            let third = match push_in {
+                Some(_) => PtrTable(
+                    tables[2]
+                        .0
+                        .map(|a| if a == 0 { 0 } else { a + self.push_offset }),
+                ),
+                None => tables[2],
+            };
             let rank_u32 = r as u32;
             let n64 = n as u64;
             let cfg = LaunchConfig {
@@ -1125,7 +1260,7 @@ impl Communicator {
             let mut args = rank.stream.launch_builder(&func);
             args.arg(&in_table)
                 .arg(&tables[1])
-                .arg(&tables[2])
+                .arg(&third)
                 .arg(&out)
                 .arg(&rank_u32)
                 .arg(&n64)
@@ -1135,9 +1270,16 @@ impl Communicator {
             if quant.is_some() {
                 args.arg(&seed).arg(&partial_base);
             }
+            if push_in.is_some() {
+                args.arg(&self.push_window);
+            }
             // SAFETY: the kernel was generated from `spec`: the input table's
             // device address (a live slot of 64 bytes; a captured call's slot is
-            // written at end_capture, before any replay), two rj_ar_ptrs by
+            // written at end_capture, before any replay), or for the push
+            // kernel this rank's 16-byte aligned input of n elements (checked
+            // by push_inputs) and, last, the push window (u64) whose two sets
+            // of world regions every push table entry holds (scratch_bytes),
+            // two rj_ar_ptrs by
             // value, the output pointer, rank (u32), n (u64), the op's scalar
             // (f32), the timeout (u64) and the error word's pointer, in that
             // order, then for a quantized spec the seed and the partials'
@@ -1159,7 +1301,10 @@ impl Communicator {
     /// The call the algorithm-choice table picks for `bytes` bytes per rank (a
     /// sum; set `op` and `scalar` for another op).
     pub fn choose(&self, bytes: usize) -> Result<Call> {
-        let c = self.opts.algos.choose(self.world, bytes)?;
+        let mut c = self.opts.algos.choose(self.world, bytes)?;
+        if c == super::choice::Choice::PUSH && bytes as u64 > self.push_window {
+            c = super::choice::Choice::ONE_SHOT;
+        }
         Ok(Call {
             cp_async: c.cp_async,
             ..Call::sum(c.algo)
