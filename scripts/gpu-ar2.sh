@@ -7,7 +7,7 @@
 # AR_BYTES: the message sizes (default 8K..1G); AR_ITERS: timed batches per
 # size; BENCH_MODES: of eager (inputs copied), registered, untracked
 # (registered, cudarc's event tracking off), graph (default: eager registered
-# graph). Prints a summary; the logs and JSON go to $OUT/ar2.tgz (the device
+# graph); BENCH_ALGOS: the kernels (default all four). Prints a summary; the logs and JSON go to $OUT/ar2.tgz (the device
 # tool brings back 8 files at most), the summary to $OUT/summary.txt.
 set -uo pipefail
 RESULTS="${OUT:-/tmp/redjit-out}"
@@ -23,6 +23,7 @@ if [ -z "${REDJIT_NCCL_LIB:-}" ]; then
     export REDJIT_NCCL_LIB="$nccl_dir"
 fi
 BYTES=${AR_BYTES:-8K,16K,32K,64K,128K,256K,512K,1M,2M,4M,8M,16M,32M,64M,128M,256M,512M,1G}
+ALGOS=${BENCH_ALGOS:-one-shot,two-stage,two-stage-cp,push}
 ITERS=${AR_ITERS:-20}
 status=0
 steps=("$@")
@@ -68,7 +69,7 @@ for step in "${steps[@]}"; do
       [ $mode = registered ] && extra=(--registered)
       [ $mode = untracked ] && extra=(--registered --untracked)
       [ $mode = graph ] && extra=(--graph)
-      bounded "bench-ar-$mode" 100 "$BIN/redjit" bench all-reduce --bytes "$BYTES" --iters "$ITERS" \
+      bounded "bench-ar-$mode" 100 "$BIN/redjit" bench all-reduce --bytes "$BYTES" --algos "$ALGOS" --iters "$ITERS" \
         "${extra[@]}" "${cmp[@]}" --json "$W/bench-ar-$mode.json"
       cat "$W/bench-ar-$mode.log" >>"$SUM"
     done
@@ -82,14 +83,14 @@ for step in "${steps[@]}"; do
       [ $mode = registered ] && extra=(--registered)
       [ $mode = untracked ] && extra=(--registered --untracked)
       [ $mode = graph ] && extra=(--graph)
-      bounded "bench-ar-proc-$mode" 100 "$BIN/redjit" bench all-reduce --processes --child-timeout 90 --bytes "$BYTES" \
+      bounded "bench-ar-proc-$mode" 100 "$BIN/redjit" bench all-reduce --processes --child-timeout 90 --bytes "$BYTES" --algos "$ALGOS" \
         --iters "$ITERS" "${extra[@]}" "${cmp[@]}" --json "$W/bench-ar-proc-$mode.json"
       cat "$W/bench-ar-proc-$mode.log" >>"$SUM"
     done
     ;;
   dtypes)
     for dt in f32 f16; do
-      bounded "bench-ar-proc-$dt" 60 "$BIN/redjit" bench all-reduce --processes --child-timeout 50 --dtype "$dt" \
+      bounded "bench-ar-proc-$dt" 60 "$BIN/redjit" bench all-reduce --processes --child-timeout 50 --dtype "$dt" --algos "$ALGOS" \
         --bytes 8K,64K,1M,16M,64M,256M --iters "$ITERS" --json "$W/bench-ar-proc-$dt.json"
       cat "$W/bench-ar-proc-$dt.log" >>"$SUM"
     done

@@ -73,6 +73,44 @@ __device__ __forceinline__ void reduce_pack(const rj_ar_ptrs& in, rj_u64 off, co
   for (int e = 0; e < kElts; ++e) acc[e] = op.post(acc[e]);
 }
 
+{%- if not two_stage and not push %}
+
+// The packs at `off` and `off2` of every rank's input, reduced in rank order
+// like reduce_pack; every load is issued before any add.
+__device__ __forceinline__ void reduce_pack2(const rj_ar_ptrs& in, rj_u64 off, rj_u64 off2, const Op op,
+                                             float (&acc)[kElts], float (&acc2)[kElts]) {
+  rj_b128 a[kRanks], b[kRanks];
+#pragma unroll
+  for (int q = 0; q < kRanks; ++q) {
+    a[q] = rj_load_plain::b128(in.p[q] + off);
+    b[q] = rj_load_plain::b128(in.p[q] + off2);
+  }
+  rj_ar_unpack16<T>(a[0], acc);
+  rj_ar_unpack16<T>(b[0], acc2);
+#pragma unroll
+  for (int e = 0; e < kElts; ++e) {
+    acc[e] = op.pre(acc[e]);
+    acc2[e] = op.pre(acc2[e]);
+  }
+#pragma unroll
+  for (int q = 1; q < kRanks; ++q) {
+    float x[kElts], y[kElts];
+    rj_ar_unpack16<T>(a[q], x);
+    rj_ar_unpack16<T>(b[q], y);
+#pragma unroll
+    for (int e = 0; e < kElts; ++e) {
+      acc[e] = op.apply(acc[e], op.pre(x[e]));
+      acc2[e] = op.apply(acc2[e], op.pre(y[e]));
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < kElts; ++e) {
+    acc[e] = op.post(acc[e]);
+    acc2[e] = op.post(acc2[e]);
+  }
+}
+{%- endif %}
+
 // Elements [first, n) past the last whole pack, one per thread, in rank order.
 __device__ __forceinline__ void reduce_tail(const rj_ar_ptrs& in, rj_u64 out, rj_u64 first, rj_u64 n, const Op op,
                                             rj_u64 thread, rj_u64 n_threads) {
@@ -293,7 +331,21 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
   }
 {%- endif %}
 {%- else %}
-  for (rj_u64 p = thread; p < n_packs; p += n_threads) {
+  // Two packs a thread an iteration while both exist: every rank's loads of
+  // both are issued before the first store, twice the peer bytes in flight.
+  rj_u64 p = thread;
+  for (; p + n_threads < n_packs; p += 2 * n_threads) {
+    float acc[kElts], acc2[kElts];
+    reduce_pack2(in, p * 16u, (p + n_threads) * 16u, op, acc, acc2);
+{%- if quant %}
+    store_out(out, p, acc);
+    store_out(out, p + n_threads, acc2);
+{%- else %}
+    rj_st_b128(out + p * 16u, rj_ar_pack16<T>(acc));
+    rj_st_b128(out + (p + n_threads) * 16u, rj_ar_pack16<T>(acc2));
+{%- endif %}
+  }
+  for (; p < n_packs; p += n_threads) {
     float acc[kElts];
     reduce_pack(in, p * 16u, op, acc);
 {%- if quant %}

@@ -1,19 +1,51 @@
-//! The algorithm-choice table: boundaries of the placeholder (and that it is
-//! marked unmeasured), forced tables, the REDJIT_AR_ALGO override and its
+//! The algorithm-choice table: boundaries of the default table (its 2-rank
+//! row measured, the rest marked unmeasured), the NCCL hand-over for copied
+//! inputs, forced tables, the REDJIT_AR_ALGO override and its
 //! typed error, worlds outside 2..=8. Pure CPU.
 
 use redjit::AllReduceAlgo;
 use redjit::all_reduce::choice::{AlgoTable, Choice, Thresholds, parse_forced};
 
 #[test]
-fn the_placeholder_is_marked_unmeasured_and_has_the_documented_shape() {
+fn the_default_table_has_the_documented_shape() {
     let t = AlgoTable::placeholder();
+    // 2 ranks measured, 3..8 not: the table as a whole is not.
     assert!(!t.measured);
+    assert!(t.source.contains("2 ranks measured"), "{}", t.source);
     assert!(t.source.contains("UNMEASURED"), "{}", t.source);
     assert_eq!(AlgoTable::default(), t);
-    // Two ranks: one-shot at every size.
-    for bytes in [0, 16, 1 << 20, 64 << 20, usize::MAX] {
-        assert_eq!(t.choose(2, bytes).unwrap(), Choice::ONE_SHOT);
+    // Two ranks (measured on 2 x H200): push up to 4 MB, one-shot above.
+    for bytes in [0, 16, 1 << 20, 4 << 20] {
+        assert_eq!(t.choose(2, bytes).unwrap(), Choice::PUSH, "{bytes}");
+    }
+    for bytes in [(4 << 20) + 1, 64 << 20, usize::MAX] {
+        assert_eq!(t.choose(2, bytes).unwrap(), Choice::ONE_SHOT, "{bytes}");
+    }
+    // NCCL only where the communicator has it, and for two ranks only for
+    // copied inputs from 128 MB.
+    use redjit::all_reduce::choice::Route;
+    assert_eq!(t.route_for(2, 128 << 20, true, true).unwrap(), Route::Nccl);
+    assert_eq!(
+        t.route_for(2, (128 << 20) - 1, true, true).unwrap(),
+        Route::Kernel(Choice::ONE_SHOT)
+    );
+    assert_eq!(
+        t.route_for(2, 1 << 30, true, false).unwrap(),
+        Route::Kernel(Choice::ONE_SHOT)
+    );
+    assert_eq!(
+        t.route_for(2, 1 << 30, false, true).unwrap(),
+        Route::Kernel(Choice::ONE_SHOT)
+    );
+    assert_eq!(
+        t.route(2, 1 << 30, true).unwrap(),
+        Route::Kernel(Choice::ONE_SHOT)
+    );
+    for world in 3..=8 {
+        assert_eq!(
+            t.route_for(world, 1 << 30, true, true).unwrap(),
+            Route::Kernel(Choice::CP_ASYNC)
+        );
     }
     for (world, one_shot_max) in [
         (3, 512 << 10),
@@ -49,7 +81,12 @@ fn worlds_outside_the_table_are_errors() {
 
 #[test]
 fn tables_can_be_forced_or_replaced() {
-    for c in [Choice::ONE_SHOT, Choice::TWO_STAGE, Choice::CP_ASYNC] {
+    for c in [
+        Choice::ONE_SHOT,
+        Choice::TWO_STAGE,
+        Choice::CP_ASYNC,
+        Choice::PUSH,
+    ] {
         let t = AlgoTable::always(c);
         for world in 2..=8 {
             for bytes in [0, 1, 4096, 1 << 30] {
@@ -72,9 +109,10 @@ fn the_environment_override_parses_or_names_the_choices() {
     assert_eq!(parse_forced("oneshot").unwrap(), Choice::ONE_SHOT);
     assert_eq!(parse_forced(" TwoStage ").unwrap(), Choice::TWO_STAGE);
     assert_eq!(parse_forced("cpasync").unwrap(), Choice::CP_ASYNC);
+    assert_eq!(parse_forced("push").unwrap(), Choice::PUSH);
     let e = parse_forced("ring").unwrap_err().to_string();
     assert!(
-        e.contains("REDJIT_AR_ALGO=\"ring\": expected one of: oneshot, twostage, cpasync"),
+        e.contains("REDJIT_AR_ALGO=\"ring\": expected one of: oneshot, twostage, cpasync, push"),
         "{e}"
     );
     // Without the variable set, with_env keeps the table (this test never sets it:

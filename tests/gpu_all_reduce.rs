@@ -29,6 +29,8 @@ fn comm(world: u32, max_bytes: usize, timeout: Duration) -> Option<Communicator>
             CommOptions {
                 timeout,
                 max_bytes,
+                // The push kernel takes every size the tests send.
+                push_bytes: Some(max_bytes),
                 ..CommOptions::default()
             },
         )
@@ -278,4 +280,47 @@ fn registered_inputs_are_read_in_place_and_never_outputs() {
         e.to_string().contains("overlaps its registered staging"),
         "{e}"
     );
+}
+
+/// The push kernel refuses a message past its window, naming the option, and
+/// the automatic choice then runs one-shot (checked through `choose`).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn push_refuses_messages_past_its_window() {
+    if common::gpu_or_skip().is_none() {
+        return;
+    }
+    let c = Communicator::new(
+        Placement::SameGpu {
+            ordinal: 0,
+            world: 2,
+        },
+        CommOptions {
+            max_bytes: 1 << 20,
+            push_bytes: Some(4096),
+            algos: redjit::all_reduce::choice::AlgoTable::always(
+                redjit::all_reduce::choice::Choice::PUSH,
+            ),
+            ..CommOptions::default()
+        },
+    )
+    .unwrap();
+    let inputs: Vec<Vec<f32>> = (0..2)
+        .map(|r| (0..2048).map(|i| exact(3, r, i) as f32).collect())
+        .collect();
+    let e = common::ar::try_run(&c, &inputs, 0, Call::sum(AllReduceAlgo::Push)).unwrap_err();
+    assert!(
+        e.to_string().contains("push window") && e.to_string().contains("push_bytes"),
+        "{e}"
+    );
+    assert_eq!(c.choose(8192).unwrap().algo, AllReduceAlgo::OneShot);
+    assert_eq!(c.choose(4096).unwrap().algo, AllReduceAlgo::Push);
+    // At the window's size it runs, bit for bit.
+    let inputs: Vec<Vec<f32>> = inputs.iter().map(|v| v[..1024].to_vec()).collect();
+    let outs = common::ar::run(&c, &inputs, 0, Call::sum(AllReduceAlgo::Push));
+    for (r, o) in outs.iter().enumerate() {
+        for i in 0..1024 {
+            assert_eq!(o[i], inputs[0][i] + inputs[1][i], "rank {r} element {i}");
+        }
+    }
 }

@@ -34,6 +34,8 @@ fn comm(max_bytes: usize, timeout: Duration) -> Option<Communicator> {
         CommOptions {
             timeout,
             max_bytes,
+            // The push kernel takes every size the tests send.
+            push_bytes: Some(max_bytes),
             ..CommOptions::default()
         },
     )

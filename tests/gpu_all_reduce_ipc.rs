@@ -314,6 +314,8 @@ fn process_rank(
         CommOptions {
             timeout,
             max_bytes,
+            // The push kernel takes every size the tests send.
+            push_bytes: Some(max_bytes),
             join_timeout: Duration::from_secs(60),
             ..CommOptions::default()
         },

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::{bf16, f16};
 use redjit::all_reduce::{Call, Communicator};
+use redjit::peer::LegacyAlloc;
 use redjit::{AllReduceAlgo, DType, KernelInput, KernelOutput, Op};
 
 /// The kernels every test walks: one-shot, two-stage, two-stage with cp.async,
@@ -334,7 +335,29 @@ pub fn graph_of_16_replayed(c: &Communicator, replays: u64) -> Duration {
             .map(|r| rank_stream(c, r).alloc_zeros::<f32>(n).unwrap())
             .collect()
     };
-    let mut ins: Vec<Vec<CudaSlice<f32>>> = sizes.iter().map(|&n| alloc(n)).collect();
+    // Captured inputs are cuMemAlloc memory: peers read them in place, and
+    // peer access (one GPU per rank) and IPC cover no pool memory.
+    let legacy: Vec<Vec<LegacyAlloc>> = sizes
+        .iter()
+        .map(|&n| {
+            (0..w)
+                .map(|r| LegacyAlloc::zeroed(c.runtime(r).context(), n * 4).unwrap())
+                .collect()
+        })
+        .collect();
+    // SAFETY: each allocation holds n f32 and outlives its slice, which is
+    // leaked at the end so that only the LegacyAlloc frees the memory.
+    let mut ins: Vec<Vec<CudaSlice<f32>>> = legacy
+        .iter()
+        .zip(&sizes)
+        .map(|(per_rank, &n)| {
+            per_rank
+                .iter()
+                .enumerate()
+                .map(|(r, a)| unsafe { rank_stream(c, r).upgrade_device_ptr(a.ptr(), n) })
+                .collect()
+        })
+        .collect();
     let mut outs: Vec<Vec<CudaSlice<f32>>> = sizes.iter().map(|&n| alloc(n)).collect();
     let call = |k: usize| {
         let (algo, cp_async) = ALGOS[k % ALGOS.len()];
@@ -447,5 +470,12 @@ pub fn graph_of_16_replayed(c: &Communicator, replays: u64) -> Duration {
             "eager after capture, element {i}"
         );
     }
+    drop(graph);
+    for per_rank in ins {
+        for i in per_rank {
+            i.leak();
+        }
+    }
+    drop(legacy);
     took
 }

@@ -25,12 +25,13 @@
 //! the current ones are reduced, which pays off only once each block streams
 //! enough data to hide the extra shared-memory round trip.
 //!
-//! **The thresholds in [`AlgoTable::placeholder`] are not measured.** They are
-//! the shape vLLM and SGLang ship for NVLink machines (one-shot for every size
-//! at 2 ranks, up to 512 KB at 4, 256 KB at 6 and 8), and a guessed 8 MB for
-//! `cp.async`. The two-GPU issue measures the crossovers (bus bandwidth per
-//! world size and message size, H100/H200 NVLink) and replaces them, setting
-//! `measured` and `source`.
+//! **2 ranks are measured; 3 to 8 are not.** The 2-rank row and its NCCL
+//! hand-over come from 2 x H200 (NVLink, 2026-11-26, BENCHMARKS.md): the push
+//! kernel up to 4 MB, one-shot above, and NCCL from 128 MB for a copied
+//! input. The other rows are the shape vLLM and SGLang ship for NVLink
+//! machines (one-shot up to 512 KB at 4, 256 KB at 6 and 8) and a guessed
+//! 8 MB for `cp.async`; the 4- and 8-GPU issue measures them (`measured`
+//! stays false until every row is).
 //!
 //! Topology: the table assumes full peer access over NVLink. Ranks on one GPU
 //! (the test placement) use it unchanged. Ranks joined only over PCIe, or
@@ -132,6 +133,11 @@ pub struct AlgoTable {
     /// `nccl_min[w - 2]`: the smallest message (bytes per rank) that world size
     /// `w` runs on NCCL, where the communicator has it (`None`: never).
     pub nccl_min: [Option<usize>; 7],
+    /// `nccl_min_copied[w - 2]`: the same for a call whose inputs the kernels
+    /// would first copy into the staging buffers (an eager call on inputs
+    /// that are not [`super::Communicator::registered`]): the copy costs a
+    /// read and a write of the message, which NCCL, in place, does not pay.
+    pub nccl_min_copied: [Option<usize>; 7],
     /// Whether the numbers come from measurements (false for the placeholder).
     pub measured: bool,
     /// Where the numbers come from (a BENCHMARKS.md entry once measured).
@@ -163,19 +169,30 @@ impl AlgoTable {
             one_shot_max: Some(one_shot_max),
             cp_async_min: (cp_async_min != usize::MAX).then_some(cp_async_min),
         };
+        let mut rows = [
+            row(usize::MAX, usize::MAX), // 2 ranks: see below
+            row(512 * KB, 8 * MB),       // 3
+            row(512 * KB, 8 * MB),       // 4
+            row(256 * KB, 8 * MB),       // 5
+            row(256 * KB, 8 * MB),       // 6
+            row(256 * KB, 8 * MB),       // 7
+            row(256 * KB, 8 * MB),       // 8
+        ];
+        // 2 ranks, measured (2 x H200, NVLink, one process per GPU, bf16;
+        // BENCHMARKS.md, 2026-11-26, s16 run3): push up to 4 MB (19.6 us
+        // against one-shot's 21.4 at 4 MB; 70.4 against 59.5 at 16 MB),
+        // one-shot above; cp.async never (3245.6 us against 3229.3 at 1 GB).
+        rows[0].push_max = Some(4 * MB);
+        let mut nccl_min_copied = [None; 7];
+        // A copied input ties NCCL at 64 MB (247.7 us against 248.1) and
+        // loses from 128 MB (482.6 against 468.1, run1); in place it wins.
+        nccl_min_copied[0] = Some(128 * MB);
         AlgoTable {
-            rows: [
-                row(usize::MAX, usize::MAX), // 2 ranks: one-shot throughout
-                row(512 * KB, 8 * MB),       // 3
-                row(512 * KB, 8 * MB),       // 4
-                row(256 * KB, 8 * MB),       // 5
-                row(256 * KB, 8 * MB),       // 6
-                row(256 * KB, 8 * MB),       // 7
-                row(256 * KB, 8 * MB),       // 8
-            ],
+            rows,
             nccl_min: [None; 7],
+            nccl_min_copied,
             measured: false,
-            source: "UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
+            source: "2 ranks measured on 2 x H200 (BENCHMARKS.md, 2026-11-26); 3-8 ranks an UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
         }
     }
 
@@ -206,6 +223,7 @@ impl AlgoTable {
         AlgoTable {
             rows: [t; 7],
             nccl_min: [None; 7],
+            nccl_min_copied: [None; 7],
             measured: false,
             source: format!("forced: {choice:?}"),
         }
@@ -226,6 +244,7 @@ impl AlgoTable {
     /// communicator has it.
     pub fn nccl_always(mut self) -> AlgoTable {
         self.nccl_min = [Some(0); 7];
+        self.nccl_min_copied = [Some(0); 7];
         self.source = format!("{}; NCCL forced", self.source);
         self
     }
@@ -234,8 +253,18 @@ impl AlgoTable {
     /// from `nccl_min` on if `nccl` (the communicator has it), else the kernel
     /// [`Self::choose`] picks.
     pub fn route(&self, world: u32, bytes: usize, nccl: bool) -> Result<Route> {
+        self.route_for(world, bytes, nccl, false)
+    }
+
+    /// [`Self::route`] for a call whose inputs are `copied` into the staging
+    /// buffers first (then `nccl_min_copied` applies too).
+    pub fn route_for(&self, world: u32, bytes: usize, nccl: bool, copied: bool) -> Result<Route> {
         let choice = self.choose(world, bytes)?;
-        let from = self.nccl_min[world as usize - 2];
+        let w = world as usize - 2;
+        let from = match (self.nccl_min[w], self.nccl_min_copied[w]) {
+            (a, b) if copied => a.into_iter().chain(b).min(),
+            (a, _) => a,
+        };
         Ok(if nccl && from.is_some_and(|m| bytes >= m) {
             Route::Nccl
         } else {

@@ -635,7 +635,9 @@ impl Communicator {
     }
 
     /// Where a call of `bytes` bytes per rank runs: the table's kernel, or NCCL
-    /// where the table says so and this communicator has it.
+    /// where the table says so and this communicator has it (for inputs read
+    /// in place: registered, or a captured call's; a routed call on other
+    /// inputs also takes the table's hand-over for copied inputs).
     pub fn route(&self, bytes: usize) -> Result<Route> {
         if self.peer_missing.is_some() {
             return Ok(Route::Nccl);
@@ -643,6 +645,24 @@ impl Communicator {
         self.opts
             .algos
             .route(self.world, bytes, self.nccl.is_some())
+    }
+
+    /// Whether the main stream is capturing a graph.
+    fn stream_capturing(&self) -> Result<bool> {
+        Ok(self
+            .stream()
+            .capture_status()
+            .during(|| "querying the main stream's capture status".into())?
+            == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE)
+    }
+
+    /// Whether every input is its rank's registered staging buffer (an eager
+    /// call then copies nothing).
+    fn inputs_registered(&self, inputs: &[&dyn KernelInput]) -> bool {
+        inputs
+            .iter()
+            .zip(&self.ranks)
+            .all(|(i, r)| i.address(&r.stream) == self.tables[0].0[r.id as usize])
     }
 
     /// `outputs[r] = op(inputs[0], ..., inputs[R-1])` on every rank r, run where
@@ -665,7 +685,15 @@ impl Communicator {
             scalar,
             ..Call::sum(c.algo)
         };
-        let (route, nccl) = (self.route(bytes)?, self.nccl.as_ref());
+        let route = if self.peer_missing.is_some() {
+            Route::Nccl
+        } else {
+            let copied = !self.stream_capturing()? && !self.inputs_registered(inputs);
+            self.opts
+                .algos
+                .route_for(self.world, bytes, self.nccl.is_some(), copied)?
+        };
+        let nccl = self.nccl.as_ref();
         let (Route::Nccl, Some(nccl)) = (route, nccl) else {
             let mut c = match route {
                 Route::Kernel(c) => c,
@@ -702,11 +730,7 @@ impl Communicator {
                 "another all-reduce is being issued on this communicator; one at a time".into(),
             ));
         };
-        let capturing = self
-            .stream()
-            .capture_status()
-            .during(|| "querying the main stream's capture status".into())?
-            == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        let capturing = self.stream_capturing()?;
         Ok(Issue {
             _lock: lock,
             capturing,
