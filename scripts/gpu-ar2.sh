@@ -7,8 +7,9 @@
 # AR_BYTES: the message sizes (default 8K..1G); AR_ITERS: timed batches per
 # size; BENCH_MODES: of eager (inputs copied), registered, untracked
 # (registered, cudarc's event tracking off), graph (default: eager registered
-# graph); BENCH_ALGOS: the kernels (default all four). Prints a summary; the logs and JSON go to $OUT/ar2.tgz (the device
-# tool brings back 8 files at most), the summary to $OUT/summary.txt.
+# graph); BENCH_ALGOS: the kernels (default all four). Prints a summary; the
+# logs and JSON go to $OUT/ar2.tgz (the device tool brings back 8 files at
+# most), the summary to $OUT/summary.txt.
 set -uo pipefail
 RESULTS="${OUT:-/tmp/redjit-out}"
 mkdir -p "$RESULTS"
