@@ -2,7 +2,7 @@
 # One device call on a machine of 2+ GPUs (nvidia-h200-x2 ...), over what
 # scripts/gpu.sh staged in stage/: issue 13's correctness tests and its
 # benchmarks, NCCL and PyTorch symmetric memory beside redjit in the same call.
-#   bash stage/scripts/gpu-ar2.sh [topo] [ref] [bench] [bench-proc] [dtypes] [tests] [sanitize]
+#   bash stage/scripts/gpu-ar2.sh [topo] [ref] [bench] [bench-proc] [dtypes] [quant] [tests] [sanitize]
 #   (default: topo ref bench-proc tests bench dtypes)
 # AR_BYTES: the message sizes (default 8K..1G); AR_ITERS: timed batches per
 # size; BENCH_MODES: of eager (inputs copied), registered, untracked
@@ -94,6 +94,16 @@ for step in "${steps[@]}"; do
       bounded "bench-ar-proc-$dt" 60 "$BIN/redjit" bench all-reduce --processes --child-timeout 50 --dtype "$dt" --algos "$ALGOS" \
         --bytes 8K,64K,1M,16M,64M,256M --iters "$ITERS" --json "$W/bench-ar-proc-$dt.json"
       cat "$W/bench-ar-proc-$dt.log" >>"$SUM"
+    done
+    ;;
+  quant)
+    # The quantized all-reduce (f32 in and out, bf16 on the wire) beside the
+    # plain f32 one, one process per GPU: time, and error against f32.
+    for q in "" --quantized; do
+      bounded "bench-ar-proc-f32${q:+-q}" 100 "$BIN/redjit" bench all-reduce --processes --child-timeout 90 \
+        --dtype f32 $q --algos one-shot,two-stage,two-stage-cp --bytes "${QUANT_BYTES:-64K,1M,16M,64M,256M}" \
+        --iters "$ITERS" --json "$W/bench-ar-proc-f32${q:+-q}.json"
+      cat "$W/bench-ar-proc-f32${q:+-q}.log" >>"$SUM"
     done
     ;;
   tests)

@@ -124,4 +124,22 @@ fn bad_all_reduce_bench_flags() {
         &["--dtype e4m3", "f32, bf16 or f16"],
     );
     one_line_error(&["bench", "all-reduce", "--bytes", "1K,x"], 2, &["\"x\""]);
+    one_line_error(
+        &["bench", "all-reduce", "--quantized"],
+        2,
+        &["--dtype bf16", "f32 in and out"],
+    );
+    one_line_error(
+        &[
+            "bench",
+            "all-reduce",
+            "--quantized",
+            "--dtype",
+            "f32",
+            "--algos",
+            "one-shot,push",
+        ],
+        2,
+        &["--algos push", "one-shot and two-stage"],
+    );
 }

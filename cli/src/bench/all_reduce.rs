@@ -37,8 +37,9 @@ use cudarc::driver::sys::CUstreamCaptureMode;
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
 use redjit_codegen::spec::all_reduce::{MAX_WORLD, MIN_WORLD};
 use redjit_codegen::{AllReduceAlgo, DType};
-use redjit_runtime::all_reduce::{Call, CommOptions, Communicator, Placement};
+use redjit_runtime::all_reduce::{Call, CommOptions, Communicator, Placement, Quantize};
 use redjit_runtime::peer::LegacyAlloc;
+use redjit_runtime::reference::HostBuffer;
 use redjit_runtime::{KernelInput, KernelOutput, gpu_available};
 use serde::Serialize;
 
@@ -113,6 +114,12 @@ pub struct AllReduceBenchArgs {
     #[arg(long)]
     pub registered: bool,
 
+    /// The quantized all-reduce (f32 in and out, bf16 with stochastic
+    /// rounding on the wire; --dtype f32): its time, and its error against
+    /// the f32 all-reduce of the same inputs (on this process's first rank).
+    #[arg(long, conflicts_with = "registered")]
+    pub quantized: bool,
+
     /// cudarc's per-buffer event tracking off on the communicator's contexts
     /// (each tracked input and output costs an event wait and a record per call).
     #[arg(long)]
@@ -148,6 +155,11 @@ pub struct AllReduceRow {
     pub symm_one_shot_us: Option<f64>,
     /// `torch.ops.symm_mem.two_shot_all_reduce_` (PyTorch symmetric memory).
     pub symm_two_shot_us: Option<f64>,
+    /// With --quantized: the largest |quantized - f32| over the largest |f32|
+    /// of the f32 all-reduce's output, and the root mean square of
+    /// (quantized - f32) over that of f32.
+    pub quant_max_rel_err: Option<f64>,
+    pub quant_rms_rel_err: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -250,6 +262,17 @@ fn check(a: &AllReduceBenchArgs) -> CliResult<Checked> {
         .iter()
         .map(|s| parse_algo(s))
         .collect::<CliResult<_>>()?;
+    if a.quantized && a.dtype != DType::F32 {
+        return Err(CliError::usage(format!(
+            "--quantized with --dtype {}: the quantized all-reduce takes f32 in and out",
+            a.dtype
+        )));
+    }
+    if a.quantized && algos.iter().any(|(algo, _)| *algo == AllReduceAlgo::Push) {
+        return Err(CliError::usage(
+            "--quantized with --algos push: quantized transport is a variant of one-shot and two-stage only",
+        ));
+    }
     if a.batch == 0 || a.iters == 0 {
         return Err(CliError::usage("--batch and --iters must be at least 1"));
     }
@@ -394,8 +417,13 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
     let where_ = placement_text(&placement, world);
     if leader {
         println!(
-            "all-reduce {} on {where_}, {} calls per pair of events, median of {} after {} warm-up{}{}{}",
+            "all-reduce {}{} on {where_}, {} calls per pair of events, median of {} after {} warm-up{}{}{}",
             a.dtype,
+            if a.quantized {
+                " quantized (bf16 with stochastic rounding on the wire)"
+            } else {
+                ""
+            },
             a.batch,
             a.iters,
             a.warmup,
@@ -483,7 +511,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
                     AllReduceAlgo::Push => "push",
                 },
                 if cp_async { "-cp" } else { "" }
-            );
+            ) + if a.quantized { "-q" } else { "" };
             // Built once, outside the timed calls.
             let views: Vec<_> = ins.iter().filter_map(|b| b.view(n)).collect();
             let copied: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
@@ -492,11 +520,15 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
                 .collect::<Result<Vec<_>, _>>()?;
             let in_place: Vec<&dyn KernelInput> =
                 regs.iter().map(|r| r as &dyn KernelInput).collect();
+            let quant = a.quantized.then(|| Quantize::bf16(0x9e37, 0));
             let mut issue_with = |inputs: &[&dyn KernelInput]| -> CliResult {
                 let mut out_views: Vec<_> = outs.iter_mut().map(|b| b.view_mut(0, n)).collect();
                 let mut outputs: Vec<&mut dyn KernelOutput> =
                     out_views.iter_mut().map(|v| v.output()).collect();
-                comm.all_reduce(inputs, &mut outputs, call)?;
+                match quant {
+                    Some(q) => comm.all_reduce_quantized(inputs, &mut outputs, call, q)?,
+                    None => comm.all_reduce(inputs, &mut outputs, call)?,
+                }
                 Ok(())
             };
             // An eager call copies each input into its rank's staging buffer:
@@ -507,6 +539,10 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             let inputs = if a.registered { &in_place } else { &copied };
             let mut issue = || issue_with(inputs);
             let (us, host_us) = time_calls(&comm, a, one_per_process, &mut issue)?;
+            let quant_err = match quant {
+                Some(_) => Some(quantized_error(&comm, &copied, &outs, n)?),
+                None => None,
+            };
             let algbw = bytes as f64 / us / 1e3;
             let busbw = algbw * 2.0 * f64::from(world - 1) / f64::from(world);
             if leader {
@@ -524,7 +560,15 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
                     best.map_or("-".into(), |v| format!("{:.2}x", v / us))
                 );
             }
+            if let (true, Some((max_rel, rms_rel))) = (leader, quant_err) {
+                println!(
+                    "{:<26} {:>10} quantized against f32: max |err| / max |f32| {max_rel:.3e}, rms err / rms f32 {rms_rel:.3e}",
+                    "", ""
+                );
+            }
             rows.push(AllReduceRow {
+                quant_max_rel_err: quant_err.map(|e| e.0),
+                quant_rms_rel_err: quant_err.map(|e| e.1),
                 kernel,
                 ranks: world,
                 placement: where_.clone(),
@@ -552,6 +596,50 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
         println!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The quantized call's error on this process's first rank: the output the
+/// timed calls left in `outs[0]` (every quantized call on the same inputs,
+/// seed and base gives the same bits) against a plain f32 all-reduce of the
+/// same inputs (one-shot), as (max |q - f| / max |f|, rms(q - f) / rms(f)).
+fn quantized_error(
+    comm: &Communicator,
+    inputs: &[&dyn KernelInput],
+    outs: &[DevBuf],
+    n: usize,
+) -> CliResult<(f64, f64)> {
+    let s = comm.runtime(0).stream();
+    let mut exact: Vec<DevBuf> = Vec::new();
+    for li in 0..outs.len() {
+        exact.push(DevBuf::F32(
+            comm.runtime(li)
+                .stream()
+                .alloc_zeros::<f32>(n)
+                .map_err(|e| CliError::failure(format!("allocating the f32 reference: {e}")))?,
+        ));
+    }
+    {
+        let mut views: Vec<_> = exact.iter_mut().map(|b| b.view_mut(0, n)).collect();
+        let mut outputs: Vec<&mut dyn KernelOutput> =
+            views.iter_mut().map(|v| v.output()).collect();
+        comm.all_reduce(inputs, &mut outputs, Call::sum(AllReduceAlgo::OneShot))?;
+    }
+    comm.synchronize()?;
+    let (HostBuffer::F32(q), HostBuffer::F32(f)) = (outs[0].download(s)?, exact[0].download(s)?)
+    else {
+        return Err(CliError::failure(
+            "the quantized all-reduce's output is not f32",
+        ));
+    };
+    let (mut max_err, mut max_f, mut sq_err, mut sq_f) = (0f64, 0f64, 0f64, 0f64);
+    for (&q, &f) in q.iter().zip(&f) {
+        let (q, f) = (f64::from(q), f64::from(f));
+        max_err = max_err.max((q - f).abs());
+        max_f = max_f.max(f.abs());
+        sq_err += (q - f) * (q - f);
+        sq_f += f * f;
+    }
+    Ok((max_err / max_f, (sq_err / sq_f).sqrt()))
 }
 
 /// A rank's input in `cuMemAlloc` memory, as a cudarc slice (tracked like any
