@@ -47,6 +47,24 @@ bounded() {
   return $rc
 }
 
+# `redjit bench all-reduce` in each of BENCH_MODES, logged as $1-<mode>; the
+# other arguments go to every run (NCCL's JSON too, if the ref step wrote it).
+bench_modes() {
+  local name=$1 mode
+  shift
+  local cmp=()
+  [ -s "$W/torch-ar.json" ] && cmp=(--compare "$W/torch-ar.json")
+  for mode in ${BENCH_MODES:-eager registered graph}; do
+    local extra=()
+    [ "$mode" = registered ] && extra=(--registered)
+    [ "$mode" = untracked ] && extra=(--registered --untracked)
+    [ "$mode" = graph ] && extra=(--graph)
+    bounded "$name-$mode" 100 "$BIN/redjit" bench all-reduce "$@" --bytes "$BYTES" --algos "$ALGOS" \
+      --iters "$ITERS" "${extra[@]}" "${cmp[@]}" --json "$W/$name-$mode.json"
+    cat "$W/$name-$mode.log" >>"$SUM"
+  done
+}
+
 for step in "${steps[@]}"; do
   case "$step" in
   topo)
@@ -61,33 +79,12 @@ for step in "${steps[@]}"; do
     grep -E "^ *[0-9]|NCCL|symm|rror" "$W/torch-ar.log" | tee -a "$SUM"
     ;;
   bench)
-    # One process driving every GPU: eager copied inputs, eager registered
-    # inputs, graph replays.
-    cmp=()
-    [ -s "$W/torch-ar.json" ] && cmp=(--compare "$W/torch-ar.json")
-    for mode in ${BENCH_MODES:-eager registered graph}; do
-      extra=()
-      [ $mode = registered ] && extra=(--registered)
-      [ $mode = untracked ] && extra=(--registered --untracked)
-      [ $mode = graph ] && extra=(--graph)
-      bounded "bench-ar-$mode" 100 "$BIN/redjit" bench all-reduce --bytes "$BYTES" --algos "$ALGOS" --iters "$ITERS" \
-        "${extra[@]}" "${cmp[@]}" --json "$W/bench-ar-$mode.json"
-      cat "$W/bench-ar-$mode.log" >>"$SUM"
-    done
+    # One process driving every GPU.
+    bench_modes bench-ar
     ;;
   bench-proc)
     # One process per GPU (CUDA IPC), as NCCL and the serving frameworks run.
-    cmp=()
-    [ -s "$W/torch-ar.json" ] && cmp=(--compare "$W/torch-ar.json")
-    for mode in ${BENCH_MODES:-eager registered graph}; do
-      extra=()
-      [ $mode = registered ] && extra=(--registered)
-      [ $mode = untracked ] && extra=(--registered --untracked)
-      [ $mode = graph ] && extra=(--graph)
-      bounded "bench-ar-proc-$mode" 100 "$BIN/redjit" bench all-reduce --processes --child-timeout 90 --bytes "$BYTES" --algos "$ALGOS" \
-        --iters "$ITERS" "${extra[@]}" "${cmp[@]}" --json "$W/bench-ar-proc-$mode.json"
-      cat "$W/bench-ar-proc-$mode.log" >>"$SUM"
-    done
+    bench_modes bench-ar-proc --processes --child-timeout 90
     ;;
   dtypes)
     for dt in f32 f16; do

@@ -15,7 +15,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::ar::{
-    ALGOS, Elem, back_to_back, exact, exact_all_sizes, graph_of_16_replayed, random_all_dtypes,
+    ALGOS, Elem, back_to_back, exact, exact_all_sizes, exact_bits, graph_of_16_replayed,
+    random_all_dtypes, run_on,
 };
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
@@ -261,48 +262,13 @@ fn check_exact<T: Elem>(
     let host: Vec<Vec<T>> = (0..world)
         .map(|r| (0..n).map(|i| T::from_f64(exact(seed, r, i))).collect())
         .collect();
-    let ins: Vec<CudaSlice<T>> = host
-        .iter()
-        .enumerate()
-        .map(|(r, h)| {
-            let mut p = vec![T::from_f64(f64::NAN); offset];
-            p.extend_from_slice(h);
-            stream(r).clone_htod(&p).unwrap()
-        })
-        .collect();
-    let mut outs: Vec<CudaSlice<T>> = (0..world as usize)
-        .map(|r| {
-            stream(r)
-                .clone_htod(&vec![T::from_f64(f64::NAN); n + 8])
-                .unwrap()
-        })
-        .collect();
-    {
-        let views: Vec<_> = ins.iter().map(|d| d.slice(offset..offset + n)).collect();
-        let inputs: Vec<&dyn KernelInput> = views.iter().map(|v| v as &dyn KernelInput).collect();
-        let mut out_views: Vec<_> = outs.iter_mut().map(|o| o.slice_mut(0..n)).collect();
-        let mut outputs: Vec<&mut dyn KernelOutput> = out_views
-            .iter_mut()
-            .map(|v| v as &mut dyn KernelOutput)
-            .collect();
-        run(&inputs, &mut outputs, op).unwrap_or_else(|e| panic!("{:?} n={n} {op}: {e}", T::DT));
-    }
+    let outs = run_on(stream, &host, offset, &mut |ins, outs| run(ins, outs, op))
+        .unwrap_or_else(|e| panic!("{:?} n={n} {op}: {e}", T::DT));
     for (r, o) in outs.iter().enumerate() {
-        let got = stream(r).clone_dtoh(o).unwrap();
-        for g in &got[n..] {
-            assert!(g.to_f64().is_nan(), "rank {r}: a guard element was written");
-        }
         for i in 0..n {
-            let xs = host.iter().map(|h| h[i].to_f64());
-            let want = match op {
-                Op::Sum => xs.sum::<f64>(),
-                Op::Max => xs.fold(f64::MIN, f64::max),
-                Op::Min => xs.fold(f64::MAX, f64::min),
-                _ => unreachable!(),
-            };
             assert_eq!(
-                got[i].bits(),
-                T::from_f64(want).bits(),
+                o[i].bits(),
+                exact_bits(&host, i, op),
                 "{:?} n={n} offset={offset} {op}: rank {r} element {i}",
                 T::DT
             );

@@ -19,11 +19,12 @@
 
 mod common;
 
+use common::ar::Elem;
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use redjit::all_reduce::Call;
 use redjit::all_reduce::nccl::{NcclComm, NcclPlacement};
-use redjit::{AllReduceAlgo, DType, Error, KernelInput, KernelOutput, Op};
+use redjit::{AllReduceAlgo, Error, KernelInput, KernelOutput, Op};
 
 fn required() -> bool {
     std::env::var("REDJIT_REQUIRE_GPU").is_ok_and(|v| v == "1")
@@ -47,47 +48,23 @@ fn comm() -> Option<NcclComm> {
     }
 }
 
-trait Elem: redjit::DeviceElem + Copy {
-    fn from_f64(x: f64) -> Self;
-    fn to_f64(self) -> f64;
-    /// One unit in the last place relative to the value, and the smallest
-    /// step (subnormal) of the dtype.
+/// One unit in the last place relative to the value, and the smallest step
+/// (subnormal) of the dtype: one rounding's bound.
+trait Tol: Elem {
     const REL: f64;
     const ABS: f64;
-    const DT: DType;
 }
-impl Elem for f32 {
-    fn from_f64(x: f64) -> Self {
-        x as f32
-    }
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
+impl Tol for f32 {
     const REL: f64 = 1.0 / (1u64 << 23) as f64;
     const ABS: f64 = 1.0e-45;
-    const DT: DType = DType::F32;
 }
-impl Elem for bf16 {
-    fn from_f64(x: f64) -> Self {
-        bf16::from_f64(x)
-    }
-    fn to_f64(self) -> f64 {
-        bf16::to_f64(self)
-    }
+impl Tol for bf16 {
     const REL: f64 = 1.0 / 128.0;
     const ABS: f64 = 1.0e-40;
-    const DT: DType = DType::BF16;
 }
-impl Elem for f16 {
-    fn from_f64(x: f64) -> Self {
-        f16::from_f64(x)
-    }
-    fn to_f64(self) -> f64 {
-        f16::to_f64(self)
-    }
+impl Tol for f16 {
     const REL: f64 = 1.0 / 1024.0;
     const ABS: f64 = 1.0 / (1u64 << 24) as f64;
-    const DT: DType = DType::F16;
 }
 
 /// The call and the factor its one-rank result is the input times.
@@ -106,7 +83,7 @@ fn cases() -> Vec<(Call, f64)> {
     ]
 }
 
-fn one_rank<T: Elem>(c: &NcclComm, rng: &mut common::Rng) {
+fn one_rank<T: Tol>(c: &NcclComm, rng: &mut common::Rng) {
     let s = c.stream();
     for n in [1usize, 1031, (1 << 20) + 3] {
         // offset 0: aligned views; 1: input and output start one element in.

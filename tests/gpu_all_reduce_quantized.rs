@@ -54,40 +54,16 @@ fn run(
     call: Call,
     q: Quantize,
 ) -> Vec<Vec<f32>> {
-    let s = c.stream();
-    let n = inputs[0].len();
-    let dev: Vec<CudaSlice<f32>> = inputs
-        .iter()
-        .map(|v| {
-            let mut p = vec![f32::NAN; offset];
-            p.extend_from_slice(v);
-            s.clone_htod(&p).unwrap()
-        })
-        .collect();
-    let mut outs: Vec<CudaSlice<f32>> = (0..inputs.len())
-        .map(|_| s.clone_htod(&vec![f32::NAN; n + 8]).unwrap())
-        .collect();
-    {
-        let views: Vec<_> = dev.iter().map(|d| d.slice(offset..offset + n)).collect();
-        let ins: Vec<&dyn KernelInput> = views.iter().map(|v| v as &dyn KernelInput).collect();
-        let mut out_views: Vec<_> = outs.iter_mut().map(|o| o.slice_mut(0..n)).collect();
-        let mut outputs: Vec<&mut dyn KernelOutput> = out_views
-            .iter_mut()
-            .map(|v| v as &mut dyn KernelOutput)
-            .collect();
-        c.all_reduce_quantized(&ins, &mut outputs, call, q).unwrap();
-    }
-    c.synchronize().unwrap();
-    outs.iter()
-        .map(|o| {
-            let h = s.clone_dtoh(o).unwrap();
-            assert!(
-                h[n..].iter().all(|g| g.is_nan()),
-                "a guard element past n was written"
-            );
-            h[..n].to_vec()
-        })
-        .collect()
+    common::ar::run_on(
+        &|r| c.runtime(r).stream().clone(),
+        inputs,
+        offset,
+        &mut |ins, outs| {
+            c.all_reduce_quantized(ins, outs, call, q)?;
+            c.synchronize()
+        },
+    )
+    .unwrap()
 }
 
 /// Every rank's output equals the twin bit for bit; returns the twin.

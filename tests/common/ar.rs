@@ -4,6 +4,7 @@
 //! for every rank of `Placement::SameGpu`), so the same checks serve both.
 #![allow(dead_code)]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaSlice, CudaStream};
@@ -100,6 +101,31 @@ pub fn try_run<T: Elem>(
     offset: usize,
     call: Call,
 ) -> redjit::Result<Vec<Vec<T>>> {
+    run_on(
+        &|r| rank_stream(c, r).clone(),
+        inputs,
+        offset,
+        &mut |ins, outs| {
+            c.all_reduce(ins, outs, call)?;
+            c.synchronize()
+        },
+    )
+}
+
+/// A call issued by `run_on`: the input and output views in rank order; it
+/// returns once the outputs are final (the communicator synchronised).
+pub type CallFn<'a> =
+    dyn FnMut(&[&dyn KernelInput], &mut [&mut dyn KernelOutput]) -> redjit::Result<()> + 'a;
+
+/// Rank r's host input uploaded on `stream(r)` behind `offset` poison (NaN)
+/// elements, its output poisoned with 8 guard elements past n; `call` runs
+/// on the views. Returns every rank's output, after checking the guards.
+pub fn run_on<T: Elem>(
+    stream: &dyn Fn(usize) -> Arc<CudaStream>,
+    inputs: &[Vec<T>],
+    offset: usize,
+    call: &mut CallFn<'_>,
+) -> redjit::Result<Vec<Vec<T>>> {
     let n = inputs[0].len();
     let dev: Vec<CudaSlice<T>> = inputs
         .iter()
@@ -107,12 +133,12 @@ pub fn try_run<T: Elem>(
         .map(|(r, v)| {
             let mut p = vec![T::from_f64(f64::NAN); offset];
             p.extend_from_slice(v);
-            rank_stream(c, r).clone_htod(&p).unwrap()
+            stream(r).clone_htod(&p).unwrap()
         })
         .collect();
     let mut outs: Vec<CudaSlice<T>> = (0..inputs.len())
         .map(|r| {
-            rank_stream(c, r)
+            stream(r)
                 .clone_htod(&vec![T::from_f64(f64::NAN); n + 8])
                 .unwrap()
         })
@@ -125,20 +151,35 @@ pub fn try_run<T: Elem>(
             .iter_mut()
             .map(|v| v as &mut dyn KernelOutput)
             .collect();
-        c.all_reduce(&ins, &mut outputs, call)?;
+        call(&ins, &mut outputs)?;
     }
-    c.synchronize().unwrap();
     Ok(outs
         .iter()
         .enumerate()
         .map(|(r, o)| {
-            let h = rank_stream(c, r).clone_dtoh(o).unwrap();
+            let h = stream(r).clone_dtoh(o).unwrap();
             for g in &h[n..] {
-                assert!(g.to_f64().is_nan(), "a guard element past n was written");
+                assert!(
+                    g.to_f64().is_nan(),
+                    "rank {r}: a guard element past n was written"
+                );
             }
             h[..n].to_vec()
         })
         .collect())
+}
+
+/// The bits every rank must hold at element `i` of `op` over exact inputs
+/// (every partial result exact, so the order does not matter).
+pub fn exact_bits<T: Elem>(inputs: &[Vec<T>], i: usize, op: Op) -> u32 {
+    let xs = inputs.iter().map(|v| v[i].to_f64());
+    let want = match op {
+        Op::Sum => xs.sum::<f64>(),
+        Op::Max => xs.fold(f64::MIN, f64::max),
+        Op::Min => xs.fold(f64::MAX, f64::min),
+        _ => unreachable!("exact inputs are checked for sum, max and min"),
+    };
+    T::from_f64(want).bits()
 }
 
 /// One sum all-reduce of `inputs` into the whole of each of `outs`.
@@ -199,14 +240,7 @@ pub fn exact_case<T: Elem>(c: &Communicator, n: usize, offset: usize, op: Op) {
         }
         let outs = run(c, &inputs, offset, call);
         for i in 0..n {
-            let xs = (0..world as usize).map(|r| inputs[r][i].to_f64());
-            let want = match op {
-                Op::Sum => xs.sum::<f64>(),
-                Op::Max => xs.fold(f64::MIN, f64::max),
-                Op::Min => xs.fold(f64::MAX, f64::min),
-                _ => unreachable!(),
-            };
-            let want = T::from_f64(want).bits();
+            let want = exact_bits(&inputs, i, op);
             for (r, o) in outs.iter().enumerate() {
                 assert_eq!(
                     o[i].bits(),
