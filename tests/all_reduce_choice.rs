@@ -12,6 +12,7 @@ fn the_default_table_has_the_documented_shape() {
     // 2 ranks measured, 3..8 not: the table as a whole is not.
     assert!(!t.measured);
     assert!(t.source.contains("2 ranks measured"), "{}", t.source);
+    assert!(t.source.contains("4 ranks on 4 x H100"), "{}", t.source);
     assert!(t.source.contains("UNMEASURED"), "{}", t.source);
     assert_eq!(AlgoTable::default(), t);
     // Two ranks (measured on 2 x H200): push up to 4 MB, one-shot above.
@@ -41,18 +42,28 @@ fn the_default_table_has_the_documented_shape() {
         t.route(2, 1 << 30, true).unwrap(),
         Route::Kernel(Choice::ONE_SHOT)
     );
-    for world in 3..=8 {
+    for world in [3, 5, 6, 7, 8] {
         assert_eq!(
             t.route_for(world, 1 << 30, true, true).unwrap(),
             Route::Kernel(Choice::CP_ASYNC)
         );
     }
-    for (world, one_shot_max) in [
-        (3, 512 << 10),
-        (4, 512 << 10),
-        (5, 256 << 10),
-        (8, 256 << 10),
-    ] {
+    // Four ranks (measured on 4 x H100): push up to 1 MB, two-stage above,
+    // NCCL from 16 MB where the communicator has it.
+    assert_eq!(t.choose(4, 1 << 20).unwrap(), Choice::PUSH);
+    for bytes in [(1 << 20) + 1, 16 << 20, 1 << 30] {
+        assert_eq!(t.choose(4, bytes).unwrap(), Choice::TWO_STAGE, "{bytes}");
+    }
+    assert_eq!(t.route(4, 16 << 20, true).unwrap(), Route::Nccl);
+    assert_eq!(
+        t.route(4, (16 << 20) - 1, true).unwrap(),
+        Route::Kernel(Choice::TWO_STAGE)
+    );
+    assert_eq!(
+        t.route(4, 16 << 20, false).unwrap(),
+        Route::Kernel(Choice::TWO_STAGE)
+    );
+    for (world, one_shot_max) in [(3, 512 << 10), (5, 256 << 10), (8, 256 << 10)] {
         assert_eq!(t.choose(world, one_shot_max).unwrap(), Choice::ONE_SHOT);
         assert_eq!(
             t.choose(world, one_shot_max + 1).unwrap(),

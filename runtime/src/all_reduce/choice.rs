@@ -25,13 +25,14 @@
 //! the current ones are reduced, which pays off only once each block streams
 //! enough data to hide the extra shared-memory round trip.
 //!
-//! **2 ranks are measured; 3 to 8 are not.** The 2-rank row and its NCCL
-//! hand-over come from 2 x H200 (NVLink, 2026-11-26, BENCHMARKS.md): the push
-//! kernel up to 4 MB, one-shot above, and NCCL from 128 MB for a copied
-//! input. The other rows are the shape vLLM and SGLang ship for NVLink
-//! machines (one-shot up to 512 KB at 4, 256 KB at 6 and 8) and a guessed
-//! 8 MB for `cp.async`; the 4- and 8-GPU issue measures them (`measured`
-//! stays false until every row is).
+//! **2 and 4 ranks are measured; 3 and 5 to 8 are not.** The 2-rank row and
+//! its NCCL hand-over come from 2 x H200 (NVLink, 2026-11-26, BENCHMARKS.md):
+//! the push kernel up to 4 MB, one-shot above, and NCCL from 128 MB for a
+//! copied input. The 4-rank row from 4 x H100 (the same day): push up to 1 MB,
+//! two-stage above, NCCL from 16 MB. The other rows are the shape vLLM and
+//! SGLang ship for NVLink machines (one-shot up to 512 KB at 3, 256 KB at 5 to
+//! 8) and a guessed 8 MB for `cp.async`; the 4- and 8-GPU issue measures them
+//! (`measured` stays false until every row is).
 //!
 //! Topology: the table assumes full peer access over NVLink. Ranks on one GPU
 //! (the test placement) use it unchanged. Ranks joined only over PCIe, or
@@ -183,16 +184,29 @@ impl AlgoTable {
         // against one-shot's 21.4 at 4 MB; 70.4 against 59.5 at 16 MB),
         // one-shot above; cp.async never (3245.6 us against 3229.3 at 1 GB).
         rows[0].push_max = Some(4 * MB);
+        // 4 ranks, measured (4 x H100, NVLink, one process per GPU, bf16,
+        // registered inputs; BENCHMARKS.md, 2026-11-26, s16 run7): push up to
+        // 1 MB (16.9 us against two-stage's 17.3 and cp.async's 17.0 at 1 MB),
+        // two-stage above (36.8 against cp.async's 40.8 at 4 MB), never
+        // one-shot or cp.async; NCCL from 16 MB, where the kernels lose (122.7
+        // against 103.5 at 16 MB; 36.8 against 50.6 at 4 MB).
+        rows[2] = Thresholds {
+            push_max: Some(MB),
+            one_shot_max: None,
+            cp_async_min: None,
+        };
+        let mut nccl_min = [None; 7];
+        nccl_min[2] = Some(16 * MB);
         let mut nccl_min_copied = [None; 7];
         // A copied input ties NCCL at 64 MB (247.7 us against 248.1) and
         // loses from 128 MB (482.6 against 468.1, run1); in place it wins.
         nccl_min_copied[0] = Some(128 * MB);
         AlgoTable {
             rows,
-            nccl_min: [None; 7],
+            nccl_min,
             nccl_min_copied,
             measured: false,
-            source: "2 ranks measured on 2 x H200 (BENCHMARKS.md, 2026-11-26); 3-8 ranks an UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
+            source: "2 ranks measured on 2 x H200, 4 ranks on 4 x H100 (BENCHMARKS.md, 2026-11-26); 3 and 5-8 ranks an UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
         }
     }
 
