@@ -27,6 +27,13 @@
 //! thread issuing meanwhile gets an error (an interleaved issue order across
 //! ranks would deadlock the barrier: SGLang issue #31117).
 //!
+//! The push kernel (`AllReduceAlgo::Push`) reads each rank's input in place
+//! (16-byte aligned) and writes it into the peers' push buffers, which live in
+//! each rank's scratch after the two-stage slices (two sets of `world` regions
+//! of `CommOptions::push_bytes`); it runs on a grid fixed per communicator
+//! (`push_blocks`), which its alternation of buffer sets relies on, and takes
+//! no input table slot, eager or captured.
+//!
 //! One process per GPU ([`Placement::Process`]): each process creates its
 //! rank's buffers, zeroes its signal buffer and synchronises, then exchanges
 //! the IPC handles of staging, signal and scratch through
