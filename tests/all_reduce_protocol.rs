@@ -1,8 +1,9 @@
 //! The all-reduce signal barrier (prelude/peer.cuh), modelled on the CPU: 2, 4
-//! and 8 ranks, one-shot, two-stage and hierarchical (one host's kernels with
-//! the in-place NCCL step between) calls, thousands of random interleavings
+//! and 8 ranks, one-shot, two-stage, hierarchical (one host's kernels with
+//! the in-place NCCL step between) and push calls (alone, and mixed with the
+//! others), thousands of random interleavings
 //! each (deterministic seeds), counters crossing 2^32, a rank that never
-//! arrives; and two broken variants the model must catch, so a pass means
+//! arrives; and three broken variants the model must catch, so a pass means
 //! something. Pure CPU.
 
 use redjit::all_reduce::protocol::{BarrierKind, ModelConfig, Outcome, Shape, run};
@@ -21,7 +22,13 @@ fn completes(cfg: &ModelConfig, seeds: std::ops::Range<u64>) {
 #[test]
 fn every_interleaving_tried_completes_with_correct_data() {
     for ranks in [2, 4, 8] {
-        for shape in [Shape::OneShot, Shape::TwoStage, Shape::Hierarchical] {
+        for shape in [
+            Shape::OneShot,
+            Shape::TwoStage,
+            Shape::Hierarchical,
+            Shape::Push,
+            Shape::PushMixed,
+        ] {
             let cfg = ModelConfig::new(ranks, 2, 6, shape);
             completes(&cfg, 0..SEEDS);
         }
@@ -31,7 +38,13 @@ fn every_interleaving_tried_completes_with_correct_data() {
 #[test]
 fn counters_crossing_the_wrap_around_are_harmless() {
     for ranks in [2, 4, 8] {
-        for shape in [Shape::OneShot, Shape::TwoStage, Shape::Hierarchical] {
+        for shape in [
+            Shape::OneShot,
+            Shape::TwoStage,
+            Shape::Hierarchical,
+            Shape::Push,
+            Shape::PushMixed,
+        ] {
             for initial in [u32::MAX - 3, u32::MAX - 2, u32::MAX] {
                 let cfg = ModelConfig {
                     initial_counter: initial,
@@ -46,7 +59,13 @@ fn counters_crossing_the_wrap_around_are_harmless() {
 #[test]
 fn a_rank_that_never_arrives_gives_timeouts_not_a_hang() {
     for ranks in [2, 4, 8] {
-        for shape in [Shape::OneShot, Shape::TwoStage, Shape::Hierarchical] {
+        for shape in [
+            Shape::OneShot,
+            Shape::TwoStage,
+            Shape::Hierarchical,
+            Shape::Push,
+            Shape::PushMixed,
+        ] {
             for absent in [0, ranks - 1] {
                 let cfg = ModelConfig {
                     absent: Some(absent),
@@ -102,6 +121,7 @@ fn every_barrier_left_out_is_caught_reading_wrong_data() {
         (Shape::TwoStage, BarrierKind::Middle),
         (Shape::Hierarchical, BarrierKind::Start),
         (Shape::Hierarchical, BarrierKind::Middle),
+        (Shape::Push, BarrierKind::Start),
     ] {
         let caught = (0..SEEDS)
             .filter(|&seed| {
@@ -113,5 +133,23 @@ fn every_barrier_left_out_is_caught_reading_wrong_data() {
             })
             .count();
         assert!(caught > 0, "{shape:?} without {omit:?}: went unnoticed");
+    }
+}
+
+#[test]
+fn one_push_set_is_caught_reading_the_next_call() {
+    // Without the alternation, a fast rank writes its next call's input into a
+    // region a slow peer has not read yet.
+    for shape in [Shape::Push, Shape::PushMixed] {
+        let caught = (0..SEEDS)
+            .filter(|&seed| {
+                let cfg = ModelConfig {
+                    push_sets: 1,
+                    ..ModelConfig::new(2, 1, 8, shape)
+                };
+                matches!(run(&cfg, seed), Outcome::Violation(_))
+            })
+            .count();
+        assert!(caught > 0, "{shape:?} with one push set: went unnoticed");
     }
 }

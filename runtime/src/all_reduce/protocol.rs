@@ -27,7 +27,14 @@
 //! - the flags are compared for equality, so counter wrap-around at 2^32 is
 //!   harmless (the model starts counters just below it);
 //! - a rank that never arrives makes every waiting block give up within the
-//!   bound, record the error and return, instead of hanging.
+//!   bound, record the error and return, instead of hanging;
+//! - the push kernel ([`Shape::Push`]) writes its input into a region of each
+//!   peer's push buffer, in the set of its block's next barrier count's
+//!   parity, and reads its peers' regions after its one barrier: a region
+//!   holding another call's number when read is a violation, so a set
+//!   overwritten while a peer still reads it is caught (with one set the model
+//!   finds it: `push_sets: 1`); [`Shape::PushMixed`] interleaves push calls
+//!   with one-shot and two-stage ones, whose barriers move the parity.
 //!
 //! The model is sequentially consistent: it checks the protocol's logic, not the
 //! memory ordering, which comes from release/acquire at system scope (argued in
@@ -136,6 +143,25 @@ pub enum Shape {
     /// (modelled as `Middle`, so leaving it out can be tried alone); read every
     /// scratch.
     Hierarchical,
+    /// The push kernel: write own input into every peer's push buffer (set =
+    /// parity of the block's next barrier count); start; read every peer's
+    /// region of that set in own buffer. No end barrier.
+    Push,
+    /// Calls in the cycle push, push, two-stage, one-shot: the push kernel's
+    /// alternation across the other kernels' barriers.
+    PushMixed,
+}
+
+impl Shape {
+    /// The shape of call `call` (a mixed sequence's member, or `self`).
+    fn of_call(self, call: u32) -> Shape {
+        match self {
+            Shape::PushMixed => {
+                [Shape::Push, Shape::Push, Shape::TwoStage, Shape::OneShot][call as usize % 4]
+            }
+            s => s,
+        }
+    }
 }
 
 /// One model run.
@@ -161,6 +187,8 @@ pub struct ModelConfig {
     pub slots: u32,
     /// A barrier left out (a broken variant), or `None`.
     pub omit: Option<BarrierKind>,
+    /// Buffer sets of the push kernel: 2 as it runs, 1 a broken variant.
+    pub push_sets: u32,
 }
 
 impl ModelConfig {
@@ -176,6 +204,7 @@ impl ModelConfig {
             absent: None,
             slots: 2,
             omit: None,
+            push_sets: 2,
         }
     }
 }
@@ -212,14 +241,24 @@ enum Op {
     WriteScratch,
     /// Read rank q's scratch (must hold this call's number).
     ReadScratch(u32),
+    /// Write own input into rank q's push buffer (no-op for q = own rank).
+    WritePush(u32),
+    /// Read rank q's region of own push buffer (must hold this call's number).
+    ReadPush(u32),
 }
 
-fn program(cfg: &ModelConfig) -> Vec<Op> {
+fn program(cfg: &ModelConfig, shape: Shape) -> Vec<Op> {
     let barrier = |kind: BarrierKind| (cfg.omit != Some(kind)).then_some(Op::Barrier(kind));
+    if shape == Shape::Push {
+        let mut ops: Vec<Op> = (0..cfg.ranks).map(Op::WritePush).collect();
+        ops.extend(barrier(BarrierKind::Start));
+        ops.extend((0..cfg.ranks).map(Op::ReadPush));
+        return ops;
+    }
     let mut ops = vec![Op::WriteInput];
     ops.extend(barrier(BarrierKind::Start));
     ops.extend((0..cfg.ranks).map(Op::ReadInput));
-    match cfg.shape {
+    match shape {
         Shape::OneShot => ops.extend(barrier(BarrierKind::End)),
         Shape::TwoStage => {
             ops.push(Op::WriteScratch);
@@ -232,6 +271,7 @@ fn program(cfg: &ModelConfig) -> Vec<Op> {
             ops.extend(barrier(BarrierKind::Middle));
             ops.extend((0..cfg.ranks).map(Op::ReadScratch));
         }
+        Shape::Push | Shape::PushMixed => unreachable!("a call has one of the other shapes"),
     }
     ops
 }
@@ -267,6 +307,8 @@ struct World {
     counters: Vec<u32>,
     input: Vec<Option<u32>>,
     scratch: Vec<Option<u32>>,
+    /// push[rank][set][from][block]: rank `from`'s region of `rank`'s buffer.
+    push: Vec<Option<u32>>,
     errors: Vec<Option<BarrierTimeout>>,
     cfg: ModelConfig,
 }
@@ -279,6 +321,10 @@ impl World {
     }
     fn cell(&self, rank: u32, block: u32) -> usize {
         (rank * self.cfg.blocks + block) as usize
+    }
+    fn push_cell(&self, rank: u32, set: u32, from: u32, block: u32) -> usize {
+        let c = &self.cfg;
+        (((rank * c.push_sets + set) * c.ranks + from) * c.blocks + block) as usize
     }
 }
 
@@ -298,8 +344,20 @@ impl Rng {
 /// one runnable actor (a block between barriers, or one signalling thread in a
 /// barrier) does one atomic step.
 pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
-    assert!((1..=2).contains(&cfg.slots) && cfg.ranks >= 1 && cfg.blocks >= 1);
-    let ops = program(cfg);
+    assert!((1..=2).contains(&cfg.slots) && (1..=2).contains(&cfg.push_sets));
+    assert!(cfg.ranks >= 1 && cfg.blocks >= 1);
+    // One program per shape a call can have, picked by the call's number.
+    let shapes = [
+        Shape::OneShot,
+        Shape::TwoStage,
+        Shape::Hierarchical,
+        Shape::Push,
+    ];
+    let programs: Vec<Vec<Op>> = shapes.iter().map(|&s| program(cfg, s)).collect();
+    let ops_of = |call: u32| {
+        let shape = cfg.shape.of_call(call);
+        &programs[shapes.iter().position(|&s| s == shape).unwrap_or(0)]
+    };
     let n_cells = (cfg.ranks * cfg.blocks) as usize;
     let k = cfg.initial_counter;
     let mut world = World {
@@ -307,6 +365,7 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
         counters: vec![k; n_cells],
         input: vec![None; n_cells],
         scratch: vec![None; n_cells],
+        push: vec![None; (cfg.ranks * cfg.push_sets * cfg.ranks * cfg.blocks) as usize],
         errors: vec![None; cfg.ranks as usize],
         cfg: cfg.clone(),
     };
@@ -371,6 +430,7 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
         let block = cell as u32 % cfg.blocks;
         let blk = &mut blocks[cell];
         let call_tag = blk.call;
+        let ops = ops_of(call_tag);
         match (thread, blk.c) {
             // A signalling thread's step.
             (Some(t), Some(c)) => {
@@ -456,6 +516,28 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
                         return Outcome::Violation(format!(
                             "rank {rank} block {block} call {call_tag} read rank {q}'s scratch of call {got:?}"
                         ));
+                    }
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::WritePush(q) => {
+                    if q != rank {
+                        // The kernel's set: the parity of the barrier count it
+                        // is about to reach.
+                        let set = world.counters[cell].wrapping_add(1) % cfg.push_sets;
+                        let i = world.push_cell(q, set, rank, block);
+                        world.push[i] = Some(call_tag);
+                    }
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::ReadPush(q) => {
+                    if q != rank {
+                        let set = world.counters[cell] % cfg.push_sets;
+                        let got = world.push[world.push_cell(rank, set, q, block)];
+                        if got != Some(call_tag) {
+                            return Outcome::Violation(format!(
+                                "rank {rank} block {block} call {call_tag} read rank {q}'s push region (set {set}) of call {got:?}"
+                            ));
+                        }
                     }
                     advance(blk, ops.len(), cfg.calls);
                 }
