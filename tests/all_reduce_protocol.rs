@@ -10,6 +10,15 @@ use redjit::all_reduce::protocol::{BarrierKind, ModelConfig, Outcome, Shape, run
 
 const SEEDS: u64 = 400;
 
+/// Every call shape the kernels have, and the mixed push sequence.
+const SHAPES: [Shape; 5] = [
+    Shape::OneShot,
+    Shape::TwoStage,
+    Shape::Hierarchical,
+    Shape::Push,
+    Shape::PushMixed,
+];
+
 fn completes(cfg: &ModelConfig, seeds: std::ops::Range<u64>) {
     for seed in seeds {
         match run(cfg, seed) {
@@ -22,13 +31,7 @@ fn completes(cfg: &ModelConfig, seeds: std::ops::Range<u64>) {
 #[test]
 fn every_interleaving_tried_completes_with_correct_data() {
     for ranks in [2, 4, 8] {
-        for shape in [
-            Shape::OneShot,
-            Shape::TwoStage,
-            Shape::Hierarchical,
-            Shape::Push,
-            Shape::PushMixed,
-        ] {
+        for shape in SHAPES {
             let cfg = ModelConfig::new(ranks, 2, 6, shape);
             completes(&cfg, 0..SEEDS);
         }
@@ -38,13 +41,7 @@ fn every_interleaving_tried_completes_with_correct_data() {
 #[test]
 fn counters_crossing_the_wrap_around_are_harmless() {
     for ranks in [2, 4, 8] {
-        for shape in [
-            Shape::OneShot,
-            Shape::TwoStage,
-            Shape::Hierarchical,
-            Shape::Push,
-            Shape::PushMixed,
-        ] {
+        for shape in SHAPES {
             for initial in [u32::MAX - 3, u32::MAX - 2, u32::MAX] {
                 let cfg = ModelConfig {
                     initial_counter: initial,
@@ -59,13 +56,7 @@ fn counters_crossing_the_wrap_around_are_harmless() {
 #[test]
 fn a_rank_that_never_arrives_gives_timeouts_not_a_hang() {
     for ranks in [2, 4, 8] {
-        for shape in [
-            Shape::OneShot,
-            Shape::TwoStage,
-            Shape::Hierarchical,
-            Shape::Push,
-            Shape::PushMixed,
-        ] {
+        for shape in SHAPES {
             for absent in [0, ranks - 1] {
                 let cfg = ModelConfig {
                     absent: Some(absent),

@@ -16,7 +16,7 @@ use common::ar::{
     ALGOS, Elem, back_to_back, exact, exact_all_sizes, exact_case, graph_of_16_replayed,
     random_all_dtypes, sum_into,
 };
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, PushKernelArg};
 use half::{bf16, f16};
 use redjit::all_reduce::{Call, CommOptions, Communicator, Placement};
 use redjit::{AllReduceAlgo, DType, Error, KernelInput, KernelOutput, Op};
@@ -321,6 +321,112 @@ fn push_refuses_messages_past_its_window() {
     for (r, o) in outs.iter().enumerate() {
         for i in 0..1024 {
             assert_eq!(o[i], inputs[0][i] + inputs[1][i], "rank {r} element {i}");
+        }
+    }
+}
+
+/// A buffer that counts how often its address is read: a tracked slice's read
+/// costs the host an event wait and a record, so a call reads each buffer once.
+struct Counted {
+    buf: CudaSlice<f32>,
+    reads: std::cell::Cell<u32>,
+}
+
+impl Counted {
+    fn take(&self) -> u32 {
+        self.reads.replace(0)
+    }
+}
+
+impl KernelInput for Counted {
+    fn dtype(&self) -> DType {
+        DType::F32
+    }
+    fn len(&self) -> usize {
+        cudarc::driver::DeviceSlice::len(&self.buf)
+    }
+    fn push_input<'a>(&'a self, args: &mut cudarc::driver::LaunchArgs<'a>) {
+        args.arg(&self.buf);
+    }
+    fn address(&self, stream: &cudarc::driver::CudaStream) -> u64 {
+        self.reads.set(self.reads.get() + 1);
+        KernelInput::address(&self.buf, stream)
+    }
+}
+
+impl KernelOutput for Counted {
+    fn dtype(&self) -> DType {
+        DType::F32
+    }
+    fn len(&self) -> usize {
+        cudarc::driver::DeviceSlice::len(&self.buf)
+    }
+    fn push_output<'a>(&'a mut self, args: &mut cudarc::driver::LaunchArgs<'a>) {
+        args.arg(&mut self.buf);
+    }
+    fn address(&self, stream: &cudarc::driver::CudaStream) -> u64 {
+        self.reads.set(self.reads.get() + 1);
+        KernelOutput::address(&self.buf, stream)
+    }
+}
+
+/// Every kernel, called directly and through the automatic route, reads each
+/// input's and each output's address once a call, and the sums are exact.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn each_buffer_address_is_read_once_a_call() {
+    let world = 4;
+    let Some(c) = comm(world, 1 << 20, Duration::from_secs(10)) else {
+        return;
+    };
+    let s = c.stream().clone();
+    let n = 4099;
+    let host: Vec<Vec<f32>> = (0..world)
+        .map(|r| (0..n).map(|i| exact(17, r, i) as f32).collect())
+        .collect();
+    let want: Vec<f32> = (0..n)
+        .map(|i| host.iter().map(|h| h[i]).sum::<f32>())
+        .collect();
+    let counted = |v: &[f32]| Counted {
+        buf: s.clone_htod(v).unwrap(),
+        reads: std::cell::Cell::new(0),
+    };
+    let ins: Vec<Counted> = host.iter().map(|h| counted(h)).collect();
+    let routes: Vec<Option<(AllReduceAlgo, bool)>> =
+        ALGOS.iter().copied().map(Some).chain([None]).collect();
+    for route in routes {
+        let mut outs: Vec<Counted> = (0..world).map(|_| counted(&vec![f32::NAN; n])).collect();
+        let inputs: Vec<&dyn KernelInput> = ins.iter().map(|b| b as &dyn KernelInput).collect();
+        let mut outputs: Vec<&mut dyn KernelOutput> = outs
+            .iter_mut()
+            .map(|o| o as &mut dyn KernelOutput)
+            .collect();
+        match route {
+            Some((algo, cp_async)) => c.all_reduce(
+                &inputs,
+                &mut outputs,
+                Call {
+                    cp_async,
+                    ..Call::sum(algo)
+                },
+            ),
+            None => c.all_reduce_routed(&inputs, &mut outputs, Op::Sum, None),
+        }
+        .unwrap();
+        c.synchronize().unwrap();
+        for (r, (i, o)) in ins.iter().zip(&outs).enumerate() {
+            assert_eq!(i.take(), 1, "{route:?}: rank {r}'s input address reads");
+            assert_eq!(o.take(), 1, "{route:?}: rank {r}'s output address reads");
+            let got = s.clone_dtoh(&o.buf).unwrap();
+            for e in 0..n {
+                assert_eq!(
+                    got[e].to_bits(),
+                    want[e].to_bits(),
+                    "{route:?} rank {r} element {e}: {} vs {}",
+                    got[e],
+                    want[e]
+                );
+            }
         }
     }
 }

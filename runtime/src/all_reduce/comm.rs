@@ -89,7 +89,6 @@
 
 #![warn(missing_docs)]
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -105,6 +104,7 @@ use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 use super::choice::{AlgoTable, Route};
 use super::fork::StreamFork;
 use super::graph::{GraphBuffers, GraphRecord, PeerMappings};
+use super::kernels::{KernelCache, LoadedKernel};
 use super::nccl::{NcclComm, NcclLib, NcclPlacement};
 use super::protocol::BarrierTimeout;
 use super::quant::Quantize;
@@ -253,6 +253,49 @@ enum InputsAt<'a> {
     InPlace(&'a [u64]),
 }
 
+/// A call's inputs, each local rank's address read once (on first use) on
+/// the rank's own stream. A tracked slice's address costs the host an event
+/// wait and an event record, and a call may want the addresses three times
+/// (the route, the push kernel's check, the staging copy or graph slot).
+struct CallInputs<'a> {
+    bufs: &'a [&'a dyn KernelInput],
+    ranks: &'a [Rank],
+    addresses: std::cell::OnceCell<Vec<u64>>,
+}
+
+impl<'a> CallInputs<'a> {
+    fn new(bufs: &'a [&'a dyn KernelInput], ranks: &'a [Rank]) -> Self {
+        CallInputs {
+            bufs,
+            ranks,
+            addresses: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Each local rank's input address, in rank order.
+    fn addresses(&self) -> &[u64] {
+        self.addresses.get_or_init(|| {
+            self.bufs
+                .iter()
+                .zip(self.ranks)
+                .map(|(i, r)| i.address(&r.stream))
+                .collect()
+        })
+    }
+}
+
+/// One kernel launch on every local rank, checked: the kernel, the message
+/// length, the call and the outputs' addresses.
+#[derive(Clone, Copy)]
+struct Launch<'a> {
+    spec: &'a AllReduceSpec,
+    kernel: &'a LoadedKernel,
+    n: usize,
+    call: Call,
+    out_addresses: &'a [u64],
+    quant: Option<Quantize>,
+}
+
 /// The pointer table the kernels take by value (`rj_ar_ptrs`).
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C)]
@@ -354,9 +397,8 @@ pub struct Communicator {
     peer_missing: Option<String>,
     /// Orders the rank streams with the main stream.
     fork: StreamFork,
-    /// Blocks of each kernel (by name) that one rank may have resident at
-    /// once: an occupancy query is a driver call, asked once per kernel.
-    shares: Mutex<HashMap<String, u32>>,
+    /// The kernels launched so far and their resident shares, by spec.
+    kernels: KernelCache,
     /// The push kernel's region size (bytes per rank) and where its buffer
     /// starts in each rank's scratch.
     push_window: u64,
@@ -615,7 +657,7 @@ impl Communicator {
         let fork = StreamFork::new(runtimes[0].stream(), ranks.iter().map(|r| &r.stream))?;
         Ok(Communicator {
             fork,
-            shares: Mutex::new(HashMap::new()),
+            kernels: KernelCache::default(),
             placement,
             world,
             tables,
@@ -665,11 +707,12 @@ impl Communicator {
 
     /// Whether every input is its rank's registered staging buffer (an eager
     /// call then copies nothing).
-    fn inputs_registered(&self, inputs: &[&dyn KernelInput]) -> bool {
+    fn inputs_registered(&self, inputs: &CallInputs<'_>) -> bool {
         inputs
+            .addresses()
             .iter()
             .zip(&self.ranks)
-            .all(|(i, r)| i.address(&r.stream) == self.tables[0].0[r.id as usize])
+            .all(|(&a, r)| a == self.tables[0].0[r.id as usize])
     }
 
     /// `outputs[r] = op(inputs[0], ..., inputs[R-1])` on every rank r, run where
@@ -692,10 +735,14 @@ impl Communicator {
             scalar,
             ..Call::sum(c.algo)
         };
+        // NCCL captures into the graph itself; the issue guard still pauses the
+        // event tracking a captured address read would trip.
+        let issue = self.start_issue()?;
+        let ins = CallInputs::new(inputs, &self.ranks);
         let route = if self.peer_missing.is_some() {
             Route::Nccl
         } else {
-            let copied = !self.stream_capturing()? && !self.inputs_registered(inputs);
+            let copied = !issue.capturing && !self.inputs_registered(&ins);
             self.opts
                 .algos
                 .route_for(self.world, bytes, self.nccl.is_some(), copied)?
@@ -706,14 +753,11 @@ impl Communicator {
                 Route::Kernel(c) => c,
                 Route::Nccl => self.opts.algos.choose(self.world, bytes)?,
             };
-            if c == super::choice::Choice::PUSH && !self.push_fits(inputs) {
+            if c == super::choice::Choice::PUSH && self.push_inputs(&ins, bytes).is_err() {
                 c = super::choice::Choice::ONE_SHOT;
             }
-            return self.all_reduce(inputs, outputs, call(c));
+            return self.issue_call(&issue, &ins, outputs, call(c), None);
         };
-        // NCCL captures into the graph itself; the issue guard still pauses the
-        // event tracking a captured address read would trip.
-        let _issue = self.start_issue()?;
         nccl.issue(
             self.stream(),
             inputs,
@@ -810,6 +854,24 @@ impl Communicator {
             .clone()
     }
 
+    /// `spec`'s kernel on every local rank: validated, compiled and loaded on
+    /// first use (the only place an all-reduce spec is checked: a call's
+    /// kernel is found before it touches a buffer, so an invalid spec never
+    /// reaches the GPU), with the blocks one rank may keep resident.
+    fn kernel(&self, spec: &AllReduceSpec) -> Result<Arc<LoadedKernel>> {
+        self.kernels.get_or_load(spec, || {
+            spec.validate()?;
+            let funcs = self
+                .ranks
+                .iter()
+                .map(|r| self.runtimes[r.rt].function(spec))
+                .collect::<Result<Vec<_>>>()?;
+            let rt = &self.runtimes[self.ranks[0].rt];
+            let share = self.resident_share(spec, &funcs[0], rt)?;
+            Ok(LoadedKernel { funcs, share })
+        })
+    }
+
     /// Blocks of `spec`'s kernel one rank may have resident at once: all
     /// the GPU holds, or on a shared GPU its share.
     fn resident_share(
@@ -840,37 +902,17 @@ impl Communicator {
         Ok(share)
     }
 
-    fn lock_shares(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
-        self.shares.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Blocks per rank for a launch of `spec` over `n` elements: enough for the
     /// work, at most the signal slots, and on one GPU at most what keeps every
-    /// rank's blocks resident together.
-    fn blocks(
-        &self,
-        spec: &AllReduceSpec,
-        func: &CudaFunction,
-        rt: &Runtime,
-        n: usize,
-    ) -> Result<u32> {
-        let name = spec.name();
-        let cached = self.lock_shares().get(&name).copied();
-        let share = match cached {
-            Some(s) => s,
-            None => {
-                let s = self.resident_share(spec, func, rt)?;
-                self.lock_shares().insert(name, s);
-                s
-            }
-        };
+    /// rank's blocks resident together (`share`).
+    fn blocks(&self, spec: &AllReduceSpec, share: u32, n: usize) -> u32 {
         let packs = n.div_ceil(spec.pack_elts() as usize);
         let work = match spec.algo {
             AllReduceAlgo::OneShot | AllReduceAlgo::Push => packs,
             AllReduceAlgo::TwoStage => packs.div_ceil(self.world() as usize),
         };
         let wanted = work.div_ceil(spec.threads() as usize).max(1) as u32;
-        Ok(wanted.min(share).min(MAX_BLOCKS))
+        wanted.min(share).min(MAX_BLOCKS)
     }
 
     /// `outputs[r] = op(inputs[0], ..., inputs[R-1])` on every rank r.
@@ -880,7 +922,9 @@ impl Communicator {
         outputs: &mut [&mut dyn KernelOutput],
         call: Call,
     ) -> Result<()> {
-        self.issue_call(inputs, outputs, call, None)
+        let issue = self.start_issue()?;
+        let ins = CallInputs::new(inputs, &self.ranks);
+        self.issue_call(&issue, &ins, outputs, call, None)
     }
 
     /// The quantized all-reduce ([`super::quant`]): f32 `inputs` and
@@ -897,7 +941,9 @@ impl Communicator {
         call: Call,
         q: Quantize,
     ) -> Result<()> {
-        self.issue_call(inputs, outputs, call, Some(q))
+        let issue = self.start_issue()?;
+        let ins = CallInputs::new(inputs, &self.ranks);
+        self.issue_call(&issue, &ins, outputs, call, Some(q))
     }
 
     /// The hierarchical all-reduce (see the module docs): this host's ranks
@@ -959,7 +1005,7 @@ impl Communicator {
             stage: ArStage::ReduceScatter,
             ..self.spec_of(dtype, call, None)
         };
-        rs.validate()?;
+        let rs_kernel = self.kernel(&rs)?;
         let pack = rs.pack_elts() as usize;
         if !n.is_multiple_of(pack) {
             return Err(comm_err(
@@ -974,18 +1020,24 @@ impl Communicator {
             stage: ArStage::AllGather,
             ..rs.clone()
         };
+        let ag_kernel = self.kernel(&ag)?;
         let across = match call.op {
             Op::Max | Op::Min | Op::Prod => call.op,
             _ => Op::Sum,
         };
-        self.stage_inputs(main, inputs, n, dtype, false, None)?;
-        self.launch_ranks(
-            &rs,
+        let stage = |spec, kernel| Launch {
+            spec,
+            kernel,
             n,
-            InputsAt::Table(super::graph::EAGER_SLOT),
             call,
-            &out_addresses,
-            None,
+            out_addresses: &out_addresses,
+            quant: None,
+        };
+        let ins = CallInputs::new(inputs, &self.ranks);
+        self.stage_inputs(main, &ins, n, dtype, false, None)?;
+        self.launch_ranks(
+            &stage(&rs, &rs_kernel),
+            InputsAt::Table(super::graph::EAGER_SLOT),
         )?;
         // Slice r of rank r's scratch: packs [r * part, ...) of the message,
         // stored from the scratch's start (as the kernels place it).
@@ -998,18 +1050,15 @@ impl Communicator {
             comm.issue_in_place(&rank.stream, self.tables[2].0[r], len * pack, dtype, op)?;
         }
         self.launch_ranks(
-            &ag,
-            n,
+            &stage(&ag, &ag_kernel),
             InputsAt::Table(super::graph::EAGER_SLOT),
-            call,
-            &out_addresses,
-            None,
         )
     }
 
     fn issue_call(
         &self,
-        inputs: &[&dyn KernelInput],
+        issue: &Issue<'_>,
+        inputs: &CallInputs<'_>,
         outputs: &mut [&mut dyn KernelOutput],
         call: Call,
         quant: Option<Quantize>,
@@ -1022,15 +1071,14 @@ impl Communicator {
                 ),
             ));
         }
-        let issue = self.start_issue()?;
         let capturing = issue.capturing;
         let main = self.stream();
-        let (out_addresses, dtype, n) = self.check_outputs(inputs, outputs, call)?;
+        let (out_addresses, dtype, n) = self.check_outputs(inputs.bufs, outputs, call)?;
         if n == 0 {
             return Ok(());
         }
         let spec = self.spec_of(dtype, call, quant.map(|q| q.transport));
-        spec.validate()?;
+        let kernel = self.kernel(&spec)?;
         if let Some(q) = quant.filter(|q| !q.fits(self.world(), n)) {
             return Err(comm_err(
                 "quantize base",
@@ -1041,42 +1089,39 @@ impl Communicator {
                 ),
             ));
         }
+        let launch = Launch {
+            spec: &spec,
+            kernel: &kernel,
+            n,
+            call,
+            out_addresses: &out_addresses,
+            quant,
+        };
         if call.algo == AllReduceAlgo::Push {
             // Read in place, eager or captured: nothing staged, no table slot.
             let push_in = self.push_inputs(inputs, n * dtype.info().bytes as usize)?;
             self.fork.fan_out(main, self.rank_streams())?;
-            return self.launch_ranks(
-                &spec,
-                n,
-                InputsAt::InPlace(&push_in),
-                call,
-                &out_addresses,
-                quant,
-            );
+            return self.launch_ranks(&launch, InputsAt::InPlace(push_in));
         }
         // Captured calls read their inputs in place through a table slot filled
         // at end_capture; eager calls stage them and use slot 0.
         // A quantized call always stages (quantizing is the staging).
         let slot = if capturing && quant.is_none() {
-            let addresses: Vec<u64> = inputs
-                .iter()
-                .zip(&self.ranks)
-                .map(|(i, r)| i.address(&r.stream))
-                .collect();
             self.graph
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .record(&addresses)?
+                .record(inputs.addresses())?
         } else {
             super::graph::EAGER_SLOT
         };
         self.stage_inputs(main, inputs, n, dtype, capturing, quant)?;
-        self.launch_ranks(&spec, n, InputsAt::Table(slot), call, &out_addresses, quant)
+        self.launch_ranks(&launch, InputsAt::Table(slot))
     }
 
     /// The push kernel's inputs, read in place: each 16-byte aligned and the
-    /// message within the push window.
-    fn push_inputs(&self, inputs: &[&dyn KernelInput], bytes: usize) -> Result<Vec<u64>> {
+    /// message within the push window. The automatic choice falls back to
+    /// one-shot where this refuses.
+    fn push_inputs<'i>(&self, inputs: &'i CallInputs<'_>, bytes: usize) -> Result<&'i [u64]> {
         if bytes as u64 > self.push_window {
             return Err(comm_err(
                 "push window",
@@ -1087,11 +1132,7 @@ impl Communicator {
                 ),
             ));
         }
-        let addresses: Vec<u64> = inputs
-            .iter()
-            .zip(&self.ranks)
-            .map(|(i, r)| i.address(&r.stream))
-            .collect();
+        let addresses = inputs.addresses();
         if let Some((i, a)) = addresses
             .iter()
             .enumerate()
@@ -1106,19 +1147,6 @@ impl Communicator {
             ));
         }
         Ok(addresses)
-    }
-
-    /// Whether the push kernel can take these inputs (aligned, within the
-    /// window): the automatic choice falls back to one-shot where it cannot.
-    fn push_fits(&self, inputs: &[&dyn KernelInput]) -> bool {
-        let bytes = inputs
-            .first()
-            .map_or(0, |i| i.len() * i.dtype().info().bytes as usize);
-        bytes as u64 <= self.push_window
-            && inputs
-                .iter()
-                .zip(&self.ranks)
-                .all(|(i, r)| i.address(&r.stream).is_multiple_of(u64::from(PACK_BYTES)))
     }
 
     /// The outputs' addresses, then the call checked as every kernel call is
@@ -1180,7 +1208,7 @@ impl Communicator {
     fn stage_inputs(
         &self,
         main: &Arc<CudaStream>,
-        inputs: &[&dyn KernelInput],
+        inputs: &CallInputs<'_>,
         n: usize,
         dtype: DType,
         capturing: bool,
@@ -1208,15 +1236,18 @@ impl Communicator {
                 };
                 kernel.launch_with(
                     &rank.stream,
-                    &[inputs[i]],
+                    &[inputs.bufs[i]],
                     &mut [&mut staging],
                     args,
                     LaunchOptions::default(),
                 )?;
                 continue;
             }
-            let src = inputs[i].address(&rank.stream);
-            if !capturing && src != tables[0].0[r] {
+            if capturing {
+                continue;
+            }
+            let src = inputs.addresses()[i];
+            if src != tables[0].0[r] {
                 // SAFETY: `src` holds `bytes` bytes (checked: n elements of dtype);
                 // the staging buffer holds max_bytes >= bytes; both are device
                 // memory of contexts with peer access (or the same context).
@@ -1230,18 +1261,18 @@ impl Communicator {
         Ok(())
     }
 
-    /// Launches `spec`'s kernel on every local rank's stream (the same grid on
-    /// each), reading its inputs where `inputs` says, then orders the main stream after
-    /// them.
-    fn launch_ranks(
-        &self,
-        spec: &AllReduceSpec,
-        n: usize,
-        inputs: InputsAt<'_>,
-        call: Call,
-        out_addresses: &[u64],
-        quant: Option<Quantize>,
-    ) -> Result<()> {
+    /// Launches the kernel of `launch` on every local rank's stream (the same
+    /// grid on each), reading its inputs where `inputs` says, then orders the
+    /// main stream after them.
+    fn launch_ranks(&self, launch: &Launch<'_>, inputs: InputsAt<'_>) -> Result<()> {
+        let Launch {
+            spec,
+            kernel,
+            n,
+            call,
+            out_addresses,
+            quant,
+        } = *launch;
         let push_in = match inputs {
             InputsAt::InPlace(a) => Some(a),
             InputsAt::Table(_) => None,
@@ -1252,34 +1283,30 @@ impl Communicator {
         let op_arg = call.scalar.unwrap_or(0.0);
         let (seed, partial_base) =
             quant.map_or((0, 0), |q| (q.seed, q.partial_base(self.world(), n)));
-        let mut grid = None;
-        for (i, rank) in self.ranks.iter().enumerate() {
+        // One grid for every rank. The push kernel takes its own input and
+        // the push buffers where the others take the input table and the
+        // scratch buffers.
+        let (blocks, third) = match push_in {
+            Some(_) => (
+                self.push_blocks,
+                PtrTable(
+                    tables[2]
+                        .0
+                        .map(|a| if a == 0 { 0 } else { a + self.push_offset }),
+                ),
+            ),
+            None => (self.blocks(spec, kernel.share, n), tables[2]),
+        };
+        for ((i, rank), func) in self.ranks.iter().enumerate().zip(&kernel.funcs) {
             let r = rank.id as usize;
-            let rt = &self.runtimes[rank.rt];
-            let func = rt.function(spec)?;
-            let blocks = match (grid, push_in) {
-                (Some(b), _) => b,
-                (None, Some(_)) => *grid.insert(self.push_blocks),
-                (None, None) => *grid.insert(self.blocks(spec, &func, rt, n)?),
-            };
             if call.skip_rank == Some(r as u32) {
                 continue;
             }
             let out = out_addresses[i];
             let err = rank.error_ptr;
-            // The push kernel takes its own input and the push buffers where
-            // the others take the input table and the scratch buffers.
             let in_table = match inputs {
                 InputsAt::InPlace(a) => a[i],
                 InputsAt::Table(slot) => rank.in_tables.ptr() + u64::from(slot) * TABLE_BYTES,
-            };
-            let third = match push_in {
-                Some(_) => PtrTable(
-                    tables[2]
-                        .0
-                        .map(|a| if a == 0 { 0 } else { a + self.push_offset }),
-                ),
-                None => tables[2],
             };
             let rank_u32 = r as u32;
             let n64 = n as u64;
@@ -1288,7 +1315,7 @@ impl Communicator {
                 block_dim: (spec.threads(), 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut args = rank.stream.launch_builder(&func);
+            let mut args = rank.stream.launch_builder(func);
             args.arg(&in_table)
                 .arg(&tables[1])
                 .arg(&third)
@@ -1304,20 +1331,21 @@ impl Communicator {
             if push_in.is_some() {
                 args.arg(&self.push_window);
             }
-            // SAFETY: the kernel was generated from `spec`: the input table's
-            // device address (a live slot of 64 bytes; a captured call's slot is
-            // written at end_capture, before any replay), or for the push
-            // kernel this rank's 16-byte aligned input of n elements (checked
-            // by push_inputs) and, last, the push window (u64) whose two sets
-            // of world regions every push table entry holds (scratch_bytes),
-            // two rj_ar_ptrs by
-            // value, the output pointer, rank (u32), n (u64), the op's scalar
-            // (f32), the timeout (u64) and the error word's pointer, in that
-            // order, then for a quantized spec the seed and the partials'
-            // first Philox position (u64 each). Every table entry is a live buffer of this communicator
-            // sized for n elements (check_call), or a captured input of n
-            // elements that the caller keeps alive while the graph replays; the output holds n elements and
-            // is 16-byte aligned; the grid is the same on every rank.
+            // SAFETY: the kernel was generated from `spec` and takes, in this
+            // order: the input table's device address (a live slot of 64
+            // bytes; a captured call's slot is written at end_capture, before
+            // any replay), or for the push kernel this rank's 16-byte aligned
+            // input of n elements (checked by push_inputs); two rj_ar_ptrs by
+            // value; the output pointer, rank (u32), n (u64), the op's scalar
+            // (f32), the timeout (u64) and the error word's pointer; then for
+            // a quantized spec the seed and the partials' first Philox
+            // position (u64 each), for the push kernel the push window (u64),
+            // whose two sets of world regions every push table entry holds
+            // (scratch_bytes). Every table entry is a live buffer of this
+            // communicator sized for n elements (check_call), or a captured
+            // input of n elements that the caller keeps alive while the graph
+            // replays; the output holds n elements and is 16-byte aligned;
+            // the grid is the same on every rank.
             unsafe { args.launch(cfg) }
                 .during(|| format!("rank {r}: launching {}", spec.name()))?;
         }

@@ -13,6 +13,7 @@ pub mod comm;
 mod fork;
 pub mod graph;
 pub mod ipc;
+mod kernels;
 pub mod nccl;
 pub mod protocol;
 pub mod quant;
