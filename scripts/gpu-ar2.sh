@@ -2,12 +2,15 @@
 # One device call on a machine of 2+ GPUs (nvidia-h200-x2 ...), over what
 # scripts/gpu.sh staged in stage/: issue 13's correctness tests and its
 # benchmarks, NCCL and PyTorch symmetric memory beside redjit in the same call.
-#   bash stage/scripts/gpu-ar2.sh [topo] [ref] [bench] [bench-proc] [dtypes] [quant] [tests] [sanitize]
+#   bash stage/scripts/gpu-ar2.sh [topo] [ref] [bench] [bench-proc] [dtypes] [quant] [grid] [tests] [sanitize]
 #   (default: topo ref bench-proc tests bench dtypes)
 # AR_BYTES: the message sizes (default 8K..1G); AR_ITERS: timed batches per
 # size; BENCH_MODES: of eager (inputs copied), registered, untracked
 # (registered, cudarc's event tracking off), graph (default: eager registered
-# graph); BENCH_ALGOS: the kernels (default all four). Prints a summary; the
+# graph); BENCH_ALGOS: the kernels (default all four). The grid step sweeps
+# the grid cap (AR_GRIDS, default 32 64 96 128 blocks per rank) over
+# AR_GRID_BYTES (default 1M..256M), one process per GPU, registered inputs,
+# eager and from a graph. Prints a summary; the
 # logs and JSON go to $OUT/ar2.tgz (the device tool brings back 8 files at
 # most), the summary to $OUT/summary.txt.
 set -uo pipefail
@@ -85,6 +88,20 @@ for step in "${steps[@]}"; do
   bench-proc)
     # One process per GPU (CUDA IPC), as NCCL and the serving frameworks run.
     bench_modes bench-ar-proc --processes --child-timeout 90
+    ;;
+  grid)
+    cmp=()
+    [ -s "$W/torch-ar.json" ] && cmp=(--compare "$W/torch-ar.json")
+    for cap in ${AR_GRIDS:-32 64 96 128}; do
+      for mode in registered graph; do
+        extra=(--registered)
+        [ "$mode" = graph ] && extra=(--graph)
+        bounded "grid-$cap-$mode" 100 "$BIN/redjit" bench all-reduce --processes --child-timeout 90 \
+          --max-blocks "$cap" --algos "$ALGOS" --bytes "${AR_GRID_BYTES:-1M,4M,16M,64M,256M}" \
+          --iters "$ITERS" "${extra[@]}" "${cmp[@]}" --json "$W/grid-$cap-$mode.json"
+        cat "$W/grid-$cap-$mode.log" >>"$SUM"
+      done
+    done
     ;;
   dtypes)
     for dt in f32 f16; do

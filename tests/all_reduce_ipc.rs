@@ -306,3 +306,34 @@ fn a_bad_process_placement_is_refused_before_any_gpu_work() {
         }
     }
 }
+
+#[test]
+fn a_grid_cap_outside_the_signal_slots_is_refused_before_any_gpu_work() {
+    use redjit::all_reduce::{CommOptions, Communicator, Placement};
+    use redjit::codegen::spec::all_reduce::MAX_BLOCKS;
+    for cap in [0, MAX_BLOCKS + 1, u32::MAX] {
+        let placement = Placement::Process {
+            ordinal: 0,
+            rank: 0,
+            world: 2,
+            rendezvous: sock("never"),
+            gpu_share: 1,
+        };
+        let opts = CommOptions {
+            max_blocks: Some(cap),
+            ..CommOptions::default()
+        };
+        match Communicator::new(placement, opts) {
+            Err(Error::Comm { what, rule }) => {
+                assert_eq!(what, "max_blocks");
+                assert!(
+                    rule.starts_with(&format!("{cap}:"))
+                        && rule.contains(&format!("1 to {MAX_BLOCKS}")),
+                    "{rule}"
+                );
+            }
+            Err(other) => panic!("{cap}: {other}"),
+            Ok(_) => panic!("{cap}: accepted"),
+        }
+    }
+}

@@ -430,3 +430,34 @@ fn each_buffer_address_is_read_once_a_call() {
         }
     }
 }
+
+/// Every kernel at the grid caps' ends, exact bit for bit: one block per
+/// rank, and the largest cap (as many of the signal buffer's slots as the two
+/// ranks' share of this GPU holds; the messages want 512 blocks of two-stage).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_kernel_is_exact_at_the_grid_caps() {
+    if common::gpu_or_skip().is_none() {
+        return;
+    }
+    let max_blocks = redjit::codegen::spec::all_reduce::MAX_BLOCKS;
+    for cap in [1, max_blocks] {
+        let max_bytes = 16 << 20;
+        let c = Communicator::new(
+            Placement::SameGpu {
+                ordinal: 0,
+                world: 2,
+            },
+            CommOptions {
+                max_bytes,
+                push_bytes: Some(max_bytes),
+                max_blocks: Some(cap),
+                ..CommOptions::default()
+            },
+        )
+        .unwrap();
+        for n in [(1 << 21) + 3, 4099, (1 << 21) - 1] {
+            exact_case::<f32>(&c, n, 0, Op::Sum);
+        }
+    }
+}

@@ -26,7 +26,7 @@ __device__ __forceinline__ rj_u64 rj_ar_pick(const rj_ar_ptrs& t, rj_u32 i) {
 //   flag[kSlots][kMaxBlocks][kMaxRanks] u32 -- flag[s][b][r] is written only by rank r
 //   counter[kMaxBlocks] u32                 -- counter[b] only by this rank's block b
 static const rj_u32 kArMaxRanks = 8;
-static const rj_u32 kArMaxBlocks = 64;
+static const rj_u32 kArMaxBlocks = 128;
 static const rj_u32 kArSlots = 2;
 __device__ __forceinline__ rj_u64 rj_ar_flag_off(rj_u32 slot, rj_u32 block, rj_u32 from) {
   return (rj_u64)(((slot * kArMaxBlocks + block) * kArMaxRanks + from) * 4u);

@@ -125,6 +125,11 @@ pub struct AllReduceBenchArgs {
     #[arg(long)]
     pub untracked: bool,
 
+    /// Most blocks per rank a launch uses (`CommOptions::max_blocks`, 1 to
+    /// the signal buffer's slots; default 64).
+    #[arg(long)]
+    pub max_blocks: Option<u32>,
+
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
@@ -144,6 +149,8 @@ pub struct AllReduceRow {
     pub dtype: String,
     pub bytes: u64,
     pub timing: String,
+    /// The grid cap the communicator launched with (`--max-blocks`).
+    pub max_blocks: u32,
     pub median_us: f64,
     /// Host time to issue one call (eager timing only): where it is close to
     /// `median_us`, the host, not the GPU, sets the pace.
@@ -407,6 +414,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             timeout: Duration::from_secs(30),
             graph_slots: captured.max(1),
             no_event_tracking: a.untracked,
+            max_blocks: a.max_blocks,
             ..CommOptions::default()
         },
     )?;
@@ -417,7 +425,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
     let where_ = placement_text(&placement, world);
     if leader {
         println!(
-            "all-reduce {}{} on {where_}, {} calls per pair of events, median of {} after {} warm-up{}{}{}",
+            "all-reduce {}{} on {where_}, {} calls per pair of events, median of {} after {} warm-up, at most {} blocks per rank{}{}{}",
             a.dtype,
             if a.quantized {
                 " quantized (bf16 with stochastic rounding on the wire)"
@@ -427,6 +435,8 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             a.batch,
             a.iters,
             a.warmup,
+            a.max_blocks
+                .unwrap_or(redjit::all_reduce::DEFAULT_MAX_BLOCKS),
             if a.graph {
                 ", replayed from a CUDA graph"
             } else {
@@ -575,6 +585,9 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
                 dtype: a.dtype.to_string(),
                 bytes: bytes as u64,
                 timing: if a.graph { "graph" } else { "back-to-back" }.into(),
+                max_blocks: a
+                    .max_blocks
+                    .unwrap_or(redjit::all_reduce::DEFAULT_MAX_BLOCKS),
                 median_us: us,
                 host_issue_us: host_us,
                 algbw_gbps: algbw,

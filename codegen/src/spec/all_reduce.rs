@@ -78,7 +78,9 @@ pub const MIN_WORLD: u32 = 2;
 pub const MAX_WORLD: u32 = 8;
 /// Most blocks per rank: the signal buffer has a counter and flag slots for
 /// this many blocks (`prelude/peer.cuh` holds the same number; a test checks).
-pub const MAX_BLOCKS: u32 = 64;
+/// Room for one block per SM of an H100 or H200 (132); a communicator's grid
+/// cap (`CommOptions::max_blocks`) picks how many of them a launch uses.
+pub const MAX_BLOCKS: u32 = 128;
 /// Alternating flag sets per block (see the protocol module).
 pub const SLOTS: u32 = 2;
 /// Bytes of every packed access: all buffers a kernel touches are 16-byte aligned
@@ -108,7 +110,7 @@ pub mod signal {
     /// Bytes the layout uses.
     pub const USED_BYTES: usize = counter_offset(MAX_BLOCKS);
     /// Bytes allocated per signal buffer (a round size; the rest is unused).
-    pub const BYTES: usize = 8192;
+    pub const BYTES: usize = 16384;
     const _: () = assert!(USED_BYTES <= BYTES);
 }
 
@@ -667,8 +669,8 @@ mod tests {
         ] {
             assert!(peer.contains(&line), "peer.cuh lacks {line:?}");
         }
-        assert_eq!(signal::flag_offset(1, 2, 3), ((64 + 2) * 8 + 3) * 4);
-        assert_eq!(signal::counter_offset(5), (2 * 64 * 8 + 5) * 4);
+        assert_eq!(signal::flag_offset(1, 2, 3), ((128 + 2) * 8 + 3) * 4);
+        assert_eq!(signal::counter_offset(5), (2 * 128 * 8 + 5) * 4);
     }
 
     #[test]

@@ -178,7 +178,15 @@ pub struct CommOptions {
     /// off, order the buffers' other uses with [`Communicator::stream`]
     /// yourself.
     pub no_event_tracking: bool,
+    /// Most blocks per rank a launch uses, 1..=[`MAX_BLOCKS`] (the push
+    /// kernel's fixed grid too, which is also at most one block per SM the
+    /// rank has). `None`: [`DEFAULT_MAX_BLOCKS`], the grid every all-reduce
+    /// figure in BENCHMARKS.md was measured with.
+    pub max_blocks: Option<u32>,
 }
+
+/// The grid cap of [`CommOptions::max_blocks`] when none is given.
+pub const DEFAULT_MAX_BLOCKS: u32 = 64;
 
 /// Whether a [`Communicator`] joins its ranks in NCCL as well.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -210,6 +218,7 @@ impl Default for CommOptions {
             algos: AlgoTable::placeholder(),
             nccl: NcclUse::Off,
             no_event_tracking: false,
+            max_blocks: None,
         }
     }
 }
@@ -406,6 +415,8 @@ pub struct Communicator {
     /// The push kernel's grid, the same for every call (block b always owns
     /// the same packs, which its barrier count's parity relies on).
     push_blocks: u32,
+    /// The grid cap ([`CommOptions::max_blocks`]).
+    max_blocks: u32,
 }
 
 const TABLE_BYTES: u64 = std::mem::size_of::<PtrTable>() as u64;
@@ -523,6 +534,15 @@ impl Communicator {
             ..AllReduceSpec::default()
         };
         spec.validate()?;
+        let max_blocks = opts.max_blocks.unwrap_or(DEFAULT_MAX_BLOCKS);
+        if !(1..=MAX_BLOCKS).contains(&max_blocks) {
+            return Err(comm_err(
+                "max_blocks",
+                format!(
+                    "{max_blocks}: a launch uses 1 to {MAX_BLOCKS} blocks per rank (the signal buffer's slots)"
+                ),
+            ));
+        }
         if opts.max_bytes == 0 || opts.timeout.is_zero() || opts.join_timeout.is_zero() {
             return Err(comm_err(
                 "options",
@@ -576,7 +596,7 @@ impl Communicator {
             Placement::Process { gpu_share, .. } => *gpu_share,
         };
         // One block per SM is always resident (the kernels' launch bound).
-        let push_blocks = (runtimes[0].device().sm_count / per_gpu).clamp(1, MAX_BLOCKS);
+        let push_blocks = (runtimes[0].device().sm_count / per_gpu).clamp(1, max_blocks);
         let mut ranks = Vec::new();
         for &id in &local {
             let r = id as usize;
@@ -674,6 +694,7 @@ impl Communicator {
             push_window: push_window as u64,
             push_offset: push_offset as u64,
             push_blocks,
+            max_blocks,
         })
     }
 
@@ -903,7 +924,7 @@ impl Communicator {
     }
 
     /// Blocks per rank for a launch of `spec` over `n` elements: enough for the
-    /// work, at most the signal slots, and on one GPU at most what keeps every
+    /// work, at most the grid cap, and on one GPU at most what keeps every
     /// rank's blocks resident together (`share`).
     fn blocks(&self, spec: &AllReduceSpec, share: u32, n: usize) -> u32 {
         let packs = n.div_ceil(spec.pack_elts() as usize);
@@ -912,7 +933,7 @@ impl Communicator {
             AllReduceAlgo::TwoStage => packs.div_ceil(self.world() as usize),
         };
         let wanted = work.div_ceil(spec.threads() as usize).max(1) as u32;
-        wanted.min(share).min(MAX_BLOCKS)
+        wanted.min(share).min(self.max_blocks)
     }
 
     /// `outputs[r] = op(inputs[0], ..., inputs[R-1])` on every rank r.

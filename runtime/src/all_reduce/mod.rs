@@ -20,6 +20,7 @@ pub mod quant;
 
 pub(crate) use comm::TrackingPaused;
 pub use comm::{
-    Call, CommOptions, Communicator, NcclUse, Placement, Registered, check_call, check_call_for,
+    Call, CommOptions, Communicator, DEFAULT_MAX_BLOCKS, NcclUse, Placement, Registered,
+    check_call, check_call_for,
 };
 pub use quant::Quantize;
