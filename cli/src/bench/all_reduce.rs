@@ -37,7 +37,9 @@ use cudarc::driver::sys::CUstreamCaptureMode;
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
 use redjit_codegen::spec::all_reduce::{MAX_WORLD, MIN_WORLD};
 use redjit_codegen::{AllReduceAlgo, DType};
-use redjit_runtime::all_reduce::{Call, CommOptions, Communicator, Placement, Quantize};
+use redjit_runtime::all_reduce::{
+    Call, CommOptions, Communicator, DEFAULT_MAX_BLOCKS, Placement, Quantize,
+};
 use redjit_runtime::peer::LegacyAlloc;
 use redjit_runtime::reference::HostBuffer;
 use redjit_runtime::{KernelInput, KernelOutput, gpu_available};
@@ -435,8 +437,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             a.batch,
             a.iters,
             a.warmup,
-            a.max_blocks
-                .unwrap_or(redjit::all_reduce::DEFAULT_MAX_BLOCKS),
+            a.max_blocks.unwrap_or(DEFAULT_MAX_BLOCKS),
             if a.graph {
                 ", replayed from a CUDA graph"
             } else {
@@ -585,9 +586,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
                 dtype: a.dtype.to_string(),
                 bytes: bytes as u64,
                 timing: if a.graph { "graph" } else { "back-to-back" }.into(),
-                max_blocks: a
-                    .max_blocks
-                    .unwrap_or(redjit::all_reduce::DEFAULT_MAX_BLOCKS),
+                max_blocks: a.max_blocks.unwrap_or(DEFAULT_MAX_BLOCKS),
                 median_us: us,
                 host_issue_us: host_us,
                 algbw_gbps: algbw,
