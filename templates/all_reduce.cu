@@ -73,7 +73,7 @@ __device__ __forceinline__ void reduce_pack(const rj_ar_ptrs& in, rj_u64 off, co
   for (int e = 0; e < kElts; ++e) acc[e] = op.post(acc[e]);
 }
 
-{%- if not two_stage and not push %}
+{%- if not push and stage != "ag" and not cp_async %}
 
 // The packs at `off` and `off2` of every rank's input, reduced in rank order
 // like reduce_pack; every load is issued before any add.
@@ -152,6 +152,63 @@ __device__ __forceinline__ void store_partial(rj_u64 scratch, rj_u64 out, rj_u64
   store_out(out, p, rounded);
 }
 {%- endif %}
+{%- endif %}
+{%- if two_stage and stage != "ag" %}
+
+// Slot i of this rank's slice (pack p of the message), reduced: into scratch,
+// and for the whole kernel into this rank's output.
+__device__ __forceinline__ void store_rs(rj_u64 scratch, rj_u64 out, rj_u64 i, rj_u64 p, const float (&acc)[kElts]{% if quant %},
+                                         rj_u64 seed, rj_u64 partial_base{% endif %}) {
+{%- if quant %}
+  store_partial(scratch, out, i, p, acc, seed, partial_base);
+{%- else %}
+  const rj_b128 packed = rj_ar_pack16<T>(acc);
+  rj_st_b128(scratch + i * 16u, packed);
+{%- if stage == "whole" %}
+  rj_st_b128(out + p * 16u, packed);
+{%- else %}
+  (void)out;
+  (void)p;
+{%- endif %}
+{%- endif %}
+}
+{%- endif %}
+{%- if two_stage and stage != "rs" %}
+
+// Slot i + k * step (k < kPacks) of every slice but `skip` (this rank's own for
+// the whole kernel, none for the all-gather stage), copied from its owner's
+// scratch into the output: every load issued before the first store (a copy
+// of one slice at a time has one 16-byte load in flight a thread, and waits
+// out a peer read's latency once per pack). Every slot is below `part` (the
+// caller's loop); a slot past the message's last pack is skipped.
+template <int kPacks>
+__device__ __forceinline__ void gather_packs(const rj_u64 (&from)[kRanks], rj_u64 out, rj_u64 i, rj_u64 step,
+                                             rj_u64 part, rj_u64 n_packs, int skip) {
+  rj_b128 v[kPacks][kRanks] = {};
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+    for (int q = 0; q < kRanks; ++q) {
+      const rj_u64 s = i + k * step;
+      if (q != skip && q * part + s < n_packs) v[k][q] = rj_load_plain::b128(from[q] + s * 16u);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+    for (int q = 0; q < kRanks; ++q) {
+      const rj_u64 p = q * part + i + k * step;
+      if (q == skip || p >= n_packs) continue;
+{%- if quant %}
+      float x[kElts];
+      rj_ar_unpack16<T>(v[k][q], x);
+      store_out(out, p, x);
+{%- else %}
+      rj_st_b128(out + p * 16u, v[k][q]);
+{%- endif %}
+    }
+  }
+}
 {%- endif %}
 {%- if cp_async %}
 
@@ -276,32 +333,24 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
       rj_cp_async_wait<1>();
       float acc[kElts];
       reduce_staged(stage, buf, op, acc);
-{%- if quant %}
-      store_partial(scratch, out, i, mine + i, acc, seed, partial_base);
-{%- else %}
-      const rj_b128 packed = rj_ar_pack16<T>(acc);
-      rj_st_b128(scratch + i * 16u, packed);
-{%- if stage == "whole" %}
-      rj_st_b128(out + (mine + i) * 16u, packed);
-{%- endif %}
-{%- endif %}
+      store_rs(scratch, out, i, mine + i, acc{% if quant %}, seed, partial_base{% endif %});
       buf ^= 1u;
     }
     rj_cp_async_wait<0>();
   }
 {%- else %}
-  for (rj_u64 i = thread; i < mine_len; i += n_threads) {
+  // Two packs a thread an iteration while both exist, as one-shot does.
+  rj_u64 i = thread;
+  for (; i + n_threads < mine_len; i += 2 * n_threads) {
+    float acc[kElts], acc2[kElts];
+    reduce_pack2(in, (mine + i) * 16u, (mine + i + n_threads) * 16u, op, acc, acc2);
+    store_rs(scratch, out, i, mine + i, acc{% if quant %}, seed, partial_base{% endif %});
+    store_rs(scratch, out, i + n_threads, mine + i + n_threads, acc2{% if quant %}, seed, partial_base{% endif %});
+  }
+  for (; i < mine_len; i += n_threads) {
     float acc[kElts];
     reduce_pack(in, (mine + i) * 16u, op, acc);
-{%- if quant %}
-    store_partial(scratch, out, i, mine + i, acc, seed, partial_base);
-{%- else %}
-    const rj_b128 packed = rj_ar_pack16<T>(acc);
-    rj_st_b128(scratch + i * 16u, packed);
-{%- if stage == "whole" %}
-    rj_st_b128(out + (mine + i) * 16u, packed);
-{%- endif %}
-{%- endif %}
+    store_rs(scratch, out, i, mine + i, acc{% if quant %}, seed, partial_base{% endif %});
   }
 {%- endif %}
 {%- endif %}
@@ -311,23 +360,14 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
   if (!rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArMiddle)) return;
 {%- endif %}
 {%- if stage != "rs" %}
-#pragma unroll 1
-  for (int q = 0; q < kRanks; ++q) {
-{%- if stage == "whole" %}
-    if (q == (int)rank) continue;
-{%- endif %}
-    const rj_u64 start = (rj_u64)q * part;
-    const rj_u64 len = start < n_packs ? (n_packs - start < part ? n_packs - start : part) : 0;
-    const rj_u64 from = rj_ar_pick<kRanks>(tmp, q);
-    for (rj_u64 i = thread; i < len; i += n_threads)
-{%- if quant %} {
-      float v[kElts];
-      rj_ar_unpack16<T>(rj_load_plain::b128(from + i * 16u), v);
-      store_out(out, start + i, v);
-    }
-{%- else %}
-      rj_st_b128(out + (start + i) * 16u, rj_load_plain::b128(from + i * 16u));
-{%- endif %}
+  {
+    rj_u64 from[kRanks];
+#pragma unroll
+    for (int q = 0; q < kRanks; ++q) from[q] = tmp.p[q];
+    const int skip = {% if stage == "whole" %}(int)rank{% else %}kRanks{% endif %};
+    rj_u64 i = thread;
+    for (; i + n_threads < part; i += 2 * n_threads) gather_packs<2>(from, out, i, n_threads, part, n_packs, skip);
+    for (; i < part; i += n_threads) gather_packs<1>(from, out, i, n_threads, part, n_packs, skip);
   }
 {%- endif %}
 {%- else %}
