@@ -239,7 +239,7 @@ __device__ __forceinline__ void reduce_staged(rj_u32 stage, rj_u32 buf, const Op
 
 {% if push -%}
 // Launched with exactly {{ threads }} threads per block and the communicator's fixed push
-// grid on every rank (at most 64 blocks: the signal buffer's slots). `in_ptr` is
+// grid on every rank (at most kArMaxBlocks: the signal buffer's slots). `in_ptr` is
 // this rank's input, read in place (16-byte aligned; the launcher checks);
 // push.p[q] is rank q's push buffer: two sets of kRanks regions of `window`
 // bytes, set s region r written by rank r only.
@@ -254,6 +254,13 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
   const rj_u64 thread = (rj_u64)blockIdx.x * blockDim.x + threadIdx.x;
   const rj_u64 n_threads = (rj_u64)gridDim.x * blockDim.x;
   const rj_u64 n_packs = n / kElts;
+  // A block that owns no pack (its first is past the message) and no tail
+  // element (block 0 owns those) sits the call out, barrier included: on
+  // every rank alike (the same n and grid), so block b's barrier counts stay
+  // equal across ranks, and block b alone ever touches its packs' regions. A
+  // small message then waits at one barrier per block it fills, not per block
+  // of the grid.
+  if (blockIdx.x != 0 && (rj_u64)blockIdx.x * blockDim.x >= n_packs) return;
   // The barrier below takes this block's count to c; its parity picks the set.
   const rj_u32 c = rj_load_volatile::b32(rj_ar_pick<kRanks>(sig, rank) + rj_ar_counter_off(blockIdx.x)) + 1u;
   const rj_u64 set = (rj_u64)(c & 1u) * kRanks * window;
@@ -286,7 +293,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
 }
 {%- else -%}
 // Launched with exactly {{ threads }} threads per block, the same grid on every rank, at
-// most 64 blocks (the signal buffer's slots).
+// most kArMaxBlocks (the signal buffer's slots).
 // The input table is read from device memory, not passed by value like the
 // others: a CUDA graph captured before the peers' input addresses are known (one
 // process per GPU) bakes in the table's address, and the communicator fills the

@@ -3,10 +3,13 @@
 //! the in-place NCCL step between) and push calls (alone, and mixed with the
 //! others), thousands of random interleavings
 //! each (deterministic seeds), counters crossing 2^32, a rank that never
-//! arrives; and three broken variants the model must catch, so a pass means
-//! something. Pure CPU.
+//! arrives, blocks sitting calls out (grids that follow the message's size);
+//! and four broken variants the model must catch, so a pass means something.
+//! Pure CPU.
 
-use redjit::all_reduce::protocol::{BarrierKind, ModelConfig, Outcome, Shape, run};
+use redjit::all_reduce::protocol::{
+    BarrierKind, Grid, ModelConfig, Outcome, Shape, run, takes_part,
+};
 
 const SEEDS: u64 = 400;
 
@@ -35,6 +38,42 @@ fn every_interleaving_tried_completes_with_correct_data() {
             let cfg = ModelConfig::new(ranks, 2, 6, shape);
             completes(&cfg, 0..SEEDS);
         }
+    }
+}
+
+#[test]
+fn blocks_sitting_out_calls_alike_on_every_rank_are_harmless() {
+    for ranks in [2, 4, 8] {
+        for shape in SHAPES {
+            let cfg = ModelConfig {
+                grid: Grid::Varying,
+                ..ModelConfig::new(ranks, 3, 8, shape)
+            };
+            completes(&cfg, 0..SEEDS);
+            // Some block did sit a call out, and some call had more than one.
+            let parts: Vec<bool> = (0..cfg.calls)
+                .flat_map(|call| (1..cfg.blocks).map(move |b| (call, b)))
+                .map(|(call, b)| takes_part(&cfg, 0, call, b))
+                .collect();
+            assert!(parts.contains(&true) && parts.contains(&false), "{parts:?}");
+        }
+    }
+}
+
+#[test]
+fn ranks_disagreeing_on_a_calls_grid_are_caught() {
+    for shape in SHAPES {
+        let caught = (0..SEEDS / 4)
+            .filter(|&seed| {
+                let cfg = ModelConfig {
+                    grid: Grid::VaryingPerRank,
+                    timeout_polls: 2000,
+                    ..ModelConfig::new(2, 3, 8, shape)
+                };
+                !matches!(run(&cfg, seed), Outcome::Completed { .. })
+            })
+            .count();
+        assert!(caught > 0, "{shape:?} with per-rank grids: went unnoticed");
     }
 }
 
@@ -130,17 +169,26 @@ fn every_barrier_left_out_is_caught_reading_wrong_data() {
 #[test]
 fn one_push_set_is_caught_reading_the_next_call() {
     // Without the alternation, a fast rank writes its next call's input into a
-    // region a slow peer has not read yet.
-    for shape in [Shape::Push, Shape::PushMixed] {
+    // region a slow peer has not read yet; with blocks sitting calls out too.
+    for (shape, grid) in [
+        (Shape::Push, Grid::Fixed),
+        (Shape::PushMixed, Grid::Fixed),
+        (Shape::Push, Grid::Varying),
+        (Shape::PushMixed, Grid::Varying),
+    ] {
         let caught = (0..SEEDS)
             .filter(|&seed| {
                 let cfg = ModelConfig {
                     push_sets: 1,
-                    ..ModelConfig::new(2, 1, 8, shape)
+                    grid,
+                    ..ModelConfig::new(2, 2, 8, shape)
                 };
                 matches!(run(&cfg, seed), Outcome::Violation(_))
             })
             .count();
-        assert!(caught > 0, "{shape:?} with one push set: went unnoticed");
+        assert!(
+            caught > 0,
+            "{shape:?} {grid:?} with one push set: went unnoticed"
+        );
     }
 }

@@ -13,8 +13,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::ar::{
-    ALGOS, Elem, back_to_back, exact, exact_all_sizes, exact_case, graph_of_16_replayed,
-    random_all_dtypes, sum_into,
+    ALGOS, Elem, back_to_back, exact, exact_all_sizes, exact_case, exact_f32_sums,
+    graph_of_16_replayed, random_all_dtypes, sum_into,
 };
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use half::{bf16, f16};
@@ -212,12 +212,7 @@ fn registered_inputs_are_read_in_place_and_never_outputs() {
     };
     let s = c.stream().clone();
     let n = 1023;
-    let host: Vec<Vec<f32>> = (0..world)
-        .map(|r| (0..n).map(|i| exact(11, r, i) as f32).collect())
-        .collect();
-    let want: Vec<f32> = (0..n)
-        .map(|i| host.iter().map(|h| h[i]).sum::<f32>())
-        .collect();
+    let (host, want) = exact_f32_sums(11, world, n);
     for (algo, cp_async) in ALGOS {
         let regs: Vec<_> = (0..world as usize)
             .map(|r| c.registered(r, DType::F32, n).unwrap())
@@ -381,12 +376,7 @@ fn each_buffer_address_is_read_once_a_call() {
     };
     let s = c.stream().clone();
     let n = 4099;
-    let host: Vec<Vec<f32>> = (0..world)
-        .map(|r| (0..n).map(|i| exact(17, r, i) as f32).collect())
-        .collect();
-    let want: Vec<f32> = (0..n)
-        .map(|i| host.iter().map(|h| h[i]).sum::<f32>())
-        .collect();
+    let (host, want) = exact_f32_sums(17, world, n);
     let counted = |v: &[f32]| Counted {
         buf: s.clone_htod(v).unwrap(),
         reads: std::cell::Cell::new(0),

@@ -82,6 +82,18 @@ pub fn exact(seed: u64, rank: u32, i: usize) -> f64 {
     ((h >> 7) % 31) as f64 - 15.0
 }
 
+/// `world` ranks' exact f32 inputs of `n` elements ([`exact`]) and their sum,
+/// which every kernel must return bit for bit.
+pub fn exact_f32_sums(seed: u64, world: u32, n: usize) -> (Vec<Vec<f32>>, Vec<f32>) {
+    let host: Vec<Vec<f32>> = (0..world)
+        .map(|r| (0..n).map(|i| exact(seed, r, i) as f32).collect())
+        .collect();
+    let want = (0..n)
+        .map(|i| host.iter().map(|h| h[i]).sum::<f32>())
+        .collect();
+    (host, want)
+}
+
 /// Rank r's stream: its buffers are allocated and read there.
 pub fn rank_stream(c: &Communicator, r: usize) -> &std::sync::Arc<CudaStream> {
     c.runtime(r).stream()

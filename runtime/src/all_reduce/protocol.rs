@@ -34,7 +34,13 @@
 //!   holding another call's number when read is a violation, so a set
 //!   overwritten while a peer still reads it is caught (with one set the model
 //!   finds it: `push_sets: 1`); [`Shape::PushMixed`] interleaves push calls
-//!   with one-shot and two-stage ones, whose barriers move the parity.
+//!   with one-shot and two-stage ones, whose barriers move the parity;
+//! - a block with no work in a call sits it out, barriers included, on every
+//!   rank alike ([`Grid::Varying`]): the one-shot and two-stage grids follow the
+//!   message's size, and the push kernel's idle blocks return at once, so
+//!   block b's barrier count, and with it the push set's parity, moves only in
+//!   the calls block b takes part in (ranks that disagree on a call's grid,
+//!   [`Grid::VaryingPerRank`], are caught).
 //!
 //! The model is sequentially consistent: it checks the protocol's logic, not the
 //! memory ordering, which comes from release/acquire at system scope (argued in
@@ -189,6 +195,34 @@ pub struct ModelConfig {
     pub omit: Option<BarrierKind>,
     /// Buffer sets of the push kernel: 2 as it runs, 1 a broken variant.
     pub push_sets: u32,
+    /// Which blocks take part in each call.
+    pub grid: Grid,
+}
+
+/// Which blocks of a rank take part in a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grid {
+    /// Every block in every call.
+    Fixed,
+    /// Calls of varying sizes: block 0 in every call, block b > 0 in the calls
+    /// [`takes_part`] names, the same on every rank (as the message's size is).
+    Varying,
+    /// As `Varying`, but each rank draws its own grid: a broken variant (ranks
+    /// that disagree on a call's grid), which the model must catch.
+    VaryingPerRank,
+}
+
+/// Whether `rank`'s block `block` takes part in call `call` of `cfg` (see
+/// [`Grid`]): block 0 always, the others below a per-call bound drawn from the
+/// call's number (and for [`Grid::VaryingPerRank`] the rank's).
+pub fn takes_part(cfg: &ModelConfig, rank: u32, call: u32, block: u32) -> bool {
+    let salt = match cfg.grid {
+        Grid::Fixed => return true,
+        Grid::Varying => 0,
+        Grid::VaryingPerRank => u64::from(rank) << 32,
+    };
+    let mut pick = Rng(u64::from(call) ^ salt ^ 0x5EED);
+    block == 0 || block < 1 + pick.below(cfg.blocks as usize) as u32
 }
 
 impl ModelConfig {
@@ -205,6 +239,7 @@ impl ModelConfig {
             slots: 2,
             omit: None,
             push_sets: 2,
+            grid: Grid::Fixed,
         }
     }
 }
@@ -482,6 +517,11 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
                 world.counters[cell] = c;
                 blk.c = None;
                 advance(blk, ops.len(), cfg.calls);
+            }
+            // A block with no work in this call skips it whole (one step).
+            (None, None) if blk.pc == 0 && !takes_part(cfg, rank, call_tag, block) => {
+                blk.call += 1;
+                blk.finished = blk.call == cfg.calls;
             }
             // A block step between barriers.
             (None, None) => match ops[blk.pc] {
