@@ -2,7 +2,7 @@
 # One device call on a machine of 2+ GPUs (nvidia-h200-x2 ...), over what
 # scripts/gpu.sh staged in stage/: issue 13's correctness tests and its
 # benchmarks, NCCL and PyTorch symmetric memory beside redjit in the same call.
-#   bash stage/scripts/gpu-ar2.sh [topo] [ref] [bench] [bench-proc] [dtypes] [quant] [grid] [tests] [sanitize]
+#   bash stage/scripts/gpu-ar2.sh [topo] [ref] [bench] [bench-proc] [dtypes] [quant] [grid] [ab] [tests] [sanitize]
 #   (default: topo ref bench-proc tests bench dtypes)
 # AR_BYTES: the message sizes (default 8K..1G); AR_ITERS: timed batches per
 # size; BENCH_MODES: of eager (inputs copied), registered, untracked
@@ -10,7 +10,10 @@
 # graph); BENCH_ALGOS: the kernels (default all four). The grid step sweeps
 # the grid cap (AR_GRIDS, default 32 64 96 128 blocks per rank) over
 # AR_GRID_BYTES (default 1M..256M), one process per GPU, registered inputs,
-# eager and from a graph. Prints a summary; the
+# eager and from a graph. The ab step alternates stage/bin/redjit-base (gpu.sh
+# with BASE_REV) and this build, AB_ROUNDS rounds (default 2), one process
+# per GPU, eager and registered, over AB_BYTES (default 8K,64K,256K,1M,16M,64M)
+# and AB_ALGOS (default all four). Prints a summary; the
 # logs and JSON go to $OUT/ar2.tgz (the device tool brings back 8 files at
 # most), the summary to $OUT/summary.txt.
 set -uo pipefail
@@ -100,6 +103,23 @@ for step in "${steps[@]}"; do
           --max-blocks "$cap" --algos "$ALGOS" --bytes "${AR_GRID_BYTES:-1M,4M,16M,64M,256M}" \
           --iters "$ITERS" "${extra[@]}" "${cmp[@]}" --json "$W/grid-$cap-$mode.json"
         cat "$W/grid-$cap-$mode.log" >>"$SUM"
+      done
+    done
+    ;;
+  ab)
+    cmp=()
+    [ -s "$W/torch-ar.json" ] && cmp=(--compare "$W/torch-ar.json")
+    for round in $(seq "${AB_ROUNDS:-2}"); do
+      for b in redjit-base redjit; do
+        for mode in eager registered; do
+          extra=()
+          [ "$mode" = registered ] && extra=(--registered)
+          name="ab-$round-$b-$mode"
+          bounded "$name" 100 "$BIN/$b" bench all-reduce --processes --child-timeout 90 \
+            --algos "${AB_ALGOS:-$ALGOS}" --bytes "${AB_BYTES:-8K,64K,256K,1M,16M,64M}" \
+            --iters "$ITERS" "${extra[@]}" "${cmp[@]}" --json "$W/$name.json"
+          sed "s/^/$b $mode r$round /" "$W/$name.log" >>"$SUM"
+        done
       done
     done
     ;;

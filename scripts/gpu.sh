@@ -8,6 +8,8 @@
 #   stage/bin/redjit-example-collectives   the #[reduce_copy] example (its GPU
 #                        test binary is stage/bin/example)
 #   stage/scripts/       torch_ref.py and gpu-run.sh
+#   stage/bin/redjit-base  with BASE_REV=<rev>: the CLI built at that revision
+#                        (a worktree in /tmp), for A/B runs in one device call
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/cuda-tools.sh
@@ -29,6 +31,13 @@ for line in sys.stdin:
 done
 cp "${CARGO_TARGET_DIR:-target}/release/redjit" stage/bin/redjit
 cp "${CARGO_TARGET_DIR:-target}/release/redjit-example-collectives" stage/bin/
+if [ -n "${BASE_REV:-}" ]; then
+  base=/tmp/redjit-base-$(git rev-parse --short "$BASE_REV")
+  [ -d "$base" ] || git worktree add --detach "$base" "$BASE_REV"
+  (cd "$base" && CARGO_TARGET_DIR="$base/target" cargo build --release -p redjit-cli)
+  cp "$base/target/release/redjit" stage/bin/redjit-base
+  git -C "$base" log --oneline -1 >stage/base-rev.txt
+fi
 # Debug info stays here; the GPU machine needs only code (the carry limit is 64 MiB).
 strip stage/bin/* 2>/dev/null || true
 cp scripts/torch_ref.py scripts/gpu-run.sh scripts/gpu-ar2.sh stage/scripts/ 2>/dev/null || true
