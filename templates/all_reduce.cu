@@ -73,7 +73,7 @@ __device__ __forceinline__ void reduce_pack(const rj_ar_ptrs& in, rj_u64 off, co
   for (int e = 0; e < kElts; ++e) acc[e] = op.post(acc[e]);
 }
 
-{%- if not push and stage != "ag" and not cp_async %}
+{%- if stage != "ag" and not cp_async %}
 
 // The packs at `off` and `off2` of every rank's input, reduced in rank order
 // like reduce_pack; every load is issued before any add.
@@ -265,7 +265,21 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
   const rj_u32 c = rj_load_volatile::b32(rj_ar_pick<kRanks>(sig, rank) + rj_ar_counter_off(blockIdx.x)) + 1u;
   const rj_u64 set = (rj_u64)(c & 1u) * kRanks * window;
   const rj_u64 mine = set + (rj_u64)rank * window;
-  for (rj_u64 p = thread; p < n_packs; p += n_threads) {
+  // Two packs a thread an iteration while both exist (both loads before the
+  // first store), as every kernel here; pack p + n_threads is the same
+  // thread's, so block b still owns the same packs.
+  rj_u64 p = thread;
+  for (; p + n_threads < n_packs; p += 2 * n_threads) {
+    const rj_b128 v = rj_load_plain::b128(in + p * 16u);
+    const rj_b128 w = rj_load_plain::b128(in + (p + n_threads) * 16u);
+#pragma unroll
+    for (int q = 0; q < kRanks; ++q) {
+      if (q == (int)rank) continue;
+      rj_st_b128(push.p[q] + mine + p * 16u, v);
+      rj_st_b128(push.p[q] + mine + (p + n_threads) * 16u, w);
+    }
+  }
+  for (; p < n_packs; p += n_threads) {
     const rj_b128 v = rj_load_plain::b128(in + p * 16u);
 #pragma unroll
     for (int q = 0; q < kRanks; ++q)
@@ -284,7 +298,13 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
   rj_ar_ptrs src;
 #pragma unroll
   for (int q = 0; q < 8; ++q) src.p[q] = q == (int)rank ? in : local + (rj_u64)q * window;
-  for (rj_u64 p = thread; p < n_packs; p += n_threads) {
+  for (p = thread; p + n_threads < n_packs; p += 2 * n_threads) {
+    float acc[kElts], acc2[kElts];
+    reduce_pack2(src, p * 16u, (p + n_threads) * 16u, op, acc, acc2);
+    rj_st_b128(out + p * 16u, rj_ar_pack16<T>(acc));
+    rj_st_b128(out + (p + n_threads) * 16u, rj_ar_pack16<T>(acc2));
+  }
+  for (; p < n_packs; p += n_threads) {
     float acc[kElts];
     reduce_pack(src, p * 16u, op, acc);
     rj_st_b128(out + p * 16u, rj_ar_pack16<T>(acc));
