@@ -51,3 +51,50 @@ impl KernelCache {
         self.loaded.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use redjit_codegen::{AllReduceAlgo, DType};
+
+    fn loaded(share: u32) -> Result<LoadedKernel> {
+        Ok(LoadedKernel {
+            funcs: Vec::new(),
+            share,
+        })
+    }
+
+    #[test]
+    fn a_spec_loads_once_and_a_failed_load_is_not_kept() {
+        let cache = KernelCache::default();
+        let spec = AllReduceSpec::default();
+        let other = AllReduceSpec {
+            dtype: DType::BF16,
+            algo: AllReduceAlgo::Push,
+            ..AllReduceSpec::default()
+        };
+        let mut loads = 0;
+        for _ in 0..3 {
+            let k = cache
+                .get_or_load(&spec, || {
+                    loads += 1;
+                    loaded(7)
+                })
+                .unwrap();
+            assert_eq!(k.share, 7);
+        }
+        assert_eq!(loads, 1);
+        let failed = cache.get_or_load(&other, || {
+            Err(Error::Comm {
+                what: "test".into(),
+                rule: "refused".into(),
+            })
+        });
+        assert!(failed.is_err());
+        let k = cache.get_or_load(&other, || loaded(3)).unwrap();
+        assert_eq!(k.share, 3);
+        // The first spec's kernel is untouched by the other's.
+        assert_eq!(cache.get_or_load(&spec, || loaded(99)).unwrap().share, 7);
+    }
+}
