@@ -448,6 +448,17 @@ fn every_kernel_is_exact_at_the_grid_caps() {
         .unwrap();
         for n in [(1 << 21) + 3, 4099, (1 << 21) - 1] {
             exact_case::<f32>(&c, n, 0, Op::Sum);
+            for (algo, cp_async) in ALGOS {
+                let call = Call {
+                    cp_async,
+                    ..Call::sum(algo)
+                };
+                let grid = c.grid(DType::F32, call, n).unwrap();
+                assert!(
+                    (1..=cap).contains(&grid),
+                    "{call:?} n={n}: {grid} blocks, cap {cap}"
+                );
+            }
         }
     }
 }

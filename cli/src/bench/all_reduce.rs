@@ -153,6 +153,9 @@ pub struct AllReduceRow {
     pub timing: String,
     /// The grid cap the communicator launched with (`--max-blocks`).
     pub max_blocks: u32,
+    /// Blocks per rank the call launched (`Communicator::grid`; not for
+    /// --quantized).
+    pub blocks: Option<u32>,
     pub median_us: f64,
     /// Host time to issue one call (eager timing only): where it is close to
     /// `median_us`, the host, not the GPU, sets the pace.
@@ -455,7 +458,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             }
         );
         println!(
-            "{:<26} {:>10} {:>10} {:>10} {:>12} {:>12} {:>10} {:>11} {:>11} {:>10}",
+            "{:<26} {:>10} {:>10} {:>10} {:>12} {:>12} {:>10} {:>11} {:>11} {:>10} {:>7}",
             "kernel",
             "bytes",
             "us",
@@ -465,7 +468,8 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             "NCCL us",
             "symm 1s us",
             "symm 2s us",
-            "vs best"
+            "vs best",
+            "blocks"
         );
     }
     let mut rows = Vec::new();
@@ -556,9 +560,13 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             };
             let algbw = bytes as f64 / us / 1e3;
             let busbw = algbw * 2.0 * f64::from(world - 1) / f64::from(world);
+            let blocks = match quant {
+                Some(_) => None,
+                None => Some(comm.grid(a.dtype, call, n)?),
+            };
             if leader {
                 println!(
-                    "{:<26} {:>10} {:>10.2} {:>10} {:>12.1} {:>12.1} {:>10} {:>11} {:>11} {:>10}",
+                    "{:<26} {:>10} {:>10.2} {:>10} {:>12.1} {:>12.1} {:>10} {:>11} {:>11} {:>10} {:>7}",
                     kernel,
                     fmt_size(bytes as u64),
                     us,
@@ -568,7 +576,8 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
                     us_or_dash(nccl_us),
                     us_or_dash(symm_one_shot_us),
                     us_or_dash(symm_two_shot_us),
-                    best.map_or("-".into(), |v| format!("{:.2}x", v / us))
+                    best.map_or("-".into(), |v| format!("{:.2}x", v / us)),
+                    blocks.map_or("-".into(), |b| b.to_string())
                 );
             }
             if let (true, Some((max_rel, rms_rel))) = (leader, quant_err) {
@@ -587,6 +596,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
                 bytes: bytes as u64,
                 timing: if a.graph { "graph" } else { "back-to-back" }.into(),
                 max_blocks: a.max_blocks.unwrap_or(DEFAULT_MAX_BLOCKS),
+                blocks,
                 median_us: us,
                 host_issue_us: host_us,
                 algbw_gbps: algbw,

@@ -1378,6 +1378,19 @@ impl Communicator {
         self.ranks.iter().map(|r| (r.id, &r.stream))
     }
 
+    /// Blocks per rank a call of `n` elements of `dtype` launches (the push
+    /// kernel's fixed grid, of which the blocks past the message sit the call
+    /// out; the others' grid for the work, the resident share and the grid
+    /// cap). Loads the call's kernel, as the call would.
+    pub fn grid(&self, dtype: DType, call: Call, n: usize) -> Result<u32> {
+        let spec = self.spec_of(dtype, call, None);
+        let kernel = self.kernel(&spec)?;
+        Ok(match call.algo {
+            AllReduceAlgo::Push => self.push_blocks,
+            _ => self.blocks(&spec, kernel.share, n),
+        })
+    }
+
     /// The call the algorithm-choice table picks for `bytes` bytes per rank (a
     /// sum; set `op` and `scalar` for another op).
     pub fn choose(&self, bytes: usize) -> Result<Call> {
