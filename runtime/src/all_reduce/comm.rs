@@ -887,8 +887,11 @@ impl Communicator {
                 .iter()
                 .map(|r| self.runtimes[r.rt].function(spec))
                 .collect::<Result<Vec<_>>>()?;
-            let rt = &self.runtimes[self.ranks[0].rt];
-            let share = self.resident_share(spec, &funcs[0], rt)?;
+            // The push kernel's grid was fixed at set-up: no occupancy query.
+            let share = match spec.algo {
+                AllReduceAlgo::Push => self.push_blocks,
+                _ => self.resident_share(spec, &funcs[0], &self.runtimes[self.ranks[0].rt])?,
+            };
             Ok(LoadedKernel { funcs, share })
         })
     }
@@ -923,10 +926,14 @@ impl Communicator {
         Ok(share)
     }
 
-    /// Blocks per rank for a launch of `spec` over `n` elements: enough for the
-    /// work, at most the grid cap, and on one GPU at most what keeps every
-    /// rank's blocks resident together (`share`).
+    /// Blocks per rank for a launch of `spec` over `n` elements: the push
+    /// kernel's fixed grid; for the others enough for the work, at most the
+    /// grid cap, and on one GPU at most what keeps every rank's blocks
+    /// resident together (`share`).
     fn blocks(&self, spec: &AllReduceSpec, share: u32, n: usize) -> u32 {
+        if spec.algo == AllReduceAlgo::Push {
+            return self.push_blocks;
+        }
         let packs = n.div_ceil(spec.pack_elts() as usize);
         let work = match spec.algo {
             AllReduceAlgo::OneShot | AllReduceAlgo::Push => packs,
@@ -1304,19 +1311,17 @@ impl Communicator {
         let op_arg = call.scalar.unwrap_or(0.0);
         let (seed, partial_base) =
             quant.map_or((0, 0), |q| (q.seed, q.partial_base(self.world(), n)));
-        // One grid for every rank. The push kernel takes its own input and
-        // the push buffers where the others take the input table and the
-        // scratch buffers.
-        let (blocks, third) = match push_in {
-            Some(_) => (
-                self.push_blocks,
-                PtrTable(
-                    tables[2]
-                        .0
-                        .map(|a| if a == 0 { 0 } else { a + self.push_offset }),
-                ),
+        // One grid for every rank.
+        let blocks = self.blocks(spec, kernel.share, n);
+        // The push kernel takes its own input and the push buffers where the
+        // others take the input table and the scratch buffers.
+        let third = match push_in {
+            Some(_) => PtrTable(
+                tables[2]
+                    .0
+                    .map(|a| if a == 0 { 0 } else { a + self.push_offset }),
             ),
-            None => (self.blocks(spec, kernel.share, n), tables[2]),
+            None => tables[2],
         };
         for ((i, rank), func) in self.ranks.iter().enumerate().zip(&kernel.funcs) {
             let r = rank.id as usize;
@@ -1385,10 +1390,7 @@ impl Communicator {
     pub fn grid(&self, dtype: DType, call: Call, n: usize) -> Result<u32> {
         let spec = self.spec_of(dtype, call, None);
         let kernel = self.kernel(&spec)?;
-        Ok(match call.algo {
-            AllReduceAlgo::Push => self.push_blocks,
-            _ => self.blocks(&spec, kernel.share, n),
-        })
+        Ok(self.blocks(&spec, kernel.share, n))
     }
 
     /// The call the algorithm-choice table picks for `bytes` bytes per rank (a

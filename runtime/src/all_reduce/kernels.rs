@@ -20,7 +20,8 @@ pub(crate) struct LoadedKernel {
     /// The function in each local rank's context.
     pub(crate) funcs: Vec<CudaFunction>,
     /// Blocks one rank may have resident at once (all the GPU holds, or on a
-    /// shared GPU its share): the grid's upper bound.
+    /// shared GPU its share): the grid's upper bound. The push kernel's fixed
+    /// grid for it, which needs no occupancy query.
     pub(crate) share: u32,
 }
 
