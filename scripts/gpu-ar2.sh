@@ -55,6 +55,8 @@ bounded() {
 
 # `redjit bench all-reduce` in each of BENCH_MODES, logged as $1-<mode>; the
 # other arguments go to every run (NCCL's JSON too, if the ref step wrote it).
+# BYTES, ALGOS and RJ (the binary in $BIN, default redjit) may be set for one
+# call (VAR=value bench_modes ...).
 bench_modes() {
   local name=$1 mode
   shift
@@ -65,7 +67,7 @@ bench_modes() {
     [ "$mode" = registered ] && extra=(--registered)
     [ "$mode" = untracked ] && extra=(--registered --untracked)
     [ "$mode" = graph ] && extra=(--graph)
-    bounded "$name-$mode" 100 "$BIN/redjit" bench all-reduce "$@" --bytes "$BYTES" --algos "$ALGOS" \
+    bounded "$name-$mode" 100 "$BIN/${RJ:-redjit}" bench all-reduce "$@" --bytes "$BYTES" --algos "$ALGOS" \
       --iters "$ITERS" "${extra[@]}" "${cmp[@]}" --json "$W/$name-$mode.json"
     cat "$W/$name-$mode.log" >>"$SUM"
   done
@@ -93,33 +95,16 @@ for step in "${steps[@]}"; do
     bench_modes bench-ar-proc --processes --child-timeout 90
     ;;
   grid)
-    cmp=()
-    [ -s "$W/torch-ar.json" ] && cmp=(--compare "$W/torch-ar.json")
     for cap in ${AR_GRIDS:-32 64 96 128}; do
-      for mode in registered graph; do
-        extra=(--registered)
-        [ "$mode" = graph ] && extra=(--graph)
-        bounded "grid-$cap-$mode" 100 "$BIN/redjit" bench all-reduce --processes --child-timeout 90 \
-          --max-blocks "$cap" --algos "$ALGOS" --bytes "${AR_GRID_BYTES:-1M,4M,16M,64M,256M}" \
-          --iters "$ITERS" "${extra[@]}" "${cmp[@]}" --json "$W/grid-$cap-$mode.json"
-        cat "$W/grid-$cap-$mode.log" >>"$SUM"
-      done
+      BENCH_MODES="registered graph" BYTES="${AR_GRID_BYTES:-1M,4M,16M,64M,256M}" \
+        bench_modes "grid-$cap" --processes --child-timeout 90 --max-blocks "$cap"
     done
     ;;
   ab)
-    cmp=()
-    [ -s "$W/torch-ar.json" ] && cmp=(--compare "$W/torch-ar.json")
     for round in $(seq "${AB_ROUNDS:-2}"); do
       for b in redjit-base redjit; do
-        for mode in eager registered; do
-          extra=()
-          [ "$mode" = registered ] && extra=(--registered)
-          name="ab-$round-$b-$mode"
-          bounded "$name" 100 "$BIN/$b" bench all-reduce --processes --child-timeout 90 \
-            --algos "${AB_ALGOS:-$ALGOS}" --bytes "${AB_BYTES:-8K,64K,256K,1M,16M,64M}" \
-            --iters "$ITERS" "${extra[@]}" "${cmp[@]}" --json "$W/$name.json"
-          sed "s/^/$b $mode r$round /" "$W/$name.log" >>"$SUM"
-        done
+        RJ=$b BENCH_MODES="eager registered" BYTES="${AB_BYTES:-8K,64K,256K,1M,16M,64M}" ALGOS="${AB_ALGOS:-$ALGOS}" \
+          bench_modes "ab-$round-$b" --processes --child-timeout 90
       done
     done
     ;;
