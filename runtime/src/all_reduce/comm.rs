@@ -1276,6 +1276,12 @@ impl Communicator {
             }
             let src = inputs.addresses()[i];
             if src != tables[0].0[r] {
+                // The raw copy runs in the thread's current context, which the
+                // address reads above may have left on another rank's GPU.
+                self.runtimes[rank.rt]
+                    .context()
+                    .bind_to_thread()
+                    .during(|| format!("rank {r}: binding its context"))?;
                 // SAFETY: `src` holds `bytes` bytes (checked: n elements of dtype);
                 // the staging buffer holds max_bytes >= bytes; both are device
                 // memory of contexts with peer access (or the same context).
