@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use cudarc::driver::sys::CUstreamCaptureMode;
-use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
 use redjit_codegen::spec::all_reduce::{MAX_WORLD, MIN_WORLD};
 use redjit_codegen::{AllReduceAlgo, DType};
 use redjit_runtime::all_reduce::{
@@ -177,7 +177,16 @@ pub struct AllReduceRow {
 #[derive(Debug, Serialize)]
 struct AllReduceReport {
     date: String,
+    launch_floor: LaunchFloor,
     rows: Vec<AllReduceRow>,
+}
+
+/// An empty kernel's time a launch, measured as the calls are (see
+/// [`launch_floor`]).
+#[derive(Debug, Clone, Copy, Serialize)]
+struct LaunchFloor {
+    median_us: f64,
+    host_issue_us: Option<f64>,
 }
 
 fn parse_algo(s: &str) -> CliResult<(AllReduceAlgo, bool)> {
@@ -428,6 +437,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
     let leader = local.contains(&0);
     let one_per_process = matches!(placement, Placement::Process { .. });
     let where_ = placement_text(&placement, world);
+    let floor = launch_floor(&comm, a)?;
     if leader {
         println!(
             "all-reduce {}{} on {where_}, {} calls per pair of events, median of {} after {} warm-up, at most {} blocks per rank{}{}{}",
@@ -456,6 +466,11 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             } else {
                 ""
             }
+        );
+        println!(
+            "launch floor (an empty kernel on the main stream, timed as the calls): {} us a call, host {} us",
+            us_or_dash(Some(floor.median_us)),
+            us_or_dash(floor.host_issue_us)
         );
         println!(
             "{:<26} {:>10} {:>10} {:>10} {:>12} {:>12} {:>10} {:>11} {:>11} {:>10} {:>7}",
@@ -612,6 +627,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             path,
             &AllReduceReport {
                 date: utc_date(),
+                launch_floor: floor,
                 rows,
             },
         )?;
@@ -762,18 +778,53 @@ fn time_calls(
     aligned: bool,
     issue: &mut dyn FnMut() -> CliResult,
 ) -> CliResult<(f64, Option<f64>)> {
-    let (ctx, stream) = (comm.runtime(0).context(), comm.stream());
+    let timed = Timed {
+        ctx: comm.runtime(0).context(),
+        stream: comm.stream(),
+        comm: Some(comm),
+        aligned,
+    };
+    time_batches(&timed, a, issue)
+}
+
+/// What [`time_batches`] times on: the main stream of `comm` (a capture's
+/// calls registered with it), or a bare stream (`comm` None).
+struct Timed<'a> {
+    ctx: &'a Arc<CudaContext>,
+    stream: &'a Arc<CudaStream>,
+    comm: Option<&'a Communicator>,
+    aligned: bool,
+}
+
+impl Timed<'_> {
+    fn synchronize(&self) -> CliResult {
+        match self.comm {
+            Some(c) => Ok(c.synchronize()?),
+            None => self
+                .stream
+                .synchronize()
+                .during(|| "waiting for the stream".into()),
+        }
+    }
+}
+
+/// [`time_calls`] on what `t` says.
+fn time_batches(
+    t: &Timed<'_>,
+    a: &AllReduceBenchArgs,
+    issue: &mut dyn FnMut() -> CliResult,
+) -> CliResult<(f64, Option<f64>)> {
     let batch = a.batch as usize;
     let timed = |issue: &mut dyn FnMut() -> CliResult,
                  op: &mut dyn FnMut(&mut dyn FnMut() -> CliResult) -> CliResult|
      -> CliResult<f64> {
         let mut times = Vec::with_capacity(a.iters);
         for _ in 0..a.iters {
-            if aligned {
+            if t.aligned {
                 issue()?;
-                comm.synchronize()?;
+                t.synchronize()?;
             }
-            times.push(median_us(ctx, stream, 0, 1, || op(&mut *issue))?);
+            times.push(median_us(t.ctx, t.stream, 0, 1, || op(&mut *issue))?);
         }
         Ok(median(&mut times) / batch as f64)
     };
@@ -785,10 +836,10 @@ fn time_calls(
         let us = timed(&mut *issue, &mut run_batch)?;
         let mut host = Vec::with_capacity(a.iters);
         for _ in 0..a.iters {
-            let t = std::time::Instant::now();
+            let t0 = std::time::Instant::now();
             run_batch(&mut *issue)?;
-            host.push(t.elapsed().as_secs_f64() * 1e6 / batch as f64);
-            comm.synchronize()?;
+            host.push(t0.elapsed().as_secs_f64() * 1e6 / batch as f64);
+            t.synchronize()?;
         }
         return Ok((us, Some(median(&mut host))));
     }
@@ -796,29 +847,76 @@ fn time_calls(
     for _ in 0..a.warmup.max(1) {
         issue()?;
     }
-    comm.synchronize()?;
-    comm.begin_capture()?;
+    t.synchronize()?;
+    if let Some(c) = t.comm {
+        c.begin_capture()?;
+    }
     let graph = match capture_batch(
-        stream,
+        t.stream,
         CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
         batch,
         issue,
     ) {
         Ok(g) => g,
         Err(e) => {
-            comm.cancel_capture();
+            if let Some(c) = t.comm {
+                c.cancel_capture();
+            }
             return Err(e);
         }
     };
     // The stream's capture has ended: register what it captured.
-    comm.end_capture()?;
+    if let Some(c) = t.comm {
+        c.end_capture()?;
+    }
     graph.upload().during(|| "uploading the graph".into())?;
     let mut replay =
         |_: &mut dyn FnMut() -> CliResult| graph.launch().during(|| "launching the graph".into());
     // One replay untimed.
     replay(&mut *issue)?;
-    comm.synchronize()?;
+    t.synchronize()?;
     Ok((timed(&mut *issue, &mut replay)?, None))
+}
+
+/// An empty kernel in PTX (no NVRTC needed); the driver JIT-compiles it for
+/// any newer GPU.
+const EMPTY_KERNEL_PTX: &str =
+    ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry rj_empty()\n{\n\tret;\n}\n";
+
+/// The floor under a call's time: an empty kernel (one warp) launched through
+/// cudarc on the main stream, timed as the calls are. No call issues in less
+/// host time than one launch, nor replays faster than a graph's kernel node.
+fn launch_floor(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult<LaunchFloor> {
+    let ctx = comm.runtime(0).context();
+    let stream = comm.stream();
+    let module = ctx
+        .load_module(cudarc::nvrtc::Ptx::from_src(EMPTY_KERNEL_PTX))
+        .during(|| "loading the empty kernel's PTX".into())?;
+    let func = module
+        .load_function("rj_empty")
+        .during(|| "loading the empty kernel".into())?;
+    let cfg = cudarc::driver::LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut issue = || -> CliResult {
+        // SAFETY: the kernel takes no parameter and touches no memory.
+        unsafe { stream.launch_builder(&func).launch(cfg) }
+            .during(|| "launching the empty kernel".into())?;
+        Ok(())
+    };
+    let timed = Timed {
+        ctx,
+        stream,
+        comm: None,
+        aligned: false,
+    };
+    let (median_us, host_issue_us) = time_batches(&timed, a, &mut issue)?;
+    Ok(LaunchFloor {
+        median_us,
+        host_issue_us,
+    })
 }
 
 /// One rank process of `--processes`, its output forwarded as it comes.
