@@ -12,22 +12,41 @@ fn the_default_table_has_the_documented_shape() {
     // 2 ranks measured, 3..8 not: the table as a whole is not.
     assert!(!t.measured);
     assert!(t.source.contains("2 ranks measured"), "{}", t.source);
-    assert!(t.source.contains("4 ranks on 4 x H100"), "{}", t.source);
+    assert!(t.source.contains("4 ranks on 4 x H200"), "{}", t.source);
     assert!(t.source.contains("UNMEASURED"), "{}", t.source);
     assert_eq!(AlgoTable::default(), t);
-    // Two ranks (measured on 2 x H200): push up to 4 MB, one-shot above.
-    for bytes in [0, 16, 1 << 20, 4 << 20] {
+    // Two ranks (measured on 2 x H200): push up to 8 MB, and up to 16 MB for a
+    // copied input (the push kernel reads it in place); one-shot above.
+    for bytes in [0, 16, 1 << 20, 8 << 20] {
         assert_eq!(t.choose(2, bytes).unwrap(), Choice::PUSH, "{bytes}");
+        assert_eq!(
+            t.choose_for(2, bytes, true).unwrap(),
+            Choice::PUSH,
+            "{bytes}"
+        );
     }
-    for bytes in [(4 << 20) + 1, 64 << 20, usize::MAX] {
+    for bytes in [(8 << 20) + 1, 16 << 20, 64 << 20, usize::MAX] {
         assert_eq!(t.choose(2, bytes).unwrap(), Choice::ONE_SHOT, "{bytes}");
     }
+    assert_eq!(t.choose_for(2, 16 << 20, true).unwrap(), Choice::PUSH);
+    assert_eq!(
+        t.choose_for(2, (16 << 20) + 1, true).unwrap(),
+        Choice::ONE_SHOT
+    );
     // NCCL only where the communicator has it, and for two ranks only for
     // copied inputs from 128 MB.
     use redjit::all_reduce::choice::Route;
     assert_eq!(t.route_for(2, 128 << 20, true, true).unwrap(), Route::Nccl);
     assert_eq!(
         t.route_for(2, (128 << 20) - 1, true, true).unwrap(),
+        Route::Kernel(Choice::ONE_SHOT)
+    );
+    assert_eq!(
+        t.route_for(2, 12 << 20, true, true).unwrap(),
+        Route::Kernel(Choice::PUSH)
+    );
+    assert_eq!(
+        t.route_for(2, 12 << 20, true, false).unwrap(),
         Route::Kernel(Choice::ONE_SHOT)
     );
     assert_eq!(
@@ -48,20 +67,34 @@ fn the_default_table_has_the_documented_shape() {
             Route::Kernel(Choice::CP_ASYNC)
         );
     }
-    // Four ranks (measured on 4 x H100): push up to 1 MB, two-stage above,
-    // NCCL from 16 MB where the communicator has it.
-    assert_eq!(t.choose(4, 1 << 20).unwrap(), Choice::PUSH);
-    for bytes in [(1 << 20) + 1, 16 << 20, 1 << 30] {
-        assert_eq!(t.choose(4, bytes).unwrap(), Choice::TWO_STAGE, "{bytes}");
+    // Four ranks (measured on 4 x H200): push up to 256 KB, two-stage above,
+    // cp.async from 4 MB; NCCL from 256 MB where the communicator has it, from
+    // 16 MB for copied inputs.
+    assert_eq!(t.choose(4, 256 << 10).unwrap(), Choice::PUSH);
+    assert_eq!(t.choose_for(4, 256 << 10, true).unwrap(), Choice::PUSH);
+    for copied in [false, true] {
+        for bytes in [(256 << 10) + 1, 1 << 20, (4 << 20) - 1] {
+            let c = t.choose_for(4, bytes, copied).unwrap();
+            assert_eq!(c, Choice::TWO_STAGE, "{bytes} {copied}");
+        }
+        for bytes in [4 << 20, 16 << 20, 1 << 30] {
+            let c = t.choose_for(4, bytes, copied).unwrap();
+            assert_eq!(c, Choice::CP_ASYNC, "{bytes} {copied}");
+        }
     }
-    assert_eq!(t.route(4, 16 << 20, true).unwrap(), Route::Nccl);
+    assert_eq!(t.route(4, 256 << 20, true).unwrap(), Route::Nccl);
     assert_eq!(
-        t.route(4, (16 << 20) - 1, true).unwrap(),
-        Route::Kernel(Choice::TWO_STAGE)
+        t.route(4, (256 << 20) - 1, true).unwrap(),
+        Route::Kernel(Choice::CP_ASYNC)
     );
     assert_eq!(
-        t.route(4, 16 << 20, false).unwrap(),
-        Route::Kernel(Choice::TWO_STAGE)
+        t.route(4, 256 << 20, false).unwrap(),
+        Route::Kernel(Choice::CP_ASYNC)
+    );
+    assert_eq!(t.route_for(4, 16 << 20, true, true).unwrap(), Route::Nccl);
+    assert_eq!(
+        t.route_for(4, (16 << 20) - 1, true, true).unwrap(),
+        Route::Kernel(Choice::CP_ASYNC)
     );
     for (world, one_shot_max) in [(3, 512 << 10), (5, 256 << 10), (8, 256 << 10)] {
         assert_eq!(t.choose(world, one_shot_max).unwrap(), Choice::ONE_SHOT);
@@ -108,6 +141,7 @@ fn tables_can_be_forced_or_replaced() {
     let mut t = AlgoTable::placeholder();
     t.rows[6] = Thresholds {
         push_max: None,
+        push_max_copied: None,
         one_shot_max: Some(1024),
         cp_async_min: None,
     };

@@ -253,10 +253,10 @@ fn ops_scalars_and_dtypes_in_nccls_terms() {
 #[test]
 fn the_table_routes_to_nccl_only_where_the_communicator_has_it() {
     let t = AlgoTable::placeholder();
-    // Only the measured 4-rank row hands sizes over (from 16 MB, where the
-    // kernels lost to NCCL on 4 x H100); 2 ranks only for copied inputs.
+    // Only the measured 4-rank row hands sizes over (from 256 MB, where the
+    // kernels lost to NCCL on 4 x H200); 2 ranks only for copied inputs.
     let mut want = [None; 7];
-    want[2] = Some(16 << 20);
+    want[2] = Some(256 << 20);
     assert_eq!(t.nccl_min, want);
     for bytes in [0, 1 << 20, 1 << 30] {
         assert_eq!(
@@ -265,13 +265,13 @@ fn the_table_routes_to_nccl_only_where_the_communicator_has_it() {
         );
     }
     assert_eq!(
-        t.route(4, (16 << 20) - 1, true).unwrap(),
-        Route::Kernel(Choice::TWO_STAGE)
+        t.route(4, (256 << 20) - 1, true).unwrap(),
+        Route::Kernel(Choice::CP_ASYNC)
     );
-    assert_eq!(t.route(4, 16 << 20, true).unwrap(), Route::Nccl);
+    assert_eq!(t.route(4, 256 << 20, true).unwrap(), Route::Nccl);
     assert_eq!(
-        t.route(4, 16 << 20, false).unwrap(),
-        Route::Kernel(Choice::TWO_STAGE)
+        t.route(4, 256 << 20, false).unwrap(),
+        Route::Kernel(Choice::CP_ASYNC)
     );
     // A hand-over set by hand on an unmeasured row.
     let mut t = AlgoTable::placeholder();

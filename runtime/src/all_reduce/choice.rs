@@ -26,12 +26,14 @@
 //! enough data to hide the extra shared-memory round trip.
 //!
 //! **2 and 4 ranks are measured; 3 and 5 to 8 are not.** The 2-rank row and
-//! its NCCL hand-over come from 2 x H200 (NVLink, 2026-11-26, BENCHMARKS.md):
-//! the push kernel up to 4 MB, one-shot above, and NCCL from 128 MB for a
-//! copied input. The 4-rank row from 4 x H100 (the same day): push up to 1 MB,
-//! two-stage above, NCCL from 16 MB. The other rows are the shape vLLM and
+//! its NCCL hand-over come from 2 x H200 (NVLink, 2026-11-26, BENCHMARKS.md,
+//! s18): the push kernel up to 8 MB (16 MB for a copied input, which the push
+//! kernel reads in place), one-shot above, and NCCL from 128 MB for a copied
+//! input. The 4-rank row from 4 x H200 (the same day): push up to 256 KB,
+//! two-stage above, with `cp.async` from 4 MB; NCCL from 256 MB (16 MB for a
+//! copied input). The other rows are the shape vLLM and
 //! SGLang ship for NVLink machines (one-shot up to 512 KB at 3, 256 KB at 5 to
-//! 8) and a guessed 8 MB for `cp.async`; the 4- and 8-GPU issue measures them
+//! 8) and a guessed 8 MB for `cp.async`; the 8-GPU issue measures them
 //! (`measured` stays false until every row is).
 //!
 //! Topology: the table assumes full peer access over NVLink. Ranks on one GPU
@@ -110,6 +112,11 @@ pub struct Thresholds {
     /// never). The communicator runs one-shot instead where the push kernel
     /// cannot take the call (a message past its window, a misaligned input).
     pub push_max: Option<usize>,
+    /// For a call whose inputs would be copied into the staging buffers
+    /// first: the largest message that runs the push kernel, where larger
+    /// than `push_max` (`None`: `push_max`). The push kernel reads its input
+    /// in place and so saves the copy the others pay.
+    pub push_max_copied: Option<usize>,
     /// Largest message (bytes per rank) that runs one-shot (`None`: never).
     pub one_shot_max: Option<usize>,
     /// Smallest message (bytes per rank) that runs two-stage with `cp.async`
@@ -167,6 +174,7 @@ impl AlgoTable {
     pub fn placeholder() -> AlgoTable {
         let row = |one_shot_max: usize, cp_async_min: usize| Thresholds {
             push_max: None,
+            push_max_copied: None,
             one_shot_max: Some(one_shot_max),
             cp_async_min: (cp_async_min != usize::MAX).then_some(cp_async_min),
         };
@@ -180,33 +188,43 @@ impl AlgoTable {
             row(256 * KB, 8 * MB),       // 8
         ];
         // 2 ranks, measured (2 x H200, NVLink, one process per GPU, bf16;
-        // BENCHMARKS.md, 2026-11-26, s16 run3): push up to 4 MB (19.6 us
-        // against one-shot's 21.4 at 4 MB; 70.4 against 59.5 at 16 MB),
-        // one-shot above; cp.async never (3245.6 us against 3229.3 at 1 GB).
-        rows[0].push_max = Some(4 * MB);
-        // 4 ranks, measured (4 x H100, NVLink, one process per GPU, bf16,
-        // registered inputs; BENCHMARKS.md, 2026-11-26, s16 run7): push up to
-        // 1 MB (16.9 us against two-stage's 17.3 and cp.async's 17.0 at 1 MB),
-        // two-stage above (36.8 against cp.async's 40.8 at 4 MB), never
-        // one-shot or cp.async; NCCL from 16 MB, where the kernels lose (122.7
-        // against 103.5 at 16 MB; 36.8 against 50.6 at 4 MB).
+        // BENCHMARKS.md, 2026-11-26, s18 run2): push up to 8 MB (32.3 us
+        // against one-shot's 33.6 at 8 MB registered; 63.5 against 58.8 at
+        // 16 MB), and for a copied input up to 16 MB (63.5 against one-shot's
+        // 70.1, which copies first; 130.6 against 128.9 at 32 MB); one-shot
+        // above; cp.async never (3202.4 us against 3208.7 for two-stage at
+        // 1 GB; the cp.async kernel is slower at every size there).
+        rows[0].push_max = Some(8 * MB);
+        rows[0].push_max_copied = Some(16 * MB);
+        // 4 ranks, measured (4 x H200, NVLink, one process per GPU, bf16;
+        // BENCHMARKS.md, 2026-11-26, s18 run3): push up to 256 KB (8.4 us
+        // against two-stage's 10.8; 18.1 against 14.3 at 1 MB; 512 KB not
+        // measured), two-stage above, cp.async from 4 MB (29.9 against 31.9
+        // at 4 MB, 87.5 against 89.8 at 16 MB), never one-shot; NCCL from
+        // 256 MB for inputs read in place (1224.7 against NCCL's 1186.3;
+        // 317.5 against 326.1 at 64 MB; 128 MB not measured) and from 16 MB
+        // for copied ones (98.2 against 98.2 at 16 MB, 352.6 against 326.1 at
+        // 64 MB; 33.1 against 43.0 at 4 MB).
         rows[2] = Thresholds {
-            push_max: Some(MB),
+            push_max: Some(256 * KB),
+            push_max_copied: None,
             one_shot_max: None,
-            cp_async_min: None,
+            cp_async_min: Some(4 * MB),
         };
         let mut nccl_min = [None; 7];
-        nccl_min[2] = Some(16 * MB);
+        nccl_min[2] = Some(256 * MB);
         let mut nccl_min_copied = [None; 7];
-        // A copied input ties NCCL at 64 MB (247.7 us against 248.1) and
-        // loses from 128 MB (482.6 against 468.1, run1); in place it wins.
+        // A copied input beats NCCL at 64 MB (243.6 us against 251.2) and
+        // loses from 128 MB (473.8 against 470.3, 934.8 against 894.0 at
+        // 256 MB); in place it wins at every size to 1 GB.
         nccl_min_copied[0] = Some(128 * MB);
+        nccl_min_copied[2] = Some(16 * MB);
         AlgoTable {
             rows,
             nccl_min,
             nccl_min_copied,
             measured: false,
-            source: "2 ranks measured on 2 x H200, 4 ranks on 4 x H100 (BENCHMARKS.md, 2026-11-26); 3 and 5-8 ranks an UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
+            source: "2 ranks measured on 2 x H200, 4 ranks on 4 x H200 (BENCHMARKS.md, 2026-11-26, s18); 3 and 5-8 ranks an UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
         }
     }
 
@@ -215,21 +233,25 @@ impl AlgoTable {
         let t = match choice {
             c if c == Choice::PUSH => Thresholds {
                 push_max: Some(usize::MAX),
+                push_max_copied: None,
                 one_shot_max: Some(usize::MAX),
                 cp_async_min: None,
             },
             c if c == Choice::ONE_SHOT => Thresholds {
                 push_max: None,
+                push_max_copied: None,
                 one_shot_max: Some(usize::MAX),
                 cp_async_min: None,
             },
             c if c == Choice::CP_ASYNC => Thresholds {
                 push_max: None,
+                push_max_copied: None,
                 one_shot_max: None,
                 cp_async_min: Some(0),
             },
             _ => Thresholds {
                 push_max: None,
+                push_max_copied: None,
                 one_shot_max: None,
                 cp_async_min: None,
             },
@@ -273,7 +295,7 @@ impl AlgoTable {
     /// [`Self::route`] for a call whose inputs are `copied` into the staging
     /// buffers first (then `nccl_min_copied` applies too).
     pub fn route_for(&self, world: u32, bytes: usize, nccl: bool, copied: bool) -> Result<Route> {
-        let choice = self.choose(world, bytes)?;
+        let choice = self.choose_for(world, bytes, copied)?;
         let w = world as usize - 2;
         let from = match (self.nccl_min[w], self.nccl_min_copied[w]) {
             (a, b) if copied => a.into_iter().chain(b).min(),
@@ -286,15 +308,28 @@ impl AlgoTable {
         })
     }
 
-    /// The kernel for `world` ranks and `bytes` bytes per rank.
+    /// The kernel for `world` ranks and `bytes` bytes per rank, inputs read in
+    /// place.
     pub fn choose(&self, world: u32, bytes: usize) -> Result<Choice> {
+        self.choose_for(world, bytes, false)
+    }
+
+    /// [`Self::choose`] for inputs that are `copied` into the staging buffers
+    /// first (then `push_max_copied` applies too).
+    pub fn choose_for(&self, world: u32, bytes: usize, copied: bool) -> Result<Choice> {
         let Some(t) = (world as usize)
             .checked_sub(2)
             .and_then(|i| self.rows.get(i))
         else {
             return Err(err(format!("world {world}: the table covers 2..=8 ranks")));
         };
-        Ok(if t.push_max.is_some_and(|m| bytes <= m) {
+        // Option's order puts None below every Some.
+        let push_max = if copied {
+            t.push_max.max(t.push_max_copied)
+        } else {
+            t.push_max
+        };
+        Ok(if push_max.is_some_and(|m| bytes <= m) {
             Choice::PUSH
         } else if t.one_shot_max.is_some_and(|m| bytes <= m) {
             Choice::ONE_SHOT
