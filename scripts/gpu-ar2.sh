@@ -30,7 +30,7 @@ if [ -z "${REDJIT_NCCL_LIB:-}" ]; then
     export REDJIT_NCCL_LIB="$nccl_dir"
 fi
 BYTES=${AR_BYTES:-8K,16K,32K,64K,128K,256K,512K,1M,2M,4M,8M,16M,32M,64M,128M,256M,512M,1G}
-ALGOS=${BENCH_ALGOS:-one-shot,two-stage,two-stage-cp,push}
+ALGOS=${BENCH_ALGOS:-one-shot,two-stage,two-stage-cp,push,push-ll}
 ITERS=${AR_ITERS:-20}
 status=0
 steps=("$@")

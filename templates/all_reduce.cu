@@ -30,6 +30,17 @@
 // before the middle barrier, and a rank rewrites its scratch only after the next
 // call's start barrier, which no peer reaches before it is done reading it (the
 // CPU model in all_reduce::protocol checks both).
+{%- elif ll %}
+// LL push (NCCL's low-latency protocol, one-shot): every rank stores its input
+// into its region of each peer's LL buffer as 16-byte lines {data, flag, data,
+// flag}, flag = this block's call count c, in the buffer set of c's parity; every
+// rank polls its own regions until both flags of a line read c (each 8-byte
+// {data, flag} half lands whole), then reduces in rank order. No barrier: the
+// flags are the signal, and a line's data is there when its flags are. A rank
+// overwrites set s of a peer only two calls of block b later, and it reaches
+// that call only after finishing the one between, for which it needed the
+// peer's data (LL) or the peer at a barrier: the peer had finished reading set
+// s by then.
 {%- elif push %}
 // Push one-shot: every rank stores its input into its region of each peer's push
 // buffer, in the buffer set of this call's parity; start barrier; every rank
@@ -237,7 +248,108 @@ __device__ __forceinline__ void reduce_staged(rj_u32 stage, rj_u32 buf, const Op
 {%- endif %}
 }  // namespace {{ name }}_impl
 
-{% if push -%}
+{% if ll -%}
+namespace {{ name }}_impl {
+// Pack p of n elements at `a`: whole, or the last one's elements below n and
+// zeros.
+__device__ __forceinline__ rj_b128 ll_load(rj_u64 a, rj_u64 p, rj_u64 n) {
+  if ((p + 1) * kElts <= n) return rj_load_plain::b128(a + p * 16u);
+  float x[kElts];
+#pragma unroll
+  for (int e = 0; e < kElts; ++e) x[e] = p * kElts + e < n ? rj_ld1<T, rj_load_plain>(a, p * kElts + e) : 0.0f;
+  return rj_ar_pack16<T>(x);
+}
+// Waits until both lines of a pack at `a` carry flag c (false, with the error
+// word written, once timeout_ns has passed), then gives the pack's data.
+__device__ __forceinline__ bool ll_recv(rj_u64 a, rj_u32 c, rj_u64 timeout_ns, rj_u64 error, rj_u32 from,
+                                        rj_b128& v) {
+  rj_b128 lo = rj_load_volatile::b128(a), hi = rj_load_volatile::b128(a + 16u);
+  if (lo.y != c || lo.w != c || hi.y != c || hi.w != c) {
+    const rj_u64 t0 = rj_globaltimer();
+    for (;;) {
+      lo = rj_load_volatile::b128(a);
+      hi = rj_load_volatile::b128(a + 16u);
+      if (lo.y == c && lo.w == c && hi.y == c && hi.w == c) break;
+      if (rj_globaltimer() - t0 > timeout_ns) {
+        rj_st_relaxed_sys(error, 0x80000000u | (kArData << 24) | (from << 16) | (blockIdx.x & 0xffffu));
+        return false;
+      }
+    }
+  }
+  v = rj_b128{lo.x, lo.z, hi.x, hi.z};
+  return true;
+}
+}  // namespace {{ name }}_impl
+
+// Launched with exactly {{ threads }} threads per block and the communicator's fixed push
+// grid on every rank (block b sends and receives the same packs on every rank,
+// so a line's flag is the count of the same block b everywhere). `in_ptr` is
+// this rank's input, read in place (16-byte aligned; the launcher checks);
+// ll.p[q] is rank q's LL buffer: two sets of kRanks regions of `window` bytes
+// (two per pack: one line per 8 bytes of data), set s region r written by rank
+// r only.
+extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
+    const void* in_ptr, rj_ar_ptrs sig, rj_ar_ptrs ll, void* out_ptr,
+    rj_u32 rank, rj_u64 n, float op_arg, rj_u64 timeout_ns, rj_u32* error_ptr, rj_u64 window) {
+  using namespace {{ name }}_impl;
+  const Op op = {op_arg};
+  const rj_u64 in = rj_cvta_global(in_ptr);
+  const rj_u64 out = rj_cvta_global(out_ptr);
+  const rj_u64 error = rj_cvta_global(error_ptr);
+  const rj_u64 thread = (rj_u64)blockIdx.x * blockDim.x + threadIdx.x;
+  const rj_u64 n_threads = (rj_u64)gridDim.x * blockDim.x;
+  // Every element travels in a pack: the last one partial, zero-filled.
+  const rj_u64 n_packs = (n + kElts - 1) / kElts;
+  // A block with no pack sits the call out, its count unchanged: on every rank
+  // alike (the same n and grid).
+  if (blockIdx.x != 0 && (rj_u64)blockIdx.x * blockDim.x >= n_packs) return;
+  const rj_u64 counter = rj_ar_pick<kRanks>(sig, rank) + rj_ar_counter_off(blockIdx.x);
+  const rj_u32 c = rj_load_volatile::b32(counter) + 1u;
+  const rj_u64 set = (rj_u64)(c & 1u) * kRanks * window;
+  const rj_u64 mine = set + (rj_u64)rank * window;
+  for (rj_u64 p = thread; p < n_packs; p += n_threads) {
+    const rj_b128 v = ll_load(in, p, n);
+    const rj_b128 lo = rj_b128{v.x, c, v.y, c};
+    const rj_b128 hi = rj_b128{v.z, c, v.w, c};
+#pragma unroll
+    for (int q = 0; q < kRanks; ++q) {
+      if (q == (int)rank) continue;
+      rj_st_volatile_b128(ll.p[q] + mine + p * 32u, lo);
+      rj_st_volatile_b128(ll.p[q] + mine + p * 32u + 16u, hi);
+    }
+  }
+  // Rank order 0..R-1 on every rank: its own input for itself, the lines its
+  // peers stored for them.
+  const rj_u64 local = rj_ar_pick<kRanks>(ll, rank) + set;
+  bool ok = true;
+  for (rj_u64 p = thread; ok && p < n_packs; p += n_threads) {
+    float acc[kElts];
+#pragma unroll
+    for (int q = 0; q < kRanks; ++q) {
+      rj_b128 v = rj_b128{0u, 0u, 0u, 0u};
+      if (q == (int)rank) v = ll_load(in, p, n);
+      else if (ok && !ll_recv(local + (rj_u64)q * window + p * 32u, c, timeout_ns, error, (rj_u32)q, v)) ok = false;
+      float x[kElts];
+      rj_ar_unpack16<T>(v, x);
+#pragma unroll
+      for (int e = 0; e < kElts; ++e) acc[e] = q == 0 ? op.pre(x[e]) : op.apply(acc[e], op.pre(x[e]));
+    }
+    if (!ok) break;
+#pragma unroll
+    for (int e = 0; e < kElts; ++e) acc[e] = op.post(acc[e]);
+    if ((p + 1) * kElts <= n) {
+      rj_st_b128(out + p * 16u, rj_ar_pack16<T>(acc));
+    } else {
+#pragma unroll
+      for (int e = 0; e < kElts; ++e)
+        if (p * kElts + e < n) rj_st1<T>(out, p * kElts + e, acc[e]);
+    }
+  }
+  // Every thread has read the count: the next call's is this one's.
+  __syncthreads();
+  if (threadIdx.x == 0) rj_st_b32(counter, c);
+}
+{%- elif push -%}
 // Launched with exactly {{ threads }} threads per block and the communicator's fixed push
 // grid on every rank (at most kArMaxBlocks: the signal buffer's slots). `in_ptr` is
 // this rank's input, read in place (16-byte aligned; the launcher checks);

@@ -130,6 +130,7 @@ fn tables_can_be_forced_or_replaced() {
         Choice::TWO_STAGE,
         Choice::CP_ASYNC,
         Choice::PUSH,
+        Choice::PUSH_LL,
     ] {
         let t = AlgoTable::always(c);
         for world in 2..=8 {
@@ -140,6 +141,7 @@ fn tables_can_be_forced_or_replaced() {
     }
     let mut t = AlgoTable::placeholder();
     t.rows[6] = Thresholds {
+        ll_max: None,
         push_max: None,
         push_max_copied: None,
         one_shot_max: Some(1024),
@@ -155,9 +157,12 @@ fn the_environment_override_parses_or_names_the_choices() {
     assert_eq!(parse_forced(" TwoStage ").unwrap(), Choice::TWO_STAGE);
     assert_eq!(parse_forced("cpasync").unwrap(), Choice::CP_ASYNC);
     assert_eq!(parse_forced("push").unwrap(), Choice::PUSH);
+    assert_eq!(parse_forced("PushLL").unwrap(), Choice::PUSH_LL);
     let e = parse_forced("ring").unwrap_err().to_string();
     assert!(
-        e.contains("REDJIT_AR_ALGO=\"ring\": expected one of: oneshot, twostage, cpasync, push"),
+        e.contains(
+            "REDJIT_AR_ALGO=\"ring\": expected one of: oneshot, twostage, cpasync, push, pushll"
+        ),
         "{e}"
     );
     // Without the variable set, with_env keeps the table (this test never sets it:

@@ -97,3 +97,51 @@ fn one_shot_quantized_source_and_ptx() {
 fn two_stage_quantized_source_and_ptx() {
     check_and_snapshot("all_reduce_r4_f32_sum_twostage_q_bf16_sr", 2, false);
 }
+
+#[test]
+fn push_ll_bf16_source_and_ptx() {
+    // No barrier: each line's flags are the signal.
+    let name = "all_reduce_r4_bf16_sum_pushll";
+    let spec: AllReduceSpec = name.parse().unwrap();
+    let code = common::checked_source(
+        &spec,
+        &format!(
+            "extern \"C\" __global__ void __launch_bounds__({}, 1) {name}(",
+            spec.threads()
+        ),
+    );
+    assert_eq!(code.matches("rj_ar_barrier<kRanks>(").count(), 0);
+    assert!(code.contains("rj_st_volatile_b128(ll.p[q]"), "{name}");
+    snapshot!(format!("{name}.cu"), code.as_str());
+
+    let Some(nvrtc) = common::nvrtc_or_skip() else {
+        return;
+    };
+    let ptx = common::sm90_ptx(&spec);
+    assert!(!ptx.contains(".local"), "{name}: local memory");
+    assert!(
+        !ptx.contains("trap"),
+        "{name}: a trap would poison the context"
+    );
+    // No fence, no release or acquire: the lines are stored and polled
+    // volatile, 16 bytes at a time (two lines a pack for each rank of the
+    // unrolled loop, the own one skipped at run time), and
+    // the spin is bounded (the timer read before and inside it, the error word
+    // written with a relaxed system store, once per unrolled rank).
+    let counts = [
+        ("st.release.sys.global.u32", 0),
+        ("ld.acquire.sys.global.u32", 0),
+        ("bar.red.and.pred", 0),
+        ("fence", 0),
+        ("membar", 0),
+        ("st.volatile.global.v4.u32", 8),
+        ("st.relaxed.sys.global.u32", 4),
+    ];
+    common::assert_instruction_counts(name, &ptx, &counts);
+    assert!(ptx.contains("ld.volatile.global.v4.u32"), "{name}");
+    assert!(ptx.contains("%globaltimer"), "{name}");
+    snapshot!(
+        format!("{name}.sm_90.ptx"),
+        common::ptx_snapshot_text(name, &nvrtc.version_string(), &ptx)
+    );
+}

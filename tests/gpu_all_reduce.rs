@@ -31,6 +31,7 @@ fn comm(world: u32, max_bytes: usize, timeout: Duration) -> Option<Communicator>
                 max_bytes,
                 // The push kernel takes every size the tests send.
                 push_bytes: Some(max_bytes),
+                ll_bytes: Some(max_bytes),
                 ..CommOptions::default()
             },
         )
@@ -137,10 +138,12 @@ fn a_rank_never_launched_is_an_error_within_the_timeout() {
         let Error::Broken { reason } = &e else {
             panic!("{e}")
         };
-        assert!(
-            reason.contains("Start barrier waiting for rank 2"),
-            "{reason}"
-        );
+        // The LL push kernel has no barrier: it waits for the rank's lines.
+        let waited = match algo {
+            AllReduceAlgo::PushLl => "waiting for rank 2's data",
+            _ => "Start barrier waiting for rank 2",
+        };
+        assert!(reason.contains(waited), "{algo}: {reason}");
         // Broken until rebuilt.
         let again = c.all_reduce(&inputs, &mut outputs, call(None)).unwrap_err();
         assert!(matches!(again, Error::Broken { .. }), "{again}");
@@ -285,37 +288,43 @@ fn push_refuses_messages_past_its_window() {
     if common::gpu_or_skip().is_none() {
         return;
     }
-    let c = Communicator::new(
-        Placement::SameGpu {
-            ordinal: 0,
-            world: 2,
-        },
-        CommOptions {
-            max_bytes: 1 << 20,
-            push_bytes: Some(4096),
-            algos: redjit::all_reduce::choice::AlgoTable::always(
-                redjit::all_reduce::choice::Choice::PUSH,
-            ),
-            ..CommOptions::default()
-        },
-    )
-    .unwrap();
-    let inputs: Vec<Vec<f32>> = (0..2)
-        .map(|r| (0..2048).map(|i| exact(3, r, i) as f32).collect())
-        .collect();
-    let e = common::ar::try_run(&c, &inputs, 0, Call::sum(AllReduceAlgo::Push)).unwrap_err();
-    assert!(
-        e.to_string().contains("push window") && e.to_string().contains("push_bytes"),
-        "{e}"
-    );
-    assert_eq!(c.choose(8192).unwrap().algo, AllReduceAlgo::OneShot);
-    assert_eq!(c.choose(4096).unwrap().algo, AllReduceAlgo::Push);
-    // At the window's size it runs, bit for bit.
-    let inputs: Vec<Vec<f32>> = inputs.iter().map(|v| v[..1024].to_vec()).collect();
-    let outs = common::ar::run(&c, &inputs, 0, Call::sum(AllReduceAlgo::Push));
-    for (r, o) in outs.iter().enumerate() {
-        for i in 0..1024 {
-            assert_eq!(o[i], inputs[0][i] + inputs[1][i], "rank {r} element {i}");
+    use redjit::all_reduce::choice::{AlgoTable, Choice};
+    for (choice, option) in [(Choice::PUSH, "push_bytes"), (Choice::PUSH_LL, "ll_bytes")] {
+        let c = Communicator::new(
+            Placement::SameGpu {
+                ordinal: 0,
+                world: 2,
+            },
+            CommOptions {
+                max_bytes: 1 << 20,
+                push_bytes: Some(4096),
+                ll_bytes: Some(4096),
+                algos: AlgoTable::always(choice),
+                ..CommOptions::default()
+            },
+        )
+        .unwrap();
+        let inputs: Vec<Vec<f32>> = (0..2)
+            .map(|r| (0..2048).map(|i| exact(3, r, i) as f32).collect())
+            .collect();
+        let e = common::ar::try_run(&c, &inputs, 0, Call::sum(choice.algo)).unwrap_err();
+        assert!(
+            e.to_string().contains("push window") && e.to_string().contains(option),
+            "{e}"
+        );
+        assert_eq!(c.choose(8192).unwrap().algo, AllReduceAlgo::OneShot);
+        assert_eq!(c.choose(4096).unwrap().algo, choice.algo);
+        // At the window's size it runs, bit for bit.
+        let inputs: Vec<Vec<f32>> = inputs.iter().map(|v| v[..1024].to_vec()).collect();
+        let outs = common::ar::run(&c, &inputs, 0, Call::sum(choice.algo));
+        for (r, o) in outs.iter().enumerate() {
+            for i in 0..1024 {
+                assert_eq!(
+                    o[i],
+                    inputs[0][i] + inputs[1][i],
+                    "{choice:?} rank {r} element {i}"
+                );
+            }
         }
     }
 }
@@ -441,6 +450,7 @@ fn every_kernel_is_exact_at_the_grid_caps() {
             CommOptions {
                 max_bytes,
                 push_bytes: Some(max_bytes),
+                ll_bytes: Some(max_bytes),
                 max_blocks: Some(cap),
                 ..CommOptions::default()
             },

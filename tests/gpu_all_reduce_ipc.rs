@@ -28,7 +28,7 @@ use cudarc::driver::sys;
 use half::bf16;
 use redjit::all_reduce::{Call, CommOptions, Communicator, Placement};
 use redjit::peer::LegacyAlloc;
-use redjit::{AllReduceAlgo, KernelInput, KernelOutput};
+use redjit::{KernelInput, KernelOutput};
 
 /// Runs `world` children of this binary, each `--exact <test>` with
 /// `REDJIT_AR_IPC=<socket>,<rank>,<world>,<gpus>` (rank r on GPU r % gpus),
@@ -129,11 +129,7 @@ fn ipc_rank() {
         for (k, &(algo, cp_async)) in ALGOS.iter().enumerate() {
             let seed = (seed * 3 + k) as u64;
             // A misaligned input view (the push kernel reads aligned ones in place).
-            let offset = if algo == AllReduceAlgo::Push {
-                8
-            } else {
-                1 + k
-            };
+            let offset = if common::ar::in_place(algo) { 8 } else { 1 + k };
             let call = Call {
                 cp_async,
                 ..Call::sum(algo)
@@ -316,6 +312,7 @@ fn process_rank(
             max_bytes,
             // The push kernel takes every size the tests send.
             push_bytes: Some(max_bytes),
+            ll_bytes: Some(max_bytes),
             join_timeout: Duration::from_secs(60),
             ..CommOptions::default()
         },

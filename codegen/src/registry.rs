@@ -714,6 +714,12 @@ registry_enum! {
         /// count's parity, so a rank overwrites a buffer set only after every
         /// peer has passed a later barrier, which it does after reading it.
         Push => AllReduceAlgoInfo { slug: "push", barriers: 1 },
+        /// The push kernel on NCCL's low-latency protocol: each 8 bytes of data
+        /// travel with a flag (the call's count) in one 16-byte line, and a
+        /// rank polls its own memory for the flags instead of meeting its
+        /// peers at a barrier. Twice the bytes on the wire, no barrier: for
+        /// small messages.
+        PushLl => AllReduceAlgoInfo { slug: "pushll", barriers: 0 },
     }
 }
 

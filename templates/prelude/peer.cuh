@@ -61,8 +61,8 @@ __device__ __forceinline__ bool rj_block_all(bool p) {
 
 // The error word's encoding (the host decodes it: all_reduce::protocol):
 // bit 31 set, barrier kind in bits 24..30, the peer waited for in 16..23, the
-// block in 0..15.
-enum : rj_u32 { kArStart = 1, kArMiddle = 2, kArEnd = 3 };
+// block in 0..15. kArData: the LL push kernel, polling for a peer's flagged data.
+enum : rj_u32 { kArStart = 1, kArMiddle = 2, kArEnd = 3, kArData = 4 };
 
 // The signal barrier (seed 003 step 3; modelled on the CPU in
 // all_reduce::protocol). Block b of every rank takes part; thread t < R talks to

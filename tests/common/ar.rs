@@ -14,18 +14,24 @@ use redjit::peer::LegacyAlloc;
 use redjit::{AllReduceAlgo, DType, KernelInput, KernelOutput, Op};
 
 /// The kernels every test walks: one-shot, two-stage, two-stage with cp.async,
-/// push.
-pub const ALGOS: [(AllReduceAlgo, bool); 4] = [
+/// push, LL push.
+pub const ALGOS: [(AllReduceAlgo, bool); 5] = [
     (AllReduceAlgo::OneShot, false),
     (AllReduceAlgo::TwoStage, false),
     (AllReduceAlgo::TwoStage, true),
     (AllReduceAlgo::Push, false),
+    (AllReduceAlgo::PushLl, false),
 ];
+
+/// Whether `algo` reads its inputs in place (the push kernels).
+pub fn in_place(algo: AllReduceAlgo) -> bool {
+    matches!(algo, AllReduceAlgo::Push | AllReduceAlgo::PushLl)
+}
 
 /// Whether `algo` can read an input view `offset` elements of `dtype` into a
 /// 16-byte aligned allocation (the push kernel reads inputs in place).
 pub fn takes_offset(algo: AllReduceAlgo, dtype: DType, offset: usize) -> bool {
-    algo != AllReduceAlgo::Push || (offset * dtype.info().bytes as usize).is_multiple_of(16)
+    !in_place(algo) || (offset * dtype.info().bytes as usize).is_multiple_of(16)
 }
 
 /// Host values of one dtype, as f64, and their bits.
@@ -450,9 +456,7 @@ pub fn graph_of_16_replayed(c: &Communicator, replays: u64) -> Duration {
         .unwrap()
         .expect("a captured graph");
     // The push kernel reads its inputs in place with no table slot.
-    let slotted = (0..16)
-        .filter(|&k| call(k).algo != AllReduceAlgo::Push)
-        .count();
+    let slotted = (0..16).filter(|&k| !in_place(call(k).algo)).count();
     assert_eq!(c.end_capture().unwrap() as usize, slotted);
 
     let t0 = Instant::now();

@@ -62,9 +62,9 @@ pub struct AllReduceBenchArgs {
     #[arg(long, value_parser = crate::args::parse_dtype, default_value_t = DType::BF16)]
     pub dtype: DType,
 
-    /// Kernels, comma-separated: one-shot, two-stage, two-stage-cp, push (its
-    /// window is then the largest size).
-    #[arg(long, value_delimiter = ',', default_values_t = vec!["one-shot".to_string(), "two-stage".to_string(), "two-stage-cp".to_string(), "push".to_string()])]
+    /// Kernels, comma-separated: one-shot, two-stage, two-stage-cp, push,
+    /// push-ll (a push kernel's window is then the largest size).
+    #[arg(long, value_delimiter = ',', default_values_t = vec!["one-shot".to_string(), "two-stage".to_string(), "two-stage-cp".to_string(), "push".to_string(), "push-ll".to_string()])]
     pub algos: Vec<String>,
 
     /// Ranks on GPUs 0..R-1 [default: every GPU].
@@ -195,8 +195,9 @@ fn parse_algo(s: &str) -> CliResult<(AllReduceAlgo, bool)> {
         "two-stage" => Ok((AllReduceAlgo::TwoStage, false)),
         "two-stage-cp" => Ok((AllReduceAlgo::TwoStage, true)),
         "push" => Ok((AllReduceAlgo::Push, false)),
+        "push-ll" => Ok((AllReduceAlgo::PushLl, false)),
         _ => Err(CliError::usage(format!(
-            "unknown all-reduce kernel {s:?}: one of one-shot, two-stage, two-stage-cp, push"
+            "unknown all-reduce kernel {s:?}: one of one-shot, two-stage, two-stage-cp, push, push-ll"
         ))),
     }
 }
@@ -289,10 +290,17 @@ fn check(a: &AllReduceBenchArgs) -> CliResult<Checked> {
             a.dtype
         )));
     }
-    if a.quantized && algos.iter().any(|(algo, _)| *algo == AllReduceAlgo::Push) {
-        return Err(CliError::usage(
-            "--quantized with --algos push: quantized transport is a variant of one-shot and two-stage only",
-        ));
+    if let Some((algo, _)) = algos.iter().find(|(algo, _)| {
+        a.quantized && matches!(algo, AllReduceAlgo::Push | AllReduceAlgo::PushLl)
+    }) {
+        return Err(CliError::usage(format!(
+            "--quantized with --algos {}: quantized transport is a variant of one-shot and two-stage only",
+            if *algo == AllReduceAlgo::Push {
+                "push"
+            } else {
+                "push-ll"
+            }
+        )));
     }
     if a.batch == 0 || a.iters == 0 {
         return Err(CliError::usage("--batch and --iters must be at least 1"));
@@ -425,6 +433,10 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
                 .iter()
                 .any(|(algo, _)| *algo == AllReduceAlgo::Push)
                 .then_some(largest),
+            ll_bytes: algos
+                .iter()
+                .any(|(algo, _)| *algo == AllReduceAlgo::PushLl)
+                .then_some(largest),
             timeout: Duration::from_secs(30),
             graph_slots: captured.max(1),
             no_event_tracking: a.untracked,
@@ -539,6 +551,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
                     AllReduceAlgo::OneShot => "one-shot",
                     AllReduceAlgo::TwoStage => "two-stage",
                     AllReduceAlgo::Push => "push",
+                    AllReduceAlgo::PushLl => "push-ll",
                 },
                 if cp_async { "-cp" } else { "" }
             ) + if a.quantized { "-q" } else { "" };

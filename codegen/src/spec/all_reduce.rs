@@ -224,6 +224,7 @@ impl AllReduceSpec {
                     (AllReduceAlgo::TwoStage, false),
                     (AllReduceAlgo::TwoStage, true),
                     (AllReduceAlgo::Push, false),
+                    (AllReduceAlgo::PushLl, false),
                 ] {
                     let spec = AllReduceSpec {
                         world,
@@ -280,6 +281,7 @@ impl AllReduceSpec {
             op_functor: self.op.info().functor,
             two_stage: self.algo == AllReduceAlgo::TwoStage,
             push: self.algo == AllReduceAlgo::Push,
+            ll: self.algo == AllReduceAlgo::PushLl,
             cp_async: self.cp_async,
             threads: self.threads(),
             stage: self.stage.slug(),
@@ -321,6 +323,8 @@ struct AllReduceContext {
     two_stage: bool,
     /// One-shot by writes into the peers' push buffers (see the registry).
     push: bool,
+    /// The push kernel on flagged lines, no barrier (see the registry).
+    ll: bool,
     cp_async: bool,
     threads: u32,
     /// "whole", "rs" or "ag".
@@ -369,13 +373,14 @@ impl KernelSpec for AllReduceSpec {
                 ),
             ));
         }
-        if let (Some(t), AllReduceAlgo::Push) = (self.transport, self.algo) {
+        if let (Some(t), AllReduceAlgo::Push | AllReduceAlgo::PushLl) = (self.transport, self.algo)
+        {
             return Err(SpecError::invalid(
                 "transport",
                 t,
                 format!(
                     "the {} kernel writes the input itself to its peers; quantized transport is a variant of {} and {}",
-                    AllReduceAlgo::Push,
+                    self.algo,
                     AllReduceAlgo::OneShot,
                     AllReduceAlgo::TwoStage
                 ),

@@ -59,7 +59,7 @@
 //! # Ok::<(), redjit_runtime::Error>(())
 //! ```
 //!
-//! Override order: `REDJIT_AR_ALGO` (`oneshot`, `twostage`, `cpasync` or `push`) in
+//! Override order: `REDJIT_AR_ALGO` (`oneshot`, `twostage`, `cpasync`, `push` or `pushll`) in
 //! the environment forces one kernel, and `nccl` routes every size to NCCL
 //! where the communicator has it ([`AlgoTable::with_env`]); otherwise
 //! `CommOptions::algos`, which defaults to the placeholder.
@@ -101,13 +101,24 @@ impl Choice {
         algo: AllReduceAlgo::Push,
         cp_async: false,
     };
+    /// The push kernel on flagged lines, no barrier (within
+    /// `CommOptions::ll_bytes`, inputs 16-byte aligned).
+    pub const PUSH_LL: Choice = Choice {
+        algo: AllReduceAlgo::PushLl,
+        cp_async: false,
+    };
 }
 
-/// The thresholds of one world size: bytes per rank up to `push_max` run the
-/// push kernel; else up to `one_shot_max`, one-shot; from `cp_async_min` on,
-/// two-stage with `cp.async`; the rest, two-stage.
+/// The thresholds of one world size: bytes per rank up to `ll_max` run the LL
+/// push kernel; else up to `push_max`, the push kernel; else up to
+/// `one_shot_max`, one-shot; from `cp_async_min` on, two-stage with
+/// `cp.async`; the rest, two-stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Thresholds {
+    /// Largest message (bytes per rank) that runs the LL push kernel (`None`:
+    /// never). The communicator runs one-shot instead where it cannot take
+    /// the call (a message past `CommOptions::ll_bytes`, a misaligned input).
+    pub ll_max: Option<usize>,
     /// Largest message (bytes per rank) that runs the push kernel (`None`:
     /// never). The communicator runs one-shot instead where the push kernel
     /// cannot take the call (a message past its window, a misaligned input).
@@ -173,6 +184,7 @@ impl AlgoTable {
     /// issue replaces them with measured ones.
     pub fn placeholder() -> AlgoTable {
         let row = |one_shot_max: usize, cp_async_min: usize| Thresholds {
+            ll_max: None,
             push_max: None,
             push_max_copied: None,
             one_shot_max: Some(one_shot_max),
@@ -206,6 +218,7 @@ impl AlgoTable {
         // for copied ones (98.2 against 98.2 at 16 MB, 352.6 against 326.1 at
         // 64 MB; 33.1 against 43.0 at 4 MB).
         rows[2] = Thresholds {
+            ll_max: None,
             push_max: Some(256 * KB),
             push_max_copied: None,
             one_shot_max: None,
@@ -231,25 +244,36 @@ impl AlgoTable {
     /// A table that picks `choice` for every world and size.
     pub fn always(choice: Choice) -> AlgoTable {
         let t = match choice {
+            c if c == Choice::PUSH_LL => Thresholds {
+                ll_max: Some(usize::MAX),
+                push_max: None,
+                push_max_copied: None,
+                one_shot_max: Some(usize::MAX),
+                cp_async_min: None,
+            },
             c if c == Choice::PUSH => Thresholds {
+                ll_max: None,
                 push_max: Some(usize::MAX),
                 push_max_copied: None,
                 one_shot_max: Some(usize::MAX),
                 cp_async_min: None,
             },
             c if c == Choice::ONE_SHOT => Thresholds {
+                ll_max: None,
                 push_max: None,
                 push_max_copied: None,
                 one_shot_max: Some(usize::MAX),
                 cp_async_min: None,
             },
             c if c == Choice::CP_ASYNC => Thresholds {
+                ll_max: None,
                 push_max: None,
                 push_max_copied: None,
                 one_shot_max: None,
                 cp_async_min: Some(0),
             },
             _ => Thresholds {
+                ll_max: None,
                 push_max: None,
                 push_max_copied: None,
                 one_shot_max: None,
@@ -329,7 +353,9 @@ impl AlgoTable {
         } else {
             t.push_max
         };
-        Ok(if push_max.is_some_and(|m| bytes <= m) {
+        Ok(if t.ll_max.is_some_and(|m| bytes <= m) {
+            Choice::PUSH_LL
+        } else if push_max.is_some_and(|m| bytes <= m) {
             Choice::PUSH
         } else if t.one_shot_max.is_some_and(|m| bytes <= m) {
             Choice::ONE_SHOT
@@ -341,15 +367,16 @@ impl AlgoTable {
     }
 }
 
-/// Reads a forced choice: `oneshot`, `twostage`, `cpasync` or `push`.
+/// Reads a forced choice: `oneshot`, `twostage`, `cpasync`, `push` or `pushll`.
 pub fn parse_forced(v: &str) -> Result<Choice> {
     match v.trim().to_ascii_lowercase().as_str() {
         "oneshot" => Ok(Choice::ONE_SHOT),
         "twostage" => Ok(Choice::TWO_STAGE),
         "cpasync" => Ok(Choice::CP_ASYNC),
         "push" => Ok(Choice::PUSH),
+        "pushll" => Ok(Choice::PUSH_LL),
         other => Err(err(format!(
-            "REDJIT_AR_ALGO={other:?}: expected one of: oneshot, twostage, cpasync, push (or nccl)"
+            "REDJIT_AR_ALGO={other:?}: expected one of: oneshot, twostage, cpasync, push, pushll (or nccl)"
         ))),
     }
 }

@@ -32,7 +32,10 @@
 //! each rank's scratch after the two-stage slices (two sets of `world` regions
 //! of `CommOptions::push_bytes`); it runs on a grid fixed per communicator
 //! (`push_blocks`), which its alternation of buffer sets relies on, and takes
-//! no input table slot, eager or captured.
+//! no input table slot, eager or captured. The LL push kernel
+//! (`AllReduceAlgo::PushLl`) does the same on flagged 16-byte lines (8 bytes of
+//! data each) into LL buffers after the push buffers (two sets of `world`
+//! regions of twice `CommOptions::ll_bytes`), with no barrier.
 //!
 //! One process per GPU ([`Placement::Process`]): each process creates its
 //! rank's buffers, zeroes its signal buffer and synchronises, then exchanges
@@ -161,6 +164,10 @@ pub struct CommOptions {
     /// push buffer holds two sets of `world` regions of this size. `None`:
     /// 32 MiB / world, at most `max_bytes` (a 32 MiB buffer per rank).
     pub push_bytes: Option<usize>,
+    /// Largest message (bytes per rank) the LL push kernel takes: each rank's
+    /// LL buffer holds two sets of `world` regions of twice this size (a
+    /// 16-byte line carries 8 bytes). `None`: 512 KiB, at most `max_bytes`.
+    pub ll_bytes: Option<usize>,
     /// How long [`Placement::Process`] waits for every peer at the rendezvous.
     pub join_timeout: Duration,
     /// How many all-reduces CUDA graphs may capture over the communicator's
@@ -213,6 +220,7 @@ impl Default for CommOptions {
             timeout: Duration::from_secs(10),
             max_bytes: 64 << 20,
             push_bytes: None,
+            ll_bytes: None,
             join_timeout: Duration::from_secs(60),
             graph_slots: 1024,
             algos: AlgoTable::placeholder(),
@@ -303,6 +311,17 @@ struct Launch<'a> {
     call: Call,
     out_addresses: &'a [u64],
     quant: Option<Quantize>,
+}
+
+/// Where a push kernel's buffers are in each rank's scratch.
+#[derive(Clone, Copy)]
+struct InPlace {
+    offset: u64,
+    /// Bytes of one rank's region (the kernel's `window` argument).
+    region: u64,
+    /// The largest message it takes, and the option that sets it.
+    max_bytes: u64,
+    option: &'static str,
 }
 
 /// The pointer table the kernels take by value (`rj_ar_ptrs`).
@@ -412,7 +431,11 @@ pub struct Communicator {
     /// starts in each rank's scratch.
     push_window: u64,
     push_offset: u64,
-    /// The push kernel's grid, the same for every call (block b always owns
+    /// The LL push kernel's largest message (bytes per rank; its regions are
+    /// twice this) and where its buffer starts in each rank's scratch.
+    ll_max: u64,
+    ll_offset: u64,
+    /// The push kernels' grid, the same for every call (block b always owns
     /// the same packs, which its barrier count's parity relies on).
     push_blocks: u32,
     /// The grid cap ([`CommOptions::max_blocks`]).
@@ -589,7 +612,13 @@ impl Communicator {
         let push_offset = ((staging_bytes / world as usize).next_multiple_of(PACK_BYTES as usize)
             + PACK_BYTES as usize)
             .next_multiple_of(256);
-        let scratch_bytes = push_offset + 2 * world as usize * push_window;
+        let ll_max = opts
+            .ll_bytes
+            .unwrap_or(512 << 10)
+            .min(opts.max_bytes)
+            .next_multiple_of(PACK_BYTES as usize);
+        let ll_offset = push_offset + 2 * world as usize * push_window;
+        let scratch_bytes = ll_offset + 2 * world as usize * 2 * ll_max;
         let per_gpu = match &placement {
             Placement::Devices { .. } => 1,
             Placement::SameGpu { world, .. } => *world,
@@ -693,6 +722,8 @@ impl Communicator {
             peer_missing,
             push_window: push_window as u64,
             push_offset: push_offset as u64,
+            ll_max: ll_max as u64,
+            ll_offset: ll_offset as u64,
             push_blocks,
             max_blocks,
         })
@@ -774,7 +805,7 @@ impl Communicator {
                 Route::Kernel(c) => c,
                 Route::Nccl => self.opts.algos.choose(self.world, bytes)?,
             };
-            if c == super::choice::Choice::PUSH && self.push_inputs(&ins, bytes).is_err() {
+            if self.in_place(c.algo).is_some() && self.push_inputs(c.algo, &ins, bytes).is_err() {
                 c = super::choice::Choice::ONE_SHOT;
             }
             return self.issue_call(&issue, &ins, outputs, call(c), None);
@@ -887,9 +918,9 @@ impl Communicator {
                 .iter()
                 .map(|r| self.runtimes[r.rt].function(spec))
                 .collect::<Result<Vec<_>>>()?;
-            // The push kernel's grid was fixed at set-up: no occupancy query.
+            // The push kernels' grid was fixed at set-up: no occupancy query.
             let share = match spec.algo {
-                AllReduceAlgo::Push => self.push_blocks,
+                AllReduceAlgo::Push | AllReduceAlgo::PushLl => self.push_blocks,
                 _ => self.resident_share(spec, &funcs[0], &self.runtimes[self.ranks[0].rt])?,
             };
             Ok(LoadedKernel { funcs, share })
@@ -931,12 +962,12 @@ impl Communicator {
     /// grid cap, and on one GPU at most what keeps every rank's blocks
     /// resident together (`share`).
     fn blocks(&self, spec: &AllReduceSpec, share: u32, n: usize) -> u32 {
-        if spec.algo == AllReduceAlgo::Push {
+        if self.in_place(spec.algo).is_some() {
             return self.push_blocks;
         }
         let packs = n.div_ceil(spec.pack_elts() as usize);
         let work = match spec.algo {
-            AllReduceAlgo::OneShot | AllReduceAlgo::Push => packs,
+            AllReduceAlgo::OneShot | AllReduceAlgo::Push | AllReduceAlgo::PushLl => packs,
             AllReduceAlgo::TwoStage => packs.div_ceil(self.world() as usize),
         };
         let wanted = work.div_ceil(spec.threads() as usize).max(1) as u32;
@@ -1125,9 +1156,9 @@ impl Communicator {
             out_addresses: &out_addresses,
             quant,
         };
-        if call.algo == AllReduceAlgo::Push {
+        if self.in_place(call.algo).is_some() {
             // Read in place, eager or captured: nothing staged, no table slot.
-            let push_in = self.push_inputs(inputs, n * dtype.info().bytes as usize)?;
+            let push_in = self.push_inputs(call.algo, inputs, n * dtype.info().bytes as usize)?;
             self.fork.fan_out(main, self.rank_streams())?;
             return self.launch_ranks(&launch, InputsAt::InPlace(push_in));
         }
@@ -1146,17 +1177,49 @@ impl Communicator {
         self.launch_ranks(&launch, InputsAt::Table(slot))
     }
 
-    /// The push kernel's inputs, read in place: each 16-byte aligned and the
-    /// message within the push window. The automatic choice falls back to
-    /// one-shot where this refuses.
-    fn push_inputs<'i>(&self, inputs: &'i CallInputs<'_>, bytes: usize) -> Result<&'i [u64]> {
-        if bytes as u64 > self.push_window {
+    /// Where a kernel that reads its inputs in place (the push kernels) finds
+    /// its buffers; `None` for the others.
+    fn in_place(&self, algo: AllReduceAlgo) -> Option<InPlace> {
+        match algo {
+            AllReduceAlgo::Push => Some(InPlace {
+                offset: self.push_offset,
+                region: self.push_window,
+                max_bytes: self.push_window,
+                option: "push_bytes",
+            }),
+            AllReduceAlgo::PushLl => Some(InPlace {
+                offset: self.ll_offset,
+                region: 2 * self.ll_max,
+                max_bytes: self.ll_max,
+                option: "ll_bytes",
+            }),
+            AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => None,
+        }
+    }
+
+    /// A push kernel's inputs, read in place: each 16-byte aligned and the
+    /// message within its window. The automatic choice falls back to one-shot
+    /// where this refuses.
+    fn push_inputs<'i>(
+        &self,
+        algo: AllReduceAlgo,
+        inputs: &'i CallInputs<'_>,
+        bytes: usize,
+    ) -> Result<&'i [u64]> {
+        let Some(at) = self.in_place(algo) else {
+            return Err(comm_err(
+                "algorithm",
+                format!(
+                    "the {algo} kernel reads its inputs from the staging buffers, not in place"
+                ),
+            ));
+        };
+        if bytes as u64 > at.max_bytes {
             return Err(comm_err(
                 "push window",
                 format!(
-                    "{bytes} bytes per rank: the {} kernel takes at most {} (CommOptions::push_bytes)",
-                    AllReduceAlgo::Push,
-                    self.push_window
+                    "{bytes} bytes per rank: the {algo} kernel takes at most {} (CommOptions::{})",
+                    at.max_bytes, at.option
                 ),
             ));
         }
@@ -1169,8 +1232,7 @@ impl Communicator {
             return Err(comm_err(
                 "alignment",
                 format!(
-                    "local rank {i}'s input starts at {a:#x}: the {} kernel reads inputs in place, 16-byte aligned",
-                    AllReduceAlgo::Push
+                    "local rank {i}'s input starts at {a:#x}: the {algo} kernel reads inputs in place, 16-byte aligned"
                 ),
             ));
         }
@@ -1319,14 +1381,11 @@ impl Communicator {
             quant.map_or((0, 0), |q| (q.seed, q.partial_base(self.world(), n)));
         // One grid for every rank.
         let blocks = self.blocks(spec, kernel.share, n);
-        // The push kernel takes its own input and the push buffers where the
-        // others take the input table and the scratch buffers.
-        let third = match push_in {
-            Some(_) => PtrTable(
-                tables[2]
-                    .0
-                    .map(|a| if a == 0 { 0 } else { a + self.push_offset }),
-            ),
+        // A push kernel takes its own input and its buffers where the others
+        // take the input table and the scratch buffers.
+        let at = self.in_place(spec.algo).filter(|_| push_in.is_some());
+        let third = match at {
+            Some(at) => PtrTable(tables[2].0.map(|a| if a == 0 { 0 } else { a + at.offset })),
             None => tables[2],
         };
         for ((i, rank), func) in self.ranks.iter().enumerate().zip(&kernel.funcs) {
@@ -1360,8 +1419,8 @@ impl Communicator {
             if quant.is_some() {
                 args.arg(&seed).arg(&partial_base);
             }
-            if push_in.is_some() {
-                args.arg(&self.push_window);
+            if let Some(at) = &at {
+                args.arg(&at.region);
             }
             // SAFETY: the kernel was generated from `spec` and takes, in this
             // order: the input table's device address (a live slot of 64
@@ -1403,7 +1462,10 @@ impl Communicator {
     /// sum; set `op` and `scalar` for another op).
     pub fn choose(&self, bytes: usize) -> Result<Call> {
         let mut c = self.opts.algos.choose(self.world, bytes)?;
-        if c == super::choice::Choice::PUSH && bytes as u64 > self.push_window {
+        if self
+            .in_place(c.algo)
+            .is_some_and(|at| bytes as u64 > at.max_bytes)
+        {
             c = super::choice::Choice::ONE_SHOT;
         }
         Ok(Call {

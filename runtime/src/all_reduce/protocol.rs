@@ -72,15 +72,20 @@ pub enum BarrierKind {
     Middle,
     /// One-shot, after reading: no rank overwrites an input a peer still reads.
     End,
+    /// The LL push kernel, polling its own buffer for a peer's flagged lines
+    /// (no barrier; the error word names the peer all the same).
+    Data,
 }
 
 impl BarrierKind {
-    /// The code the kernel writes (`kArStart`, `kArMiddle`, `kArEnd`).
+    /// The code the kernel writes (`kArStart`, `kArMiddle`, `kArEnd`,
+    /// `kArData`).
     pub const fn code(self) -> u32 {
         match self {
             BarrierKind::Start => 1,
             BarrierKind::Middle => 2,
             BarrierKind::End => 3,
+            BarrierKind::Data => 4,
         }
     }
 }
@@ -112,6 +117,7 @@ impl BarrierTimeout {
             1 => BarrierKind::Start,
             2 => BarrierKind::Middle,
             3 => BarrierKind::End,
+            4 => BarrierKind::Data,
             _ => return None,
         };
         let peer = (word >> 16) & 0xff;
@@ -122,11 +128,18 @@ impl BarrierTimeout {
 
 impl std::fmt::Display for BarrierTimeout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "block {} timed out at the {:?} barrier waiting for rank {}",
-            self.block, self.kind, self.peer
-        )
+        match self.kind {
+            BarrierKind::Data => write!(
+                f,
+                "block {} timed out waiting for rank {}'s data (LL push)",
+                self.block, self.peer
+            ),
+            kind => write!(
+                f,
+                "block {} timed out at the {kind:?} barrier waiting for rank {}",
+                self.block, self.peer
+            ),
+        }
     }
 }
 
@@ -621,7 +634,12 @@ mod tests {
 
     #[test]
     fn error_words_round_trip() {
-        for kind in [BarrierKind::Start, BarrierKind::Middle, BarrierKind::End] {
+        for kind in [
+            BarrierKind::Start,
+            BarrierKind::Middle,
+            BarrierKind::End,
+            BarrierKind::Data,
+        ] {
             let t = BarrierTimeout {
                 kind,
                 peer: 7,
