@@ -88,6 +88,12 @@ pub const SLOTS: u32 = 2;
 pub const PACK_BYTES: u32 = 16;
 /// Threads per block of the one-shot and two-stage kernels.
 pub const THREADS: u32 = 512;
+
+/// Threads per block of the LL push kernel: a block of 512 took the first
+/// 8 KiB of bf16 alone, and 64 KiB ran on 8 of the fixed grid's blocks (3.2
+/// and 4.0 us a call from a graph on 2 x H200, s18 run5); at 128 the same
+/// message's lines leave from four times the SMs.
+pub const LL_THREADS: u32 = 128;
 /// Shared memory the cp.async kernel stages through: two buffers of one pack
 /// per rank per thread; its block size is chosen to stay within this.
 pub const CP_ASYNC_SMEM_BYTES: u32 = 32 * 1024;
@@ -245,12 +251,15 @@ impl AllReduceSpec {
     }
 
     /// Threads per block, the kernel's launch bound and the only block size it is
-    /// launched with: 512, or for cp.async as many as keep two staged packs per
-    /// rank per thread within `CP_ASYNC_SMEM_BYTES` (R = 8: 128 threads).
+    /// launched with: 512; for cp.async as many as keep two staged packs per
+    /// rank per thread within `CP_ASYNC_SMEM_BYTES` (R = 8: 128 threads); for
+    /// the LL push kernel [`LL_THREADS`].
     pub fn threads(&self) -> u32 {
         if self.cp_async {
             let per_thread = 2 * self.world * PACK_BYTES;
             (CP_ASYNC_SMEM_BYTES / per_thread / 32 * 32).clamp(32, THREADS)
+        } else if self.algo == AllReduceAlgo::PushLl {
+            LL_THREADS
         } else {
             THREADS
         }
