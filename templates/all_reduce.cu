@@ -33,14 +33,15 @@
 {%- elif ll %}
 // LL push (NCCL's low-latency protocol, one-shot): every rank stores its input
 // into its region of each peer's LL buffer as 16-byte lines {data, flag, data,
-// flag}, flag = this block's call count c, in the buffer set of c's parity; every
-// rank polls its own regions until both flags of a line read c (each 8-byte
-// {data, flag} half lands whole), then reduces in rank order. No barrier: the
-// flags are the signal, and a line's data is there when its flags are. A rank
-// overwrites set s of a peer only two calls of block b later, and it reaches
-// that call only after finishing the one between, for which it needed the
-// peer's data (LL) or the peer at a barrier: the peer had finished reading set
-// s by then.
+// flag}, flag = this block's call count c with bit 0 set, in the buffer set of
+// c's parity; every rank polls its own regions until both flags of a line read
+// that (each 8-byte {data, flag} half lands whole), then reduces in rank order.
+// No barrier: the flags are the signal, and a line's data is there when its
+// flags are. A rank overwrites set s of a peer only two calls of block b later,
+// and it reaches that call only after finishing the one between, for which it
+// needed the peer's data (LL) or the peer at a barrier: the peer had finished
+// reading set s by then (the CPU model in all_reduce::protocol checks it, mixed
+// with the other kernels).
 {%- elif push %}
 // Push one-shot: every rank stores its input into its region of each peer's push
 // buffer, in the buffer set of this call's parity; start barrier; every rank
@@ -259,8 +260,9 @@ __device__ __forceinline__ rj_b128 ll_load(rj_u64 a, rj_u64 p, rj_u64 n) {
   for (int e = 0; e < kElts; ++e) x[e] = p * kElts + e < n ? rj_ld1<T, rj_load_plain>(a, p * kElts + e) : 0.0f;
   return rj_ar_pack16<T>(x);
 }
-// Waits until both lines of a pack at `a` carry flag c (false, with the error
-// word written, once timeout_ns has passed), then gives the pack's data.
+// Waits until both lines of a pack at `a` carry `c`, the call's flag (false,
+// with the error word written, once timeout_ns has passed), then gives the
+// pack's data.
 __device__ __forceinline__ bool ll_recv(rj_u64 a, rj_u32 c, rj_u64 timeout_ns, rj_u64 error, rj_u32 from,
                                         rj_b128& v) {
   rj_b128 lo = rj_load_volatile::b128(a), hi = rj_load_volatile::b128(a + 16u);
@@ -307,10 +309,13 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
   const rj_u32 c = rj_load_volatile::b32(counter) + 1u;
   const rj_u64 set = (rj_u64)(c & 1u) * kRanks * window;
   const rj_u64 mine = set + (rj_u64)rank * window;
+  // The lines' flag: c | 1 is never 0, the zeroed buffer's (c wraps to 0), and
+  // still differs between any two counts of one set (one parity).
+  const rj_u32 flag = c | 1u;
   for (rj_u64 p = thread; p < n_packs; p += n_threads) {
     const rj_b128 v = ll_load(in, p, n);
-    const rj_b128 lo = rj_b128{v.x, c, v.y, c};
-    const rj_b128 hi = rj_b128{v.z, c, v.w, c};
+    const rj_b128 lo = rj_b128{v.x, flag, v.y, flag};
+    const rj_b128 hi = rj_b128{v.z, flag, v.w, flag};
 #pragma unroll
     for (int q = 0; q < kRanks; ++q) {
       if (q == (int)rank) continue;
@@ -328,7 +333,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
     for (int q = 0; q < kRanks; ++q) {
       rj_b128 v = rj_b128{0u, 0u, 0u, 0u};
       if (q == (int)rank) v = ll_load(in, p, n);
-      else if (ok && !ll_recv(local + (rj_u64)q * window + p * 32u, c, timeout_ns, error, (rj_u32)q, v)) ok = false;
+      else if (ok && !ll_recv(local + (rj_u64)q * window + p * 32u, flag, timeout_ns, error, (rj_u32)q, v)) ok = false;
       float x[kElts];
       rj_ar_unpack16<T>(v, x);
 #pragma unroll

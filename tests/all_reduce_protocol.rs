@@ -13,13 +13,15 @@ use redjit::all_reduce::protocol::{
 
 const SEEDS: u64 = 400;
 
-/// Every call shape the kernels have, and the mixed push sequence.
-const SHAPES: [Shape; 5] = [
+/// Every call shape the kernels have, and the mixed push and LL sequences.
+const SHAPES: [Shape; 7] = [
     Shape::OneShot,
     Shape::TwoStage,
     Shape::Hierarchical,
     Shape::Push,
     Shape::PushMixed,
+    Shape::PushLl,
+    Shape::LlMixed,
 ];
 
 fn completes(cfg: &ModelConfig, seeds: std::ops::Range<u64>) {
@@ -106,11 +108,16 @@ fn a_rank_that_never_arrives_gives_timeouts_not_a_hang() {
                     match run(&cfg, seed) {
                         Outcome::TimedOut { errors, .. } => {
                             // Every present rank reports, each for the absent rank at
-                            // the start barrier (nobody got past it).
+                            // the start barrier (nobody got past it), or waiting
+                            // for its lines in a first LL call.
+                            let kind = match shape {
+                                Shape::PushLl | Shape::LlMixed => BarrierKind::Data,
+                                _ => BarrierKind::Start,
+                            };
                             assert_eq!(errors.len(), ranks as usize - 1, "{errors:?}");
                             for (rank, e) in errors {
                                 assert_ne!(rank, absent);
-                                assert_eq!(e.kind, BarrierKind::Start, "{e}");
+                                assert_eq!(e.kind, kind, "{e}");
                                 assert_eq!(e.peer, absent, "{e}");
                             }
                         }
@@ -189,6 +196,36 @@ fn one_push_set_is_caught_reading_the_next_call() {
         assert!(
             caught > 0,
             "{shape:?} {grid:?} with one push set: went unnoticed"
+        );
+    }
+}
+
+#[test]
+fn one_ll_set_is_caught() {
+    // Without the alternation, a fast rank stores its next call's lines over
+    // ones a slow peer has not read: the peer reads the next call's data under
+    // a flag it takes for this call's (c even: c | 1 == (c + 1) | 1) or waits
+    // for a flag that is gone; with blocks sitting calls out too.
+    for (shape, grid) in [
+        (Shape::PushLl, Grid::Fixed),
+        (Shape::LlMixed, Grid::Fixed),
+        (Shape::PushLl, Grid::Varying),
+        (Shape::LlMixed, Grid::Varying),
+    ] {
+        let caught = (0..SEEDS / 4)
+            .filter(|&seed| {
+                let cfg = ModelConfig {
+                    push_sets: 1,
+                    grid,
+                    timeout_polls: 2000,
+                    ..ModelConfig::new(2, 2, 8, shape)
+                };
+                !matches!(run(&cfg, seed), Outcome::Completed { .. })
+            })
+            .count();
+        assert!(
+            caught > 0,
+            "{shape:?} {grid:?} with one LL set: went unnoticed"
         );
     }
 }

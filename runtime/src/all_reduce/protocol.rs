@@ -35,6 +35,16 @@
 //!   overwritten while a peer still reads it is caught (with one set the model
 //!   finds it: `push_sets: 1`); [`Shape::PushMixed`] interleaves push calls
 //!   with one-shot and two-stage ones, whose barriers move the parity;
+//! - the LL push kernel ([`Shape::PushLl`]) has no barrier: it stores its
+//!   input with a flag (its block's count c + 1, with bit 0 set) into the set
+//!   of that count's parity in each peer's LL buffer, waits in its own buffer
+//!   for each peer's flag, reads the data stored with it (one atomic step, as
+//!   an 8-byte {data, flag} half lands whole) and then counts the call; a flag
+//!   read with another call's data is a violation, and a set overwritten before
+//!   the peer read it leaves that peer waiting (caught with `push_sets: 1`);
+//!   [`Shape::LlMixed`] interleaves it with the push, one-shot and two-stage
+//!   kernels. The LL buffer starts zeroed: flag 0 never matches, even when the
+//!   count wraps to 0;
 //! - a block with no work in a call sits it out, barriers included, on every
 //!   rank alike ([`Grid::Varying`]): the one-shot and two-stage grids follow the
 //!   message's size, and the push kernel's idle blocks return at once, so
@@ -169,6 +179,14 @@ pub enum Shape {
     /// Calls in the cycle push, push, two-stage, one-shot: the push kernel's
     /// alternation across the other kernels' barriers.
     PushMixed,
+    /// The LL push kernel: write own input and the call's flag into every
+    /// peer's LL buffer (set = parity of the block's count + 1); wait for every
+    /// peer's flag in own buffer and read the data stored with it; count the
+    /// call. No barrier.
+    PushLl,
+    /// Calls in the cycle LL, LL, push, two-stage, LL, one-shot: the LL kernel's
+    /// sets across the other kernels' counts.
+    LlMixed,
 }
 
 impl Shape {
@@ -178,6 +196,14 @@ impl Shape {
             Shape::PushMixed => {
                 [Shape::Push, Shape::Push, Shape::TwoStage, Shape::OneShot][call as usize % 4]
             }
+            Shape::LlMixed => [
+                Shape::PushLl,
+                Shape::PushLl,
+                Shape::Push,
+                Shape::TwoStage,
+                Shape::PushLl,
+                Shape::OneShot,
+            ][call as usize % 6],
             s => s,
         }
     }
@@ -293,10 +319,24 @@ enum Op {
     WritePush(u32),
     /// Read rank q's region of own push buffer (must hold this call's number).
     ReadPush(u32),
+    /// Write own input and the call's flag into rank q's LL buffer (no-op for
+    /// q = own rank).
+    WriteLl(u32),
+    /// Wait for rank q's flag in own LL buffer, then read the data with it
+    /// (must be this call's number).
+    ReadLl(u32),
+    /// Count the call (counter = c), as thread 0 does after the block's sync.
+    CountLl,
 }
 
 fn program(cfg: &ModelConfig, shape: Shape) -> Vec<Op> {
     let barrier = |kind: BarrierKind| (cfg.omit != Some(kind)).then_some(Op::Barrier(kind));
+    if shape == Shape::PushLl {
+        let mut ops: Vec<Op> = (0..cfg.ranks).map(Op::WriteLl).collect();
+        ops.extend((0..cfg.ranks).map(Op::ReadLl));
+        ops.push(Op::CountLl);
+        return ops;
+    }
     if shape == Shape::Push {
         let mut ops: Vec<Op> = (0..cfg.ranks).map(Op::WritePush).collect();
         ops.extend(barrier(BarrierKind::Start));
@@ -319,7 +359,9 @@ fn program(cfg: &ModelConfig, shape: Shape) -> Vec<Op> {
             ops.extend(barrier(BarrierKind::Middle));
             ops.extend((0..cfg.ranks).map(Op::ReadScratch));
         }
-        Shape::Push | Shape::PushMixed => unreachable!("a call has one of the other shapes"),
+        Shape::Push | Shape::PushMixed | Shape::PushLl | Shape::LlMixed => {
+            unreachable!("a call has one of the other shapes")
+        }
     }
     ops
 }
@@ -346,6 +388,8 @@ struct Block {
     /// Barriers this block has entered (for the safety check).
     entered: u64,
     finished: bool,
+    /// Polls of the LL wait in progress.
+    ll_polls: u64,
 }
 
 /// Shared memory of the model: every rank's signal buffer, counters, inputs and
@@ -357,6 +401,9 @@ struct World {
     scratch: Vec<Option<u32>>,
     /// push[rank][set][from][block]: rank `from`'s region of `rank`'s buffer.
     push: Vec<Option<u32>>,
+    /// ll[rank][set][from][block]: (flag, data) of rank `from`'s line in
+    /// `rank`'s LL buffer; (0, None) as zeroed.
+    ll: Vec<(u32, Option<u32>)>,
     errors: Vec<Option<BarrierTimeout>>,
     cfg: ModelConfig,
 }
@@ -400,6 +447,7 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
         Shape::TwoStage,
         Shape::Hierarchical,
         Shape::Push,
+        Shape::PushLl,
     ];
     let programs: Vec<Vec<Op>> = shapes.iter().map(|&s| program(cfg, s)).collect();
     let ops_of = |call: u32| {
@@ -414,6 +462,7 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
         input: vec![None; n_cells],
         scratch: vec![None; n_cells],
         push: vec![None; (cfg.ranks * cfg.push_sets * cfg.ranks * cfg.blocks) as usize],
+        ll: vec![(0, None); (cfg.ranks * cfg.push_sets * cfg.ranks * cfg.blocks) as usize],
         errors: vec![None; cfg.ranks as usize],
         cfg: cfg.clone(),
     };
@@ -437,6 +486,7 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
             threads: vec![Sig::Done; cfg.ranks as usize],
             entered: 0,
             finished: cfg.calls == 0,
+            ll_polls: 0,
         })
         .collect();
     let mut rng = Rng(seed);
@@ -580,6 +630,45 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
                         let i = world.push_cell(q, set, rank, block);
                         world.push[i] = Some(call_tag);
                     }
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::WriteLl(q) => {
+                    if q != rank {
+                        let c = world.counters[cell].wrapping_add(1);
+                        let i = world.push_cell(q, c % cfg.push_sets, rank, block);
+                        world.ll[i] = (c | 1, Some(call_tag));
+                    }
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::ReadLl(q) => {
+                    if q == rank {
+                        advance(blk, ops.len(), cfg.calls);
+                        continue;
+                    }
+                    let c = world.counters[cell].wrapping_add(1);
+                    let set = c % cfg.push_sets;
+                    let (flag, got) = world.ll[world.push_cell(rank, set, q, block)];
+                    if flag == c | 1 {
+                        if got != Some(call_tag) {
+                            return Outcome::Violation(format!(
+                                "rank {rank} block {block} call {call_tag} read rank {q}'s LL line (set {set}, flag {flag}) holding call {got:?}"
+                            ));
+                        }
+                        blk.ll_polls = 0;
+                        advance(blk, ops.len(), cfg.calls);
+                    } else if blk.ll_polls + 1 > cfg.timeout_polls {
+                        world.errors[rank as usize] = Some(BarrierTimeout {
+                            kind: BarrierKind::Data,
+                            peer: q,
+                            block,
+                        });
+                        blk.finished = true;
+                    } else {
+                        blk.ll_polls += 1;
+                    }
+                }
+                Op::CountLl => {
+                    world.counters[cell] = world.counters[cell].wrapping_add(1);
                     advance(blk, ops.len(), cfg.calls);
                 }
                 Op::ReadPush(q) => {
