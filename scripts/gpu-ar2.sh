@@ -6,8 +6,8 @@
 #   (default: topo ref bench-proc tests bench dtypes)
 # AR_BYTES: the message sizes (default 8K..1G); AR_ITERS: timed batches per
 # size; BENCH_MODES: of eager (inputs copied), registered, untracked
-# (registered, cudarc's event tracking off), graph (default: eager registered
-# graph); BENCH_ALGOS: the kernels (default all four). The grid step sweeps
+# (registered, cudarc's event tracking off), eager-untracked (inputs copied,
+# tracking off), graph (default: eager registered graph); BENCH_ALGOS: the kernels (default all four). The grid step sweeps
 # the grid cap (AR_GRIDS, default 32 64 96 128 blocks per rank) over
 # AR_GRID_BYTES (default 1M..256M), one process per GPU, registered inputs,
 # eager and from a graph. The ab step alternates stage/bin/redjit-base (gpu.sh
@@ -66,6 +66,7 @@ bench_modes() {
     local extra=()
     [ "$mode" = registered ] && extra=(--registered)
     [ "$mode" = untracked ] && extra=(--registered --untracked)
+    [ "$mode" = eager-untracked ] && extra=(--untracked)
     [ "$mode" = graph ] && extra=(--graph)
     bounded "$name-$mode" 100 "$BIN/${RJ:-redjit}" bench all-reduce "$@" --bytes "$BYTES" --algos "$ALGOS" \
       --iters "$ITERS" "${extra[@]}" "${cmp[@]}" --json "$W/$name-$mode.json"
