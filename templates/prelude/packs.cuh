@@ -50,11 +50,6 @@ RJ_DEFINE_LOAD_KIND(rj_load_stream, ".global.nc.L1::no_allocate", volatile)
 __device__ __forceinline__ void rj_st_b128(rj_u64 a, rj_b128 v) {
   asm volatile("st.global.v4.u32 [%0], { %1,%2,%3,%4};" :: "l"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
-// A peer polls what this stores (the LL push kernel's flagged lines): volatile,
-// so it is neither merged nor held back, and each 8-byte half lands whole.
-__device__ __forceinline__ void rj_st_volatile_b128(rj_u64 a, rj_b128 v) {
-  asm volatile("st.volatile.global.v4.u32 [%0], { %1,%2,%3,%4};" :: "l"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
 __device__ __forceinline__ void rj_st_b64(rj_u64 a, rj_b64 v) {
   asm volatile("st.global.v2.u32 [%0], { %1,%2};" :: "l"(a), "r"(v.x), "r"(v.y) : "memory");
 }

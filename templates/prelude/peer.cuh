@@ -51,6 +51,11 @@ __device__ __forceinline__ rj_u32 rj_ld_acquire_sys(rj_u64 a) {
 __device__ __forceinline__ void rj_st_relaxed_sys(rj_u64 a, rj_u32 v) {
   asm volatile("st.relaxed.sys.global.u32 [%0], %1;" :: "l"(a), "r"(v) : "memory");
 }
+// A peer polls what this stores (the LL push kernel's flagged lines): volatile,
+// so it is neither merged nor held back, and each 8-byte half lands whole.
+__device__ __forceinline__ void rj_st_volatile_b128(rj_u64 a, rj_b128 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], { %1,%2,%3,%4};" :: "l"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
 // __syncthreads_and without a toolkit header.
 __device__ __forceinline__ bool rj_block_all(bool p) {
   rj_u32 r;
