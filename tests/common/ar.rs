@@ -337,7 +337,7 @@ pub fn random_all_dtypes(c: &Communicator, rng: &mut super::Rng) {
     }
 }
 
-/// `calls` sums back to back (the three kernels in turn) over 4099 exact f32
+/// `calls` sums back to back (every kernel of [`ALGOS`] in turn) over 4099 exact f32
 /// per rank, checked bit for bit after the last; returns the wall time.
 pub fn back_to_back(c: &Communicator, calls: u32) -> Duration {
     let world = c.world() as usize;
@@ -371,7 +371,7 @@ pub fn back_to_back(c: &Communicator, calls: u32) -> Duration {
     took
 }
 
-/// 16 calls of different odd sizes (the three kernels in turn), each with its
+/// 16 calls of different odd sizes (every kernel of [`ALGOS`] in turn), each with its
 /// own inputs and outputs, captured once on the main stream and replayed
 /// `replays` times with new inputs, every output checked after every replay;
 /// then an eager call. Also checks the capture's typed errors. Returns the
