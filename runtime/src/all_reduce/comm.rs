@@ -919,9 +919,10 @@ impl Communicator {
                 .map(|r| self.runtimes[r.rt].function(spec))
                 .collect::<Result<Vec<_>>>()?;
             // The push kernels' grid was fixed at set-up: no occupancy query.
-            let share = match spec.algo {
-                AllReduceAlgo::Push | AllReduceAlgo::PushLl => self.push_blocks,
-                _ => self.resident_share(spec, &funcs[0], &self.runtimes[self.ranks[0].rt])?,
+            let share = if self.in_place(spec.algo).is_some() {
+                self.push_blocks
+            } else {
+                self.resident_share(spec, &funcs[0], &self.runtimes[self.ranks[0].rt])?
             };
             Ok(LoadedKernel { funcs, share })
         })
@@ -1425,14 +1426,15 @@ impl Communicator {
             // SAFETY: the kernel was generated from `spec` and takes, in this
             // order: the input table's device address (a live slot of 64
             // bytes; a captured call's slot is written at end_capture, before
-            // any replay), or for the push kernel this rank's 16-byte aligned
+            // any replay), or for a push kernel this rank's 16-byte aligned
             // input of n elements (checked by push_inputs); two rj_ar_ptrs by
             // value; the output pointer, rank (u32), n (u64), the op's scalar
             // (f32), the timeout (u64) and the error word's pointer; then for
             // a quantized spec the seed and the partials' first Philox
-            // position (u64 each), for the push kernel the push window (u64),
-            // whose two sets of world regions every push table entry holds
-            // (scratch_bytes). Every table entry is a live buffer of this
+            // position (u64 each), for a push kernel its region's bytes (u64),
+            // two sets of world regions of which every entry of its table
+            // holds (scratch_bytes; an LL region holds two lines, 32 bytes,
+            // per 16 bytes of a message within ll_max). Every table entry is a live buffer of this
             // communicator sized for n elements (check_call), or a captured
             // input of n elements that the caller keeps alive while the graph
             // replays; the output holds n elements and is 16-byte aligned;
