@@ -129,7 +129,7 @@ fn ipc_rank() {
         for (k, &(algo, cp_async)) in ALGOS.iter().enumerate() {
             let seed = (seed * 3 + k) as u64;
             // A misaligned input view (the push kernel reads aligned ones in place).
-            let offset = if common::ar::in_place(algo) { 8 } else { 1 + k };
+            let offset = if algo.info().in_place { 8 } else { 1 + k };
             let call = Call {
                 cp_async,
                 ..Call::sum(algo)

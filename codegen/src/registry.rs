@@ -696,6 +696,10 @@ pub struct AllReduceAlgoInfo {
     /// Signal barriers per call: one-shot start + end, two-stage start + middle
     /// (the runtime's protocol model shows why no third one is needed).
     pub barriers: u32,
+    /// Reads each rank's input in place (16-byte aligned) and writes it into
+    /// the peers' buffers itself: nothing is staged, no input table slot is
+    /// taken, and no quantized transport exists for it.
+    pub in_place: bool,
 }
 
 registry_enum! {
@@ -703,23 +707,23 @@ registry_enum! {
     AllReduceAlgo: AllReduceAlgoInfo, what = "all-reduce algorithm" {
         /// Every rank reads every peer's whole input and reduces it: one round of
         /// peer reads, latency-bound messages.
-        OneShot => AllReduceAlgoInfo { slug: "oneshot", barriers: 2 },
+        OneShot => AllReduceAlgoInfo { slug: "oneshot", barriers: 2, in_place: false },
         /// Reduce-scatter into a per-rank slice, barrier, all-gather of the
         /// slices: each byte crosses the fabric twice, not R - 1 times.
-        TwoStage => AllReduceAlgoInfo { slug: "twostage", barriers: 2 },
+        TwoStage => AllReduceAlgoInfo { slug: "twostage", barriers: 2, in_place: false },
         /// One-shot by writes: every rank stores its input into a buffer of
         /// each peer's, one barrier, then every rank reduces from its own
         /// memory. No peer read crosses the fabric (a write is one trip, a read
         /// two) and no end barrier: the buffers alternate by the barrier
         /// count's parity, so a rank overwrites a buffer set only after every
         /// peer has passed a later barrier, which it does after reading it.
-        Push => AllReduceAlgoInfo { slug: "push", barriers: 1 },
+        Push => AllReduceAlgoInfo { slug: "push", barriers: 1, in_place: true },
         /// The push kernel on NCCL's low-latency protocol: each 8 bytes of data
         /// travel with a flag (the call's count) in one 16-byte line, and a
         /// rank polls its own memory for the flags instead of meeting its
         /// peers at a barrier. Twice the bytes on the wire, no barrier: for
         /// small messages.
-        PushLl => AllReduceAlgoInfo { slug: "pushll", barriers: 0 },
+        PushLl => AllReduceAlgoInfo { slug: "pushll", barriers: 0, in_place: true },
     }
 }
 

@@ -23,15 +23,10 @@ pub const ALGOS: [(AllReduceAlgo, bool); 5] = [
     (AllReduceAlgo::PushLl, false),
 ];
 
-/// Whether `algo` reads its inputs in place (the push kernels).
-pub fn in_place(algo: AllReduceAlgo) -> bool {
-    matches!(algo, AllReduceAlgo::Push | AllReduceAlgo::PushLl)
-}
-
 /// Whether `algo` can read an input view `offset` elements of `dtype` into a
 /// 16-byte aligned allocation (the push kernel reads inputs in place).
 pub fn takes_offset(algo: AllReduceAlgo, dtype: DType, offset: usize) -> bool {
-    !in_place(algo) || (offset * dtype.info().bytes as usize).is_multiple_of(16)
+    !algo.info().in_place || (offset * dtype.info().bytes as usize).is_multiple_of(16)
 }
 
 /// Host values of one dtype, as f64, and their bits.
@@ -456,7 +451,7 @@ pub fn graph_of_16_replayed(c: &Communicator, replays: u64) -> Duration {
         .unwrap()
         .expect("a captured graph");
     // The push kernel reads its inputs in place with no table slot.
-    let slotted = (0..16).filter(|&k| !in_place(call(k).algo)).count();
+    let slotted = (0..16).filter(|&k| !call(k).algo.info().in_place).count();
     assert_eq!(c.end_capture().unwrap() as usize, slotted);
 
     let t0 = Instant::now();

@@ -189,6 +189,17 @@ struct LaunchFloor {
     host_issue_us: Option<f64>,
 }
 
+/// A kernel's name in `--algos` and the table: what [`parse_algo`] reads.
+fn kernel_name(algo: AllReduceAlgo, cp_async: bool) -> &'static str {
+    match (algo, cp_async) {
+        (AllReduceAlgo::OneShot, _) => "one-shot",
+        (AllReduceAlgo::TwoStage, false) => "two-stage",
+        (AllReduceAlgo::TwoStage, true) => "two-stage-cp",
+        (AllReduceAlgo::Push, _) => "push",
+        (AllReduceAlgo::PushLl, _) => "push-ll",
+    }
+}
+
 fn parse_algo(s: &str) -> CliResult<(AllReduceAlgo, bool)> {
     match s {
         "one-shot" => Ok((AllReduceAlgo::OneShot, false)),
@@ -290,16 +301,13 @@ fn check(a: &AllReduceBenchArgs) -> CliResult<Checked> {
             a.dtype
         )));
     }
-    if let Some((algo, _)) = algos.iter().find(|(algo, _)| {
-        a.quantized && matches!(algo, AllReduceAlgo::Push | AllReduceAlgo::PushLl)
-    }) {
+    if let Some(&(algo, cp_async)) = algos
+        .iter()
+        .find(|(algo, _)| a.quantized && algo.info().in_place)
+    {
         return Err(CliError::usage(format!(
             "--quantized with --algos {}: quantized transport is a variant of one-shot and two-stage only",
-            if *algo == AllReduceAlgo::Push {
-                "push"
-            } else {
-                "push-ll"
-            }
+            kernel_name(algo, cp_async)
         )));
     }
     if a.batch == 0 || a.iters == 0 {
@@ -545,16 +553,8 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
                 cp_async,
                 ..Call::sum(algo)
             };
-            let kernel = format!(
-                "{}{}",
-                match algo {
-                    AllReduceAlgo::OneShot => "one-shot",
-                    AllReduceAlgo::TwoStage => "two-stage",
-                    AllReduceAlgo::Push => "push",
-                    AllReduceAlgo::PushLl => "push-ll",
-                },
-                if cp_async { "-cp" } else { "" }
-            ) + if a.quantized { "-q" } else { "" };
+            let kernel =
+                kernel_name(algo, cp_async).to_string() + if a.quantized { "-q" } else { "" };
             // Built once, outside the timed calls.
             let views: Vec<_> = ins.iter().filter_map(|b| b.view(n)).collect();
             let copied: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();

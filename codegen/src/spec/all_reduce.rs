@@ -382,8 +382,7 @@ impl KernelSpec for AllReduceSpec {
                 ),
             ));
         }
-        if let (Some(t), AllReduceAlgo::Push | AllReduceAlgo::PushLl) = (self.transport, self.algo)
-        {
+        if let (Some(t), true) = (self.transport, self.algo.info().in_place) {
             return Err(SpecError::invalid(
                 "transport",
                 t,
