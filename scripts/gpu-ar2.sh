@@ -85,7 +85,7 @@ for step in "${steps[@]}"; do
     # NCCL (torch.distributed, one process per GPU) and symmetric memory.
     bounded torch-ar 150 python3 stage/scripts/torch_ref.py --families all_reduce --n 1 --no-compile \
       --ar-bytes "$BYTES" --iters "$ITERS" --out "$W/torch-ar.json"
-    grep -E "^ *[0-9]|NCCL|symm|rror" "$W/torch-ar.log" | tee -a "$SUM"
+    grep -E "^ *[0-9]|NCCL|symm|rror|floor|NVLink" "$W/torch-ar.log" | tee -a "$SUM"
     ;;
   bench)
     # One process driving every GPU.

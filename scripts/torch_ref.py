@@ -585,6 +585,11 @@ def _all_reduce_worker(rank, world, port, sizes_bytes, dtype_name, warmup, iters
     def timing(call):
         return _batch_us(call, warmup, iters, batch)
 
+    # PyTorch's own launch floor on this host: a kernel that does nothing
+    # (torch.cuda._sleep(0)), timed as the all-reduces are.
+    floor = timing(lambda: torch.cuda._sleep(0))
+    if rank == 0:
+        queue.put(("floor", floor))
     out = []
     for nbytes in sizes_bytes:
         x = torch.randn(nbytes // elem, device="cuda", dtype=dt)
@@ -618,6 +623,45 @@ def _next_result(queue, procs, timeout, what):
     return None
 
 
+def nvlink_copy_entries(world, nbytes=256 << 20, rounds=5, batch=10):
+    """The copy engines' bandwidth between GPU 0 and GPU 1 (torch's copy_
+    between devices, peer to peer): one way, and both ways at once (what a
+    two-GPU all-reduce needs: each GPU receives a whole message). Host-timed
+    batches of `batch` copies of `nbytes`, median of `rounds`; GB/s per
+    direction."""
+    import time  # noqa: PLC0415
+
+    if world < 2:
+        return []
+    bufs = {d: (torch.empty(nbytes, dtype=torch.uint8, device=d), torch.empty(nbytes, dtype=torch.uint8, device=d))
+            for d in (0, 1)}
+    streams = {d: torch.cuda.Stream(device=d) for d in (0, 1)}
+
+    def timed(pairs):
+        times = []
+        for _ in range(rounds + 1):
+            for d in (0, 1):
+                torch.cuda.synchronize(d)
+            t0 = time.perf_counter()
+            for _ in range(batch):
+                for dst, src in pairs:
+                    with torch.cuda.stream(streams[dst]):
+                        bufs[dst][1].copy_(bufs[src][0], non_blocking=True)
+            for d in (0, 1):
+                torch.cuda.synchronize(d)
+            times.append(time.perf_counter() - t0)
+        times = sorted(times[1:])
+        return nbytes * batch / times[len(times) // 2] / 1e9
+
+    one = timed([(1, 0)])
+    both = timed([(1, 0), (0, 1)])
+    log(f"NVLink copy (torch copy_ between GPU 0 and 1, copy engines, {nbytes >> 20} MB): "
+        f"one way {one:.1f} GB/s, both ways at once {both:.1f} GB/s each way")
+    return [{"family": "all_reduce", "name": f"nvlink_copy_{w}", "n": nbytes, "world": world,
+             "eager_gbps": g, "eager_expr": "dst.copy_(src_on_peer, non_blocking=True)"}
+            for w, g in (("one_way", one), ("both_ways", both))]
+
+
 def all_reduce_entries(a):
     """NCCL through torch.distributed, then PyTorch symmetric memory's one-shot
     and two-shot all-reduce, one process per GPU of this machine (NVLink
@@ -640,7 +684,8 @@ def all_reduce_entries(a):
              for r in range(world)]
     for p in procs:
         p.start()
-    nccl = _next_result(queue, procs, a.ar_timeout, "NCCL all_reduce")
+    floor = _next_result(queue, procs, a.ar_timeout, "PyTorch launch floor")
+    nccl = _next_result(queue, procs, a.ar_timeout, "NCCL all_reduce") if floor else None
     symm = _next_result(queue, procs, a.ar_timeout, "symmetric memory all_reduce") if nccl else None
     for p in procs:
         p.join(timeout=30 if symm else 0)  # a worker that failed or hangs is not waited for
@@ -650,7 +695,10 @@ def all_reduce_entries(a):
     if nccl is None:
         raise RuntimeError("the NCCL all_reduce reference failed (see the log above)")
     elem = torch.empty((), dtype=AR_DTYPES[a.ar_dtype]).element_size()
-    entries = []
+    log(f"PyTorch launch floor (torch.cuda._sleep(0), {a.ar_batch} per pair of events): {floor[1]:.2f} us a call")
+    entries = [{"family": "all_reduce", "name": "launch_floor_torch", "n": 0, "world": world,
+                "eager_us": floor[1], "eager_expr": "torch.cuda._sleep(0)"}]
+    entries += nvlink_copy_entries(world)
 
     def table(title, name, expr, rows):
         log(f"{title} all_reduce {a.ar_dtype}, {world} GPU(s), {a.ar_batch} calls per pair of events")

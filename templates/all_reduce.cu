@@ -65,6 +65,11 @@ typedef rj_dtype_{{ dtype }} O;
 typedef {{ op_functor }} Op;
 static const int kRanks = {{ world }};
 static const int kElts = {{ pack_elts }};
+{%- if not two_stage and not push and not ll %}
+// Packs a thread loads at once ({{ one_shot_packs }}: the peer bytes in flight a
+// rank needs to cover an NVLink read's latency, without spilling at 8 ranks).
+enum : int { kOneShotPacks = {{ one_shot_packs }} };
+{%- endif %}
 {%- if cp_async %}
 static const int kThreads = {{ threads }};
 {%- endif %}
@@ -87,38 +92,38 @@ __device__ __forceinline__ void reduce_pack(const rj_ar_ptrs& in, rj_u64 off, co
 
 {%- if stage != "ag" and not cp_async %}
 
-// The packs at `off` and `off2` of every rank's input, reduced in rank order
-// like reduce_pack; every load is issued before any add.
-__device__ __forceinline__ void reduce_pack2(const rj_ar_ptrs& in, rj_u64 off, rj_u64 off2, const Op op,
-                                             float (&acc)[kElts], float (&acc2)[kElts]) {
-  rj_b128 a[kRanks], b[kRanks];
+// The packs at `off + k * step` (k < kU) of every rank's input, each reduced in
+// rank order like reduce_pack; every load is issued before any add, kU times
+// the peer bytes in flight of one pack at a time.
+template <int kU>
+__device__ __forceinline__ void reduce_packs(const rj_ar_ptrs& in, rj_u64 off, rj_u64 step, const Op op,
+                                             float (&acc)[kU][kElts]) {
+  rj_b128 v[kU][kRanks];
 #pragma unroll
-  for (int q = 0; q < kRanks; ++q) {
-    a[q] = rj_load_plain::b128(in.p[q] + off);
-    b[q] = rj_load_plain::b128(in.p[q] + off2);
+  for (int k = 0; k < kU; ++k) {
+#pragma unroll
+    for (int q = 0; q < kRanks; ++q) v[k][q] = rj_load_plain::b128(in.p[q] + off + k * step);
   }
-  rj_ar_unpack16<T>(a[0], acc);
-  rj_ar_unpack16<T>(b[0], acc2);
 #pragma unroll
-  for (int e = 0; e < kElts; ++e) {
-    acc[e] = op.pre(acc[e]);
-    acc2[e] = op.pre(acc2[e]);
+  for (int k = 0; k < kU; ++k) {
+    rj_ar_unpack16<T>(v[k][0], acc[k]);
+#pragma unroll
+    for (int e = 0; e < kElts; ++e) acc[k][e] = op.pre(acc[k][e]);
   }
 #pragma unroll
   for (int q = 1; q < kRanks; ++q) {
-    float x[kElts], y[kElts];
-    rj_ar_unpack16<T>(a[q], x);
-    rj_ar_unpack16<T>(b[q], y);
 #pragma unroll
-    for (int e = 0; e < kElts; ++e) {
-      acc[e] = op.apply(acc[e], op.pre(x[e]));
-      acc2[e] = op.apply(acc2[e], op.pre(y[e]));
+    for (int k = 0; k < kU; ++k) {
+      float x[kElts];
+      rj_ar_unpack16<T>(v[k][q], x);
+#pragma unroll
+      for (int e = 0; e < kElts; ++e) acc[k][e] = op.apply(acc[k][e], op.pre(x[e]));
     }
   }
 #pragma unroll
-  for (int e = 0; e < kElts; ++e) {
-    acc[e] = op.post(acc[e]);
-    acc2[e] = op.post(acc2[e]);
+  for (int k = 0; k < kU; ++k) {
+#pragma unroll
+    for (int e = 0; e < kElts; ++e) acc[k][e] = op.post(acc[k][e]);
   }
 }
 {%- endif %}
@@ -416,10 +421,10 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
 #pragma unroll
   for (int q = 0; q < 8; ++q) src.p[q] = q == (int)rank ? in : local + (rj_u64)q * window;
   for (p = thread; p + n_threads < n_packs; p += 2 * n_threads) {
-    float acc[kElts], acc2[kElts];
-    reduce_pack2(src, p * 16u, (p + n_threads) * 16u, op, acc, acc2);
-    rj_st_b128(out + p * 16u, rj_ar_pack16<T>(acc));
-    rj_st_b128(out + (p + n_threads) * 16u, rj_ar_pack16<T>(acc2));
+    float acc[2][kElts];
+    reduce_packs<2>(src, p * 16u, n_threads * 16u, op, acc);
+    rj_st_b128(out + p * 16u, rj_ar_pack16<T>(acc[0]));
+    rj_st_b128(out + (p + n_threads) * 16u, rj_ar_pack16<T>(acc[1]));
   }
   for (; p < n_packs; p += n_threads) {
     float acc[kElts];
@@ -483,13 +488,13 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
     rj_cp_async_wait<0>();
   }
 {%- else %}
-  // Two packs a thread an iteration while both exist, as one-shot does.
+  // Two packs a thread an iteration while both exist.
   rj_u64 i = thread;
   for (; i + n_threads < mine_len; i += 2 * n_threads) {
-    float acc[kElts], acc2[kElts];
-    reduce_pack2(in, (mine + i) * 16u, (mine + i + n_threads) * 16u, op, acc, acc2);
-    store_rs(scratch, out, i, mine + i, acc{% if quant %}, seed, partial_base{% endif %});
-    store_rs(scratch, out, i + n_threads, mine + i + n_threads, acc2{% if quant %}, seed, partial_base{% endif %});
+    float acc[2][kElts];
+    reduce_packs<2>(in, (mine + i) * 16u, n_threads * 16u, op, acc);
+    store_rs(scratch, out, i, mine + i, acc[0]{% if quant %}, seed, partial_base{% endif %});
+    store_rs(scratch, out, i + n_threads, mine + i + n_threads, acc[1]{% if quant %}, seed, partial_base{% endif %});
   }
   for (; i < mine_len; i += n_threads) {
     float acc[kElts];
@@ -515,19 +520,20 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
   }
 {%- endif %}
 {%- else %}
-  // Two packs a thread an iteration while both exist: every rank's loads of
-  // both are issued before the first store, twice the peer bytes in flight.
+  // kOneShotPacks packs a thread an iteration while all exist: every rank's
+  // loads of all are issued before the first store.
   rj_u64 p = thread;
-  for (; p + n_threads < n_packs; p += 2 * n_threads) {
-    float acc[kElts], acc2[kElts];
-    reduce_pack2(in, p * 16u, (p + n_threads) * 16u, op, acc, acc2);
+  for (; p + (kOneShotPacks - 1) * n_threads < n_packs; p += kOneShotPacks * n_threads) {
+    float acc[kOneShotPacks][kElts];
+    reduce_packs<kOneShotPacks>(in, p * 16u, n_threads * 16u, op, acc);
+#pragma unroll
+    for (int k = 0; k < kOneShotPacks; ++k) {
 {%- if quant %}
-    store_out(out, p, acc);
-    store_out(out, p + n_threads, acc2);
+      store_out(out, p + k * n_threads, acc[k]);
 {%- else %}
-    rj_st_b128(out + p * 16u, rj_ar_pack16<T>(acc));
-    rj_st_b128(out + (p + n_threads) * 16u, rj_ar_pack16<T>(acc2));
+      rj_st_b128(out + (p + k * n_threads) * 16u, rj_ar_pack16<T>(acc[k]));
 {%- endif %}
+    }
   }
   for (; p < n_packs; p += n_threads) {
     float acc[kElts];

@@ -356,6 +356,13 @@ impl KernelInput for Counted {
         self.reads.set(self.reads.get() + 1);
         KernelInput::address(&self.buf, stream)
     }
+    fn read_address<'a>(
+        &'a self,
+        stream: &'a cudarc::driver::CudaStream,
+    ) -> (u64, cudarc::driver::SyncOnDrop<'a>) {
+        self.reads.set(self.reads.get() + 1);
+        KernelInput::read_address(&self.buf, stream)
+    }
 }
 
 impl KernelOutput for Counted {
@@ -371,6 +378,13 @@ impl KernelOutput for Counted {
     fn address(&self, stream: &cudarc::driver::CudaStream) -> u64 {
         self.reads.set(self.reads.get() + 1);
         KernelOutput::address(&self.buf, stream)
+    }
+    fn write_address<'a>(
+        &'a mut self,
+        stream: &'a cudarc::driver::CudaStream,
+    ) -> (u64, cudarc::driver::SyncOnDrop<'a>) {
+        self.reads.set(self.reads.get() + 1);
+        KernelOutput::write_address(&mut self.buf, stream)
     }
 }
 
@@ -427,6 +441,98 @@ fn each_buffer_address_is_read_once_a_call() {
                 );
             }
         }
+    }
+}
+
+/// cudarc's event tracking orders a call with work on other streams: a read
+/// of an output on another stream waits for the call's write, and a write of
+/// an input there waits for the call's read. The main stream is held back by
+/// copies first, so work that did not wait would run before the call.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tracked_buffers_order_the_call_with_other_streams() {
+    let world = 2;
+    let n = 1 << 22;
+    let Some(c) = comm(world, n * 4, Duration::from_secs(10)) else {
+        return;
+    };
+    let s = c.stream().clone();
+    assert!(s.context().is_event_tracking(), "cudarc tracks by default");
+    let other = s.context().new_stream().unwrap();
+    let (host, want) = exact_f32_sums(29, world, n);
+    let ballast_src = s.alloc_zeros::<u8>(256 << 20).unwrap();
+    let mut ballast = s.alloc_zeros::<u8>(256 << 20).unwrap();
+    let hold_back = |ballast: &mut CudaSlice<u8>| {
+        for _ in 0..8 {
+            s.memcpy_dtod(&ballast_src, ballast).unwrap();
+        }
+    };
+    let poison = vec![f32::NAN; n];
+    let routes: Vec<Option<(AllReduceAlgo, bool)>> =
+        ALGOS.iter().copied().map(Some).chain([None]).collect();
+    for route in routes {
+        let issue = |ins: &[CudaSlice<f32>], outs: &mut [CudaSlice<f32>]| {
+            let inputs: Vec<&dyn KernelInput> = ins.iter().map(|b| b as &dyn KernelInput).collect();
+            let mut outputs: Vec<&mut dyn KernelOutput> = outs
+                .iter_mut()
+                .map(|o| o as &mut dyn KernelOutput)
+                .collect();
+            match route {
+                Some((algo, cp_async)) => c.all_reduce(
+                    &inputs,
+                    &mut outputs,
+                    Call {
+                        cp_async,
+                        ..Call::sum(algo)
+                    },
+                ),
+                None => c.all_reduce_routed(&inputs, &mut outputs, Op::Sum, None),
+            }
+            .unwrap();
+        };
+        let check = |got: &[f32], r: usize, what: &str| {
+            let bad = (0..n).find(|&e| got[e].to_bits() != want[e].to_bits());
+            if let Some(e) = bad {
+                panic!(
+                    "{route:?} rank {r}, {what}: element {e} is {} (want {})",
+                    got[e], want[e]
+                );
+            }
+        };
+        // Write after read: the other stream overwrites the inputs at once.
+        let mut ins: Vec<CudaSlice<f32>> = host.iter().map(|h| s.clone_htod(h).unwrap()).collect();
+        let mut outs: Vec<CudaSlice<f32>> =
+            (0..world).map(|_| s.clone_htod(&poison).unwrap()).collect();
+        c.synchronize().unwrap();
+        hold_back(&mut ballast);
+        issue(&ins, &mut outs);
+        for i in &mut ins {
+            other.memcpy_htod(&poison, i).unwrap();
+        }
+        other.synchronize().unwrap();
+        c.synchronize().unwrap();
+        for (r, o) in outs.iter().enumerate() {
+            check(
+                &s.clone_dtoh(o).unwrap(),
+                r,
+                "inputs overwritten on another stream",
+            );
+        }
+        // Read after write: the other stream reads the outputs at once.
+        let ins: Vec<CudaSlice<f32>> = host.iter().map(|h| s.clone_htod(h).unwrap()).collect();
+        let mut outs: Vec<CudaSlice<f32>> =
+            (0..world).map(|_| s.clone_htod(&poison).unwrap()).collect();
+        c.synchronize().unwrap();
+        hold_back(&mut ballast);
+        issue(&ins, &mut outs);
+        for (r, o) in outs.iter().enumerate() {
+            check(
+                &other.clone_dtoh(o).unwrap(),
+                r,
+                "outputs read on another stream",
+            );
+        }
+        c.synchronize().unwrap();
     }
 }
 

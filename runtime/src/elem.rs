@@ -10,8 +10,8 @@
 //! ```
 
 use cudarc::driver::{
-    CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DeviceRepr, DeviceSlice, LaunchArgs,
-    PushKernelArg,
+    CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice,
+    LaunchArgs, PushKernelArg, SyncOnDrop,
 };
 use redjit_codegen::DType;
 
@@ -54,6 +54,15 @@ pub trait KernelInput {
     fn push_input<'a>(&'a self, args: &mut LaunchArgs<'a>);
     /// The device address of the first element (for the alignment check).
     fn address(&self, stream: &CudaStream) -> u64;
+    /// The address for work that takes it raw (the all-reduce, NCCL), with
+    /// cudarc's ordering for a read: `stream` waits for the buffer's last
+    /// write, and the guard records the read when dropped, which must come
+    /// after the work is issued (before it, a later writer on another stream
+    /// would not wait for the work). By default the bare address: a buffer
+    /// that cudarc does not track has nothing to order.
+    fn read_address<'a>(&'a self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>) {
+        (self.address(stream), SyncOnDrop::Record(None))
+    }
 }
 
 /// A device buffer a kernel writes: `CudaSlice<T>` or `CudaViewMut<T>`.
@@ -70,6 +79,13 @@ pub trait KernelOutput {
     fn push_output<'a>(&'a mut self, args: &mut LaunchArgs<'a>);
     /// The device address of the first element (for the alignment check).
     fn address(&self, stream: &CudaStream) -> u64;
+    /// The address for work that takes it raw, with cudarc's ordering for a
+    /// write: `stream` waits for the buffer's last reads and write, and the
+    /// guard records the write when dropped, after the work is issued. By
+    /// default the bare address, as for [`KernelInput::read_address`].
+    fn write_address<'a>(&'a mut self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>) {
+        (self.address(stream), SyncOnDrop::Record(None))
+    }
 }
 
 macro_rules! impl_input {
@@ -86,6 +102,9 @@ macro_rules! impl_input {
             }
             fn address(&self, stream: &CudaStream) -> u64 {
                 DevicePtr::device_ptr(self, stream).0
+            }
+            fn read_address<'a>(&'a self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>) {
+                DevicePtr::device_ptr(self, stream)
             }
         }
     )*};
@@ -106,6 +125,9 @@ macro_rules! impl_output {
             }
             fn address(&self, stream: &CudaStream) -> u64 {
                 DevicePtr::device_ptr(self, stream).0
+            }
+            fn write_address<'a>(&'a mut self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>) {
+                DevicePtrMut::device_ptr_mut(self, stream)
             }
         }
     )*};

@@ -487,10 +487,17 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
                 ""
             }
         );
+        // PyTorch's, where the reference measured it on this host.
+        let torch_floor = c
+            .torch
+            .as_ref()
+            .and_then(|t| t.get_named("launch_floor_torch", 0, None))
+            .and_then(|e| e.eager_us);
         println!(
-            "launch floor (an empty kernel on the main stream, timed as the calls): {} us a call, host {} us",
+            "launch floor (an empty kernel on the main stream, timed as the calls): {} us a call, host {} us; PyTorch's (torch.cuda._sleep(0), eager): {} us",
             us_or_dash(Some(floor.median_us)),
-            us_or_dash(floor.host_issue_us)
+            us_or_dash(floor.host_issue_us),
+            us_or_dash(torch_floor)
         );
         println!(
             "{:<26} {:>10} {:>10} {:>10} {:>12} {:>12} {:>10} {:>11} {:>11} {:>10} {:>7}",

@@ -274,6 +274,13 @@ impl AllReduceSpec {
         }
     }
 
+    /// Packs a one-shot thread loads from every rank before it adds: four on
+    /// two ranks (more peer bytes in flight over the one link), two above
+    /// (the loads of four at eight ranks would not fit the registers).
+    pub fn one_shot_packs(&self) -> u32 {
+        if self.world <= 2 { 4 } else { 2 }
+    }
+
     /// Every valid spec for `world` ranks: dtype x op x algorithm (+ cp.async).
     pub fn matrix(world: u32) -> Vec<AllReduceSpec> {
         Self::valid(world, DType::stores(), None)
@@ -287,6 +294,7 @@ impl AllReduceSpec {
             peer: self.peer_dtype().slug(),
             quant: self.transport.is_some(),
             pack_elts: self.pack_elts(),
+            one_shot_packs: self.one_shot_packs(),
             op_functor: self.op.info().functor,
             two_stage: self.algo == AllReduceAlgo::TwoStage,
             push: self.algo == AllReduceAlgo::Push,
@@ -328,6 +336,7 @@ struct AllReduceContext {
     /// Quantized transport: f32 out, SR-rounded two-stage partials.
     quant: bool,
     pack_elts: u32,
+    one_shot_packs: u32,
     op_functor: &'static str,
     two_stage: bool,
     /// One-shot by writes into the peers' push buffers (see the registry).

@@ -99,7 +99,7 @@ use std::time::Duration;
 use cudarc::driver::sys;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig,
-    PushKernelArg,
+    PushKernelArg, SyncOnDrop,
 };
 use redjit_codegen::spec::all_reduce::{ArStage, MAX_BLOCKS, PACK_BYTES, signal};
 use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
@@ -273,11 +273,13 @@ enum InputsAt<'a> {
 /// A call's inputs, each local rank's address read once (on first use) on
 /// the rank's own stream. A tracked slice's address costs the host an event
 /// wait and an event record, and a call may want the addresses three times
-/// (the route, the push kernel's check, the staging copy or graph slot).
+/// (the route, the push kernel's check, the staging copy or graph slot). The
+/// reads' guards live as long as this, so each records its read after the
+/// call's work is issued.
 struct CallInputs<'a> {
     bufs: &'a [&'a dyn KernelInput],
     ranks: &'a [Rank],
-    addresses: std::cell::OnceCell<Vec<u64>>,
+    read: std::cell::OnceCell<(Vec<u64>, Vec<SyncOnDrop<'a>>)>,
 }
 
 impl<'a> CallInputs<'a> {
@@ -285,20 +287,30 @@ impl<'a> CallInputs<'a> {
         CallInputs {
             bufs,
             ranks,
-            addresses: std::cell::OnceCell::new(),
+            read: std::cell::OnceCell::new(),
         }
     }
 
     /// Each local rank's input address, in rank order.
     fn addresses(&self) -> &[u64] {
-        self.addresses.get_or_init(|| {
-            self.bufs
-                .iter()
-                .zip(self.ranks)
-                .map(|(i, r)| i.address(&r.stream))
-                .collect()
-        })
+        &self
+            .read
+            .get_or_init(|| {
+                self.bufs
+                    .iter()
+                    .zip(self.ranks)
+                    .map(|(i, r)| i.read_address(&r.stream))
+                    .unzip()
+            })
+            .0
     }
+}
+
+/// A call's outputs' addresses, read for writing on each rank's stream; the
+/// guards record the writes when this is dropped, after the call's work.
+struct CallOutputs<'a> {
+    addresses: Vec<u64>,
+    _written: Vec<SyncOnDrop<'a>>,
 }
 
 /// One kernel launch on every local rank, checked: the kernel, the message
@@ -1057,7 +1069,7 @@ impl Communicator {
             ));
         }
         let main = self.stream();
-        let (out_addresses, dtype, n) = self.check_outputs(inputs, outputs, call)?;
+        let (outs, dtype, n) = self.check_outputs(inputs, outputs, call)?;
         if n == 0 {
             return Ok(());
         }
@@ -1090,7 +1102,7 @@ impl Communicator {
             kernel,
             n,
             call,
-            out_addresses: &out_addresses,
+            out_addresses: &outs.addresses,
             quant: None,
         };
         let ins = CallInputs::new(inputs, &self.ranks);
@@ -1133,7 +1145,7 @@ impl Communicator {
         }
         let capturing = issue.capturing;
         let main = self.stream();
-        let (out_addresses, dtype, n) = self.check_outputs(inputs.bufs, outputs, call)?;
+        let (outs, dtype, n) = self.check_outputs(inputs.bufs, outputs, call)?;
         if n == 0 {
             return Ok(());
         }
@@ -1154,7 +1166,7 @@ impl Communicator {
             kernel: &kernel,
             n,
             call,
-            out_addresses: &out_addresses,
+            out_addresses: &outs.addresses,
             quant,
         };
         if self.in_place(call.algo).is_some() {
@@ -1240,33 +1252,36 @@ impl Communicator {
         Ok(addresses)
     }
 
-    /// The outputs' addresses, then the call checked as every kernel call is
-    /// ([`check_call_for`]): its dtype and length. A buffer's address is read
-    /// on its own rank's stream: cudarc orders a tracked buffer through events
-    /// of the buffer's context, which a stream of another GPU cannot record
-    /// (CUDA_ERROR_INVALID_CONTEXT on the next call, one GPU per rank).
-    fn check_outputs(
-        &self,
+    /// The call checked as every kernel call is ([`check_call_for`]: its
+    /// dtype and length), then the outputs' addresses, read for writing (see
+    /// [`CallOutputs`]). A buffer's address is read on its own rank's stream:
+    /// cudarc orders a tracked buffer through events of the buffer's context,
+    /// which a stream of another GPU cannot record (CUDA_ERROR_INVALID_CONTEXT
+    /// on the next call, one GPU per rank).
+    fn check_outputs<'o>(
+        &'o self,
         inputs: &[&dyn KernelInput],
-        outputs: &[&mut dyn KernelOutput],
+        outputs: &'o mut [&mut dyn KernelOutput],
         call: Call,
-    ) -> Result<(Vec<u64>, DType, usize)> {
-        let out_addresses: Vec<u64> = outputs
-            .iter()
-            .zip(&self.ranks)
-            .map(|(o, r)| o.address(&r.stream))
-            .collect();
+    ) -> Result<(CallOutputs<'o>, DType, usize)> {
+        // The alignment needs the addresses, which wait until the rest passed.
         let (dtype, n) = check_call_for(
             self.ranks.len() as u32,
             self.world(),
             self.opts.max_bytes,
             inputs,
             outputs,
-            &out_addresses,
+            &[],
             call,
         )?;
+        let (addresses, written): (Vec<u64>, Vec<SyncOnDrop<'o>>) = outputs
+            .iter_mut()
+            .zip(&self.ranks)
+            .map(|(o, r)| o.write_address(&r.stream))
+            .unzip();
+        check_output_alignment(&addresses, n)?;
         let bytes = (n * dtype.info().bytes as usize) as u64;
-        for ((rank, &out), i) in self.ranks.iter().zip(&out_addresses).zip(0..) {
+        for ((rank, &out), i) in self.ranks.iter().zip(&addresses).zip(0..) {
             let staging = rank.staging.ptr();
             if n > 0 && out < staging + rank.staging.bytes() as u64 && staging < out + bytes {
                 return Err(comm_err(
@@ -1277,7 +1292,11 @@ impl Communicator {
                 ));
             }
         }
-        Ok((out_addresses, dtype, n))
+        let outputs = CallOutputs {
+            addresses,
+            _written: written,
+        };
+        Ok((outputs, dtype, n))
     }
 
     /// The whole all-reduce kernel of `call` over this communicator's ranks.
@@ -1861,16 +1880,8 @@ pub fn check_call_for(
                 ),
             ));
         }
-        let a = out_addresses.get(r).copied().unwrap_or(0);
-        if n > 0 && !a.is_multiple_of(u64::from(PACK_BYTES)) {
-            return Err(comm_err(
-                "alignment",
-                format!(
-                    "rank {r}'s output starts at {a:#x}: outputs must start on 16 bytes (inputs may not: they are staged)"
-                ),
-            ));
-        }
     }
+    check_output_alignment(out_addresses, n)?;
     let bytes = n * dtype.info().bytes as usize;
     if bytes > max_bytes {
         return Err(comm_err(
@@ -1899,4 +1910,22 @@ pub fn check_call_for(
         return Err(comm_err("skip_rank", format!("rank {s} of {world}")));
     }
     Ok((dtype, n))
+}
+
+/// The kernels store whole 16-byte packs: each output (`out_addresses[r]` for
+/// local rank r) starts on 16 bytes when the message is not empty.
+fn check_output_alignment(out_addresses: &[u64], n: usize) -> Result<()> {
+    let misaligned = out_addresses
+        .iter()
+        .enumerate()
+        .find(|(_, a)| n > 0 && !a.is_multiple_of(u64::from(PACK_BYTES)));
+    match misaligned {
+        Some((r, a)) => Err(comm_err(
+            "alignment",
+            format!(
+                "rank {r}'s output starts at {a:#x}: outputs must start on 16 bytes (inputs may not: they are staged)"
+            ),
+        )),
+        None => Ok(()),
+    }
 }

@@ -74,7 +74,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use cudarc::driver::{CudaContext, CudaStream};
+use cudarc::driver::{CudaContext, CudaStream, SyncOnDrop};
 use cudarc::nccl::sys::{
     ncclComm_t, ncclDataType_t, ncclRedOp_t, ncclResult_t, ncclScalarResidence_t, ncclUniqueId,
 };
@@ -764,17 +764,18 @@ impl NcclComm {
         if n == 0 {
             return Ok(());
         }
-        // Each buffer's address on its own rank's stream (its GPU's context).
-        let send: Vec<u64> = inputs
+        // Each buffer's address on its own rank's stream (its GPU's context);
+        // the guards record the reads and writes after NCCL's work is issued.
+        let (send, _read): (Vec<u64>, Vec<SyncOnDrop<'_>>) = inputs
             .iter()
             .zip(&self.ranks)
-            .map(|(i, r)| i.address(&r.stream))
-            .collect();
-        let recv: Vec<u64> = outputs
-            .iter()
+            .map(|(i, r)| i.read_address(&r.stream))
+            .unzip();
+        let (recv, _written): (Vec<u64>, Vec<SyncOnDrop<'_>>) = outputs
+            .iter_mut()
             .zip(&self.ranks)
-            .map(|(o, r)| o.address(&r.stream))
-            .collect();
+            .map(|(o, r)| o.write_address(&r.stream))
+            .unzip();
         self.issue_addresses(main, &send, &recv, n, dtype, op)
     }
 
