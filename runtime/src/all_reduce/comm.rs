@@ -166,7 +166,8 @@ pub struct CommOptions {
     pub push_bytes: Option<usize>,
     /// Largest message (bytes per rank) the LL push kernel takes: each rank's
     /// LL buffer holds two sets of `world` regions of twice this size (a
-    /// 16-byte line carries 8 bytes). `None`: 512 KiB, at most `max_bytes`.
+    /// 16-byte line carries 8 bytes). `None`: 512 KiB, at most `max_bytes`;
+    /// rounded up to 512 bytes (the kernel lays out lines in groups of 32).
     pub ll_bytes: Option<usize>,
     /// How long [`Placement::Process`] waits for every peer at the rendezvous.
     pub join_timeout: Duration,
@@ -624,11 +625,13 @@ impl Communicator {
         let push_offset = ((staging_bytes / world as usize).next_multiple_of(PACK_BYTES as usize)
             + PACK_BYTES as usize)
             .next_multiple_of(256);
+        // Whole groups of 32 packs: the LL kernel lays a group's lines out
+        // together (ll_line in the template).
         let ll_max = opts
             .ll_bytes
             .unwrap_or(512 << 10)
             .min(opts.max_bytes)
-            .next_multiple_of(PACK_BYTES as usize);
+            .next_multiple_of(32 * PACK_BYTES as usize);
         let ll_offset = push_offset + 2 * world as usize * push_window;
         let scratch_bytes = ll_offset + 2 * world as usize * 2 * ll_max;
         let per_gpu = match &placement {
