@@ -181,10 +181,11 @@ pub struct CommOptions {
     /// fallback (see [`super::nccl`]).
     pub nccl: NcclUse,
     /// cudarc's per-buffer event tracking off on the communicator's contexts
-    /// ([`crate::RuntimeOptions::no_event_tracking`]): each tracked input and
-    /// output costs an event wait and a record on the host per call. With it
-    /// off, order the buffers' other uses with [`Communicator::stream`]
-    /// yourself.
+    /// ([`crate::RuntimeOptions::no_event_tracking`]): a tracked input costs
+    /// the host an event wait and a record per call, a tracked output two
+    /// waits and a record (3.0-3.4 us a call on the 2 x H200 hosts,
+    /// BENCHMARKS.md nineteenth session). With it off, order the buffers'
+    /// other uses with [`Communicator::stream`] yourself.
     pub no_event_tracking: bool,
     /// Most blocks per rank a launch uses, 1..=[`MAX_BLOCKS`] (the push
     /// kernel's fixed grid too, which is also at most one block per SM the
