@@ -16,7 +16,7 @@ use common::ar::{
     ALGOS, Elem, back_to_back, exact, exact_all_sizes, exact_case, exact_f32_sums,
     graph_of_16_replayed, random_all_dtypes, sum_into,
 };
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, PushKernelArg};
 use half::{bf16, f16};
 use redjit::all_reduce::{Call, CommOptions, Communicator, Placement};
 use redjit::{AllReduceAlgo, DType, Error, KernelInput, KernelOutput, Op};
@@ -444,10 +444,78 @@ fn each_buffer_address_is_read_once_a_call() {
     }
 }
 
-/// cudarc's event tracking orders a call with work on other streams: a read
-/// of an output on another stream waits for the call's write, and a write of
-/// an input there waits for the call's read. The main stream is held back by
-/// copies first, so work that did not wait would run before the call.
+/// Holds a stream back until [`Closed::open`]: a one-thread kernel on it
+/// spins until a device word becomes 1, which another stream writes. Every
+/// kernel the held-back work launches must have run once before: CUDA loads a
+/// kernel at its first launch (lazy loading), and the load waits for the
+/// spinning kernel.
+struct Gate {
+    spin: cudarc::driver::CudaFunction,
+    opener: std::sync::Arc<cudarc::driver::CudaStream>,
+}
+
+/// A stream held at a [`Gate`].
+struct Closed<'g> {
+    word: CudaSlice<u32>,
+    opener: &'g std::sync::Arc<cudarc::driver::CudaStream>,
+}
+
+const GATE_KERNEL: &str =
+    "extern \"C\" __global__ void rj_gate(const volatile unsigned* w) { while (*w == 0u) {} }";
+
+impl Gate {
+    /// The spinning kernel, compiled, and run once (on an open word).
+    fn new(stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> Gate {
+        let ctx = stream.context();
+        let ptx = cudarc::nvrtc::compile_ptx(GATE_KERNEL).unwrap();
+        let spin = ctx
+            .load_module(ptx)
+            .unwrap()
+            .load_function("rj_gate")
+            .unwrap();
+        let gate = Gate {
+            spin,
+            opener: ctx.new_stream().unwrap(),
+        };
+        gate.close(stream).open();
+        stream.synchronize().unwrap();
+        gate
+    }
+
+    fn close(&self, stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> Closed<'_> {
+        let word = stream.alloc_zeros::<u32>(1).unwrap();
+        stream.synchronize().unwrap();
+        // The address is taken raw: a tracked argument would record its read
+        // after the spinning kernel, and the opener's write would wait on it.
+        let at = DevicePtr::device_ptr(&word, stream).0;
+        let cfg = cudarc::driver::LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (1, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the kernel takes one pointer to a u32, `word`, which lives
+        // until the gate is opened and the stream synchronised after.
+        unsafe { stream.launch_builder(&self.spin).arg(&at).launch(cfg) }.unwrap();
+        Closed {
+            word,
+            opener: &self.opener,
+        }
+    }
+}
+
+impl Closed<'_> {
+    fn open(mut self) {
+        self.opener.memcpy_htod(&[1u32], &mut self.word).unwrap();
+        self.opener.synchronize().unwrap();
+    }
+}
+
+/// cudarc's event tracking orders a call with work on other streams: a write
+/// of an input there waits for the call's read, and a read of an output waits
+/// for the call's write. The main stream is held at a [`Gate`] while the call and
+/// the other streams' work are issued and for 50 ms more, so work that did
+/// not wait runs before the call (each input's overwrite on a stream of its
+/// own, so none waits behind another).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn tracked_buffers_order_the_call_with_other_streams() {
@@ -458,18 +526,16 @@ fn tracked_buffers_order_the_call_with_other_streams() {
     };
     let s = c.stream().clone();
     assert!(s.context().is_event_tracking(), "cudarc tracks by default");
-    let other = s.context().new_stream().unwrap();
+    let others: Vec<_> = (0..world)
+        .map(|_| s.context().new_stream().unwrap())
+        .collect();
     let (host, want) = exact_f32_sums(29, world, n);
-    let ballast_src = s.alloc_zeros::<u8>(256 << 20).unwrap();
-    let mut ballast = s.alloc_zeros::<u8>(256 << 20).unwrap();
-    let hold_back = |ballast: &mut CudaSlice<u8>| {
-        for _ in 0..8 {
-            s.memcpy_dtod(&ballast_src, ballast).unwrap();
-        }
-    };
     let poison = vec![f32::NAN; n];
+    let poison_dev = s.clone_htod(&poison).unwrap();
     let routes: Vec<Option<(AllReduceAlgo, bool)>> =
         ALGOS.iter().copied().map(Some).chain([None]).collect();
+    let held = Duration::from_millis(50);
+    let gate = Gate::new(&s);
     for route in routes {
         let issue = |ins: &[CudaSlice<f32>], outs: &mut [CudaSlice<f32>]| {
             let inputs: Vec<&dyn KernelInput> = ins.iter().map(|b| b as &dyn KernelInput).collect();
@@ -499,17 +565,29 @@ fn tracked_buffers_order_the_call_with_other_streams() {
                 );
             }
         };
-        // Write after read: the other stream overwrites the inputs at once.
-        let mut ins: Vec<CudaSlice<f32>> = host.iter().map(|h| s.clone_htod(h).unwrap()).collect();
-        let mut outs: Vec<CudaSlice<f32>> =
-            (0..world).map(|_| s.clone_htod(&poison).unwrap()).collect();
-        c.synchronize().unwrap();
-        hold_back(&mut ballast);
+        let fresh = || {
+            let ins: Vec<CudaSlice<f32>> = host.iter().map(|h| s.clone_htod(h).unwrap()).collect();
+            let outs: Vec<CudaSlice<f32>> =
+                (0..world).map(|_| s.clone_htod(&poison).unwrap()).collect();
+            c.synchronize().unwrap();
+            (ins, outs)
+        };
+        // Once ungated: the call's kernels are loaded before any gate.
+        let (ins, mut outs) = fresh();
         issue(&ins, &mut outs);
-        for i in &mut ins {
-            other.memcpy_htod(&poison, i).unwrap();
+        c.synchronize().unwrap();
+        for (r, o) in outs.iter().enumerate() {
+            check(&s.clone_dtoh(o).unwrap(), r, "ungated");
         }
-        other.synchronize().unwrap();
+        // Write after read: the other streams overwrite the inputs.
+        let (mut ins, mut outs) = fresh();
+        let held_back = gate.close(&s);
+        issue(&ins, &mut outs);
+        for (i, o) in ins.iter_mut().zip(&others) {
+            o.memcpy_dtod(&poison_dev, i).unwrap();
+        }
+        std::thread::sleep(held);
+        held_back.open();
         c.synchronize().unwrap();
         for (r, o) in outs.iter().enumerate() {
             check(
@@ -518,16 +596,24 @@ fn tracked_buffers_order_the_call_with_other_streams() {
                 "inputs overwritten on another stream",
             );
         }
-        // Read after write: the other stream reads the outputs at once.
-        let ins: Vec<CudaSlice<f32>> = host.iter().map(|h| s.clone_htod(h).unwrap()).collect();
-        let mut outs: Vec<CudaSlice<f32>> =
+        // Read after write: the other streams copy the outputs.
+        let (ins, mut outs) = fresh();
+        let mut copies: Vec<CudaSlice<f32>> =
             (0..world).map(|_| s.clone_htod(&poison).unwrap()).collect();
         c.synchronize().unwrap();
-        hold_back(&mut ballast);
+        let held_back = gate.close(&s);
         issue(&ins, &mut outs);
-        for (r, o) in outs.iter().enumerate() {
+        for ((o, copy), other) in outs.iter().zip(&mut copies).zip(&others) {
+            other.memcpy_dtod(o, copy).unwrap();
+        }
+        std::thread::sleep(held);
+        held_back.open();
+        for other in &others {
+            other.synchronize().unwrap();
+        }
+        for (r, copy) in copies.iter().enumerate() {
             check(
-                &other.clone_dtoh(o).unwrap(),
+                &s.clone_dtoh(copy).unwrap(),
                 r,
                 "outputs read on another stream",
             );
