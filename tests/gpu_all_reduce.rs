@@ -622,9 +622,10 @@ fn tracked_buffers_order_the_call_with_other_streams() {
     }
 }
 
-/// Every kernel at the grid caps' ends, exact bit for bit: one block per
-/// rank, and the largest cap (as many of the signal buffer's slots as the two
-/// ranks' share of this GPU holds; the messages want 512 blocks of two-stage).
+/// Every kernel at the grid caps' ends (`max_blocks`, and `ll_blocks` for the
+/// LL kernel), exact bit for bit: one block per rank, and the largest cap (as
+/// many of the signal buffer's slots as the two ranks' share of this GPU
+/// holds; the messages want 512 blocks of two-stage).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_kernel_is_exact_at_the_grid_caps() {
@@ -644,6 +645,7 @@ fn every_kernel_is_exact_at_the_grid_caps() {
                 push_bytes: Some(max_bytes),
                 ll_bytes: Some(max_bytes),
                 max_blocks: Some(cap),
+                ll_blocks: Some(cap),
                 ..CommOptions::default()
             },
         )

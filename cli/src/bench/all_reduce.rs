@@ -132,6 +132,11 @@ pub struct AllReduceBenchArgs {
     #[arg(long)]
     pub max_blocks: Option<u32>,
 
+    /// The LL kernel's fixed grid (`CommOptions::ll_blocks`, 1 to the signal
+    /// buffer's slots, at most one per SM; default all the slots).
+    #[arg(long)]
+    pub ll_blocks: Option<u32>,
+
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
@@ -449,6 +454,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             graph_slots: captured.max(1),
             no_event_tracking: a.untracked,
             max_blocks: a.max_blocks,
+            ll_blocks: a.ll_blocks,
             ..CommOptions::default()
         },
     )?;

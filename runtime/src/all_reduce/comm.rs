@@ -192,6 +192,12 @@ pub struct CommOptions {
     /// rank has). `None`: [`DEFAULT_MAX_BLOCKS`], the grid every all-reduce
     /// figure in BENCHMARKS.md was measured with.
     pub max_blocks: Option<u32>,
+    /// Blocks per rank of the LL push kernel's fixed grid, 1..=[`MAX_BLOCKS`],
+    /// also at most one per SM the rank has; a call launches only the blocks
+    /// its message fills. Not capped by `max_blocks`: the LL kernel's time is
+    /// latency, and from 256 KB more blocks carry each a pack fewer.
+    /// `None`: [`MAX_BLOCKS`].
+    pub ll_blocks: Option<u32>,
 }
 
 /// The grid cap of [`CommOptions::max_blocks`] when none is given.
@@ -229,6 +235,7 @@ impl Default for CommOptions {
             nccl: NcclUse::Off,
             no_event_tracking: false,
             max_blocks: None,
+            ll_blocks: None,
         }
     }
 }
@@ -330,6 +337,8 @@ struct Launch<'a> {
 /// Where a push kernel's buffers are in each rank's scratch.
 #[derive(Clone, Copy)]
 struct InPlace {
+    /// The fixed grid.
+    grid: u32,
     offset: u64,
     /// Bytes of one rank's region (the kernel's `window` argument).
     region: u64,
@@ -449,9 +458,10 @@ pub struct Communicator {
     /// twice this) and where its buffer starts in each rank's scratch.
     ll_max: u64,
     ll_offset: u64,
-    /// The push kernels' grid, the same for every call (block b always owns
-    /// the same packs, which its barrier count's parity relies on).
+    /// The push kernels' grids, fixed at set-up (block b always owns the
+    /// same packs, which its barrier count's parity relies on).
     push_blocks: u32,
+    ll_blocks: u32,
     /// The grid cap ([`CommOptions::max_blocks`]).
     max_blocks: u32,
 }
@@ -572,13 +582,16 @@ impl Communicator {
         };
         spec.validate()?;
         let max_blocks = opts.max_blocks.unwrap_or(DEFAULT_MAX_BLOCKS);
-        if !(1..=MAX_BLOCKS).contains(&max_blocks) {
-            return Err(comm_err(
-                "max_blocks",
-                format!(
-                    "{max_blocks}: a launch uses 1 to {MAX_BLOCKS} blocks per rank (the signal buffer's slots)"
-                ),
-            ));
+        let ll_cap = opts.ll_blocks.unwrap_or(MAX_BLOCKS);
+        for (what, blocks) in [("max_blocks", max_blocks), ("ll_blocks", ll_cap)] {
+            if !(1..=MAX_BLOCKS).contains(&blocks) {
+                return Err(comm_err(
+                    what,
+                    format!(
+                        "{blocks}: a launch uses 1 to {MAX_BLOCKS} blocks per rank (the signal buffer's slots)"
+                    ),
+                ));
+            }
         }
         if opts.max_bytes == 0 || opts.timeout.is_zero() || opts.join_timeout.is_zero() {
             return Err(comm_err(
@@ -641,7 +654,9 @@ impl Communicator {
             Placement::Process { gpu_share, .. } => *gpu_share,
         };
         // One block per SM is always resident (the kernels' launch bound).
-        let push_blocks = (runtimes[0].device().sm_count / per_gpu).clamp(1, max_blocks);
+        let sms = runtimes[0].device().sm_count / per_gpu;
+        let push_blocks = sms.clamp(1, max_blocks);
+        let ll_blocks = sms.clamp(1, ll_cap);
         let mut ranks = Vec::new();
         for &id in &local {
             let r = id as usize;
@@ -741,6 +756,7 @@ impl Communicator {
             ll_max: ll_max as u64,
             ll_offset: ll_offset as u64,
             push_blocks,
+            ll_blocks,
             max_blocks,
         })
     }
@@ -934,11 +950,10 @@ impl Communicator {
                 .iter()
                 .map(|r| self.runtimes[r.rt].function(spec))
                 .collect::<Result<Vec<_>>>()?;
-            // The push kernels' grid was fixed at set-up: no occupancy query.
-            let share = if self.in_place(spec.algo).is_some() {
-                self.push_blocks
-            } else {
-                self.resident_share(spec, &funcs[0], &self.runtimes[self.ranks[0].rt])?
+            // The push kernels' grids were fixed at set-up: no occupancy query.
+            let share = match self.in_place(spec.algo) {
+                Some(at) => at.grid,
+                None => self.resident_share(spec, &funcs[0], &self.runtimes[self.ranks[0].rt])?,
             };
             Ok(LoadedKernel { funcs, share })
         })
@@ -975,14 +990,21 @@ impl Communicator {
     }
 
     /// Blocks per rank for a launch of `spec` over `n` elements: the push
-    /// kernel's fixed grid; for the others enough for the work, at most the
-    /// grid cap, and on one GPU at most what keeps every rank's blocks
-    /// resident together (`share`).
+    /// kernel's fixed grid; of the LL kernel's fixed grid the blocks that hold
+    /// a pack (the same packs go to the same blocks as in the whole grid, and
+    /// a block not launched keeps its count, as one that sits the call out);
+    /// for the others enough for the work, at most the grid cap, and on one
+    /// GPU at most what keeps every rank's blocks resident together (`share`).
     fn blocks(&self, spec: &AllReduceSpec, share: u32, n: usize) -> u32 {
-        if self.in_place(spec.algo).is_some() {
-            return self.push_blocks;
-        }
         let packs = n.div_ceil(spec.pack_elts() as usize);
+        if let Some(at) = self.in_place(spec.algo) {
+            return match spec.algo {
+                AllReduceAlgo::PushLl => {
+                    (packs.div_ceil(spec.threads() as usize).max(1) as u32).min(at.grid)
+                }
+                _ => at.grid,
+            };
+        }
         let work = match spec.algo {
             AllReduceAlgo::OneShot | AllReduceAlgo::Push | AllReduceAlgo::PushLl => packs,
             AllReduceAlgo::TwoStage => packs.div_ceil(self.world() as usize),
@@ -1199,12 +1221,14 @@ impl Communicator {
     fn in_place(&self, algo: AllReduceAlgo) -> Option<InPlace> {
         match algo {
             AllReduceAlgo::Push => Some(InPlace {
+                grid: self.push_blocks,
                 offset: self.push_offset,
                 region: self.push_window,
                 max_bytes: self.push_window,
                 option: "push_bytes",
             }),
             AllReduceAlgo::PushLl => Some(InPlace {
+                grid: self.ll_blocks,
                 offset: self.ll_offset,
                 region: 2 * self.ll_max,
                 max_bytes: self.ll_max,
