@@ -15,14 +15,14 @@ fn the_default_table_has_the_documented_shape() {
     assert!(t.source.contains("4 ranks on 4 x H200"), "{}", t.source);
     assert!(t.source.contains("UNMEASURED"), "{}", t.source);
     assert_eq!(AlgoTable::default(), t);
-    // Two ranks (measured on 2 x H200): LL push up to 128 KB, push up to 8 MB,
+    // Two ranks (measured on 2 x H200): LL push up to 256 KB, push up to 8 MB,
     // and up to 16 MB for a copied input (the push kernel reads it in place);
     // one-shot above.
-    for bytes in [0, 16, 64 << 10, 128 << 10] {
+    for bytes in [0, 16, 64 << 10, 256 << 10] {
         assert_eq!(t.choose(2, bytes).unwrap(), Choice::PUSH_LL, "{bytes}");
         assert_eq!(t.choose_for(2, bytes, true).unwrap(), Choice::PUSH_LL);
     }
-    for bytes in [(128 << 10) + 1, 1 << 20, 8 << 20] {
+    for bytes in [(256 << 10) + 1, 1 << 20, 8 << 20] {
         assert_eq!(t.choose(2, bytes).unwrap(), Choice::PUSH, "{bytes}");
         assert_eq!(
             t.choose_for(2, bytes, true).unwrap(),

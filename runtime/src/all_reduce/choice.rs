@@ -27,9 +27,9 @@
 //!
 //! **2 and 4 ranks are measured; 3 and 5 to 8 are not.** The 2-rank row and
 //! its NCCL hand-over come from 2 x H200 (NVLink, 2026-11-26, BENCHMARKS.md,
-//! s18): the LL push kernel up to 128 KB, the push kernel up to 8 MB (16 MB for
-//! a copied input, which the push kernel reads in place), one-shot above, and NCCL from 128 MB for a copied
-//! input. The 4-rank row from 4 x H200 (the same day): push up to 256 KB,
+//! s18 and s19): the LL push kernel up to 256 KB, the push kernel up to 8 MB
+//! (16 MB for a copied input, which the push kernel reads in place), one-shot
+//! above, and NCCL from 128 MB for a copied input. The 4-rank row from 4 x H200 (the same day): push up to 256 KB,
 //! two-stage above, with `cp.async` from 4 MB; NCCL from 256 MB (16 MB for a
 //! copied input). The other rows are the shape vLLM and
 //! SGLang ship for NVLink machines (one-shot up to 512 KB at 3, 256 KB at 5 to
@@ -207,11 +207,12 @@ impl AlgoTable {
         // above; cp.async never (3202.4 us against 3208.7 for two-stage at
         // 1 GB; the cp.async kernel is slower at every size there).
         rows[0].push_max = Some(8 * MB);
-        // The LL push kernel up to 128 KB (s18 run6, from a graph: 3.90 us
-        // against push's 4.57 at 128 KB, 2.84 against 3.92 at 8 KB; 5.91
-        // against 5.04 at 256 KB; eager calls tie within 0.3 us to 128 KB,
-        // both at the host's pace).
-        rows[0].ll_max = Some(128 * KB);
+        // The LL push kernel up to 256 KB (s19 run7, its own grid of up to
+        // 128 blocks: from a graph 4.50-4.69 us against push's 5.05-5.26 at
+        // 256 KB, 6.77-6.82 against 5.87-5.91 at 512 KB, 2.67-2.82 against
+        // 4.10-4.12 at 8 KB; registered and untracked 5.59-5.74 against
+        // 6.28-6.32 at 256 KB).
+        rows[0].ll_max = Some(256 * KB);
         rows[0].push_max_copied = Some(16 * MB);
         // 4 ranks, measured (4 x H200, NVLink, one process per GPU, bf16;
         // BENCHMARKS.md, 2026-11-26, s18 run3): push up to 256 KB (8.4 us
@@ -242,7 +243,7 @@ impl AlgoTable {
             nccl_min,
             nccl_min_copied,
             measured: false,
-            source: "2 ranks measured on 2 x H200, 4 ranks on 4 x H200 (BENCHMARKS.md, 2026-11-26, s18); 3 and 5-8 ranks an UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
+            source: "2 ranks measured on 2 x H200, 4 ranks on 4 x H200 (BENCHMARKS.md, 2026-11-26, s18, s19); 3 and 5-8 ranks an UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
         }
     }
 
