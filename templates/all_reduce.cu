@@ -297,9 +297,11 @@ __device__ __forceinline__ bool ll_recv(rj_u64 a, rj_u64 p, rj_u32 c, rj_u64 tim
 }
 }  // namespace {{ name }}_impl
 
-// Launched with exactly {{ threads }} threads per block and the communicator's fixed push
-// grid on every rank (block b sends and receives the same packs on every rank,
-// so a line's flag is the count of the same block b everywhere). `in_ptr` is
+// Launched with exactly {{ threads }} threads per block, the same grid on every rank: the
+// blocks of the communicator's fixed LL grid that the message fills (block b sends
+// and receives the same packs on every rank, and as in the whole grid, so a line's
+// flag is the count of the same block b everywhere; a block not launched keeps its
+// count, as one that sits the call out). `in_ptr` is
 // this rank's input, read in place (16-byte aligned; the launcher checks);
 // ll.p[q] is rank q's LL buffer: two sets of kRanks regions of `window` bytes
 // (two per pack: one line per 8 bytes of data), set s region r written by rank

@@ -183,9 +183,10 @@ pub struct CommOptions {
     /// cudarc's per-buffer event tracking off on the communicator's contexts
     /// ([`crate::RuntimeOptions::no_event_tracking`]): a tracked input costs
     /// the host an event wait and a record per call, a tracked output two
-    /// waits and a record (3.0-3.4 us a call on the 2 x H200 hosts,
-    /// BENCHMARKS.md nineteenth session). With it off, order the buffers'
-    /// other uses with [`Communicator::stream`] yourself.
+    /// waits and a record (LL calls to 64 KB took 0.4-3.4 us longer with
+    /// tracked copied buffers than untracked on the 2 x H200 hosts, as the
+    /// host went; BENCHMARKS.md nineteenth session). With it off, order the
+    /// buffers' other uses with [`Communicator::stream`] yourself.
     pub no_event_tracking: bool,
     /// Most blocks per rank a launch uses, 1..=[`MAX_BLOCKS`] (the push
     /// kernel's fixed grid too, which is also at most one block per SM the
