@@ -47,10 +47,10 @@
 //!   count wraps to 0;
 //! - a block with no work in a call sits it out, barriers included, on every
 //!   rank alike ([`Grid::Varying`]): the one-shot and two-stage grids follow the
-//!   message's size, and the push kernel's idle blocks return at once, so
-//!   block b's barrier count, and with it the push set's parity, moves only in
-//!   the calls block b takes part in (ranks that disagree on a call's grid,
-//!   [`Grid::VaryingPerRank`], are caught).
+//!   message's size, the push kernel's idle blocks return at once and the LL
+//!   kernel's are not launched, so block b's barrier count, and with it the
+//!   push set's parity, moves only in the calls block b takes part in (ranks
+//!   that disagree on a call's grid, [`Grid::VaryingPerRank`], are caught).
 //!
 //! The model is sequentially consistent: it checks the protocol's logic, not the
 //! memory ordering, which comes from release/acquire at system scope (argued in
