@@ -197,7 +197,10 @@ pub struct CommOptions {
     /// also at most one per SM the rank has; a call launches only the blocks
     /// its message fills. Not capped by `max_blocks`: the LL kernel's time is
     /// latency, and from 256 KB more blocks carry each a pack fewer.
-    /// `None`: [`MAX_BLOCKS`].
+    /// `None`: [`MAX_BLOCKS`]. The push kernels' grids must be the same on
+    /// every rank (block b of each rank owns the same packs): give every
+    /// process the same `max_blocks` and `ll_blocks` on GPUs of one SM count;
+    /// the join does not check it yet.
     pub ll_blocks: Option<u32>,
 }
 
