@@ -69,6 +69,9 @@ impl RankBuffers for Fake<'_> {
     fn sizes(&self) -> [u64; 3] {
         [self.staging, 8192, self.staging / 2 + 16]
     }
+    fn grids(&self) -> [u32; 2] {
+        GRIDS
+    }
     fn addresses(&self) -> [u64; 3] {
         [0, 1, 2].map(|k| base(self.rank) + k * 0x1000_0000)
     }
@@ -157,11 +160,19 @@ fn every_rank_zeroes_before_any_handle_is_sent_and_fills_the_tables() {
     }
 }
 
+/// The push kernels' grids every fake rank launches.
+const GRIDS: [u32; 2] = [64, 128];
+
 fn card(rank: u32, world: u32, pid: u32, staging: u64) -> Vec<u8> {
+    card_with(rank, world, pid, staging, GRIDS)
+}
+
+fn card_with(rank: u32, world: u32, pid: u32, staging: u64, grids: [u32; 2]) -> Vec<u8> {
     RankCard {
         rank,
         world,
         pid,
+        grids,
         sizes: [staging, 8192, staging / 2 + 16],
         handles: [0, 1, 2].map(|k| handle(rank, k)),
     }
@@ -203,12 +214,16 @@ fn disagreeing_cards_are_refused_before_any_handle_is_opened() {
         ),
         (card(0, 2, 8, 1 << 20), "slot 1 holds the card of rank 0"),
         (
+            card_with(1, 2, 8, 1 << 20, [64, 114]),
+            "rank 1 launches the push and LL kernels on 64 and 114 blocks, rank 0 on 64 and 128",
+        ),
+        (
             card(1, 2, 7, 1 << 20),
             "ranks 0 and 1 are both in process 7: the driver does not open IPC handles",
         ),
         (
             card(1, 2, 8, 1 << 20)[..100].to_vec(),
-            "rank 1's card has 100 bytes, a card has 232",
+            "rank 1's card has 100 bytes, a card has 240",
         ),
         (
             {
@@ -239,6 +254,7 @@ fn cards_round_trip_and_bad_ranks_are_refused() {
         rank: 3,
         world: 8,
         pid: 4242,
+        grids: [32, 96],
         sizes: [64 << 20, 8192, (8 << 20) + 16],
         handles: [0, 1, 2].map(|k| handle(3, k)),
     };

@@ -199,8 +199,8 @@ pub struct CommOptions {
     /// latency, and from 256 KB more blocks carry each a pack fewer.
     /// `None`: [`MAX_BLOCKS`]. The push kernels' grids must be the same on
     /// every rank (block b of each rank owns the same packs): give every
-    /// process the same `max_blocks` and `ll_blocks` on GPUs of one SM count;
-    /// the join does not check it yet.
+    /// process the same `max_blocks` and `ll_blocks` on GPUs of one SM count
+    /// (the IPC join refuses grids that differ).
     pub ll_blocks: Option<u32>,
 }
 
@@ -707,6 +707,7 @@ impl Communicator {
             let mut own = CudaRank {
                 rank: &mut ranks[0],
                 ctx: runtimes[0].context().clone(),
+                grids: [push_blocks, ll_blocks],
             };
             let joined = super::ipc::join(&mut own, *rank, world, std::process::id(), |card| {
                 super::bootstrap::exchange(rendezvous, *rank, world, card, opts.join_timeout)
@@ -1740,6 +1741,8 @@ impl Communicator {
 struct CudaRank<'a> {
     rank: &'a mut Rank,
     ctx: Arc<cudarc::driver::CudaContext>,
+    /// The push kernels' grids (push, LL push).
+    grids: [u32; 2],
 }
 
 impl super::ipc::RankBuffers for CudaRank<'_> {
@@ -1760,6 +1763,10 @@ impl super::ipc::RankBuffers for CudaRank<'_> {
     fn sizes(&self) -> [u64; 3] {
         let r = &self.rank;
         [r.staging.bytes(), r.signal.bytes(), r.scratch.bytes()].map(|b| b as u64)
+    }
+
+    fn grids(&self) -> [u32; 2] {
+        self.grids
     }
 
     fn addresses(&self) -> [u64; 3] {

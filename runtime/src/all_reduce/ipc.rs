@@ -19,6 +19,7 @@
 //!     type Mapping = ();
 //!     fn zero_signals(&mut self) -> redjit_runtime::Result<()> { Ok(()) }
 //!     fn sizes(&self) -> [u64; 3] { [1 << 20, 1 << 19, 8192] }
+//!     fn grids(&self) -> [u32; 2] { [64, 128] }
 //!     fn addresses(&self) -> [u64; 3] { [0x1000, 0x2000, 0x3000].map(|a| a + (self.0 as u64) * 0x10_0000) }
 //!     fn handles(&mut self) -> redjit_runtime::Result<[IpcHandle; 3]> { Ok([IpcHandle([self.0 as u8; 64]); 3]) }
 //!     fn open(&mut self, _peer: &RankCard, h: &IpcHandle) -> redjit_runtime::Result<(u64, ())> {
@@ -38,9 +39,10 @@
 //!   `zero_signals` first and nothing else touches the signal buffer afterwards
 //!   except the kernels; `Communicator::rebuild` zeroes and then meets every
 //!   peer at the rendezvous again before any rank may launch.
-//! - ranks agree on the world size, on each buffer's size and on the card's
-//!   length before any handle is opened (vLLM PR #39791); the bootstrap itself
-//!   refuses payloads of different lengths.
+//! - ranks agree on the world size, on each buffer's size, on the push
+//!   kernels' fixed grids (block b of every rank owns the same packs) and on
+//!   the card's length before any handle is opened (vLLM PR #39791); the
+//!   bootstrap itself refuses payloads of different lengths.
 //! - a card from this very process is refused: the driver does not open an IPC
 //!   handle in the process that made it (`cuIpcOpenMemHandle` fails with
 //!   `CUDA_ERROR_INVALID_CONTEXT`); ranks of one process use the one-process
@@ -79,6 +81,8 @@ pub struct RankCard {
     pub world: u32,
     /// The sender's process id (a card from this process cannot be opened).
     pub pid: u32,
+    /// Blocks per rank of the push kernels' fixed grids (push, LL push).
+    pub grids: [u32; 2],
     /// Bytes of each buffer, in [`BUFFERS`] order.
     pub sizes: [u64; 3],
     /// IPC handles of each buffer, in [`BUFFERS`] order.
@@ -86,13 +90,21 @@ pub struct RankCard {
 }
 
 impl RankCard {
-    /// Encoded length: magic, rank, world, pid (u32 LE), 3 sizes (u64 LE), 3 handles.
-    pub const BYTES: usize = 4 * 4 + 3 * 8 + 3 * 64;
+    /// Encoded length: magic, rank, world, pid, 2 grids (u32 LE), 3 sizes
+    /// (u64 LE), 3 handles.
+    pub const BYTES: usize = 6 * 4 + 3 * 8 + 3 * 64;
 
     /// The card's bytes, as sent through the bootstrap.
     pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(Self::BYTES);
-        for w in [MAGIC, self.rank, self.world, self.pid] {
+        for w in [
+            MAGIC,
+            self.rank,
+            self.world,
+            self.pid,
+            self.grids[0],
+            self.grids[1],
+        ] {
             v.extend_from_slice(&w.to_le_bytes());
         }
         for s in self.sizes {
@@ -123,14 +135,15 @@ impl RankCard {
         }
         let handle = |k: usize| {
             let mut h = [0u8; 64];
-            h.copy_from_slice(&bytes[40 + 64 * k..40 + 64 * (k + 1)]);
+            h.copy_from_slice(&bytes[48 + 64 * k..48 + 64 * (k + 1)]);
             IpcHandle(h)
         };
         Ok(RankCard {
             rank: u32_at(4),
             world: u32_at(8),
             pid: u32_at(12),
-            sizes: [u64_at(16), u64_at(24), u64_at(32)],
+            grids: [u32_at(16), u32_at(20)],
+            sizes: [u64_at(24), u64_at(32), u64_at(40)],
             handles: [handle(0), handle(1), handle(2)],
         })
     }
@@ -153,6 +166,8 @@ pub trait RankBuffers {
     fn zero_signals(&mut self) -> Result<()>;
     /// Bytes of each buffer, in [`BUFFERS`] order.
     fn sizes(&self) -> [u64; 3];
+    /// Blocks per rank of the push kernels' fixed grids (push, LL push).
+    fn grids(&self) -> [u32; 2];
     /// This process's addresses of its own buffers, in [`BUFFERS`] order.
     fn addresses(&self) -> [u64; 3];
     /// IPC handles of the buffers, in [`BUFFERS`] order.
@@ -193,6 +208,7 @@ pub fn join<B: RankBuffers>(
         rank,
         world,
         pid,
+        grids: buffers.grids(),
         sizes: buffers.sizes(),
         handles: buffers.handles()?,
     };
@@ -229,6 +245,12 @@ pub fn join<B: RankBuffers>(
                     c.sizes[k], mine.sizes[k]
                 )));
             }
+        }
+        if c.grids != mine.grids {
+            return Err(err(format!(
+                "rank {r} launches the push and LL kernels on {} and {} blocks, rank {rank} on {} and {}: every process takes the same CommOptions::max_blocks and ll_blocks, on GPUs of one SM count",
+                c.grids[0], c.grids[1], mine.grids[0], mine.grids[1]
+            )));
         }
         if r as u32 != rank && c.pid == pid {
             return Err(err(format!(
