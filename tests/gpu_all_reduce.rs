@@ -329,6 +329,27 @@ fn push_refuses_messages_past_its_window() {
     }
 }
 
+/// A sum through `route`: that kernel called directly, or (`None`) the
+/// automatic route.
+fn sum_by(
+    c: &Communicator,
+    route: Option<(AllReduceAlgo, bool)>,
+    inputs: &[&dyn KernelInput],
+    outputs: &mut [&mut dyn KernelOutput],
+) -> redjit::Result<()> {
+    match route {
+        Some((algo, cp_async)) => c.all_reduce(
+            inputs,
+            outputs,
+            Call {
+                cp_async,
+                ..Call::sum(algo)
+            },
+        ),
+        None => c.all_reduce_routed(inputs, outputs, Op::Sum, None),
+    }
+}
+
 /// A buffer that counts how often its address is read: a tracked slice's read
 /// costs the host an event wait and a record, so a call reads each buffer once.
 struct Counted {
@@ -414,18 +435,7 @@ fn each_buffer_address_is_read_once_a_call() {
             .iter_mut()
             .map(|o| o as &mut dyn KernelOutput)
             .collect();
-        match route {
-            Some((algo, cp_async)) => c.all_reduce(
-                &inputs,
-                &mut outputs,
-                Call {
-                    cp_async,
-                    ..Call::sum(algo)
-                },
-            ),
-            None => c.all_reduce_routed(&inputs, &mut outputs, Op::Sum, None),
-        }
-        .unwrap();
+        sum_by(&c, route, &inputs, &mut outputs).unwrap();
         c.synchronize().unwrap();
         for (r, (i, o)) in ins.iter().zip(&outs).enumerate() {
             assert_eq!(i.take(), 1, "{route:?}: rank {r}'s input address reads");
@@ -543,18 +553,7 @@ fn tracked_buffers_order_the_call_with_other_streams() {
                 .iter_mut()
                 .map(|o| o as &mut dyn KernelOutput)
                 .collect();
-            match route {
-                Some((algo, cp_async)) => c.all_reduce(
-                    &inputs,
-                    &mut outputs,
-                    Call {
-                        cp_async,
-                        ..Call::sum(algo)
-                    },
-                ),
-                None => c.all_reduce_routed(&inputs, &mut outputs, Op::Sum, None),
-            }
-            .unwrap();
+            sum_by(&c, route, &inputs, &mut outputs).unwrap();
         };
         let check = |got: &[f32], r: usize, what: &str| {
             let bad = (0..n).find(|&e| got[e].to_bits() != want[e].to_bits());
