@@ -424,20 +424,54 @@ def copy1(s0, d):
     return d
 
 
+# --launch-gap hidden: the GPU is held busy (torch.cuda._sleep) for HOLD_US
+# while the start event, the call and the end event are issued, so the events
+# time the GPU's work alone, as `redjit bench --launch-gap hidden` does. None:
+# each call is issued to an idle GPU and its host time counts.
+HOLD_US = 200
+HOLD_CYCLES = None
+
+
+def calibrate_hold():
+    """torch.cuda._sleep's cycles for HOLD_US, from one timed sleep."""
+    global HOLD_CYCLES  # noqa: PLW0603
+    probe = 2_000_000
+    torch.cuda._sleep(probe)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(probe)
+    end.record()
+    end.synchronize()
+    HOLD_CYCLES = int(probe * HOLD_US / (start.elapsed_time(end) * 1e3))
+    log(f"launch gap hidden: each timed call after a {HOLD_US} us hold ({HOLD_CYCLES} cycles of torch.cuda._sleep)")
+
+
 def time_us(fn, args, warmup, iters):
-    """Median microseconds of `iters` calls, each between its own CUDA events."""
+    """Median microseconds of `iters` calls, each between its own CUDA events
+    (after a hold of HOLD_US, if calibrated)."""
+    import time  # noqa: PLC0415
+
     for _ in range(warmup):
         fn(*args)
     torch.cuda.synchronize()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     times = []
+    leaked = 0
     for _ in range(iters):
+        t0 = time.perf_counter()
+        if HOLD_CYCLES:
+            torch.cuda._sleep(HOLD_CYCLES)
         start.record()
         fn(*args)
         end.record()
+        if HOLD_CYCLES and (time.perf_counter() - t0) * 1e6 >= HOLD_US:
+            leaked += 1
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e3)
+    if leaked:
+        log(f"  warning: the host took longer than the {HOLD_US} us hold to issue {leaked} of {iters} timed calls; those count host time")
     return statistics.median(times)
 
 
@@ -760,6 +794,9 @@ def main():
                     help="sizes that also get torch.compile (default: every size)")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--launch-gap", default="hidden", choices=("hidden", "counted"),
+                    help="hidden: hold the GPU busy while each timed call is issued (the events time the GPU alone); "
+                         "counted: issue it to an idle GPU (host time counts)")
     ap.add_argument("--out", required=True, help="JSON output path")
     ap.add_argument("--no-compile", action="store_true", help="eager only")
     ap.add_argument(
@@ -775,6 +812,8 @@ def main():
         if t not in TRANSPORTS:
             log(f"error: unknown transport {t!r}: expected one of {', '.join(TRANSPORTS)}")
             return 2
+    if a.launch_gap == "hidden":
+        calibrate_hold()
     if a.n < 1 or a.iters < 1:
         log("error: --n and --iters must be at least 1")
         return 2
@@ -930,6 +969,7 @@ def main():
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "n": max(sizes),
         "iters": a.iters,
+        "launch_gap": a.launch_gap,
         "sizes": sizes,
         "copy_gbps": copy_gbps,
         "copy": copies,

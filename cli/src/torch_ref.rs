@@ -6,6 +6,11 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{CliError, CliResult};
+use crate::timing::LaunchGap;
+
+fn launch_gap_counted() -> LaunchGap {
+    LaunchGap::Counted
+}
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct TorchRef {
@@ -17,6 +22,10 @@ pub struct TorchRef {
     pub n: Option<u64>,
     #[serde(default)]
     pub copy_gbps: Option<f64>,
+    /// Whether PyTorch's timed calls counted the host's issue time (files
+    /// before the field did).
+    #[serde(default = "launch_gap_counted")]
+    pub launch_gap: LaunchGap,
     pub entries: Vec<TorchEntry>,
 }
 

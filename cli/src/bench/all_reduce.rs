@@ -850,7 +850,7 @@ fn time_batches(
                 issue()?;
                 t.synchronize()?;
             }
-            times.push(median_us(t.ctx, t.stream, 0, 1, || op(&mut *issue))?);
+            times.push(median_us(t.ctx, t.stream, None, 0, 1, || op(&mut *issue))?);
         }
         Ok(median(&mut times) / batch as f64)
     };

@@ -31,7 +31,7 @@ use crate::devbuf::{DevBuf, Filler};
 use crate::error::{CliError, CliResult, DriverContext};
 use crate::report::{utc_date, write_json};
 use crate::sizes::fmt_size;
-use crate::timing::median_us;
+use crate::timing::{HOLD_US, Hold, LaunchGap, median_us};
 use crate::torch_ref::TorchEntry;
 use crate::torch_ref::TorchTable;
 
@@ -111,6 +111,12 @@ pub struct Common {
     /// redjit and the driver take.
     #[arg(long)]
     pub untracked: bool,
+
+    /// Whether a timed launch counts the host's time to issue it: `hidden`
+    /// holds the GPU busy while the launch is issued (the events time the GPU
+    /// alone), `counted` issues it to an idle GPU.
+    #[arg(long, value_enum, default_value_t = LaunchGap::Hidden)]
+    pub launch_gap: LaunchGap,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -141,6 +147,7 @@ impl Common {
             compare: None,
             plot: None,
             untracked: false,
+            launch_gap: LaunchGap::Hidden,
         }
     }
 
@@ -312,6 +319,10 @@ impl KernelRow {
     }
 }
 
+fn launch_gap_counted() -> LaunchGap {
+    LaunchGap::Counted
+}
+
 fn reduce_copy_family() -> String {
     "reduce_copy".into()
 }
@@ -337,6 +348,10 @@ pub struct BenchReport {
     pub iters: usize,
     #[serde(default)]
     pub warmup: usize,
+    /// Whether the timed launches counted the host's issue time (older files
+    /// did).
+    #[serde(default = "launch_gap_counted")]
+    pub launch_gap: LaunchGap,
     /// The largest size measured (older readers take it as the size).
     pub n: u64,
     /// The copy's GB/s at `n`.
@@ -354,6 +369,8 @@ pub struct Bench<'rt> {
     pub common: Common,
     pub torch: Option<TorchTable>,
     pub progress: ProgressBar,
+    /// The hold before each timed launch (`--launch-gap hidden`).
+    pub hold: Option<Hold>,
     copy: BTreeMap<u64, CopyPoint>,
     pub rows: Vec<KernelRow>,
     header_printed: bool,
@@ -381,10 +398,14 @@ fn run(
         driver(&dev)
     );
     println!(
-        "median of {} launches after {} warm-up, buffers rotated over >= {}x L2{}",
+        "median of {} launches after {} warm-up, buffers rotated over >= {}x L2, {}{}",
         common.iters,
         common.warmup,
         ROTATE_L2_TIMES,
+        match common.launch_gap {
+            LaunchGap::Hidden => format!("each after a {HOLD_US} us hold (host issue time hidden)"),
+            LaunchGap::Counted => "each issued to an idle GPU (host issue time counted)".into(),
+        },
         if common.untracked {
             ", cudarc event tracking off"
         } else {
@@ -401,6 +422,12 @@ fn run(
         );
         if m.gpu.as_deref().is_some_and(|g| g != dev.name) {
             eprintln!("redjit: warning: the torch reference ran on a different GPU");
+        }
+        if m.launch_gap != common.launch_gap {
+            eprintln!(
+                "redjit: warning: the torch reference timed with the launch gap {:?}, this run {:?}: the columns do not compare",
+                m.launch_gap, common.launch_gap
+            );
         }
     }
     let progress = if std::io::stderr().is_terminal() {
@@ -419,6 +446,7 @@ fn run(
         common: common.clone(),
         torch,
         progress,
+        hold: Hold::for_gap(rt.context(), common.launch_gap)?,
         copy: BTreeMap::new(),
         rows: Vec::new(),
         header_printed: false,
@@ -437,6 +465,7 @@ fn run(
             l2_bytes: dev.l2_bytes,
             iters: common.iters,
             warmup: common.warmup,
+            launch_gap: common.launch_gap,
             n: largest.as_ref().map_or(0, |c| c.n),
             copy_gbps: largest.as_ref().map_or(0.0, |c| c.gbps),
             copy: copy.clone(),
@@ -540,6 +569,7 @@ impl Bench<'_> {
         let us = median_us(
             self.rt.context(),
             stream,
+            self.hold.as_ref(),
             self.common.warmup,
             self.common.iters,
             || {

@@ -65,10 +65,17 @@ pub fn bench(b: &mut Bench<'_>, a: &NmsBenchArgs, sizes: &[usize]) -> CliResult 
             b.progress
                 .set_message(format!("{} n={n} {label}", walk.name()));
             let kept = kernel.run(stream, &bd, &sd, thr)?.len();
-            let us = median_us(ctx, stream, b.common.warmup, b.common.iters, || {
-                kernel.run(stream, &bd, &sd, thr)?;
-                Ok(())
-            })?;
+            let us = median_us(
+                ctx,
+                stream,
+                b.hold.as_ref(),
+                b.common.warmup,
+                b.common.iters,
+                || {
+                    kernel.run(stream, &bd, &sd, thr)?;
+                    Ok(())
+                },
+            )?;
             b.println(format!("nms n={n} {label}: kept {kept} boxes, {us:.1} us"));
             let bytes = 20 * n as u64;
             let reference = b

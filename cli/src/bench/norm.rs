@@ -283,7 +283,7 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case], offset: f32) -> CliResult {
         let mut i = 0usize;
         let (warmup, iters) = (b.common.warmup, b.common.iters);
         let cols = case.m.cols;
-        let us = median_us(ctx, stream, warmup, iters, || {
+        let us = median_us(ctx, stream, b.hold.as_ref(), warmup, iters, || {
             let set = &mut sets[i % rotations as usize];
             i += 1;
             let xv = set.x.view(0, n);

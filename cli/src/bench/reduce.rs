@@ -20,7 +20,7 @@ use redjit_runtime::{KernelInput, Matrix};
 use super::{Bench, Common, KernelRow};
 use crate::devbuf::DevBuf;
 use crate::error::{CliError, CliResult, DriverContext};
-use crate::timing::{capture_batch, graph_us_per_call, median_us};
+use crate::timing::{Hold, capture_batch, graph_us_per_call, median_us};
 
 #[derive(Debug, Clone, Args)]
 pub struct ReduceBenchArgs {
@@ -245,15 +245,16 @@ enum Out {
 fn time_launches(
     ctx: &Arc<CudaContext>,
     stream: &Arc<CudaStream>,
+    hold: Option<&Hold>,
     (warmup, iters): (usize, usize),
     timing: Timing,
     batch: u64,
     mut launch: impl FnMut() -> CliResult,
 ) -> CliResult<f64> {
     match timing {
-        Timing::Single => median_us(ctx, stream, warmup, iters, launch),
+        Timing::Single => median_us(ctx, stream, hold, warmup, iters, launch),
         Timing::BackToBack => {
-            let us = median_us(ctx, stream, warmup, iters, || {
+            let us = median_us(ctx, stream, hold, warmup, iters, || {
                 (0..batch).try_for_each(|_| launch())
             })?;
             Ok(us / batch as f64)
@@ -280,7 +281,7 @@ fn time_launches(
             );
             // SAFETY: restores the default.
             unsafe { ctx.enable_event_tracking() };
-            graph_us_per_call(ctx, stream, iters, batch as usize, &captured?)
+            graph_us_per_call(ctx, stream, hold, iters, batch as usize, &captured?)
         }
     }
 }
@@ -364,19 +365,27 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
         let mut i = 0usize;
         let counts = (b.common.warmup, b.common.iters);
         let per_batch = batch_for(bytes, case.batch);
-        let us = time_launches(ctx, stream, counts, case.timing, per_batch, || {
-            let set = &sets[i % rotations as usize];
-            i += 1;
-            let views: Vec<_> = set.iter().map(|d| d.view(0, case.n)).collect();
-            let srcs: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
-            match (&mut out, case.matrix) {
-                (Out::F32(o), None) => kernel.launch(stream, &srcs, o)?,
-                (Out::I64(o), None) => kernel.launch(stream, &srcs, o)?,
-                (Out::F32(o), Some(m)) => kernel.launch_matrix(stream, &srcs, m, o)?,
-                (Out::I64(o), Some(m)) => kernel.launch_matrix(stream, &srcs, m, o)?,
-            }
-            Ok(())
-        })?;
+        let us = time_launches(
+            ctx,
+            stream,
+            b.hold.as_ref(),
+            counts,
+            case.timing,
+            per_batch,
+            || {
+                let set = &sets[i % rotations as usize];
+                i += 1;
+                let views: Vec<_> = set.iter().map(|d| d.view(0, case.n)).collect();
+                let srcs: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
+                match (&mut out, case.matrix) {
+                    (Out::F32(o), None) => kernel.launch(stream, &srcs, o)?,
+                    (Out::I64(o), None) => kernel.launch(stream, &srcs, o)?,
+                    (Out::F32(o), Some(m)) => kernel.launch_matrix(stream, &srcs, m, o)?,
+                    (Out::I64(o), Some(m)) => kernel.launch_matrix(stream, &srcs, m, o)?,
+                }
+                Ok(())
+            },
+        )?;
         drop(sets);
         stream
             .synchronize()

@@ -167,9 +167,10 @@ pub fn bench(
             }
             let call = call_args(spec);
             let (warmup, iters) = (a.common.warmup, a.common.iters);
+            let hold = b.hold.as_ref();
             let mut time_at = |src_off: &[usize], dst_off: &[usize]| -> CliResult<f64> {
                 let mut i = 0usize;
-                median_us(ctx, stream, warmup, iters, || {
+                median_us(ctx, stream, hold, warmup, iters, || {
                     let (srcs, dsts) = &mut sets[i % rotations as usize];
                     i += 1;
                     let views: Vec<_> = srcs

@@ -81,14 +81,21 @@ pub fn bench(b: &mut Bench<'_>, specs: &[SoftmaxAllSpec], sizes: &[usize]) -> Cl
                 ));
             }
             let mut i = 0usize;
-            let us = median_us(ctx, stream, b.common.warmup, b.common.iters, || {
-                let (x, y) = &mut sets[i % rotations as usize];
-                i += 1;
-                let xv = x.view(0, n);
-                let mut yv = y.view_mut(0, n);
-                kernel.launch(stream, xv.input(), yv.output(), 1.0)?;
-                Ok(())
-            })?;
+            let us = median_us(
+                ctx,
+                stream,
+                b.hold.as_ref(),
+                b.common.warmup,
+                b.common.iters,
+                || {
+                    let (x, y) = &mut sets[i % rotations as usize];
+                    i += 1;
+                    let xv = x.view(0, n);
+                    let mut yv = y.view_mut(0, n);
+                    kernel.launch(stream, xv.input(), yv.output(), 1.0)?;
+                    Ok(())
+                },
+            )?;
             drop(sets);
             stream
                 .synchronize()
