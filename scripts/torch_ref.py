@@ -428,7 +428,7 @@ def copy1(s0, d):
 # while the start event, the call and the end event are issued, so the events
 # time the GPU's work alone, as `redjit bench --launch-gap hidden` does. None:
 # each call is issued to an idle GPU and its host time counts.
-HOLD_US = 200
+HOLD_US = 1000  # some calls (several kernels, compiled guards) took over 200 us to issue
 HOLD_CYCLES = None
 
 
