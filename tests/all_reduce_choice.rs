@@ -72,9 +72,14 @@ fn the_default_table_has_the_documented_shape() {
             Route::Kernel(Choice::CP_ASYNC)
         );
     }
-    // Four ranks (measured on 4 x H200): push up to 256 KB, two-stage above,
-    // cp.async from 4 MB; NCCL from 256 MB where the communicator has it, from
-    // 16 MB for copied inputs.
+    // Four ranks (measured on 4 x H200): LL push up to 32 KB, push up to
+    // 256 KB, two-stage above, cp.async from 4 MB; NCCL from 256 MB where the
+    // communicator has it, from 16 MB for copied inputs.
+    for copied in [false, true] {
+        assert_eq!(t.choose_for(4, 1, copied).unwrap(), Choice::PUSH_LL);
+        assert_eq!(t.choose_for(4, 32 << 10, copied).unwrap(), Choice::PUSH_LL);
+        assert_eq!(t.choose_for(4, (32 << 10) + 1, copied).unwrap(), Choice::PUSH);
+    }
     assert_eq!(t.choose(4, 256 << 10).unwrap(), Choice::PUSH);
     assert_eq!(t.choose_for(4, 256 << 10, true).unwrap(), Choice::PUSH);
     for copied in [false, true] {

@@ -29,7 +29,7 @@
 //! its NCCL hand-over come from 2 x H200 (NVLink, 2026-11-26, BENCHMARKS.md,
 //! s18 and s19): the LL push kernel up to 256 KB, the push kernel up to 8 MB
 //! (16 MB for a copied input, which the push kernel reads in place), one-shot
-//! above, and NCCL from 128 MB for a copied input. The 4-rank row from 4 x H200 (the same day): push up to 256 KB,
+//! above, and NCCL from 128 MB for a copied input. The 4-rank row from 4 x H200 (the same day; s20 for LL): LL push up to 32 KB, push up to 256 KB,
 //! two-stage above, with `cp.async` from 4 MB; NCCL from 256 MB (16 MB for a
 //! copied input). The other rows are the shape vLLM and
 //! SGLang ship for NVLink machines (one-shot up to 512 KB at 3, 256 KB at 5 to
@@ -223,8 +223,13 @@ impl AlgoTable {
         // 317.5 against 326.1 at 64 MB; 128 MB not measured) and from 16 MB
         // for copied ones (98.2 against 98.2 at 16 MB, 352.6 against 326.1 at
         // 64 MB; 33.1 against 43.0 at 4 MB).
+        // The LL push kernel up to 32 KB (s20, its first run on 4 GPUs, one
+        // call): from a graph 4.03 us against push's 4.95 at 8 KB, 4.91
+        // against 5.14 at 32 KB, 5.73 against 5.47 at 64 KB; registered with
+        // tracking off 6.57 against 6.56 at 8 KB, 6.30 against 7.08 at 32 KB,
+        // 7.08 against 7.03 at 64 KB.
         rows[2] = Thresholds {
-            ll_max: None,
+            ll_max: Some(32 * KB),
             push_max: Some(256 * KB),
             push_max_copied: None,
             one_shot_max: None,
@@ -243,7 +248,7 @@ impl AlgoTable {
             nccl_min,
             nccl_min_copied,
             measured: false,
-            source: "2 ranks measured on 2 x H200, 4 ranks on 4 x H200 (BENCHMARKS.md, 2026-11-26, s18, s19); 3 and 5-8 ranks an UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
+            source: "2 ranks measured on 2 x H200, 4 ranks on 4 x H200 (BENCHMARKS.md, 2026-11-26, s18, s19, s20); 3 and 5-8 ranks an UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
         }
     }
 
