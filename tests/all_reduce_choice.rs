@@ -78,7 +78,10 @@ fn the_default_table_has_the_documented_shape() {
     for copied in [false, true] {
         assert_eq!(t.choose_for(4, 1, copied).unwrap(), Choice::PUSH_LL);
         assert_eq!(t.choose_for(4, 32 << 10, copied).unwrap(), Choice::PUSH_LL);
-        assert_eq!(t.choose_for(4, (32 << 10) + 1, copied).unwrap(), Choice::PUSH);
+        assert_eq!(
+            t.choose_for(4, (32 << 10) + 1, copied).unwrap(),
+            Choice::PUSH
+        );
     }
     assert_eq!(t.choose(4, 256 << 10).unwrap(), Choice::PUSH);
     assert_eq!(t.choose_for(4, 256 << 10, true).unwrap(), Choice::PUSH);

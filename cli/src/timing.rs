@@ -54,15 +54,24 @@ pub struct Hold {
     duration: Duration,
 }
 
+/// The kernel `name` of hand-written PTX (the driver JIT-compiles it for the
+/// GPU; no NVRTC needed), loaded in `ctx`; `what` names it in errors.
+pub fn load_ptx_kernel(
+    ctx: &Arc<CudaContext>,
+    ptx: &str,
+    name: &str,
+    what: &str,
+) -> CliResult<CudaFunction> {
+    ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+        .during(|| format!("loading the {what}'s PTX"))?
+        .load_function(name)
+        .during(|| format!("loading the {what}"))
+}
+
 impl Hold {
     /// The hold kernel loaded in `ctx`, spinning for `us` microseconds.
     pub fn new(ctx: &Arc<CudaContext>, us: u64) -> CliResult<Hold> {
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(HOLD_KERNEL_PTX))
-            .during(|| "loading the hold kernel's PTX".into())?;
-        let func = module
-            .load_function("rj_hold")
-            .during(|| "loading the hold kernel".into())?;
+        let func = load_ptx_kernel(ctx, HOLD_KERNEL_PTX, "rj_hold", "hold kernel")?;
         Ok(Hold {
             func,
             duration: Duration::from_micros(us),

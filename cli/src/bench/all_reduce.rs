@@ -49,7 +49,7 @@ use crate::devbuf::{DevBuf, DevView, Filler};
 use crate::error::{CliError, CliResult, DriverContext};
 use crate::report::{utc_date, write_json};
 use crate::sizes::{fmt_size, parse_sizes};
-use crate::timing::{capture_batch, median, median_us};
+use crate::timing::{capture_batch, load_ptx_kernel, median, median_us};
 use crate::torch_ref::TorchTable;
 
 #[derive(Debug, Clone, Args)]
@@ -915,12 +915,7 @@ const EMPTY_KERNEL_PTX: &str =
 fn launch_floor(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult<LaunchFloor> {
     let ctx = comm.runtime(0).context();
     let stream = comm.stream();
-    let module = ctx
-        .load_module(cudarc::nvrtc::Ptx::from_src(EMPTY_KERNEL_PTX))
-        .during(|| "loading the empty kernel's PTX".into())?;
-    let func = module
-        .load_function("rj_empty")
-        .during(|| "loading the empty kernel".into())?;
+    let func = load_ptx_kernel(ctx, EMPTY_KERNEL_PTX, "rj_empty", "empty kernel")?;
     let cfg = cudarc::driver::LaunchConfig {
         grid_dim: (1, 1, 1),
         block_dim: (32, 1, 1),

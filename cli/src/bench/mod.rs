@@ -549,6 +549,20 @@ impl Bench<'_> {
         Ok(())
     }
 
+    /// Median microseconds of `op` on the runtime's stream, timed as every
+    /// family's launches are: the warm-up, the iterations and the hold of
+    /// `--launch-gap`.
+    pub fn median_us(&self, op: impl FnMut() -> CliResult) -> CliResult<f64> {
+        median_us(
+            self.rt.context(),
+            self.rt.stream(),
+            self.hold.as_ref(),
+            self.common.warmup,
+            self.common.iters,
+            op,
+        )
+    }
+
     /// The copy's GB/s at n elements (f32), measured once per size.
     pub fn copy_gbps(&mut self, n: usize) -> CliResult<f64> {
         if let Some(c) = self.copy.get(&(n as u64)) {
@@ -566,23 +580,16 @@ impl Bench<'_> {
         }
         let stream = self.rt.stream();
         let mut i = 0usize;
-        let us = median_us(
-            self.rt.context(),
-            stream,
-            self.hold.as_ref(),
-            self.common.warmup,
-            self.common.iters,
-            || {
-                let (src, dst) = &mut bufs[i % r as usize];
-                i += 1;
-                let (DevBuf::F32(src), DevBuf::F32(dst)) = (src, dst) else {
-                    return Err(CliError::failure("internal: f32 buffers expected"));
-                };
-                stream
-                    .memcpy_dtod(src, dst)
-                    .during(|| "the device-to-device copy".into())
-            },
-        )?;
+        let us = self.median_us(|| {
+            let (src, dst) = &mut bufs[i % r as usize];
+            i += 1;
+            let (DevBuf::F32(src), DevBuf::F32(dst)) = (src, dst) else {
+                return Err(CliError::failure("internal: f32 buffers expected"));
+            };
+            stream
+                .memcpy_dtod(src, dst)
+                .during(|| "the device-to-device copy".into())
+        })?;
         drop(bufs);
         let gbps = bytes as f64 / us / 1e3;
         self.println(format!(

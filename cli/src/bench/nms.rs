@@ -16,7 +16,6 @@ use redjit_runtime::reference_nms::random_boxes;
 
 use super::{Bench, Common, KernelRow};
 use crate::error::{CliError, CliResult, DriverContext};
-use crate::timing::median_us;
 
 #[derive(Debug, Clone, Args)]
 pub struct NmsBenchArgs {
@@ -50,7 +49,7 @@ pub fn bench(b: &mut Bench<'_>, a: &NmsBenchArgs, sizes: &[usize]) -> CliResult 
         .set_message(format!("compiling the nms pipeline ({walk})"));
     let kernel = rt.nms(&walk)?;
     b.expect((sizes.len() * a.thresholds.len()) as u64);
-    let (ctx, stream) = (rt.context(), rt.stream());
+    let stream = rt.stream();
     for &n in sizes {
         let (boxes, scores) = random_boxes(n, 0x5eed_0000_0000_0001 ^ n as u64);
         let bd = stream
@@ -65,17 +64,10 @@ pub fn bench(b: &mut Bench<'_>, a: &NmsBenchArgs, sizes: &[usize]) -> CliResult 
             b.progress
                 .set_message(format!("{} n={n} {label}", walk.name()));
             let kept = kernel.run(stream, &bd, &sd, thr)?.len();
-            let us = median_us(
-                ctx,
-                stream,
-                b.hold.as_ref(),
-                b.common.warmup,
-                b.common.iters,
-                || {
-                    kernel.run(stream, &bd, &sd, thr)?;
-                    Ok(())
-                },
-            )?;
+            let us = b.median_us(|| {
+                kernel.run(stream, &bd, &sd, thr)?;
+                Ok(())
+            })?;
             b.println(format!("nms n={n} {label}: kept {kept} boxes, {us:.1} us"));
             let bytes = 20 * n as u64;
             let reference = b

@@ -16,7 +16,6 @@ use super::reduce::parse_shapes;
 use super::{Bench, Common, KernelRow};
 use crate::devbuf::{DevBuf, Filler};
 use crate::error::{CliError, CliResult, DriverContext};
-use crate::timing::median_us;
 
 /// The seed of `--offset`'s input block (not the bench's own: the rows differ).
 const INPUT_SEED: u64 = 0x5eed_1234_abcd_0002;
@@ -221,7 +220,7 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case], offset: f32) -> CliResult {
         prep.from_disk
     ));
     b.expect(cases.len() as u64);
-    let (ctx, stream) = (rt.context(), rt.stream());
+    let stream = rt.stream();
     let mut order: Vec<&Case> = cases.iter().collect();
     order.sort_by_key(|c| c.m.rows * c.m.cols);
     for case in order {
@@ -281,9 +280,8 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case], offset: f32) -> CliResult {
             .transpose()?;
         let param = if info.softmax { 1.0 } else { 1e-5 };
         let mut i = 0usize;
-        let (warmup, iters) = (b.common.warmup, b.common.iters);
         let cols = case.m.cols;
-        let us = median_us(ctx, stream, b.hold.as_ref(), warmup, iters, || {
+        let us = b.median_us(|| {
             let set = &mut sets[i % rotations as usize];
             i += 1;
             let xv = set.x.view(0, n);

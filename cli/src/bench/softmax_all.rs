@@ -13,7 +13,6 @@ use redjit_codegen::{DType, KernelSpec, NormOp, SoftmaxAllSpec, SoftmaxAllStage}
 use super::{Bench, Common, KernelRow};
 use crate::devbuf::DevBuf;
 use crate::error::{CliError, CliResult, DriverContext};
-use crate::timing::median_us;
 
 #[derive(Debug, Clone, Args)]
 pub struct SoftmaxAllBenchArgs {
@@ -62,7 +61,7 @@ pub fn specs(a: &SoftmaxAllBenchArgs) -> CliResult<Vec<SoftmaxAllSpec>> {
 pub fn bench(b: &mut Bench<'_>, specs: &[SoftmaxAllSpec], sizes: &[usize]) -> CliResult {
     let rt = b.rt;
     b.expect((specs.len() * sizes.len()) as u64);
-    let (ctx, stream) = (rt.context(), rt.stream());
+    let stream = rt.stream();
     for &n in sizes {
         let copy_gbps = b.copy_gbps(n)?;
         for spec in specs {
@@ -81,21 +80,14 @@ pub fn bench(b: &mut Bench<'_>, specs: &[SoftmaxAllSpec], sizes: &[usize]) -> Cl
                 ));
             }
             let mut i = 0usize;
-            let us = median_us(
-                ctx,
-                stream,
-                b.hold.as_ref(),
-                b.common.warmup,
-                b.common.iters,
-                || {
-                    let (x, y) = &mut sets[i % rotations as usize];
-                    i += 1;
-                    let xv = x.view(0, n);
-                    let mut yv = y.view_mut(0, n);
-                    kernel.launch(stream, xv.input(), yv.output(), 1.0)?;
-                    Ok(())
-                },
-            )?;
+            let us = b.median_us(|| {
+                let (x, y) = &mut sets[i % rotations as usize];
+                i += 1;
+                let xv = x.view(0, n);
+                let mut yv = y.view_mut(0, n);
+                kernel.launch(stream, xv.input(), yv.output(), 1.0)?;
+                Ok(())
+            })?;
             drop(sets);
             stream
                 .synchronize()
