@@ -553,10 +553,19 @@ impl Bench<'_> {
     /// family's launches are: the warm-up, the iterations and the hold of
     /// `--launch-gap`.
     pub fn median_us(&self, op: impl FnMut() -> CliResult) -> CliResult<f64> {
+        self.median_us_held(self.hold.as_ref(), op)
+    }
+
+    /// [`Self::median_us`] with `hold` in place of `--launch-gap`'s.
+    pub fn median_us_held(
+        &self,
+        hold: Option<&Hold>,
+        op: impl FnMut() -> CliResult,
+    ) -> CliResult<f64> {
         median_us(
             self.rt.context(),
             self.rt.stream(),
-            self.hold.as_ref(),
+            hold,
             self.common.warmup,
             self.common.iters,
             op,
