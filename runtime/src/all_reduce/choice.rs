@@ -227,7 +227,9 @@ impl AlgoTable {
         // call): from a graph 4.03 us against push's 4.95 at 8 KB, 4.91
         // against 5.14 at 32 KB, 5.73 against 5.47 at 64 KB; registered with
         // tracking off 6.57 against 6.56 at 8 KB, 6.30 against 7.08 at 32 KB,
-        // 7.08 against 7.03 at 64 KB.
+        // 7.08 against 7.03 at 64 KB; two more rounds on another host agree
+        // (graph 3.68-4.62 against 4.72-5.13 to 32 KB, 5.60-5.75 against
+        // 5.40-5.52 at 64 KB).
         rows[2] = Thresholds {
             ll_max: Some(32 * KB),
             push_max: Some(256 * KB),
