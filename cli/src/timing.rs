@@ -34,6 +34,13 @@ pub enum LaunchGap {
     Counted,
 }
 
+impl LaunchGap {
+    /// What a JSON file written before the field timed with (`serde(default)`).
+    pub fn before_the_field() -> LaunchGap {
+        LaunchGap::Counted
+    }
+}
+
 /// How long a [`Hold`] keeps the stream busy: well above what the host takes
 /// to issue one timed launch (at most 11 us measured through cudarc with
 /// event tracking on; PyTorch's reference holds as long, and some of its

@@ -8,10 +8,6 @@ use serde::Deserialize;
 use crate::error::{CliError, CliResult};
 use crate::timing::LaunchGap;
 
-fn launch_gap_counted() -> LaunchGap {
-    LaunchGap::Counted
-}
-
 #[derive(Debug, Clone, Deserialize)]
 pub struct TorchRef {
     #[serde(default)]
@@ -24,7 +20,7 @@ pub struct TorchRef {
     pub copy_gbps: Option<f64>,
     /// Whether PyTorch's timed calls counted the host's issue time (files
     /// before the field did).
-    #[serde(default = "launch_gap_counted")]
+    #[serde(default = "LaunchGap::before_the_field")]
     pub launch_gap: LaunchGap,
     pub entries: Vec<TorchEntry>,
 }

@@ -319,10 +319,6 @@ impl KernelRow {
     }
 }
 
-fn launch_gap_counted() -> LaunchGap {
-    LaunchGap::Counted
-}
-
 fn reduce_copy_family() -> String {
     "reduce_copy".into()
 }
@@ -350,7 +346,7 @@ pub struct BenchReport {
     pub warmup: usize,
     /// Whether the timed launches counted the host's issue time (older files
     /// did).
-    #[serde(default = "launch_gap_counted")]
+    #[serde(default = "LaunchGap::before_the_field")]
     pub launch_gap: LaunchGap,
     /// The largest size measured (older readers take it as the size).
     pub n: u64,

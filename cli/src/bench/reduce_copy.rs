@@ -9,7 +9,6 @@ use redjit_runtime::{KernelInput, KernelOutput, LaunchOptions, ReduceCopyArgs, S
 use super::{Bench, Common, KernelRow};
 use crate::devbuf::DevBuf;
 use crate::error::{CliError, CliResult, DriverContext};
-use crate::timing::median_us;
 
 #[derive(Debug, Clone, Args)]
 pub struct ReduceCopyBenchArgs {
@@ -135,7 +134,7 @@ pub fn bench(
         prep.from_disk
     ));
     b.expect((specs.len() * sizes.len()) as u64);
-    let (ctx, stream) = (rt.context(), rt.stream());
+    let stream = rt.stream();
     for &n in sizes {
         let copy_gbps = b.copy_gbps(n)?;
         for spec in specs {
@@ -166,11 +165,10 @@ pub fn bench(
                 sets.push((srcs, dsts));
             }
             let call = call_args(spec);
-            let (warmup, iters) = (a.common.warmup, a.common.iters);
-            let hold = b.hold.as_ref();
+            let timer = &*b;
             let mut time_at = |src_off: &[usize], dst_off: &[usize]| -> CliResult<f64> {
                 let mut i = 0usize;
-                median_us(ctx, stream, hold, warmup, iters, || {
+                timer.median_us(|| {
                     let (srcs, dsts) = &mut sets[i % rotations as usize];
                     i += 1;
                     let views: Vec<_> = srcs
