@@ -812,8 +812,6 @@ def main():
         if t not in TRANSPORTS:
             log(f"error: unknown transport {t!r}: expected one of {', '.join(TRANSPORTS)}")
             return 2
-    if a.launch_gap == "hidden":
-        calibrate_hold()
     if a.n < 1 or a.iters < 1:
         log("error: --n and --iters must be at least 1")
         return 2
@@ -865,6 +863,8 @@ def main():
     n = max(sizes)
     log(f"GPU: {gpu}, torch {torch.__version__}, triton {triton_version}")
     log(f"sizes {sizes}, median of {a.iters} launches after {a.warmup} warm-up")
+    if a.launch_gap == "hidden":
+        calibrate_hold()
 
     copies = []
     for cn in sorted(sizes):
