@@ -1,6 +1,7 @@
 """The copy engines' NVLink rate as a two-GPU all-reduce would load them: one
 process per GPU, each copying on its own GPU's stream, one way or both ways at
-once, pushed (local to peer) or pulled (peer to local), whole or in chunks.
+once, pushed (local to peer) or pulled (peer to local), whole messages; and
+pinned host memory over PCIe beside the NVLink push.
 Host-timed batches (both devices synchronized), median of rounds; GB/s per
 direction. A probe for issue 13, not a benchmark of redjit.
     python3 scripts/probe_ce.py [MiB ...]"""
@@ -21,9 +22,8 @@ def worker(rank, sizes, barrier, queue):
     local.random_(0, 255)
     stream = torch.cuda.Stream(device=rank)
 
-    def run(mib, how, chunk_mib, both):
+    def run(mib, how, both):
         n = mib << 20
-        chunk = (chunk_mib << 20) if chunk_mib else n
         active = both or rank == 0
         times = []
         for _ in range(6):
@@ -34,14 +34,12 @@ def worker(rank, sizes, barrier, queue):
             if active:
                 with torch.cuda.stream(stream):
                     for _ in range(10):
-                        for o in range(0, n, chunk):
-                            e = min(o + chunk, n)
-                            if how == "push":
-                                remote[o:e].copy_(local[o:e], non_blocking=True)
-                            elif how == "pull":
-                                local2[o:e].copy_(remote[o:e], non_blocking=True)
-                            else:
-                                local2[o:e].copy_(local[o:e], non_blocking=True)
+                        if how == "push":
+                            remote[:n].copy_(local[:n], non_blocking=True)
+                        elif how == "pull":
+                            local2[:n].copy_(remote[:n], non_blocking=True)
+                        else:
+                            local2[:n].copy_(local[:n], non_blocking=True)
                 torch.cuda.synchronize(rank)
                 torch.cuda.synchronize(peer)
             times.append(time.perf_counter() - t0)
@@ -78,17 +76,14 @@ def worker(rank, sizes, barrier, queue):
                 times.append(time.perf_counter() - t0)
                 barrier.wait()
             t = sorted(times[1:])[len(times[1:]) // 2]
-            out.append((mib, what, -1, True, t / 10 * 1e6))
+            out.append(("host", mib, what, True, t / 10 * 1e6))
     for mib in sizes:
+        # Whole copies only: chunks issued through copy_ are host-bound.
         for how in ("push", "pull", "local"):
-            for chunk in (0,):  # chunks through copy_ are host-bound
-                if chunk and chunk >= mib:
+            for both in (False, True):
+                if how == "local" and not both:
                     continue
-                for both in (False, True):
-                    if how == "local" and not both:
-                        continue
-                    g = run(mib, how, chunk, both)
-                    out.append((mib, how, chunk, both, g))
+                out.append(("ce", mib, how, both, run(mib, how, both)))
     queue.put((rank, out))
 
 
@@ -103,14 +98,13 @@ def main():
     res = dict(queue.get(timeout=600) for _ in procs)
     for p in procs:
         p.join()
-    for (mib, how, chunk, both, g0), (_, _, _, _, g1) in zip(res[0], res[1]):
-        if chunk < 0:
+    for (kind, mib, how, both, g0), (*_, g1) in zip(res[0], res[1]):
+        if kind == "host":
             print(f"host {how:15s} {mib:4d} MiB (PCIe copies of 1/8 of it), both ranks: {g0:.1f} / {g1:.1f} us an iteration")
             continue
         who = "both ways" if both else "one way (rank 0)"
-        ch = f"chunks of {chunk} MiB" if chunk else "whole"
         tail = f", rank 1 {g1:.1f}" if both else ""
-        print(f"ce {how:5s} {mib:4d} MiB {ch:17s} {who:16s}: rank 0 {g0:.1f} GB/s{tail}")
+        print(f"ce {how:5s} {mib:4d} MiB whole             {who:16s}: rank 0 {g0:.1f} GB/s{tail}")
 
 
 if __name__ == "__main__":
