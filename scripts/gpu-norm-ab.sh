@@ -9,10 +9,43 @@
 # each line (tells apart invocations whose lines are read together). Prints one
 # line a run (round, binary, kernel, shape, GB/s, % of copy); logs and JSON in
 # $OUT/norm-ab.tgz.
+# SHARED=1: instead, one process a shape and round for all of that shape's
+# kernels (the launch gap hidden, a sweep repeated within 0.5 %; twentieth
+# session), the first binary of BINS.
 set -uo pipefail
 RESULTS="${OUT:-/tmp/redjit-out}"
 W=$(mktemp -d)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$W/gpu.txt"
+# Prints one line a kernel of the bench JSON $1, each led by $2.
+lines() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in d["kernels"]:
+    print(f"{sys.argv[2]} {k['name']} {k['shape']} {k['gbps']:.0f} GB/s {k['pct_of_copy']:.1f} %")
+PY
+}
+if [ "${SHARED:-0}" = 1 ]; then
+  bin=${BINS:-redjit}
+  bin=${bin%% *}
+  shapes=$(for item in ${LIST:?set LIST}; do echo "${item%%@*}"; done | awk '!seen[$0]++')
+  for round in $(seq 1 "${ROUNDS:-3}"); do
+    for shape in $shapes; do
+      args=()
+      for item in $LIST; do
+        [ "${item%%@*}" = "$shape" ] && args+=(--spec "${item#*@}")
+      done
+      j="$W/r$round-$bin-$shape"
+      # shellcheck disable=SC2086 # EXTRA is several words
+      REDJIT_REQUIRE_GPU=1 "stage/bin/$bin" bench norm --shapes "$shape" "${args[@]}" ${EXTRA:-} \
+        --json "$j.json" > "$j.log" 2>&1 || echo "$bin $shape round $round rc=$?"
+      lines "$j.json" "${TAG:+$TAG }r$round $bin"
+    done
+  done
+  mkdir -p "$RESULTS"
+  tar -C "$W" -czf "$RESULTS/norm-ab.tgz" .
+  exit 0
+fi
 for round in $(seq 1 "${ROUNDS:-3}"); do
   for item in ${LIST:?set LIST}; do
     shape=${item%%@*}
@@ -25,12 +58,7 @@ for round in $(seq 1 "${ROUNDS:-3}"); do
       # shellcheck disable=SC2086 # EXTRA is several words
       REDJIT_REQUIRE_GPU=1 "stage/bin/$bin" bench norm --shapes "$shape" --spec "$spec" ${EXTRA:-} \
         --json "$j.json" > "$j.log" 2>&1 || echo "$bin $item round $round rc=$?"
-      python3 - "$j.json" "${TAG:+$TAG }r$round $bin" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-for k in d["kernels"]:
-    print(f"{sys.argv[2]} {k['name']} {k['shape']} {k['gbps']:.0f} GB/s {k['pct_of_copy']:.1f} %")
-PY
+      lines "$j.json" "${TAG:+$TAG }r$round $bin"
     done
   done
 done

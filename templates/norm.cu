@@ -53,6 +53,9 @@ typedef {{ row_load }} RowLoad;
 {%- if not general %}
 // A whole-pack row{% if prefetch %}, addressed from the thread's base{% endif %}{% if exact %}, exactly the chunk long{% endif %}.
 typedef rj_chunk<kLanes, true, false, {% if prefetch %}true{% else %}false{% endif %}, {% if exact %}true{% else %}false{% endif %}> Chunk;
+{%- elif prefetch %}
+// A chunk of any row, before its shift (row_grid).
+typedef rj_chunk<kLanes, false, true> Chunk;
 {%- endif %}
 {%- if flagged %}
 {%- if fetch_wide %}
@@ -86,13 +89,39 @@ struct Args {
   rj_u32 cols;  // this thread's staged columns (shared memory)
 {%- endif %}
 };
-{% if prefetch %}
-// Starts copying row r's streams into this thread's slots at stage.
-__device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const Chunk& c, rj_u32 stage) {
+{%- if general and layout == "split" %}
+// Row r's offset from the pack grid (shift, of x's elements) and whether every
+// row stream shares it (vec): its chunks then start `shift` elements early, so
+// that all but the row's first and last packs are whole, aligned accesses.
+__device__ __forceinline__ bool row_grid(const Args& a, rj_u64 r, rj_u32& shift) {
   const rj_u64 off = r * a.ld;
+  shift = (rj_u32)((a.x + off * T::kBytes) / T::kBytes % 4);
+  bool vec = (a.out + off * TO::kBytes) / TO::kBytes % 4 == shift;
+{%- if residual %}
+  vec = vec && (a.res + off * T::kBytes) / T::kBytes % 4 == shift && (a.res_out + off * T::kBytes) / T::kBytes % 4 == shift;
+{%- endif %}
+  return vec;
+}
+{%- endif %}
+{% if prefetch %}
+// Starts copying row r (of rows) into this thread's slots at stage.
+__device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const Chunk& c, rj_u32 stage, rj_u64 rows) {
+  const rj_u64 off = r * a.ld;
+{%- if general %}
+  rj_u32 shift;
+  const bool vec = row_grid(a, r, shift);
+  const Chunk cr{vec ? c.first - shift : c.first, c.cols, c.lane};
+  const bool before = r > 0, after = r + 1 < rows;
+  rj_row_stage<T, kPacks>(stage, kStride, a.x + off * T::kBytes, cr, vec, before, after);
+{%- if residual %}
+  rj_row_stage<T, kPacks>(stage + kSlots, kStride, a.res + off * T::kBytes, cr, vec, before, after);
+{%- endif %}
+{%- else %}
+  (void)rows;
   rj_row_stage<T, kPacks>(stage, kStride, a.x + off * T::kBytes, c);
 {%- if residual %}
   rj_row_stage<T, kPacks>(stage + kSlots, kStride, a.res + off * T::kBytes, c);
+{%- endif %}
 {%- endif %}
   rj_cp_async_commit();
 }
@@ -126,13 +155,8 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   const rj_u64 resr = a.res + off * T::kBytes, rout = a.res_out + off * T::kBytes;
 {%- endif %}
 {%- if general and layout == "split" %}
-  // The row's offset from the pack grid: whole vector accesses when every
-  // stream of the row shares it.
-  const rj_u32 shift = (rj_u32)(xr / T::kBytes % 4);
-  bool vec = outr / TO::kBytes % 4 == shift;
-{%- if residual %}
-  vec = vec && resr / T::kBytes % 4 == shift && rout / T::kBytes % 4 == shift;
-{%- endif %}
+  rj_u32 shift;
+  const bool vec = row_grid(a, r, shift);
 {%- if not softmax %}
   // Weight and bias, indexed by column, on the grid where their offset is the row's.
   const bool wvec = vec && a.w / T::kBytes % 4 == shift && (a.b == 0 || a.b / T::kBytes % 4 == shift);
@@ -167,7 +191,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- endif %}
 {%- if layout == "block" %}
   // The slots are read: the block's next row goes into them now.
-  if (next < rows) stage_row(a, next, c, stage);
+  if (next < rows) stage_row(a, next, c, stage, rows);
 {%- endif %}
 {%- else %}
   rj_row_ld<T, kPacks, RowLoad>(xr, c, vec, 0.0f, x);
@@ -245,7 +269,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
 {%- if staged_cols %}
   stage_cols(a, stage, Chunk{0, (rj_u32)cols, threadIdx.x});
 {%- endif %}
-  if (blockIdx.x < rows) stage_row(a, blockIdx.x, Chunk{0, (rj_u32)cols, threadIdx.x}, stage);
+  if (blockIdx.x < rows) stage_row(a, blockIdx.x, Chunk{0, (rj_u32)cols, threadIdx.x}, stage, rows);
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     rj_cp_async_wait<0>();
     run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0, stage, r + gridDim.x, rows);
@@ -282,7 +306,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   for (rj_u32 k = 0; k < 2; ++k) {
     const rj_u32 r = first_row + k * cohorts;
     if (r < n_rows) {
-      stage_row(a, r, c, stage + k * kBuffer);
+      stage_row(a, r, c, stage + k * kBuffer, n_rows);
     } else {
       rj_cp_async_commit();
     }
@@ -306,7 +330,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     // This thread has read its slots of the row before: row i + 2 goes there.
     const rj_u32 next = r + 2 * cohorts;
     if (next < n_rows) {
-      stage_row(a, next, c, prev);
+      stage_row(a, next, c, prev, n_rows);
     } else {
       rj_cp_async_commit();
     }

@@ -384,7 +384,7 @@ fn gpu() -> Option<Runtime> {
 fn prepare(rt: &Runtime, specs: impl IntoIterator<Item = NormSpec>) {
     let mut all: Vec<NormSpec> = Vec::new();
     for s in specs {
-        for s in [s.general_twin(), s] {
+        for s in [s.general_twin(), s.staged_twin(), s] {
             if !all.contains(&s) {
                 all.push(s);
             }
@@ -697,6 +697,64 @@ fn prefetching_split_cohorts_take_many_rows() {
                 0,
             );
         }
+    }
+}
+
+/// The deferred kernels' general twins (`_p_g`) stage each row's chunks at the
+/// row's own shift from the pack grid: rows of an odd stride (every shift, and
+/// partial first and last packs copied whole between rows), two rows or more a
+/// cohort so a cohort stages rows of different shifts ahead, outputs on and
+/// off x's grid (the element path).
+fn check_deferred_twin(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec) {
+    assert!(spec.prefetch && spec.general, "{}", spec.name());
+    let resident = rt.norm(spec).unwrap().resident() as usize;
+    let cols = 2 * spec.chunk() as usize + 5;
+    let splits = (cols + 3).div_ceil(spec.chunk() as usize);
+    let m = Matrix {
+        rows: 2 * (resident / splits) + 1,
+        cols,
+        ld: cols + 2,
+    };
+    for out_shift in [0, 1] {
+        check_with_stats_at(rt, rng, spec, m, out_shift);
+    }
+}
+
+/// Every op's deferred general twin in bf16, f32, and f16 out of bf16.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn deferred_general_twins_stage_rows_off_the_grid() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("deferred_general_twins_stage_rows_off_the_grid");
+    let mut twins: Vec<NormSpec> = Vec::new();
+    for s in prefetching_variants(NormLayout::Split) {
+        let t = s.staged_twin();
+        if !t.prefetch {
+            continue;
+        }
+        if !twins.contains(&t) {
+            twins.push(t);
+        }
+    }
+    prepare(&rt, twins.clone());
+    for spec in &twins {
+        check_deferred_twin(&rt, &mut rng, spec);
+    }
+}
+
+/// Three of them for compute-sanitizer: both row streams staged (the
+/// residual), f64 sums (16-bit layer norm), and f32 rows.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn deferred_general_twins_small() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("deferred_general_twins_small");
+    for name in [
+        "norm_rmsnorm_res_bf16_bf16_s512x8_p_g",
+        "norm_layernorm_bf16_bf16_s512x8_p_g",
+        "norm_softmax_online_f32_f32_s512x8_p_g",
+    ] {
+        check_deferred_twin(&rt, &mut rng, &name.parse().unwrap());
     }
 }
 

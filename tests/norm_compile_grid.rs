@@ -4,7 +4,7 @@
 //! and RMS norm with and without the residual add) x every input x output dtype
 //! in a warp, a block and a split layout, and every layout variant of the ladder
 //! and the benchmarks for bf16 -> bf16 and f32 -> f32; each whole-pack kernel, its
-//! general twin, and an exact kernel's ragged twin.
+//! general twins (a deferred kernel's staging one too), and an exact kernel's ragged twin.
 //! Needs NVRTC (scripts/test.sh installs it).
 
 mod common;
@@ -14,11 +14,12 @@ use redjit::{DType, KernelSpec, NormLayout, NormSpec, Output};
 
 fn grid() -> Vec<NormSpec> {
     let mut out: Vec<NormSpec> = Vec::new();
-    // Each kernel, its general twin (`_g`), which the launcher takes for
-    // misaligned or odd rows, and its ragged twin (an exact kernel's, for rows
+    // Each kernel, its general twins (`_g`, and a deferred kernel's staging
+    // `_p_g`), which the launcher takes for misaligned or odd rows, and its
+    // ragged twin (an exact kernel's, for rows
     // shorter than it).
     let mut push = |s: NormSpec| {
-        for s in [s.general_twin(), s.ragged_twin(), s] {
+        for s in [s.general_twin(), s.staged_twin(), s.ragged_twin(), s] {
             if !out.contains(&s) {
                 out.push(s);
             }

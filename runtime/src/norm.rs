@@ -148,7 +148,8 @@ impl NormCall {
 }
 
 /// A loaded norm kernel, the spec it came from, its occupancy, its general
-/// twin (`_g`: loaded on the first call the whole-pack kernel does not fit) and
+/// twins (`_g`: loaded on the first call the whole-pack kernel does not fit;
+/// a deferred kernel's staging twin, `_p_g`, for such calls of many rows) and
 /// its ragged twin (an exact-length kernel's, loaded on the first call of other
 /// rows).
 pub struct NormKernel<'rt> {
@@ -157,6 +158,7 @@ pub struct NormKernel<'rt> {
     name: String,
     main: Loaded,
     general: OnceLock<Loaded>,
+    staged: OnceLock<Loaded>,
     ragged: OnceLock<Loaded>,
 }
 
@@ -223,9 +225,18 @@ impl Runtime {
             name: spec.name(),
             main: Loaded::new(self, spec)?,
             general: OnceLock::new(),
+            staged: OnceLock::new(),
             ragged: OnceLock::new(),
         })
     }
+}
+
+/// The kernels of a `NormKernel` a call may take.
+enum Which {
+    Main,
+    Ragged,
+    Staged,
+    General,
 }
 
 impl NormKernel<'_> {
@@ -274,13 +285,47 @@ impl NormKernel<'_> {
         .flatten()
         .map(|(b, bytes)| (b.address(stream), bytes));
         let m = a.shape;
-        if NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, inputs.chain(outputs)) {
-            if !self.spec.exact || self.spec.fills_exactly(m.cols as u64) {
-                return Ok(&self.main);
-            }
-            return self.twin(&self.ragged, NormSpec::ragged_twin);
+        let whole = NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, inputs.chain(outputs));
+        match self.spec_for(m, whole) {
+            Which::Main => Ok(&self.main),
+            Which::Ragged => self.twin(&self.ragged, NormSpec::ragged_twin),
+            Which::Staged => self.twin(&self.staged, NormSpec::staged_twin),
+            Which::General => self.twin(&self.general, NormSpec::general_twin),
         }
-        self.twin(&self.general, NormSpec::general_twin)
+    }
+
+    /// Which kernel a call of `m` takes, its buffers and rows whole,
+    /// aligned packs (`whole`) or not.
+    fn spec_for(&self, m: Matrix, whole: bool) -> Which {
+        if self.spec.general {
+            Which::Main
+        } else if whole {
+            if !self.spec.exact || self.spec.fills_exactly(m.cols as u64) {
+                Which::Main
+            } else {
+                Which::Ragged
+            }
+        } else if self
+            .spec
+            .general_twin_for(m.rows as u64, m.cols as u64, self.resident())
+            .prefetch
+        {
+            Which::Staged
+        } else {
+            Which::General
+        }
+    }
+
+    /// The kernel a call of `m` from pack-aligned buffers runs: this one, its
+    /// ragged twin, or (rows off the pack grid) a general twin.
+    pub fn spec_for_aligned(&self, m: Matrix) -> NormSpec {
+        let whole = m.cols.is_multiple_of(4) && m.ld.is_multiple_of(4);
+        match self.spec_for(m, whole) {
+            Which::Main => self.spec.clone(),
+            Which::Ragged => self.spec.ragged_twin(),
+            Which::Staged => self.spec.staged_twin(),
+            Which::General => self.spec.general_twin(),
+        }
     }
 
     /// A twin kernel, loaded on its first call.

@@ -95,22 +95,55 @@ __device__ __forceinline__ void rj_row_st(rj_u64 a, const C& c, bool vec, const 
     }
   }
 }
-// ---- a row staged in shared memory (the prefetching block layout, `_p`) -----
+// ---- a row staged in shared memory (the prefetching layouts, `_p`) ----------
 // A thread's own packs only, pack p at slots + p * stride: no other thread reads
 // them, so cp.async.wait_group alone makes them visible, and the thread may
 // stage the next row into them as soon as it has read them back.
-template <class T, int P, class C>
-__device__ __forceinline__ void rj_row_stage(rj_u32 slots, rj_u32 stride, rj_u64 a, const C& c) {
-  static_assert(C::kWhole, "only whole-pack chunks are staged");
+template <class T> __device__ __forceinline__ void rj_cp_async_pack(rj_u32 slot, rj_u64 g) {
   static_assert(T::kWords == 4 || T::kWords == 2, "a pack is 16 or 8 bytes");
+  if constexpr (T::kWords == 4) {
+    rj_cp_async16(slot, g);
+  } else {
+    rj_cp_async8(slot, g);
+  }
+}
+template <class T> __device__ __forceinline__ void rj_st4_shared(rj_u32 a, const float (&v)[4]) {
+  rj_u32 w[T::kWords];
+  T::pack4(v, w);
+  if constexpr (T::kWords == 4) {
+    rj_st_shared_b128(a, rj_b128{w[0], w[1], w[2], w[3]});
+  } else {
+    rj_st_shared_b64(a, rj_b64{w[0], w[1]});
+  }
+}
+// Any element of pack p lies in the row.
+template <class C> __device__ __forceinline__ bool rj_pack_in_row(const C& c, int p) {
+  return c.ok(p, 0) || c.ok(p, 1) || c.ok(p, 2) || c.ok(p, 3);
+}
+// A general twin's chunk (E) stages its row's partial first and last packs too.
+// On the grid (vec), such a pack is copied whole where its elements outside the
+// row lie inside the buffer: the row before's (before, r > 0) or after's (after,
+// r + 1 < rows), or the gap of a longer ld; the reads mask them. Else, and off
+// the grid, the pack's elements are loaded one by one (a synchronous load: only
+// at the buffer's ends on the grid).
+template <class T, int P, class C>
+__device__ __forceinline__ void rj_row_stage(rj_u32 slots, rj_u32 stride, rj_u64 a, const C& c, bool vec = true,
+                                             bool before = false, bool after = false) {
 #pragma unroll
   for (int p = 0; p < P; ++p) {
-    if (c.whole(p)) {
-      const rj_u64 g = a + c.off(p) * T::kBytes;
-      if (T::kWords == 4) {
-        rj_cp_async16(slots + (rj_u32)p * stride, g);
+    const rj_u32 slot = slots + (rj_u32)p * stride;
+    if ((C::kWhole || vec) && c.whole(p)) {
+      rj_cp_async_pack<T>(slot, a + c.off(p) * T::kBytes);
+    } else if constexpr (!C::kWhole) {
+      if (!rj_pack_in_row(c, p)) continue;
+      if (vec && (c.ok(p, 0) || before) && (c.ok(p, 3) || after)) {
+        // at(p) is below 0 (wrapped) for a pack starting before the row.
+        rj_cp_async_pack<T>(slot, a + (rj_u64)(rj_i64)(int)c.at(p) * T::kBytes);
       } else {
-        rj_cp_async8(slots + (rj_u32)p * stride, g);
+        float v[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) v[k] = c.ok(p, k) ? rj_ld1<T, rj_load_nc>(a, c.at(p) + k) : 0.0f;
+        rj_st4_shared<T>(slot, v);
       }
     }
   }
@@ -126,17 +159,30 @@ template <class T> __device__ __forceinline__ void rj_ld4_shared(rj_u32 a, float
   }
   T::unpack4(w, v);
 }
+// Pack p of the staged row, its elements outside the row 0 (a general twin's
+// partial packs hold the row's neighbours).
+template <class T, class C>
+__device__ __forceinline__ void rj_pack_ld_staged(rj_u32 slot, const C& c, int p, float (&v)[4]) {
+  if (c.whole(p)) {
+    rj_ld4_shared<T>(slot, v);
+  } else if constexpr (!C::kWhole) {
+    if (rj_pack_in_row(c, p)) {
+      rj_ld4_shared<T>(slot, v);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v[k] = c.ok(p, k) ? v[k] : 0.0f;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v[k] = 0.0f;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = 0.0f;
+  }
+}
 template <class T, int P, class C>
 __device__ __forceinline__ void rj_row_ld_staged(rj_u32 slots, rj_u32 stride, const C& c, float (&x)[P][4]) {
 #pragma unroll
-  for (int p = 0; p < P; ++p) {
-    if (c.whole(p)) {
-      rj_ld4_shared<T>(slots + (rj_u32)p * stride, x[p]);
-    } else {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) x[p][k] = 0.0f;
-    }
-  }
+  for (int p = 0; p < P; ++p) rj_pack_ld_staged<T>(slots + (rj_u32)p * stride, c, p, x[p]);
 }
 // The fused residual add from staged packs: x = x + residual rounded by R, a
 // pack at a time, so the residual takes 4 registers, not a row's.
@@ -144,9 +190,9 @@ template <class T, class R, int P, class C>
 __device__ __forceinline__ void rj_row_add_staged(rj_u32 slots, rj_u32 stride, const C& c, float (&x)[P][4]) {
 #pragma unroll
   for (int p = 0; p < P; ++p) {
-    if (c.whole(p)) {
+    if (c.whole(p) || (!C::kWhole && rj_pack_in_row(c, p))) {
       float h[4];
-      rj_ld4_shared<T>(slots + (rj_u32)p * stride, h);
+      rj_pack_ld_staged<T>(slots + (rj_u32)p * stride, c, p, h);
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = R::round(x[p][k] + h[k]);
     }

@@ -88,6 +88,12 @@ __device__ __forceinline__ rj_b64 rj_ld_shared_b64(rj_u32 a) {
   asm volatile("ld.shared.v2.u32 { %0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a) : "memory");
   return v;
 }
+__device__ __forceinline__ void rj_st_shared_b128(rj_u32 a, rj_b128 v) {
+  asm volatile("st.shared.v4.u32 [%0], { %1,%2,%3,%4};" :: "r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+__device__ __forceinline__ void rj_st_shared_b64(rj_u32 a, rj_b64 v) {
+  asm volatile("st.shared.v2.u32 [%0], { %1,%2};" :: "r"(a), "r"(v.x), "r"(v.y) : "memory");
+}
 
 // ---- packs as words: one pack is W 32-bit words (W = 4: 16 bytes, 2: 8 bytes).
 template <class L> __device__ __forceinline__ void rj_ld_words(rj_u64 a, rj_u32 (&w)[4]) {

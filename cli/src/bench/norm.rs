@@ -129,12 +129,8 @@ pub fn cases(a: &NormBenchArgs) -> CliResult<Vec<Case>> {
             return;
         }
         // The bench's buffers are aligned and ld = cols: rows of a length that
-        // is not a multiple of 4 run on the general twin, named as such.
-        let spec = if cols % 4 == 0 {
-            spec
-        } else {
-            spec.general_twin()
-        };
+        // is not a multiple of 4 run on a general twin, which the launcher
+        // picks and the bench names (`bench`).
         let bounded = a.bounds.iter().map(|&b| NormSpec {
             bound: Some(b),
             ..spec.clone()
@@ -224,12 +220,13 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case], offset: f32) -> CliResult {
     let mut order: Vec<&Case> = cases.iter().collect();
     order.sort_by_key(|c| c.m.rows * c.m.cols);
     for case in order {
-        let name = case.spec.name();
+        let kernel = rt.norm(&case.spec)?;
+        // The kernel the launcher takes for these rows (a twin, off the grid).
+        let name = kernel.spec_for_aligned(case.m).name();
         let label = case.label();
         let n = case.m.rows * case.m.cols;
         b.progress.set_message(format!("{name} {label}"));
         let copy_gbps = b.copy_gbps(n)?;
-        let kernel = rt.norm(&case.spec)?;
         let bytes = case.bytes();
         b.check_fits(&format!("{name} at {label}"), bytes)?;
         // A split layout whose row does not fit the device at once is skipped

@@ -46,6 +46,14 @@ pub const GROUP_LANES: &[u32] = &[1, 2, 4, 8, 16, 32];
 pub const PACKS: &[u32] = &[1, 2, 4, 8, 16];
 /// The most packs a thread of a general twin (`_g`) holds.
 pub const GENERAL_MAX_PACKS: u32 = 8;
+
+/// Rows a cohort of a deferred kernel's staging twin must take at least for a
+/// call off the pack grid to run on it (`NormSpec::general_twin_for`):
+/// measured ahead at 16 rows a cohort and more, behind or level at 4 and fewer.
+pub const STAGED_TWIN_ROWS: u64 = 8;
+/// And the chunks its rows must span: measured ahead at 65 and more, as often
+/// behind as ahead at 4-7 (between them, not measured).
+pub const STAGED_TWIN_SPLITS: u64 = 16;
 /// The most packs a lane of the warp layout holds.
 pub const WARP_MAX_PACKS: u32 = 8;
 /// Bytes of one partial state in the split layout's workspace (the largest
@@ -537,7 +545,8 @@ pub struct NormSpec {
     /// The launch bound's blocks per SM (`_o<n>` in names), instead of the
     /// `OCCUPANCY` table's: what `redjit bench norm --bounds` measures.
     pub bound: Option<u32>,
-    /// Whole packs only (`_p` in names), block or split layout: blocks stay
+    /// Block or split layout (`_p` in names), whole packs only but for a
+    /// deferred split kernel's staging twin (`_p_g`, `staged_twin`): blocks stay
     /// resident and take rows in turn (split: in cohorts of a row's blocks),
     /// and each copies its next row or chunk (x, and the residual) into shared
     /// memory with cp.async while it reduces and stores this one, so those
@@ -682,7 +691,9 @@ impl NormSpec {
         let warp32 = format!("{letter}32x{}", self.packs);
         // The table's column: f32 rows, 16-bit rows, or different dtypes.
         let column = self.row_types() as usize;
-        let table = if self.general {
+        // A deferred general twin (`_p_g`) stages its rows as the deferred
+        // kernel does, at that kernel's bound.
+        let table = if self.general && !self.prefetch {
             OCCUPANCY_GENERAL
         } else {
             OCCUPANCY
@@ -786,6 +797,60 @@ impl NormSpec {
         twin
     }
 
+    /// A deferred split kernel's staging general twin (`_p_g`): its cohorts
+    /// stage each row's chunks at the row's own shift from the pack grid, so
+    /// all but a row's first and last packs are whole cp.async copies. Other
+    /// kernels, and f32 layer norm (58.4-58.7 % of copy against 60.1-60.4 %
+    /// for its direct twin at 64x1048573), have none: `general_twin`.
+    pub fn staged_twin(&self) -> NormSpec {
+        let f32_layer =
+            self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes == 4;
+        if self.general || !self.prefetch || self.layout != NormLayout::Split || f32_layer {
+            return self.general_twin();
+        }
+        // 16-bit log-softmax's spilled 16 bytes at its kernel's 2 blocks an
+        // SM (ptxas 13.0): one block an SM.
+        let log16 = self.op == NormOp::LogSoftmax
+            && self.input.info().bytes < 4
+            && self.output.info().bytes < 4;
+        NormSpec {
+            general: true,
+            exact: false,
+            packs: self.packs.min(GENERAL_MAX_PACKS),
+            bound: if log16 { Some(1) } else { self.bound },
+            ..self.clone()
+        }
+    }
+
+    /// The general twin a call of `rows` x `cols` off the pack grid takes, this
+    /// kernel holding `resident` blocks on the device: the staging twin where
+    /// a row spans `STAGED_TWIN_SPLITS` chunks or more and its cohorts take
+    /// `STAGED_TWIN_ROWS` rows or more each, else the direct one. H100,
+    /// 2026-11-26 (BENCHMARKS.md, twenty-first session), % of copy, staging
+    /// against direct twin:
+    /// - 64x1048573 (65-129 chunks a row, 16-64 rows a cohort): ahead for
+    ///   every op it has, e.g. 16-bit softmax 74.3-74.6 against 52.7-53.4, f32
+    ///   RMS norm 77.6-78.6 against 63.9-64.1;
+    /// - 4096x50257 (4-7 chunks a row): ahead for five ops (f32 RMS norm
+    ///   77.2-77.5 against 65.2-65.3), behind for five (f32 RMS norm +
+    ///   residual 84.4 against 92.2, bf16 RMS norm + residual 54.0-54.1
+    ///   against 59.4-59.7);
+    /// - 4x1000003 (1-4 rows a cohort): within 1.5 points for 16-bit rows,
+    ///   behind for f32 (softmax 81.4-82.2 against 86.0-86.9).
+    pub fn general_twin_for(&self, rows: u64, cols: u64, resident: u64) -> NormSpec {
+        let staged = self.staged_twin();
+        if !staged.prefetch {
+            return staged;
+        }
+        let splits = (cols + 3).div_ceil(staged.chunk()).max(1);
+        let cohorts = (resident / splits).max(1);
+        if splits >= STAGED_TWIN_SPLITS && rows >= STAGED_TWIN_ROWS * cohorts {
+            staged
+        } else {
+            self.general_twin()
+        }
+    }
+
     /// The same kernel for rows of any length up to its capacity: without
     /// `exact` (the launcher takes it for the rows an exact kernel does not fit).
     pub fn ragged_twin(&self) -> NormSpec {
@@ -840,7 +905,9 @@ impl NormSpec {
             * self.chunk()
             * self.input.info().bytes as u64;
         let rms_res_16 = self.op == NormOp::RmsNorm && self.residual && self.input.info().bytes < 4;
+        // A general twin's chunk moves with its row's shift: no fixed columns.
         self.prefetch
+            && !self.general
             && self.vectors() > 0
             && match self.layout {
                 NormLayout::Block => true,
@@ -973,7 +1040,11 @@ impl NormSpec {
             NormOp::RmsNorm => !self.residual,
             NormOp::Softmax | NormOp::LogSoftmax => false,
         };
-        self.layout == NormLayout::Split && self.general && norm && self.packs <= 4
+        self.layout == NormLayout::Split
+            && self.general
+            && !self.prefetch
+            && norm
+            && self.packs <= 4
     }
 
     /// Split rows whose states carry the launch's flag (deferred `_p`, or two
@@ -1372,11 +1443,18 @@ impl KernelSpec for NormSpec {
             ));
         }
         if self.prefetch {
-            if self.layout == NormLayout::Warp || self.general {
+            if self.layout == NormLayout::Warp {
                 return Err(whole_only(
                     "prefetch",
                     "block or split layout's",
                     "stages its next row or chunk",
+                ));
+            }
+            if self.general && self.layout != NormLayout::Split {
+                return Err(SpecError::invalid(
+                    "prefetch",
+                    "true",
+                    "of the general twins only the split layout's stages its chunks (`_p_g`); the block layout's loads its rows directly",
                 ));
             }
             if self.no_l1 {
@@ -2099,14 +2177,52 @@ mod tests {
         assert_eq!(sp.plan(2, 1 << 20, 132, 2).grid, 128);
         assert_eq!(sp.plan(1000, 3 * 16384, 132, 2).grid, 264);
         assert_eq!(sp.general_twin().name(), "norm_rmsnorm_f32_f32_s512x4_o2_g");
+        // A deferred kernel's staging twin, at most 8 packs a thread, from no
+        // fixed columns; it reaches 3 elements past the row and takes one
+        // pass. A call takes it where its cohorts take 8 rows or more each.
+        let tw = sp.staged_twin();
+        assert_eq!(tw.name(), "norm_rmsnorm_f32_f32_s512x8_p_g");
+        assert_eq!(tw.plan(4, 16384 * 2, 132, 2).splits, 3);
+        assert_eq!(tw.plan(4, 16384 * 2 - 3, 132, 2).splits, 2);
+        // 65 blocks a row of 2^20 + 3: 2 cohorts in 132, 4 in 264; rows of
+        // 15 chunks take the direct twin however many.
+        let cols = (1 << 20) + 3;
+        assert_eq!(sp.general_twin_for(16, cols, 132), tw);
+        assert_eq!(sp.general_twin_for(15, cols, 132), sp.general_twin());
+        assert_eq!(sp.general_twin_for(31, cols, 264), sp.general_twin());
+        assert_eq!(sp.general_twin_for(4, 1000003, 132), sp.general_twin());
+        assert_eq!(sp.general_twin_for(1 << 20, 16 * 16384 - 3, 132), tw);
+        assert_eq!(
+            sp.general_twin_for(1 << 20, 15 * 16384 - 3, 132),
+            sp.general_twin()
+        );
+        let rms16 = named("norm_rmsnorm_bf16_bf16_s512x16_p_x").staged_twin();
+        assert_eq!(rms16.name(), "norm_rmsnorm_bf16_bf16_s512x8_p_g");
+        let log16 = named("norm_logsoftmax_online_bf16_bf16_s512x8_p").staged_twin();
+        assert_eq!(
+            log16.name(),
+            "norm_logsoftmax_online_bf16_bf16_s512x8_o1_p_g"
+        );
+        let layer = named("norm_layernorm_bf16_bf16_s512x8_p").staged_twin();
+        assert!(!layer.staged_cols() && !layer.two_pass() && layer.f64_sums());
+        assert_eq!(layer.stage_bytes(), 3 * 16384 * 2);
+        // f32 layer norm and kernels that do not defer have none.
+        for name in [
+            "norm_layernorm_f32_f32_s512x4_p",
+            "norm_layernorm_bf16_bf16_s512x8",
+            "norm_softmax_online_bf16_bf16_b512x16_p",
+        ] {
+            let s = named(name);
+            assert_eq!(s.staged_twin(), s.general_twin(), "{name}");
+            assert_eq!(s.general_twin_for(1 << 20, 1 << 20, 132), s.general_twin());
+        }
         // A general kernel, named, is its own twin (not re-laid out).
         let g = named("norm_rmsnorm_f32_f32_s256x16_o2_g");
         assert_eq!(g.general_twin(), g);
-        // Invalid: prefetching in the warp layout, in a general twin, past
-        // the shared memory, or with the L1 bypass.
+        // Invalid: prefetching in the warp layout, in a general block twin,
+        // past the shared memory, or with the L1 bypass.
         for (bad, field) in [
             ("norm_rmsnorm_bf16_bf16_w32x4_p", "prefetch"),
-            ("norm_rmsnorm_bf16_bf16_s512x8_p_g", "prefetch"),
             ("norm_rmsnorm_bf16_bf16_b512x16_p_g", "prefetch"),
             ("norm_layernorm_res_bf16_bf16_b512x16_p", "prefetch"),
             ("norm_layernorm_f32_f32_b512x16_p", "prefetch"),
