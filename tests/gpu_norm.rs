@@ -742,6 +742,37 @@ fn deferred_general_twins_stage_rows_off_the_grid() {
     }
 }
 
+/// The launcher takes a deferred kernel's staging twin for rows off the pack
+/// grid that span 16 chunks or more, 8 rows a cohort or more, and the direct
+/// twin for one row fewer; both right.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_launcher_picks_the_staging_twin_for_many_long_rows() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("the_launcher_picks_the_staging_twin_for_many_long_rows");
+    for name in [
+        "norm_rmsnorm_res_f32_f32_s512x4_p",
+        "norm_softmax_online_bf16_bf16_s512x8_p",
+    ] {
+        let spec: NormSpec = name.parse().unwrap();
+        let kernel = rt.norm(&spec).unwrap();
+        let cols = 16 * spec.chunk() as usize - 3;
+        let cohorts = kernel.resident() as usize / 16;
+        for (rows, twin) in [
+            (8 * cohorts, spec.staged_twin()),
+            (8 * cohorts - 1, spec.general_twin()),
+        ] {
+            let m = Matrix {
+                rows,
+                cols,
+                ld: cols,
+            };
+            assert_eq!(kernel.spec_for_aligned(m), twin, "{name} {rows}x{cols}");
+            check_with_stats(&rt, &mut rng, &spec, m);
+        }
+    }
+}
+
 /// Three of them for compute-sanitizer: both row streams staged (the
 /// residual), f64 sums (16-bit layer norm), and f32 rows.
 #[test]
