@@ -384,7 +384,12 @@ fn gpu() -> Option<Runtime> {
 fn prepare(rt: &Runtime, specs: impl IntoIterator<Item = NormSpec>) {
     let mut all: Vec<NormSpec> = Vec::new();
     for s in specs {
-        for s in [s.general_twin(), s.staged_twin(), s] {
+        for s in [
+            s.general_twin(),
+            s.staged_twin(),
+            s.staged_twin_for_cols(40001),
+            s,
+        ] {
             if !all.contains(&s) {
                 all.push(s);
             }
@@ -728,12 +733,10 @@ fn deferred_general_twins_stage_rows_off_the_grid() {
     let mut rng = common::Rng::fresh("deferred_general_twins_stage_rows_off_the_grid");
     let mut twins: Vec<NormSpec> = Vec::new();
     for s in prefetching_variants(NormLayout::Split) {
-        let t = s.staged_twin();
-        if !t.prefetch {
-            continue;
-        }
-        if !twins.contains(&t) {
-            twins.push(t);
+        for t in [s.staged_twin(), s.staged_twin_for_cols(40001)] {
+            if t.prefetch && !twins.contains(&t) {
+                twins.push(t);
+            }
         }
     }
     prepare(&rt, twins.clone());
@@ -743,7 +746,8 @@ fn deferred_general_twins_stage_rows_off_the_grid() {
 }
 
 /// The launcher takes a deferred kernel's staging twin for rows off the pack
-/// grid that span 16 chunks or more, 8 rows a cohort or more, and the direct
+/// grid that span 16 chunks or more (a softmax's short twin for rows of up to
+/// 65537, whatever their chunks), 8 rows a cohort or more, and the direct
 /// twin for one row fewer; both right.
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -756,19 +760,25 @@ fn the_launcher_picks_the_staging_twin_for_many_long_rows() {
     ] {
         let spec: NormSpec = name.parse().unwrap();
         let kernel = rt.norm(&spec).unwrap();
-        let cols = 16 * spec.chunk() as usize - 3;
-        let cohorts = kernel.resident() as usize / 16;
-        for (rows, twin) in [
-            (8 * cohorts, spec.staged_twin()),
-            (8 * cohorts - 1, spec.general_twin()),
-        ] {
-            let m = Matrix {
-                rows,
-                cols,
-                ld: cols,
-            };
-            assert_eq!(kernel.spec_for_aligned(m), twin, "{name} {rows}x{cols}");
-            check_with_stats(&rt, &mut rng, &spec, m);
+        let mut cases = vec![(16 * spec.chunk() as usize - 3, spec.staged_twin())];
+        if spec.op.info().softmax {
+            cases.push((50257, spec.staged_twin_for_cols(50257)));
+        }
+        for (cols, twin) in cases {
+            let splits = (cols + 3).div_ceil(twin.chunk() as usize);
+            let cohorts = kernel.resident() as usize / splits;
+            for (rows, want) in [
+                (8 * cohorts, twin.clone()),
+                (8 * cohorts - 1, spec.general_twin()),
+            ] {
+                let m = Matrix {
+                    rows,
+                    cols,
+                    ld: cols,
+                };
+                assert_eq!(kernel.spec_for_aligned(m), want, "{name} {rows}x{cols}");
+                check_with_stats(&rt, &mut rng, &spec, m);
+            }
         }
     }
 }

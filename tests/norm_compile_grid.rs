@@ -19,7 +19,13 @@ fn grid() -> Vec<NormSpec> {
     // ragged twin (an exact kernel's, for rows
     // shorter than it).
     let mut push = |s: NormSpec| {
-        for s in [s.general_twin(), s.staged_twin(), s.ragged_twin(), s] {
+        for s in [
+            s.general_twin(),
+            s.staged_twin(),
+            s.staged_twin_for_cols(40001),
+            s.ragged_twin(),
+            s,
+        ] {
             if !out.contains(&s) {
                 out.push(s);
             }

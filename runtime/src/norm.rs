@@ -149,7 +149,8 @@ impl NormCall {
 
 /// A loaded norm kernel, the spec it came from, its occupancy, its general
 /// twins (`_g`: loaded on the first call the whole-pack kernel does not fit;
-/// a deferred kernel's staging twin, `_p_g`, for such calls of many rows) and
+/// a deferred kernel's staging twins, `_p_g`, long and short, for such calls
+/// of many rows) and
 /// its ragged twin (an exact-length kernel's, loaded on the first call of other
 /// rows).
 pub struct NormKernel<'rt> {
@@ -159,6 +160,7 @@ pub struct NormKernel<'rt> {
     main: Loaded,
     general: OnceLock<Loaded>,
     staged: OnceLock<Loaded>,
+    staged_short: OnceLock<Loaded>,
     ragged: OnceLock<Loaded>,
 }
 
@@ -226,6 +228,7 @@ impl Runtime {
             main: Loaded::new(self, spec)?,
             general: OnceLock::new(),
             staged: OnceLock::new(),
+            staged_short: OnceLock::new(),
             ragged: OnceLock::new(),
         })
     }
@@ -236,6 +239,9 @@ enum Which {
     Main,
     Ragged,
     Staged,
+    /// A softmax's staging twin of short rows (the same for every row length
+    /// it takes).
+    StagedShort,
     General,
 }
 
@@ -286,11 +292,15 @@ impl NormKernel<'_> {
         .map(|(b, bytes)| (b.address(stream), bytes));
         let m = a.shape;
         let whole = NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, inputs.chain(outputs));
+        let spec = &self.spec;
         match self.spec_for(m, whole) {
             Which::Main => Ok(&self.main),
-            Which::Ragged => self.twin(&self.ragged, NormSpec::ragged_twin),
-            Which::Staged => self.twin(&self.staged, NormSpec::staged_twin),
-            Which::General => self.twin(&self.general, NormSpec::general_twin),
+            Which::Ragged => self.twin(&self.ragged, || spec.ragged_twin()),
+            Which::Staged => self.twin(&self.staged, || spec.staged_twin()),
+            Which::StagedShort => self.twin(&self.staged_short, || {
+                spec.staged_twin_for_cols(m.cols as u64)
+            }),
+            Which::General => self.twin(&self.general, || spec.general_twin()),
         }
     }
 
@@ -305,14 +315,17 @@ impl NormKernel<'_> {
             } else {
                 Which::Ragged
             }
-        } else if self
-            .spec
-            .general_twin_for(m.rows as u64, m.cols as u64, self.resident())
-            .prefetch
-        {
-            Which::Staged
         } else {
-            Which::General
+            let twin = self
+                .spec
+                .general_twin_for(m.rows as u64, m.cols as u64, self.resident());
+            if !twin.prefetch {
+                Which::General
+            } else if twin == self.spec.staged_twin() {
+                Which::Staged
+            } else {
+                Which::StagedShort
+            }
         }
     }
 
@@ -324,6 +337,7 @@ impl NormKernel<'_> {
             Which::Main => self.spec.clone(),
             Which::Ragged => self.spec.ragged_twin(),
             Which::Staged => self.spec.staged_twin(),
+            Which::StagedShort => self.spec.staged_twin_for_cols(m.cols as u64),
             Which::General => self.spec.general_twin(),
         }
     }
@@ -332,12 +346,12 @@ impl NormKernel<'_> {
     fn twin<'a>(
         &'a self,
         cell: &'a OnceLock<Loaded>,
-        twin_of: fn(&NormSpec) -> NormSpec,
+        twin: impl FnOnce() -> NormSpec,
     ) -> Result<&'a Loaded> {
         if let Some(l) = cell.get() {
             return Ok(l);
         }
-        let l = Loaded::new(self.rt, &twin_of(&self.spec))?;
+        let l = Loaded::new(self.rt, &twin())?;
         Ok(cell.get_or_init(|| l))
     }
 

@@ -54,6 +54,9 @@ pub const STAGED_TWIN_ROWS: u64 = 8;
 /// And the chunks its rows must span: measured ahead at 65 and more, as often
 /// behind as ahead at 4-7 (between them, not measured).
 pub const STAGED_TWIN_SPLITS: u64 = 16;
+/// Softmax (and 16-bit log-softmax) rows up to this long take the short
+/// staging twin (`NormSpec::staged_twin_for_cols`), whatever their chunk count.
+pub const STAGED_SHORT_COLS: u64 = 65537;
 /// The most packs a lane of the warp layout holds.
 pub const WARP_MAX_PACKS: u32 = 8;
 /// Bytes of one partial state in the split layout's workspace (the largest
@@ -822,6 +825,41 @@ impl NormSpec {
         }
     }
 
+    /// The staging twin for rows of `cols`: a softmax's rows of up to
+    /// `STAGED_SHORT_COLS`, and a 16-bit log-softmax's, take 256 threads of
+    /// 8 packs (16-bit log-softmax at 3 blocks an SM: it spilled 16 bytes at
+    /// 4), else `staged_twin`. H100, 2026-11-26 (twenty-first session), % of
+    /// copy at 4096 rows of 40001, 50257 and 65537, s256x8_p_g against
+    /// s512x8_p_g (run7) and the direct twin s512x8_g (run8):
+    /// - bf16 softmax 74.0 / 67.5 / 69.7 against 61.9 / 58.0 / 62.6 and
+    ///   54.7 / 52.4 / 54.2;
+    /// - bf16 log-softmax (bound 3, run8) 87.4 / 71.8 / 77.2 against 68.3 /
+    ///   63.4 / 69.0 and 58.1 / 55.2 / 57.2;
+    /// - f32 softmax 89.1 / 87.4 / 88.6 against 82.5 / 78.4 / 81.0 and 85.7
+    ///   / 81.9 / 84.0.
+    ///
+    /// f32 log-softmax keeps the direct twin (89.7-90.1 / 87.2-87.3 /
+    /// 88.4-88.5 against 90.8-91.3 / 87.4-87.9 / 89.3, run8).
+    pub fn staged_twin_for_cols(&self, cols: u64) -> NormSpec {
+        let long = self.staged_twin();
+        let sixteen = self.input.info().bytes < 4 && self.output.info().bytes < 4;
+        let short_rows = match self.op {
+            NormOp::Softmax => true,
+            NormOp::LogSoftmax => sixteen,
+            NormOp::LayerNorm | NormOp::RmsNorm => false,
+        };
+        if !long.prefetch || !short_rows || cols > STAGED_SHORT_COLS {
+            return long;
+        }
+        let log16 = self.op == NormOp::LogSoftmax && sixteen;
+        NormSpec {
+            lanes: 256,
+            packs: 8,
+            bound: if log16 { Some(3) } else { None },
+            ..long
+        }
+    }
+
     /// The general twin a call of `rows` x `cols` off the pack grid takes, this
     /// kernel holding `resident` blocks on the device: the staging twin where
     /// a row spans `STAGED_TWIN_SPLITS` chunks or more and its cohorts take
@@ -837,14 +875,18 @@ impl NormSpec {
     ///   against 59.4-59.7);
     /// - 4x1000003 (1-4 rows a cohort): within 1.5 points for 16-bit rows,
     ///   behind for f32 (softmax 81.4-82.2 against 86.0-86.9).
+    ///
+    /// A softmax's (and a 16-bit log-softmax's) short staging twin takes rows
+    /// of any chunk count (`STAGED_SHORT_COLS`).
     pub fn general_twin_for(&self, rows: u64, cols: u64, resident: u64) -> NormSpec {
-        let staged = self.staged_twin();
+        let staged = self.staged_twin_for_cols(cols);
         if !staged.prefetch {
             return staged;
         }
+        let short = staged != self.staged_twin();
         let splits = (cols + 3).div_ceil(staged.chunk()).max(1);
         let cohorts = (resident / splits).max(1);
-        if splits >= STAGED_TWIN_SPLITS && rows >= STAGED_TWIN_ROWS * cohorts {
+        if (short || splits >= STAGED_TWIN_SPLITS) && rows >= STAGED_TWIN_ROWS * cohorts {
             staged
         } else {
             self.general_twin()
@@ -2196,6 +2238,26 @@ mod tests {
             sp.general_twin_for(1 << 20, 15 * 16384 - 3, 132),
             sp.general_twin()
         );
+        // Softmax rows of up to 65537 take the short staging twin, whatever
+        // their chunk count; norms do not.
+        let soft = named("norm_softmax_online_bf16_bf16_s512x8_p");
+        let short = soft.staged_twin_for_cols(50257);
+        assert_eq!(short.name(), "norm_softmax_online_bf16_bf16_s256x8_p_g");
+        assert_eq!(soft.staged_twin_for_cols(65538), soft.staged_twin());
+        assert_eq!(soft.general_twin_for(8 * 37, 50257, 264), short);
+        assert_eq!(
+            soft.general_twin_for(8 * 37 - 1, 50257, 264),
+            soft.general_twin()
+        );
+        assert_eq!(
+            named("norm_logsoftmax_online_f16_f16_s512x8_p")
+                .staged_twin_for_cols(40001)
+                .name(),
+            "norm_logsoftmax_online_f16_f16_s256x8_o3_p_g"
+        );
+        assert_eq!(sp.staged_twin_for_cols(50257), tw);
+        let log32 = named("norm_logsoftmax_online_f32_f32_s512x8_p");
+        assert_eq!(log32.staged_twin_for_cols(50257), log32.staged_twin());
         let rms16 = named("norm_rmsnorm_bf16_bf16_s512x16_p_x").staged_twin();
         assert_eq!(rms16.name(), "norm_rmsnorm_bf16_bf16_s512x8_p_g");
         let log16 = named("norm_logsoftmax_online_bf16_bf16_s512x8_p").staged_twin();
