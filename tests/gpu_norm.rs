@@ -783,6 +783,32 @@ fn the_launcher_picks_the_staging_twin_for_many_long_rows() {
     }
 }
 
+/// Softmax and log-softmax rows of vocabulary lengths (32769..=65536), whose
+/// layouts were measured apart: the ladder's kernel for each, on and off the
+/// pack grid and exactly a whole number of chunks, against the f64 reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn softmax_rows_of_vocabulary_lengths() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("softmax_rows_of_vocabulary_lengths");
+    for ops in row_ops() {
+        if !ops.0.info().softmax {
+            continue;
+        }
+        for d in [DType::BF16, DType::F32] {
+            for cols in [36864, 49152, 50256, 50257, 57344, 65536] {
+                let spec = NormSpec::with(ops, d, d, cols as u64);
+                let m = Matrix {
+                    rows: 9,
+                    cols,
+                    ld: cols,
+                };
+                check_with_stats(&rt, &mut rng, &spec, m);
+            }
+        }
+    }
+}
+
 /// Three of them for compute-sanitizer: both row streams staged (the
 /// residual), f64 sums (16-bit layer norm), and f32 rows.
 #[test]

@@ -470,6 +470,23 @@ const fn measured(
 /// 2868-2873, safe softmax 2901-2909 against 2884-2886, log-softmax 2905-2918
 /// against 2868-2878 (w16x4 within 0.8 % of it in each); bf16 layer norm +
 /// residual in 16 lanes of 2 packs, 2866-2869 against 2837-2841.
+/// Twenty-first session (2026-11-26, H100, two rounds, the GPU alone), softmax
+/// and log-softmax rows of 32769..=65536, % of the copy of n f32, 4096 rows
+/// of 36864 / 40000 / 50256 / 57344 (a whole number of 8192-element chunks)
+/// and, where s512x8's chunks divide the row, 49152 / 65536:
+/// - bf16 softmax s256x8_p 79.7-79.9 / 83.1-83.4 / 75.7 / 86.9-87.0 (`_p_x`)
+///   against s512x8_p 70.8-70.9 / 77.0-77.4 / 71.9 / 82.0-82.1; at 49152 and
+///   65536 s512x8_p_x 91.3-91.7 and 92.5-92.6 against 86.6-87.0 and 87.8-87.9;
+/// - bf16 log-softmax s512x4 87.6-87.7 / 90.4-90.5 / 86.2-86.4 / 90.8-91.1
+///   against s512x8 84.3-84.5 / 87.7-88.0 / 85.5 / 89.2-89.7; at 49152 and
+///   65536 s512x8_p_x 92.1-92.7 and 93.4-93.5 against 90.7-91.3 and 91.7-91.8;
+/// - f32 softmax s512x4 88.4 / 91.5 / 85.9 / 91.3, 91.6-91.7 and 92.4-92.5
+///   against s512x8 79.7-79.9 / 85.7 / 79.6-79.7 / 88.3-88.5, 90.9 and
+///   91.7-91.8; f32 log-softmax s512x4 88.6-88.7 / 91.6-91.8 / 85.6-85.8 /
+///   91.3, 92.0-92.1 and 92.3-92.4 against 86.8-87.2 / 88.5-89.1 / 84.3-84.9 /
+///   88.8-88.9, 91.3-91.6 and 92.3.
+/// Past 65536 (98304, 128256, 131072) s512x8 led for 16-bit rows and was
+/// within 0.6 points of s512x4 for f32 rows.
 #[rustfmt::skip]
 const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     use Form::*;
@@ -480,6 +497,12 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     &[
         // op, softmax algorithm (None: any), residual, row types, columns, layout, lanes,
         // packs, form
+        measured(Softmax,    None,         false, Sixteen, 49152..=49152,    Split, 512, 8,  PrefetchExact),
+        measured(Softmax,    None,         false, Sixteen, 32769..=65535,    Split, 256, 8,  PrefetchExact),
+        measured(LogSoftmax, None,         false, Sixteen, 49152..=49152,    Split, 512, 8,  PrefetchExact),
+        measured(LogSoftmax, None,         false, Sixteen, 32769..=65535,    Split, 512, 4,  PrefetchExact),
+        measured(Softmax,    None,         false, F32,     32769..=65536,    Split, 512, 4,  PrefetchExact),
+        measured(LogSoftmax, None,         false, F32,     32769..=65536,    Split, 512, 4,  PrefetchExact),
         measured(Softmax,    None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
         measured(Softmax,    None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
         measured(LogSoftmax, None,         false, Sixteen, 32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
@@ -842,22 +865,32 @@ impl NormSpec {
     /// 88.4-88.5 against 90.8-91.3 / 87.4-87.9 / 89.3, run8).
     pub fn staged_twin_for_cols(&self, cols: u64) -> NormSpec {
         let long = self.staged_twin();
-        let sixteen = self.input.info().bytes < 4 && self.output.info().bytes < 4;
-        let short_rows = match self.op {
-            NormOp::Softmax => true,
-            NormOp::LogSoftmax => sixteen,
-            NormOp::LayerNorm | NormOp::RmsNorm => false,
-        };
-        if !long.prefetch || !short_rows || cols > STAGED_SHORT_COLS {
+        if !long.prefetch || !self.short_staged(cols) {
             return long;
         }
-        let log16 = self.op == NormOp::LogSoftmax && sixteen;
+        let log16 = self.op == NormOp::LogSoftmax && self.sixteen();
         NormSpec {
             lanes: 256,
             packs: 8,
             bound: if log16 { Some(3) } else { None },
             ..long
         }
+    }
+
+    /// Rows of `cols` take the short staging twin (its layout may be the long
+    /// one's, for a kernel laid out so already).
+    fn short_staged(&self, cols: u64) -> bool {
+        let op = match self.op {
+            NormOp::Softmax => true,
+            NormOp::LogSoftmax => self.sixteen(),
+            NormOp::LayerNorm | NormOp::RmsNorm => false,
+        };
+        op && cols <= STAGED_SHORT_COLS
+    }
+
+    /// 16-bit rows in and out.
+    fn sixteen(&self) -> bool {
+        self.input.info().bytes < 4 && self.output.info().bytes < 4
     }
 
     /// The general twin a call of `rows` x `cols` off the pack grid takes, this
@@ -883,7 +916,7 @@ impl NormSpec {
         if !staged.prefetch {
             return staged;
         }
-        let short = staged != self.staged_twin();
+        let short = self.short_staged(cols);
         let splits = (cols + 3).div_ceil(staged.chunk()).max(1);
         let cohorts = (resident / splits).max(1);
         if (short || splits >= STAGED_TWIN_SPLITS) && rows >= STAGED_TWIN_ROWS * cohorts {
@@ -1941,6 +1974,28 @@ mod tests {
                 );
             }
         }
+        // Softmax rows of 32769..=65536 where measured: 16-bit softmax in
+        // 256-thread blocks but where s512x8's chunks divide the row, 16-bit
+        // log-softmax in s512x4 but there, f32 both in s512x4.
+        let soft =
+            |op, d, cols| NormSpec::with((op, Some(SoftmaxAlgo::Online), false), d, d, cols).name();
+        for (op, d, cols, want) in [
+            (NormOp::Softmax, DType::BF16, 50256, "s256x8_p"),
+            (NormOp::Softmax, DType::F16, 57344, "s256x8_p_x"),
+            (NormOp::Softmax, DType::BF16, 49152, "s512x8_p_x"),
+            (NormOp::Softmax, DType::BF16, 65536, "s512x8_p_x"),
+            (NormOp::LogSoftmax, DType::BF16, 40000, "s512x4_p"),
+            (NormOp::LogSoftmax, DType::BF16, 49152, "s512x8_p_x"),
+            (NormOp::Softmax, DType::F32, 65536, "s512x4_p_x"),
+            (NormOp::LogSoftmax, DType::F32, 36864, "s512x4_p"),
+            (NormOp::Softmax, DType::F32, 65540, "s512x8_p"),
+        ] {
+            assert_eq!(
+                soft(op, d, cols),
+                format!("norm_{op}_online_{d}_{d}_{want}"),
+                "{cols}"
+            );
+        }
         let long_spec = |op, residual, d| NormSpec::with((op, None, residual), d, d, 1 << 20);
         let long = |op, residual, d| long_spec(op, residual, d).name();
         let long_twin = |op, residual, d| long_spec(op, residual, d).general_twin().name();
@@ -2249,6 +2304,12 @@ mod tests {
             soft.general_twin_for(8 * 37 - 1, 50257, 264),
             soft.general_twin()
         );
+        // The ladder lays 16-bit softmax rows of 50257 out in s256x8 already:
+        // its long and short twins are one kernel, taken for 7 chunks a row.
+        let online = (NormOp::Softmax, Some(SoftmaxAlgo::Online), false);
+        let vocab = NormSpec::with(online, DType::BF16, DType::BF16, 50257);
+        assert_eq!(vocab.staged_twin(), short);
+        assert_eq!(vocab.general_twin_for(8 * 75, 50257, 528), short);
         assert_eq!(
             named("norm_logsoftmax_online_f16_f16_s512x8_p")
                 .staged_twin_for_cols(40001)
