@@ -485,6 +485,7 @@ const fn measured(
 ///   91.7-91.8; f32 log-softmax s512x4 88.6-88.7 / 91.6-91.8 / 85.6-85.8 /
 ///   91.3, 92.0-92.1 and 92.3-92.4 against 86.8-87.2 / 88.5-89.1 / 84.3-84.9 /
 ///   88.8-88.9, 91.3-91.6 and 92.3.
+///
 /// Past 65536 (98304, 128256, 131072) s512x8 led for 16-bit rows and was
 /// within 0.6 points of s512x4 for f32 rows.
 #[rustfmt::skip]
