@@ -714,7 +714,7 @@ fn check_deferred_twin(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec) {
     assert!(spec.prefetch && spec.general, "{}", spec.name());
     let resident = rt.norm(spec).unwrap().resident() as usize;
     let cols = 2 * spec.chunk() as usize + 5;
-    let splits = (cols + 3).div_ceil(spec.chunk() as usize);
+    let splits = spec.splits_for(cols as u64) as usize;
     let m = Matrix {
         rows: 2 * (resident / splits) + 1,
         cols,
@@ -765,7 +765,7 @@ fn the_launcher_picks_the_staging_twin_for_many_long_rows() {
             cases.push((50257, spec.staged_twin_for_cols(50257)));
         }
         for (cols, twin) in cases {
-            let splits = (cols + 3).div_ceil(twin.chunk() as usize);
+            let splits = twin.splits_for(cols as u64) as usize;
             let cohorts = kernel.resident() as usize / splits;
             for (rows, want) in [
                 (8 * cohorts, twin.clone()),

@@ -292,15 +292,30 @@ impl NormKernel<'_> {
         .map(|(b, bytes)| (b.address(stream), bytes));
         let m = a.shape;
         let whole = NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, inputs.chain(outputs));
-        let spec = &self.spec;
-        match self.spec_for(m, whole) {
-            Which::Main => Ok(&self.main),
-            Which::Ragged => self.twin(&self.ragged, || spec.ragged_twin()),
-            Which::Staged => self.twin(&self.staged, || spec.staged_twin()),
-            Which::StagedShort => self.twin(&self.staged_short, || {
-                spec.staged_twin_for_cols(m.cols as u64)
-            }),
-            Which::General => self.twin(&self.general, || spec.general_twin()),
+        let which = self.spec_for(m, whole);
+        let cell = match which {
+            Which::Main => return Ok(&self.main),
+            Which::Ragged => &self.ragged,
+            Which::Staged => &self.staged,
+            Which::StagedShort => &self.staged_short,
+            Which::General => &self.general,
+        };
+        // A twin is loaded on its first call.
+        if let Some(l) = cell.get() {
+            return Ok(l);
+        }
+        let l = Loaded::new(self.rt, &self.spec_of(which, m.cols))?;
+        Ok(cell.get_or_init(|| l))
+    }
+
+    /// The spec of kernel `which` for rows of `cols`.
+    fn spec_of(&self, which: Which, cols: usize) -> NormSpec {
+        match which {
+            Which::Main => self.spec.clone(),
+            Which::Ragged => self.spec.ragged_twin(),
+            Which::Staged => self.spec.staged_twin(),
+            Which::StagedShort => self.spec.staged_twin_for_cols(cols as u64),
+            Which::General => self.spec.general_twin(),
         }
     }
 
@@ -333,26 +348,7 @@ impl NormKernel<'_> {
     /// ragged twin, or (rows off the pack grid) a general twin.
     pub fn spec_for_aligned(&self, m: Matrix) -> NormSpec {
         let whole = m.cols.is_multiple_of(4) && m.ld.is_multiple_of(4);
-        match self.spec_for(m, whole) {
-            Which::Main => self.spec.clone(),
-            Which::Ragged => self.spec.ragged_twin(),
-            Which::Staged => self.spec.staged_twin(),
-            Which::StagedShort => self.spec.staged_twin_for_cols(m.cols as u64),
-            Which::General => self.spec.general_twin(),
-        }
-    }
-
-    /// A twin kernel, loaded on its first call.
-    fn twin<'a>(
-        &'a self,
-        cell: &'a OnceLock<Loaded>,
-        twin: impl FnOnce() -> NormSpec,
-    ) -> Result<&'a Loaded> {
-        if let Some(l) = cell.get() {
-            return Ok(l);
-        }
-        let l = Loaded::new(self.rt, &twin())?;
-        Ok(cell.get_or_init(|| l))
+        self.spec_of(self.spec_for(m, whole), m.cols)
     }
 
     /// The launch layout for `rows` x `cols` on this device.

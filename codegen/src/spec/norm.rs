@@ -472,8 +472,8 @@ const fn measured(
 /// residual in 16 lanes of 2 packs, 2866-2869 against 2837-2841.
 /// Twenty-first session (2026-11-26, H100, two rounds, the GPU alone), softmax
 /// and log-softmax rows of 32769..=65536, % of the copy of n f32, 4096 rows
-/// of 36864 / 40000 / 50256 / 57344 (a whole number of 8192-element chunks)
-/// and, where s512x8's chunks divide the row, 49152 / 65536:
+/// of 36864 / 40000 / 50256 / 57344 (57344: a whole number of 8192-element
+/// chunks) and, where s512x8's chunks divide the row, 49152 / 65536:
 /// - bf16 softmax s256x8_p 79.7-79.9 / 83.1-83.4 / 75.7 / 86.9-87.0 (`_p_x`)
 ///   against s512x8_p 70.8-70.9 / 77.0-77.4 / 71.9 / 82.0-82.1; at 49152 and
 ///   65536 s512x8_p_x 91.3-91.7 and 92.5-92.6 against 86.6-87.0 and 87.8-87.9;
@@ -837,9 +837,7 @@ impl NormSpec {
         }
         // 16-bit log-softmax's spilled 16 bytes at its kernel's 2 blocks an
         // SM (ptxas 13.0): one block an SM.
-        let log16 = self.op == NormOp::LogSoftmax
-            && self.input.info().bytes < 4
-            && self.output.info().bytes < 4;
+        let log16 = self.op == NormOp::LogSoftmax && self.sixteen();
         NormSpec {
             general: true,
             exact: false,
@@ -918,13 +916,21 @@ impl NormSpec {
             return staged;
         }
         let short = self.short_staged(cols);
-        let splits = (cols + 3).div_ceil(staged.chunk()).max(1);
+        let splits = staged.splits_for(cols);
         let cohorts = (resident / splits).max(1);
         if (short || splits >= STAGED_TWIN_SPLITS) && rows >= STAGED_TWIN_ROWS * cohorts {
             staged
         } else {
             self.general_twin()
         }
+    }
+
+    /// Blocks a split row of `cols` takes: a general twin's row may start up
+    /// to 3 elements past the pack grid (rj_chunk's shift), which its chunks
+    /// then cover too.
+    pub fn splits_for(&self, cols: u64) -> u64 {
+        let reach = if self.general { cols + 3 } else { cols };
+        reach.div_ceil(self.chunk()).max(1)
     }
 
     /// The same kernel for rows of any length up to its capacity: without
@@ -1263,10 +1269,7 @@ impl NormSpec {
                 partials: 0,
             },
             NormLayout::Split => {
-                // A general twin's row may start up to 3 elements past the pack
-                // grid (rj_chunk's shift), which its chunks then cover too.
-                let reach = if self.general { cols + 3 } else { cols };
-                let splits = reach.div_ceil(self.chunk()).max(1);
+                let splits = self.splits_for(cols);
                 let items = rows.saturating_mul(splits);
                 // Prefetching: cohorts of a row's blocks, as many as are
                 // resident at once and have a row.
