@@ -18,20 +18,20 @@
 {%- elif layout == "block" %}
 // A block of {{ threads }} threads per row; blocks take rows in turn over the grid.
 {%- elif prefetch %}
-// Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
+// Several {{ threads }}-thread blocks per row, each a chunk of {% if balanced %}the row in equal parts of at most {% endif %}{{ threads }} x {{ packs }} x 4
 // elements, in cohorts of a row's blocks: a cohort takes rows in turn. Each
 // block copies its chunks ({% if residual %}x and the residual{% else %}x{% endif %}) into one of three buffers in shared
 // memory with cp.async, two rows ahead; it publishes its state of a row
 // (rj_red_publish), then finishes the row before, whose states the cohort
 // published an iteration ago (rj_red_fetch), from the same buffer.
 {%- elif two_pass %}
-// Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
+// Several {{ threads }}-thread blocks per row, each a chunk of {% if balanced %}the row in equal parts of at most {% endif %}{{ threads }} x {{ packs }} x 4
 // elements; blocks take (row, chunk) items in order from a ticket, twice over:
 // the first pass publishes each chunk's state (rj_red_publish), the second
 // loads the chunk again and finishes it once the row's states are in
 // ({% if fetch_wide %}rj_red_fetch_wide{% else %}rj_red_fetch{% endif %}).
 {%- else %}
-// Several {{ threads }}-thread blocks per row, each a chunk of {{ threads }} x {{ packs }} x 4
+// Several {{ threads }}-thread blocks per row, each a chunk of {% if balanced %}the row in equal parts of at most {% endif %}{{ threads }} x {{ packs }} x 4
 // elements; blocks take (row, chunk) items in order from a ticket and exchange
 // their partial states through the workspace (rj_red_split).
 {%- endif %}
@@ -48,6 +48,9 @@ const int kThreads = {{ threads }};
 const int kLanes = {{ lanes }};
 const int kPacks = {{ packs }};
 const bool kWhole = {% if general %}false{% else %}true{% endif %};
+// A split row's chunks: equal parts of the row (the launcher's span), or the
+// layout's chunks and a remainder.
+const bool kBalanced = {% if balanced %}true{% else %}false{% endif %};
 // How whole packs of the row streams (x, the residual) are loaded.
 typedef {{ row_load }} RowLoad;
 {%- if not general %}
@@ -104,20 +107,22 @@ __device__ __forceinline__ bool row_grid(const Args& a, rj_u64 r, rj_u32& shift)
 }
 {%- endif %}
 {% if prefetch %}
-// Starts copying row r (of rows) into this thread's slots at stage.
-__device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, const Chunk& c, rj_u32 stage, rj_u64 rows) {
+// Starts copying row r (of rows) into this thread's slots at stage: its chunk
+// of span elements from first (the row's, 0 and cols, in the block layout).
+__device__ __forceinline__ void stage_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 span, rj_u64 cols, rj_u32 stage, rj_u64 rows) {
   const rj_u64 off = r * a.ld;
 {%- if general %}
   rj_u32 shift;
   const bool vec = row_grid(a, r, shift);
-  const Chunk cr{vec ? c.first - shift : c.first, c.cols, c.lane};
+  const Chunk c = rj_chunk_of<Chunk, kBalanced>(vec ? first - shift : first, span, (rj_u32)cols, threadIdx.x);
   const bool before = r > 0, after = r + 1 < rows;
-  rj_row_stage<T, kPacks>(stage, kStride, a.x + off * T::kBytes, cr, vec, before, after);
+  rj_row_stage<T, kPacks>(stage, kStride, a.x + off * T::kBytes, c, vec, before, after);
 {%- if residual %}
-  rj_row_stage<T, kPacks>(stage + kSlots, kStride, a.res + off * T::kBytes, cr, vec, before, after);
+  rj_row_stage<T, kPacks>(stage + kSlots, kStride, a.res + off * T::kBytes, c, vec, before, after);
 {%- endif %}
 {%- else %}
   (void)rows;
+  const Chunk c = rj_chunk_of<Chunk, kBalanced>(first, span, (rj_u32)cols, threadIdx.x);
   rj_row_stage<T, kPacks>(stage, kStride, a.x + off * T::kBytes, c);
 {%- if residual %}
   rj_row_stage<T, kPacks>(stage + kSlots, kStride, a.res + off * T::kBytes, c);
@@ -143,7 +148,7 @@ __device__ __forceinline__ void stage_cols(Args& a, rj_u32 stage, const Chunk& c
 // One row (or chunk) from load to store{% if flagged %}: a publishing reducer (not kApply) stops at the
 // state and stores only the residual's sum, a fetching one stores only the output{% endif %}.
 template <class Red>
-__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% endif %}{% if prefetch and layout == "block" %}, rj_u64 next, rj_u64 rows{% endif %}) {
+__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 span, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% endif %}{% if prefetch and layout == "block" %}, rj_u64 next, rj_u64 rows{% endif %}) {
   const rj_u64 off = r * a.ld;
 {%- if prefetch %}
   // The row's x is in this thread's slots: only the stores are addressed.
@@ -161,7 +166,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   // Weight and bias, indexed by column, on the grid where their offset is the row's.
   const bool wvec = vec && a.w / T::kBytes % 4 == shift && (a.b == 0 || a.b / T::kBytes % 4 == shift);
 {%- endif %}
-  const rj_chunk<kLanes, kWhole, true> c{vec ? first - shift : first, cols, lane};
+  const auto c = rj_chunk_of<rj_chunk<kLanes, kWhole, true>, kBalanced>(vec ? first - shift : first, span, cols, lane);
 {%- elif general %}
   // A row's packs start at its first element: vector accesses where every
   // buffer of the row is on the pack grid (the split twins also take rows off it).
@@ -173,14 +178,14 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   vec = vec && a.w % (4 * T::kBytes) == 0 && a.b % (4 * T::kBytes) == 0;
   const bool wvec = vec;
 {%- endif %}
-  const rj_chunk<kLanes, kWhole> c{first, cols, lane};
+  const auto c = rj_chunk_of<rj_chunk<kLanes, kWhole>, kBalanced>(first, span, cols, lane);
 {%- else %}
   // Whole packs: the launcher checked every buffer's alignment, ld and cols.
   const bool vec = true;
 {%- if not softmax %}
   const bool wvec = true;
 {%- endif %}
-  const Chunk c{first, cols, lane};
+  const Chunk c = rj_chunk_of<Chunk, kBalanced>(first, span, cols, lane);
 {%- endif %}
   float x[kPacks][4];
 {%- if prefetch %}
@@ -191,7 +196,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- endif %}
 {%- if layout == "block" %}
   // The slots are read: the block's next row goes into them now.
-  if (next < rows) stage_row(a, next, c, stage, rows);
+  if (next < rows) stage_row(a, next, 0, cols, cols, stage, rows);
 {%- endif %}
 {%- else %}
   rj_row_ld<T, kPacks, RowLoad>(xr, c, vec, 0.0f, x);
@@ -231,7 +236,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     const void* __restrict__ x_ptr, const void* __restrict__ res_ptr, const void* __restrict__ w_ptr,
     const void* __restrict__ b_ptr, void* __restrict__ out_ptr, void* __restrict__ res_out_ptr,
     void* __restrict__ mean_ptr, void* __restrict__ rstd_ptr, void* __restrict__ counters_ptr,
-    void* __restrict__ partials_ptr, rj_u64 rows, rj_u64 cols, rj_u64 ld, rj_u32 splits, float param) {
+    void* __restrict__ partials_ptr, rj_u64 rows, rj_u64 cols, rj_u64 ld, rj_u32 splits, rj_u32 span, float param) {
   using namespace {{ name }}_impl;
   // Absent buffers are null: never converted, never touched.
   Args a;
@@ -249,6 +254,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   (void)counters_ptr;
   (void)partials_ptr;
   (void)splits;
+  (void)span;
   const rj_u32 lane = threadIdx.x % kLanes;
   const rj_u64 per_block = kThreads / kLanes;
   const rj_u64 groups = (rj_u64)gridDim.x * per_block;
@@ -258,21 +264,23 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   for (rj_u64 step = 0; warp_first + step < rows; step += groups) {
     const rj_u64 r = g + step;
     const bool active = r < rows;
-    run_row(a, r, 0, active ? (rj_u32)cols : 0u, lane, rj_red_group<kLanes>(), active && lane == 0);
+    const rj_u32 n = active ? (rj_u32)cols : 0u;
+    run_row(a, r, 0, n, n, lane, rj_red_group<kLanes>(), active && lane == 0);
   }
 {%- elif layout == "block" and prefetch %}
   (void)counters_ptr;
   (void)partials_ptr;
   (void)splits;
+  (void)span;
   extern __shared__ __align__(16) unsigned char rj_staged_rows[];
   const rj_u32 stage = rj_smem_addr(rj_staged_rows) + threadIdx.x * 4u * T::kBytes;
 {%- if staged_cols %}
-  stage_cols(a, stage, Chunk{0, (rj_u32)cols, threadIdx.x});
+  stage_cols(a, stage, Chunk{0, (rj_u32)cols, threadIdx.x, (rj_u32)cols});
 {%- endif %}
-  if (blockIdx.x < rows) stage_row(a, blockIdx.x, Chunk{0, (rj_u32)cols, threadIdx.x}, stage, rows);
+  if (blockIdx.x < rows) stage_row(a, blockIdx.x, 0, (rj_u32)cols, cols, stage, rows);
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     rj_cp_async_wait<0>();
-    run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0, stage, r + gridDim.x, rows);
+    run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0, stage, r + gridDim.x, rows);
   }
 {%- elif prefetch %}
   // Split rows in cohorts: the first `splits` blocks to run form cohort 0, and
@@ -293,12 +301,12 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   // row indices keep the loop's registers.
   const rj_u32 cohorts = gridDim.x / splits, first_row = ticket_s / splits, n_rows = (rj_u32)rows;
   const rj_u32 split = ticket_s % splits, flag = epoch_s + 1u;
-  const Chunk c{split * (rj_u32)kThreads * kPacks * 4, (rj_u32)cols, threadIdx.x};
+  const rj_u32 first = split * span;
   const rj_u32 slot_bytes = {{ partial_bytes }};
 {%- if staged_cols %}
   // A cohort's block keeps its chunk in every row (the loop's waits include
   // this first group).
-  stage_cols(a, stage, c);
+  stage_cols(a, stage, rj_chunk_of<Chunk, kBalanced>(first, span, (rj_u32)cols, threadIdx.x));
 {%- endif %}
   // Buffer b of three: row i of this cohort is in buffer i % 3. Every stage
   // commits a group, empty past the last row, so that waiting for all but the
@@ -306,7 +314,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   for (rj_u32 k = 0; k < 2; ++k) {
     const rj_u32 r = first_row + k * cohorts;
     if (r < n_rows) {
-      stage_row(a, r, c, stage + k * kBuffer, n_rows);
+      stage_row(a, r, first, span, cols, stage + k * kBuffer, n_rows);
     } else {
       rj_cp_async_commit();
     }
@@ -321,16 +329,16 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     const Fetch fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
     const auto early = fetch.ask(Op::Split(), i > 0);
     const rj_u64 row_slots = partials + (rj_u64)r * splits * slot_bytes;
-    run_row(a, r, c.first, c.cols, c.lane, rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}, false, buf);
+    run_row(a, r, first, span, (rj_u32)cols, threadIdx.x, rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}, false, buf);
     const rj_u32 prev = stage + ((i + 2) % 3) * kBuffer;
     if (i > 0) {
       fetch.wait(Op::Split(), early);
-      run_row(a, rp, c.first, c.cols, c.lane, fetch, split == 0 && threadIdx.x == 0, prev);
+      run_row(a, rp, first, span, (rj_u32)cols, threadIdx.x, fetch, split == 0 && threadIdx.x == 0, prev);
     }
     // This thread has read its slots of the row before: row i + 2 goes there.
     const rj_u32 next = r + 2 * cohorts;
     if (next < n_rows) {
-      stage_row(a, next, c, prev, n_rows);
+      stage_row(a, next, first, span, cols, prev, n_rows);
     } else {
       rj_cp_async_commit();
     }
@@ -342,7 +350,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     const rj_u32 rp = first_row + (i - 1) * cohorts;
     const Fetch fetch{partials + (rj_u64)rp * splits * slot_bytes, splits, slot_bytes, flag};
     fetch.wait(Op::Split(), fetch.ask(Op::Split(), true));
-    run_row(a, rp, c.first, c.cols, c.lane, fetch, split == 0 && threadIdx.x == 0, stage + ((i - 1) % 3) * kBuffer);
+    run_row(a, rp, first, span, (rj_u32)cols, threadIdx.x, fetch, split == 0 && threadIdx.x == 0, stage + ((i - 1) % 3) * kBuffer);
   }
   rj_cp_async_wait<0>();
   // The last block to leave ends the launch.
@@ -351,7 +359,8 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   (void)counters_ptr;
   (void)partials_ptr;
   (void)splits;
-  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
+  (void)span;
+  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
 {%- elif two_pass %}
   // Tickets 0 .. items - 1 publish the states of the items in row order, the
   // next `items` finish them. An item of the second pass waits only on items
@@ -364,7 +373,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   __shared__ rj_u32 ticket_s, epoch_s;
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
   const rj_u64 items = rows * splits;
-  const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4, slot_bytes = {{ partial_bytes }};
+  const rj_u32 slot_bytes = {{ partial_bytes }};
   if (threadIdx.x == 0) epoch_s = rj_launch_epoch(counters);
   for (;;) {
     // No barrier before the ticket: every pass of an item has a block barrier
@@ -387,16 +396,15 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     if (finish) {
       const Fetch fetch{row_slots, splits, slot_bytes, flag};
       fetch.wait(Op::Split(), fetch.ask(Op::Split(), true));
-      run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, fetch, threadIdx.x == 0 && split == 0);
+      run_row(a, r, split * span, span, (rj_u32)cols, threadIdx.x, fetch, threadIdx.x == 0 && split == 0);
     } else {
-      run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}, false);
+      run_row(a, r, split * span, span, (rj_u32)cols, threadIdx.x, rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}, false);
     }
   }
 {%- else %}
   __shared__ rj_u32 item_s;
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
   const rj_u64 items = rows * splits;
-  const rj_u32 chunk = (rj_u32)kThreads * kPacks * 4;
   for (;;) {
     // No barrier before the ticket: every row op reduces once an item, and
     // every thread read the last item_s before the reducer's barriers. The
@@ -418,7 +426,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     const rj_u64 r = item / splits;
     const rj_u32 split = (rj_u32)(item % splits);
     const rj_red_split<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
-    run_row(a, r, split * chunk, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
+    run_row(a, r, split * span, span, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
   }
 {%- endif %}
 }

@@ -746,9 +746,9 @@ fn deferred_general_twins_stage_rows_off_the_grid() {
 }
 
 /// The launcher takes a deferred kernel's staging twin for rows off the pack
-/// grid that span 16 chunks or more (a softmax's short twin for rows of up to
-/// 65537, whatever their chunks), 8 rows a cohort or more, and the direct
-/// twin for one row fewer; both right.
+/// grid that span 16 chunks or more (a short twin, where the op has one, for
+/// rows of up to 65537, whatever their chunks), 8 rows a cohort or more, and
+/// the direct twin for one row fewer; both right.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_launcher_picks_the_staging_twin_for_many_long_rows() {
@@ -757,12 +757,14 @@ fn the_launcher_picks_the_staging_twin_for_many_long_rows() {
     for name in [
         "norm_rmsnorm_res_f32_f32_s512x4_p",
         "norm_softmax_online_bf16_bf16_s512x8_p",
+        "norm_rmsnorm_bf16_bf16_s512x16_p",
     ] {
         let spec: NormSpec = name.parse().unwrap();
         let kernel = rt.norm(&spec).unwrap();
         let mut cases = vec![(16 * spec.chunk() as usize - 3, spec.staged_twin())];
-        if spec.op.info().softmax {
-            cases.push((50257, spec.staged_twin_for_cols(50257)));
+        let short = spec.staged_twin_for_cols(50257);
+        if short != spec.staged_twin() {
+            cases.push((50257, short));
         }
         for (cols, twin) in cases {
             let splits = twin.splits_for(cols as u64) as usize;
@@ -809,8 +811,63 @@ fn softmax_rows_of_vocabulary_lengths() {
     }
 }
 
-/// Three of them for compute-sanitizer: both row streams staged (the
-/// residual), f64 sums (16-bit layer norm), and f32 rows.
+/// Rows of six chunks and a few elements: seven chunks of about 6/7 of the
+/// layout's each where a kernel balances them (`NormSpec::balances`: the
+/// deferred kernels, staged weight columns among them, and the short staging
+/// twins), the layout's six and a remainder where not (the ticket and
+/// two-pass twins, the long rows' staging twins), at an odd stride (every
+/// shift) and on the pack grid, cohorts of two rows or more.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_rows_in_balanced_chunks() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("split_rows_in_balanced_chunks");
+    let mut specs: Vec<NormSpec> = Vec::new();
+    for ops in row_ops() {
+        for d in [DType::BF16, DType::F32] {
+            let long = NormSpec::with(ops, d, d, 1 << 20);
+            let short = long.staged_twin_for_cols(40001);
+            for s in [long.clone(), long.general_twin(), long.staged_twin(), short] {
+                if s.layout == NormLayout::Split && !specs.contains(&s) {
+                    specs.push(s);
+                }
+            }
+        }
+    }
+    assert!(specs.iter().any(|s| s.two_pass()));
+    assert!(
+        specs
+            .iter()
+            .any(|s| s.prefetch && s.general && s.balances())
+    );
+    assert!(
+        specs
+            .iter()
+            .any(|s| s.prefetch && s.general && !s.balances())
+    );
+    prepare(&rt, specs.clone());
+    for spec in &specs {
+        let chunk = spec.chunk() as usize;
+        let (cols, ld) = if spec.general {
+            (6 * chunk + 1, 6 * chunk + 4)
+        } else {
+            (6 * chunk + 8, 6 * chunk + 8)
+        };
+        let splits = spec.splits_for(cols as u64) as usize;
+        assert_eq!(splits, 7, "{}", spec.name());
+        let resident = rt.norm(spec).unwrap().resident() as usize;
+        let m = Matrix {
+            rows: 2 * (resident / splits) + 1,
+            cols,
+            ld,
+        };
+        check_with_stats(&rt, &mut rng, spec, m);
+    }
+}
+
+/// Four of them for compute-sanitizer: both row streams staged (the
+/// residual), f64 sums (16-bit layer norm), f32 rows, and a short twin's
+/// balanced chunks (16-bit RMS norm's).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn deferred_general_twins_small() {
@@ -820,6 +877,7 @@ fn deferred_general_twins_small() {
         "norm_rmsnorm_res_bf16_bf16_s512x8_p_g",
         "norm_layernorm_bf16_bf16_s512x8_p_g",
         "norm_softmax_online_f32_f32_s512x8_p_g",
+        "norm_rmsnorm_bf16_bf16_s512x4_p_g",
     ] {
         check_deferred_twin(&rt, &mut rng, &name.parse().unwrap());
     }

@@ -412,6 +412,7 @@ impl NormKernel<'_> {
             .arg(&cols)
             .arg(&ld)
             .arg(&plan.splits)
+            .arg(&plan.span)
             .arg(&param);
         let cfg = LaunchConfig {
             grid_dim: (plan.grid, 1, 1),
@@ -421,7 +422,7 @@ impl NormKernel<'_> {
         // SAFETY: the kernel was generated from `k.spec` (this spec, or its
         // general twin: the same signature) with the signature
         // (x, residual, weight, bias, out, residual_out, mean, rstd, counters,
-        // partials: pointers; rows, cols, ld: u64; splits: u32; param: f32), in
+        // partials: pointers; rows, cols, ld: u64; splits, span: u32; param: f32), in
         // that order; absent buffers are null and the kernel never touches them.
         // `check_call` proved each present buffer has its dtype and holds the
         // shape (row buffers (rows - 1) * ld + cols, vectors cols, statistics

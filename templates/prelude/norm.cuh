@@ -39,25 +39,41 @@
 // X (exact, block layout): the row is exactly the chunk, so every pack is whole
 // and inside it: no bounds test a pack (the launcher takes it for rows of
 // exactly that length only).
+// A chunk ends before end (at most cols). A kernel that balances a split
+// row's chunks (NormSpec::balances) cuts the row in equal parts of at most
+// L x P x 4 elements, so that a row's last chunk is not left mostly empty while
+// its blocks wait on it; each chunk then ends at its own bound, elsewhere at
+// cols. One bound, not a second test against the chunk's length: that test
+// cost 10-25 % more instructions and spilled two split twins.
 template <int L, bool W, bool E = false, bool B = false, bool X = false> struct rj_chunk {
   static const bool kWhole = W;
   rj_u32 first;  // the chunk's first element (0 unless split), less the shift
   rj_u32 cols;   // the row's length
   rj_u32 lane;   // this thread's lane in the row
+  rj_u32 end;    // past the chunk's last element: at most cols
   __device__ __forceinline__ rj_u32 at(int p) const { return first + ((rj_u32)p * L + lane) * 4; }
   // at(p) in 64 bits, for a whole pack's vector access (with B: without E
   // at(p) never wraps, so it is at(0) plus a constant).
   __device__ __forceinline__ rj_u64 off(int p) const {
     return B && !E ? (rj_u64)at(0) + (rj_u64)((rj_u32)p * L * 4) : (rj_u64)at(p);
   }
-  // Below the row's start at(p) + k wraps past cols.
-  __device__ __forceinline__ bool ok(int p, int k) const { return W ? X || at(p) < cols : at(p) + k < cols; }
-  // Pack p lies wholly inside the row. Only pack 0 can start before the row
-  // (shift < 4 <= the span of a lane's packs), and wraps past cols.
+  // Below the row's start at(p) + k wraps past end.
+  __device__ __forceinline__ bool ok(int p, int k) const { return W ? X || at(p) < end : at(p) + k < end; }
+  // Pack p lies wholly inside the chunk. Only pack 0 can start before the row
+  // (shift < 4 <= the span of a lane's packs), and wraps past end.
   __device__ __forceinline__ bool whole(int p) const {
-    return W ? X || at(p) < cols : (!E || p > 0 || at(p) < cols) && at(p) + 4 <= cols;
+    return W ? X || at(p) < end : (!E || p > 0 || at(p) < end) && at(p) + 4 <= end;
   }
 };
+
+// The chunk of span elements from first (a general twin's less its row's
+// shift, which may wrap below 0: first + span then wraps back) inside a row of
+// cols. Unbalanced (kBalanced false: span is the layout's chunk), it ends at
+// the row's end or past its last pack alone: the bound is cols, no register.
+template <class C, bool kBalanced> __device__ __forceinline__ C rj_chunk_of(rj_u32 first, rj_u32 span, rj_u32 cols, rj_u32 lane) {
+  const rj_u32 end = first + span;
+  return C{first, cols, lane, kBalanced && end < cols ? end : cols};
+}
 
 // Loads this thread's packs of the chunk from the row at a. A whole-pack chunk:
 // one vector load per pack inside the row. Otherwise vec (every buffer of the row

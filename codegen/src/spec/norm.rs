@@ -54,8 +54,8 @@ pub const STAGED_TWIN_ROWS: u64 = 8;
 /// And the chunks its rows must span: measured ahead at 65 and more, as often
 /// behind as ahead at 4-7 (between them, not measured).
 pub const STAGED_TWIN_SPLITS: u64 = 16;
-/// Softmax (and 16-bit log-softmax) rows up to this long take the short
-/// staging twin (`NormSpec::staged_twin_for_cols`), whatever their chunk count.
+/// Rows up to this long take their op's short staging twin, where it has one
+/// (`NormSpec::staged_twin_for_cols`), whatever their chunk count.
 pub const STAGED_SHORT_COLS: u64 = 65537;
 /// The most packs a lane of the warp layout holds.
 pub const WARP_MAX_PACKS: u32 = 8;
@@ -625,6 +625,10 @@ pub struct Plan {
     pub grid: u32,
     /// Blocks per row (split layout); 1 otherwise.
     pub splits: u32,
+    /// Elements of a row each of its blocks takes (split layout: the row in
+    /// `splits` equal parts, [`NormSpec::split_span`]); the row's length
+    /// otherwise.
+    pub span: u32,
     /// u32 counters the launch needs, zeroed when allocated: a work ticket and
     /// two per row (split layout), a ticket and the launches' epoch (deferred
     /// split layout, `_p`); 0 otherwise.
@@ -847,44 +851,74 @@ impl NormSpec {
         }
     }
 
-    /// The staging twin for rows of `cols`: a softmax's rows of up to
-    /// `STAGED_SHORT_COLS`, and a 16-bit log-softmax's, take 256 threads of
-    /// 8 packs (16-bit log-softmax at 3 blocks an SM: it spilled 16 bytes at
-    /// 4), else `staged_twin`. H100, 2026-11-26 (twenty-first session), % of
-    /// copy at 4096 rows of 40001, 50257 and 65537, s256x8_p_g against
-    /// s512x8_p_g (run7) and the direct twin s512x8_g (run8):
-    /// - bf16 softmax 74.0 / 67.5 / 69.7 against 61.9 / 58.0 / 62.6 and
-    ///   54.7 / 52.4 / 54.2;
-    /// - bf16 log-softmax (bound 3, run8) 87.4 / 71.8 / 77.2 against 68.3 /
-    ///   63.4 / 69.0 and 58.1 / 55.2 / 57.2;
-    /// - f32 softmax 89.1 / 87.4 / 88.6 against 82.5 / 78.4 / 81.0 and 85.7
-    ///   / 81.9 / 84.0.
-    ///
-    /// f32 log-softmax keeps the direct twin (89.7-90.1 / 87.2-87.3 /
-    /// 88.4-88.5 against 90.8-91.3 / 87.4-87.9 / 89.3, run8).
+    /// The staging twin for rows of `cols`: rows of up to `STAGED_SHORT_COLS`
+    /// take a short staging twin laid out for them (`short_staged_layout`),
+    /// where an op has one, else `staged_twin`.
     pub fn staged_twin_for_cols(&self, cols: u64) -> NormSpec {
-        let long = self.staged_twin();
-        if !long.prefetch || !self.short_staged(cols) {
-            return long;
-        }
-        let log16 = self.op == NormOp::LogSoftmax && self.sixteen();
-        NormSpec {
-            lanes: 256,
-            packs: 8,
-            bound: if log16 { Some(3) } else { None },
-            ..long
+        let aligned_split = self.prefetch && self.layout == NormLayout::Split && !self.general;
+        match self.short_staged_layout(cols) {
+            Some((lanes, packs, bound)) if aligned_split => NormSpec {
+                general: true,
+                exact: false,
+                lanes,
+                packs,
+                bound,
+                ..self.clone()
+            },
+            _ => self.staged_twin(),
         }
     }
 
-    /// Rows of `cols` take the short staging twin (its layout may be the long
-    /// one's, for a kernel laid out so already).
-    fn short_staged(&self, cols: u64) -> bool {
-        let op = match self.op {
-            NormOp::Softmax => true,
-            NormOp::LogSoftmax => self.sixteen(),
-            NormOp::LayerNorm | NormOp::RmsNorm => false,
-        };
-        op && cols <= STAGED_SHORT_COLS
+    /// The short staging twin's (threads, packs, launch bound) for rows of
+    /// `cols`, if this op has one there: rows of up to `STAGED_SHORT_COLS`,
+    /// a few chunks each, where a long rows' layout (`staged_twin`) left
+    /// blocks waiting on their row's few others and the direct twin (`_g`)
+    /// loads each chunk twice (the norms' two passes). H100, % of copy at
+    /// 4096 rows of 40001, 50257 and 65537.
+    ///
+    /// The softmaxes (twenty-first session, runs 7-8), s256x8_p_g against
+    /// s512x8_p_g and the direct twin s512x8_g:
+    /// - bf16 softmax 74.0 / 67.5 / 69.7 against 61.9 / 58.0 / 62.6 and
+    ///   54.7 / 52.4 / 54.2; balanced (`balances`), at 3 blocks an SM, as
+    ///   at 4 it spilled 8 bytes: 75.6-75.7 / 67.0-67.4 / 69.7-69.9 against
+    ///   73.6-73.7 / 66.7-67.4 / 69.1-69.4 at 4 unbalanced (2026-11-27, run4);
+    /// - bf16 log-softmax at 3 blocks an SM (16 bytes spilled at 4) 87.4 /
+    ///   71.8 / 77.2 against 68.3 / 63.4 / 69.0 and 58.1 / 55.2 / 57.2;
+    /// - f32 softmax 89.1 / 87.4 / 88.6 against 82.5 / 78.4 / 81.0 and 85.7
+    ///   / 81.9 / 84.0;
+    /// - f32 log-softmax has none (its direct twin 89.7-90.1 / 87.2-87.3 /
+    ///   88.4-88.5 against 90.8-91.3 / 87.4-87.9 / 89.3).
+    ///
+    /// The norms (2026-11-27, twenty-second session, run5: balanced chunks,
+    /// 40001 / 50257, two rounds within 0.7 points), the best of s128x8,
+    /// s256x4, s256x8 (bounds 2, 3, 4), s512x4 and s512x8 against the
+    /// direct twin s512x4_o2_g:
+    /// - RMS norm, both widths, and 16-bit RMS norm + residual: s512x4 (f32
+    ///   86.7 / 85.7 against 66.4 / 65.1; bf16 67.3 / 62.2 against 43.4 /
+    ///   39.4; bf16 + residual 81.1 / 77.5 against 63.3 / 58.8);
+    /// - layer norm: s256x8, 16-bit at 2 blocks an SM (72 bytes spilled at
+    ///   3): f32 66.7 / 62.9 against 62.8 / 60.4, bf16 38.4 / 36.2 against
+    ///   32.0 / 28.9;
+    /// - f32 layer norm + residual: s256x4, 80.1 / 80.2 against 63.5 / 62.6;
+    /// - none for f32 RMS norm + residual (86.6 / 86.2 at best, against 94.9
+    ///   / 92.0) nor 16-bit layer norm + residual (44.1 / 42.5 at best,
+    ///   against 45.6 / 42.0).
+    fn short_staged_layout(&self, cols: u64) -> Option<(u32, u32, Option<u32>)> {
+        if cols > STAGED_SHORT_COLS {
+            return None;
+        }
+        // The norms' staged stream is the input's; the softmaxes' measured
+        // forms are 16-bit in and out.
+        let narrow_in = self.input.info().bytes < 4;
+        match (self.op, self.residual) {
+            (NormOp::Softmax, _) => Some((256, 8, self.sixteen().then_some(3))),
+            (NormOp::LogSoftmax, _) if self.sixteen() => Some((256, 8, Some(3))),
+            (NormOp::RmsNorm, false) => Some((512, 4, None)),
+            (NormOp::RmsNorm, true) if narrow_in => Some((512, 4, None)),
+            (NormOp::LayerNorm, false) => Some((256, 8, narrow_in.then_some(2))),
+            (NormOp::LayerNorm, true) if !narrow_in => Some((256, 4, None)),
+            _ => None,
+        }
     }
 
     /// 16-bit rows in and out.
@@ -908,14 +942,14 @@ impl NormSpec {
     /// - 4x1000003 (1-4 rows a cohort): within 1.5 points for 16-bit rows,
     ///   behind for f32 (softmax 81.4-82.2 against 86.0-86.9).
     ///
-    /// A softmax's (and a 16-bit log-softmax's) short staging twin takes rows
-    /// of any chunk count (`STAGED_SHORT_COLS`).
+    /// A short staging twin (`short_staged_layout`) takes rows of any chunk
+    /// count.
     pub fn general_twin_for(&self, rows: u64, cols: u64, resident: u64) -> NormSpec {
         let staged = self.staged_twin_for_cols(cols);
         if !staged.prefetch {
             return staged;
         }
-        let short = self.short_staged(cols);
+        let short = self.short_staged_layout(cols).is_some();
         let splits = staged.splits_for(cols);
         let cohorts = (resident / splits).max(1);
         if (short || splits >= STAGED_TWIN_SPLITS) && rows >= STAGED_TWIN_ROWS * cohorts {
@@ -931,6 +965,36 @@ impl NormSpec {
     pub fn splits_for(&self, cols: u64) -> u64 {
         let reach = if self.general { cols + 3 } else { cols };
         reach.div_ceil(self.chunk()).max(1)
+    }
+
+    /// Elements each of a split row's blocks takes: the row (a general twin's
+    /// reaching its 3 further) in [`NormSpec::splits_for`] equal parts, rounded
+    /// up to whole packs, so at most [`NormSpec::chunk`]. The layout's chunks
+    /// and a remainder left a row's last block waiting mostly empty: at
+    /// 4096x50257 the seventh chunk of 8192 held 1105 elements, where the
+    /// balanced seven hold 7180 each.
+    pub fn split_span(&self, cols: u64) -> u64 {
+        if !self.balances() {
+            return self.chunk();
+        }
+        let reach = if self.general { cols + 3 } else { cols };
+        reach.div_ceil(self.splits_for(cols)).next_multiple_of(4)
+    }
+
+    /// Whether this kernel cuts a split row in equal chunks (`split_span`):
+    /// the deferred kernels (`_p`) and the short staging twins, whose rows
+    /// may span a few chunks. The direct twins (`_g`) and the long rows'
+    /// staging twins (taken at 16 chunks a row or more) keep the layout's
+    /// chunks: the chunk's own bound cost them a register, and at 4x1000003
+    /// (62 chunks a row) and 64x1048573 (64, every chunk whole) they ran
+    /// behind (H100, 2026-11-27, run3, % of copy against 722aea2: bf16
+    /// softmax s512x8_p_g 67.8-68.2 against 73.7-74.6, spilling 8 bytes;
+    /// bf16 softmax s512x8_g 55.1-55.3 against 56.1-56.2).
+    pub fn balances(&self) -> bool {
+        self.layout == NormLayout::Split
+            && self.prefetch
+            && (!self.general
+                || self.short_staged_layout(0) == Some((self.lanes, self.packs, self.bound)))
     }
 
     /// The same kernel for rows of any length up to its capacity: without
@@ -1253,6 +1317,7 @@ impl NormSpec {
                 Plan {
                     grid: rows.div_ceil(per_block).clamp(1, MAX_GRID) as u32,
                     splits: 1,
+                    span: cols.min(u64::from(u32::MAX)) as u32,
                     counters: 0,
                     partials: 0,
                 }
@@ -1265,6 +1330,7 @@ impl NormSpec {
                     rows.clamp(1, MAX_GRID)
                 } as u32,
                 splits: 1,
+                span: cols.min(u64::from(u32::MAX)) as u32,
                 counters: 0,
                 partials: 0,
             },
@@ -1281,6 +1347,7 @@ impl NormSpec {
                 Plan {
                     grid: grid.clamp(1, resident.min(MAX_GRID)) as u32,
                     splits: splits.min(u64::from(u32::MAX)) as u32,
+                    span: self.split_span(cols).min(u64::from(u32::MAX)) as u32,
                     // A deferred or two-pass kernel keeps only its ticket
                     // and epoch.
                     counters: if self.flagged_states() {
@@ -1348,6 +1415,7 @@ impl NormSpec {
             sum_pair: self.sum_pair(),
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
+            balanced: self.balances(),
             exact: self.exact,
             row_load: if self.no_l1 {
                 "rj_load_stream"
@@ -1387,6 +1455,7 @@ struct NormContext {
     sum_pair: bool,
     prefetch: bool,
     staged_cols: bool,
+    balanced: bool,
     exact: bool,
     row_load: &'static str,
 }
@@ -1789,6 +1858,77 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A split row's chunks: whole packs, at most the layout's chunk, covering
+    /// the row (a general twin's shift included), and in a kernel that
+    /// balances them as even as packs allow (a chunk at most 3 elements over
+    /// an exact share), else the layout's; what the kernel's `span`
+    /// parameter gets, through `plan`.
+    #[test]
+    fn split_spans_cut_rows_in_equal_parts() {
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let (mut split_kernels, mut balanced) = (0, 0);
+        for ops in row_ops() {
+            for d in [DType::F32, DType::BF16] {
+                for s in variants(&NormSpec::with(ops, d, d, 1 << 20))
+                    .into_iter()
+                    .flat_map(|s| [s.clone(), s.general_twin()])
+                    .filter(|s| s.layout == NormLayout::Split)
+                {
+                    split_kernels += 1;
+                    let chunk = s.chunk();
+                    let mut cols_set = vec![
+                        1,
+                        2,
+                        3,
+                        4,
+                        chunk - 3,
+                        chunk,
+                        chunk + 1,
+                        50257,
+                        1_000_003,
+                        1 << 20,
+                    ];
+                    cols_set.extend((0..8).map(|_| 1 + next() % (1 << 20)));
+                    for cols in cols_set {
+                        let reach = if s.general { cols + 3 } else { cols };
+                        let (splits, span) = (s.splits_for(cols), s.split_span(cols));
+                        let what = format!("{} at {cols}: {splits} x {span}", s.name());
+                        assert!(span % 4 == 0 && span <= chunk, "{what}");
+                        assert!(splits * span >= reach, "{what}");
+                        if s.balances() {
+                            balanced += 1;
+                            assert!(span < reach.div_ceil(splits) + 4, "{what}");
+                        } else {
+                            assert_eq!(span, chunk, "{what}");
+                        }
+                        let plan = s.plan(3, cols, 132, 1);
+                        assert_eq!(
+                            (u64::from(plan.splits), u64::from(plan.span)),
+                            (splits, span),
+                            "{what}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(
+            split_kernels > 20 && balanced > 0,
+            "{split_kernels} {balanced}"
+        );
+        // The twins the launcher takes: short ones balance, long and direct
+        // ones do not.
+        let soft = NormSpec::with(row_ops()[1], DType::BF16, DType::BF16, 1 << 20);
+        assert!(soft.prefetch && soft.balances(), "{}", soft.name());
+        assert!(soft.staged_twin_for_cols(50257).balances());
+        assert!(!soft.staged_twin().balances() && !soft.general_twin().balances());
     }
 
     #[test]
