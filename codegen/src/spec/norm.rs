@@ -889,8 +889,9 @@ impl NormSpec {
     /// - f32 log-softmax has none (its direct twin 89.7-90.1 / 87.2-87.3 /
     ///   88.4-88.5 against 90.8-91.3 / 87.4-87.9 / 89.3).
     ///
-    /// The norms (2026-11-27, twenty-second session, run5: balanced chunks,
-    /// 40001 / 50257, two rounds within 0.7 points), the best of s128x8,
+    /// The norms (2026-11-27, twenty-second session, run5: balanced chunks in
+    /// every split kernel, the direct twins' 1-2 points slower than as they
+    /// run now; 40001 / 50257, two rounds within 0.7 points), the best of s128x8,
     /// s256x4, s256x8 (bounds 2, 3, 4), s512x4 and s512x8 against the
     /// direct twin s512x4_o2_g:
     /// - RMS norm, both widths, and 16-bit RMS norm + residual: s512x4 (f32
