@@ -865,9 +865,10 @@ fn split_rows_in_balanced_chunks() {
     }
 }
 
-/// Four of them for compute-sanitizer: both row streams staged (the
-/// residual), f64 sums (16-bit layer norm), f32 rows, and a short twin's
-/// balanced chunks (16-bit RMS norm's).
+/// Five of them for compute-sanitizer: both row streams staged (the
+/// residual), f64 sums (16-bit layer norm), f32 rows, and short twins'
+/// balanced chunks (16-bit RMS norm's, and 16-bit layer norm + residual's
+/// with Chan's f32 state).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn deferred_general_twins_small() {
@@ -878,6 +879,7 @@ fn deferred_general_twins_small() {
         "norm_layernorm_bf16_bf16_s512x8_p_g",
         "norm_softmax_online_f32_f32_s512x8_p_g",
         "norm_rmsnorm_bf16_bf16_s512x4_p_g",
+        "norm_layernorm_res_bf16_bf16_s512x4_p_g",
     ] {
         check_deferred_twin(&rt, &mut rng, &name.parse().unwrap());
     }

@@ -901,9 +901,11 @@ impl NormSpec {
     ///   3): f32 66.7 / 62.9 against 62.8 / 60.4, bf16 38.4 / 36.2 against
     ///   32.0 / 28.9;
     /// - f32 layer norm + residual: s256x4, 80.1 / 80.2 against 63.5 / 62.6;
+    /// - 16-bit layer norm + residual: s512x4 with Chan's f32 state (`f64_sums`;
+    ///   run8, at 50257: 58.0-58.2 against 42.4-42.5; run5 had left it out, as
+    ///   it spilled with the f64 sums);
     /// - none for f32 RMS norm + residual (86.6 / 86.2 at best, against 94.9
-    ///   / 92.0) nor 16-bit layer norm + residual (44.1 / 42.5 at best,
-    ///   against 45.6 / 42.0).
+    ///   / 92.0).
     fn short_staged_layout(&self, cols: u64) -> Option<(u32, u32, Option<u32>)> {
         if cols > STAGED_SHORT_COLS {
             return None;
@@ -917,7 +919,8 @@ impl NormSpec {
             (NormOp::RmsNorm, false) => Some((512, 4, None)),
             (NormOp::RmsNorm, true) if narrow_in => Some((512, 4, None)),
             (NormOp::LayerNorm, false) => Some((256, 8, narrow_in.then_some(2))),
-            (NormOp::LayerNorm, true) if !narrow_in => Some((256, 4, None)),
+            (NormOp::LayerNorm, true) if narrow_in => Some((512, 4, None)),
+            (NormOp::LayerNorm, true) => Some((256, 4, None)),
             _ => None,
         }
     }
@@ -992,10 +995,16 @@ impl NormSpec {
     /// softmax s512x8_p_g 67.8-68.2 against 73.7-74.6, spilling 8 bytes;
     /// bf16 softmax s512x8_g 55.1-55.3 against 56.1-56.2).
     pub fn balances(&self) -> bool {
-        self.layout == NormLayout::Split
+        self.layout == NormLayout::Split && self.prefetch && (!self.general || self.is_short_twin())
+    }
+
+    /// A general deferred kernel laid out as its op's short staging twin
+    /// (`short_staged_layout`).
+    fn is_short_twin(&self) -> bool {
+        self.general
             && self.prefetch
-            && (!self.general
-                || self.short_staged_layout(0) == Some((self.lanes, self.packs, self.bound)))
+            && self.layout == NormLayout::Split
+            && self.short_staged_layout(0) == Some((self.lanes, self.packs, self.bound))
     }
 
     /// The same kernel for rows of any length up to its capacity: without
@@ -1138,7 +1147,11 @@ impl NormSpec {
     /// bf16 s512x8_p 75.6-77.2 against 70.0-70.9 (one round 52.3), and
     /// 75.2-75.6 against 69.2-71.1 in another call; f16 75.8-77.1 against
     /// 72.6-75.4; with the residual, bf16 82.8-84.0 against 75.1-76.1 and f16
-    /// 83.7-85.0 against 77.9-79.1 (run9). It lost elsewhere (f32 layer norm s512x4_p 75.6-76.3
+    /// 83.7-85.0 against 77.9-79.1 (run9). Not the short staging twin of
+    /// 16-bit layer norm + residual, s512x4, which spilled 4 bytes with them
+    /// and ran faster without (4096x50257, 2026-11-27, run8: 58.0-58.2 %
+    /// against 56.9; its staging twins without the residual, and the long
+    /// ones, ran 2-4 points behind without them). It lost elsewhere (f32 layer norm s512x4_p 75.6-76.3
     /// against 77.6-79.3, f32 layer norm + residual s512x4_p 79.5-80.3 against
     /// 83.1-83.6, bf16 layer norm + residual s512x8 77.0-77.9 against
     /// 78.7-79.1) and spilled f32 layer norm s512x8 and s256x8 at their bounds.
@@ -1147,6 +1160,7 @@ impl NormSpec {
             && self.input.info().bytes < 4
             && self.prefetch
             && self.layout == NormLayout::Split
+            && !(self.residual && self.is_short_twin())
     }
 
     /// 32-bit words of the state a split row's blocks exchange.
@@ -2438,11 +2452,11 @@ mod tests {
             sp.general_twin_for(1 << 20, 15 * 16384 - 3, 132),
             sp.general_twin()
         );
-        // Softmax rows of up to 65537 take the short staging twin, whatever
-        // their chunk count; norms do not.
+        // Rows of up to 65537 take their op's short staging twin, whatever
+        // their chunk count (16-bit softmax's at 3 blocks an SM).
         let soft = named("norm_softmax_online_bf16_bf16_s512x8_p");
         let short = soft.staged_twin_for_cols(50257);
-        assert_eq!(short.name(), "norm_softmax_online_bf16_bf16_s256x8_p_g");
+        assert_eq!(short.name(), "norm_softmax_online_bf16_bf16_s256x8_o3_p_g");
         assert_eq!(soft.staged_twin_for_cols(65538), soft.staged_twin());
         assert_eq!(soft.general_twin_for(8 * 37, 50257, 264), short);
         assert_eq!(
@@ -2450,10 +2464,13 @@ mod tests {
             soft.general_twin()
         );
         // The ladder lays 16-bit softmax rows of 50257 out in s256x8 already:
-        // its long and short twins are one kernel, taken for 7 chunks a row.
+        // its short twin differs from its long one in its launch bound.
         let online = (NormOp::Softmax, Some(SoftmaxAlgo::Online), false);
         let vocab = NormSpec::with(online, DType::BF16, DType::BF16, 50257);
-        assert_eq!(vocab.staged_twin(), short);
+        assert_eq!(
+            vocab.staged_twin().name(),
+            "norm_softmax_online_bf16_bf16_s256x8_p_g"
+        );
         assert_eq!(vocab.general_twin_for(8 * 75, 50257, 528), short);
         assert_eq!(
             named("norm_logsoftmax_online_f16_f16_s512x8_p")
@@ -2461,7 +2478,64 @@ mod tests {
                 .name(),
             "norm_logsoftmax_online_f16_f16_s256x8_o3_p_g"
         );
-        assert_eq!(sp.staged_twin_for_cols(50257), tw);
+        assert_eq!(sp.staged_twin_for_cols(65538), tw);
+        // The norms' short twins; f32 RMS norm + residual has none.
+        for (name, twin) in [
+            (
+                "norm_rmsnorm_f32_f32_s512x8_p",
+                "norm_rmsnorm_f32_f32_s512x4_p_g",
+            ),
+            (
+                "norm_rmsnorm_bf16_bf16_s512x16_p",
+                "norm_rmsnorm_bf16_bf16_s512x4_p_g",
+            ),
+            (
+                "norm_rmsnorm_res_bf16_bf16_s512x8_p",
+                "norm_rmsnorm_res_bf16_bf16_s512x4_p_g",
+            ),
+            (
+                "norm_layernorm_f32_f32_s512x4_p",
+                "norm_layernorm_f32_f32_s256x8_p_g",
+            ),
+            (
+                "norm_layernorm_bf16_bf16_s512x8_p",
+                "norm_layernorm_bf16_bf16_s256x8_o2_p_g",
+            ),
+            (
+                "norm_layernorm_res_f32_f32_s512x4_p",
+                "norm_layernorm_res_f32_f32_s256x4_p_g",
+            ),
+            (
+                "norm_layernorm_res_bf16_bf16_s512x8_p",
+                "norm_layernorm_res_bf16_bf16_s512x4_p_g",
+            ),
+            (
+                "norm_rmsnorm_res_f32_f32_s512x4_p",
+                "norm_rmsnorm_res_f32_f32_s512x4_p_g",
+            ),
+        ] {
+            let t = named(name).staged_twin_for_cols(40001);
+            assert_eq!(t.name(), twin, "{name}");
+            assert_eq!(
+                t.balances(),
+                !name.starts_with("norm_rmsnorm_res_f32"),
+                "{name}"
+            );
+        }
+        // 16-bit layer norm's short twins: f64 sums without the residual,
+        // Chan's f32 state with it.
+        let ln16 = named("norm_layernorm_bf16_bf16_s512x8_p");
+        assert!(ln16.staged_twin_for_cols(40001).f64_sums());
+        assert!(
+            !named("norm_layernorm_res_bf16_bf16_s512x8_p")
+                .staged_twin_for_cols(40001)
+                .f64_sums()
+        );
+        assert!(
+            named("norm_layernorm_res_bf16_bf16_s512x8_p")
+                .staged_twin()
+                .f64_sums()
+        );
         let log32 = named("norm_logsoftmax_online_f32_f32_s512x8_p");
         assert_eq!(log32.staged_twin_for_cols(50257), log32.staged_twin());
         let rms16 = named("norm_rmsnorm_bf16_bf16_s512x16_p_x").staged_twin();
