@@ -275,7 +275,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
   extern __shared__ __align__(16) unsigned char rj_staged_rows[];
   const rj_u32 stage = rj_smem_addr(rj_staged_rows) + threadIdx.x * 4u * T::kBytes;
 {%- if staged_cols %}
-  stage_cols(a, stage, Chunk{0, (rj_u32)cols, threadIdx.x, (rj_u32)cols});
+  stage_cols(a, stage, rj_chunk_of<Chunk, kBalanced>(0, (rj_u32)cols, (rj_u32)cols, threadIdx.x));
 {%- endif %}
   if (blockIdx.x < rows) stage_row(a, blockIdx.x, 0, (rj_u32)cols, cols, stage, rows);
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {

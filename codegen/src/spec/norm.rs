@@ -856,7 +856,7 @@ impl NormSpec {
     /// where an op has one, else `staged_twin`.
     pub fn staged_twin_for_cols(&self, cols: u64) -> NormSpec {
         let aligned_split = self.prefetch && self.layout == NormLayout::Split && !self.general;
-        match self.short_staged_layout(cols) {
+        match self.short_staged_layout_for(cols) {
             Some((lanes, packs, bound)) if aligned_split => NormSpec {
                 general: true,
                 exact: false,
@@ -869,12 +869,19 @@ impl NormSpec {
         }
     }
 
-    /// The short staging twin's (threads, packs, launch bound) for rows of
-    /// `cols`, if this op has one there: rows of up to `STAGED_SHORT_COLS`,
-    /// a few chunks each, where a long rows' layout (`staged_twin`) left
-    /// blocks waiting on their row's few others and the direct twin (`_g`)
-    /// loads each chunk twice (the norms' two passes). H100, % of copy at
-    /// 4096 rows of 40001, 50257 and 65537.
+    /// This op's short staging layout for rows of `cols`: none past
+    /// `STAGED_SHORT_COLS`.
+    fn short_staged_layout_for(&self, cols: u64) -> Option<(u32, u32, Option<u32>)> {
+        self.short_staged_layout()
+            .filter(|_| cols <= STAGED_SHORT_COLS)
+    }
+
+    /// The short staging twin's (threads, packs, launch bound), if this op has
+    /// one (for rows of up to `STAGED_SHORT_COLS`, a few chunks each, where a
+    /// long rows' layout (`staged_twin`) left blocks waiting on their row's
+    /// few others and the direct twin (`_g`) loads each chunk twice, the
+    /// norms' two passes). H100, % of copy at 4096 rows of 40001, 50257 and
+    /// 65537.
     ///
     /// The softmaxes (twenty-first session, runs 7-8), s256x8_p_g against
     /// s512x8_p_g and the direct twin s512x8_g:
@@ -906,10 +913,7 @@ impl NormSpec {
     ///   it spilled with the f64 sums);
     /// - none for f32 RMS norm + residual (86.6 / 86.2 at best, against 94.9
     ///   / 92.0).
-    fn short_staged_layout(&self, cols: u64) -> Option<(u32, u32, Option<u32>)> {
-        if cols > STAGED_SHORT_COLS {
-            return None;
-        }
+    fn short_staged_layout(&self) -> Option<(u32, u32, Option<u32>)> {
         // The norms' staged stream is the input's; the softmaxes' measured
         // forms are 16-bit in and out.
         let narrow_in = self.input.info().bytes < 4;
@@ -953,7 +957,7 @@ impl NormSpec {
         if !staged.prefetch {
             return staged;
         }
-        let short = self.short_staged_layout(cols).is_some();
+        let short = self.short_staged_layout_for(cols).is_some();
         let splits = staged.splits_for(cols);
         let cohorts = (resident / splits).max(1);
         if (short || splits >= STAGED_TWIN_SPLITS) && rows >= STAGED_TWIN_ROWS * cohorts {
@@ -967,8 +971,13 @@ impl NormSpec {
     /// to 3 elements past the pack grid (rj_chunk's shift), which its chunks
     /// then cover too.
     pub fn splits_for(&self, cols: u64) -> u64 {
-        let reach = if self.general { cols + 3 } else { cols };
-        reach.div_ceil(self.chunk()).max(1)
+        self.reach(cols).div_ceil(self.chunk()).max(1)
+    }
+
+    /// The elements a row of `cols` spans from its chunks' first: a general
+    /// twin's 3 more (its packs' shift).
+    fn reach(&self, cols: u64) -> u64 {
+        if self.general { cols + 3 } else { cols }
     }
 
     /// Elements each of a split row's blocks takes: the row (a general twin's
@@ -981,8 +990,9 @@ impl NormSpec {
         if !self.balances() {
             return self.chunk();
         }
-        let reach = if self.general { cols + 3 } else { cols };
-        reach.div_ceil(self.splits_for(cols)).next_multiple_of(4)
+        self.reach(cols)
+            .div_ceil(self.splits_for(cols))
+            .next_multiple_of(4)
     }
 
     /// Whether this kernel cuts a split row in equal chunks (`split_span`):
@@ -1004,7 +1014,7 @@ impl NormSpec {
         self.general
             && self.prefetch
             && self.layout == NormLayout::Split
-            && self.short_staged_layout(0) == Some((self.lanes, self.packs, self.bound))
+            && self.short_staged_layout() == Some((self.lanes, self.packs, self.bound))
     }
 
     /// The same kernel for rows of any length up to its capacity: without
