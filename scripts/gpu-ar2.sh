@@ -12,7 +12,8 @@
 # AR_GRID_BYTES (default 1M..256M), one process per GPU, registered inputs,
 # eager and from a graph. The ab step alternates stage/bin/redjit-base (gpu.sh
 # with BASE_REV) and this build, AB_ROUNDS rounds (default 2), one process
-# per GPU, in AB_MODES (default eager registered), over AB_BYTES (default 8K,64K,256K,1M,16M,64M)
+# per GPU, in AB_MODES (default eager registered), over AB_BYTES (default 8K,64K,256K,1M,16M,64M),
+# at each grid cap of AB_GRIDS (default: the communicator's own)
 # and AB_ALGOS (default all four). Prints a summary; the
 # logs and JSON go to $OUT/ar2.tgz (the device tool brings back 8 files at
 # most), the summary to $OUT/summary.txt.
@@ -103,9 +104,13 @@ for step in "${steps[@]}"; do
     ;;
   ab)
     for round in $(seq "${AB_ROUNDS:-2}"); do
-      for b in redjit-base redjit; do
-        RJ=$b BENCH_MODES="${AB_MODES:-eager registered}" BYTES="${AB_BYTES:-8K,64K,256K,1M,16M,64M}" ALGOS="${AB_ALGOS:-$ALGOS}" \
-          bench_modes "ab-$round-$b" --processes --child-timeout 90
+      for cap in ${AB_GRIDS:-default}; do
+        grid=()
+        [ "$cap" = default ] || grid=(--max-blocks "$cap")
+        for b in redjit-base redjit; do
+          RJ=$b BENCH_MODES="${AB_MODES:-eager registered}" BYTES="${AB_BYTES:-8K,64K,256K,1M,16M,64M}" ALGOS="${AB_ALGOS:-$ALGOS}" \
+            bench_modes "ab-$round-$cap-$b" --processes --child-timeout 90 "${grid[@]}"
+        done
       done
     done
     ;;
