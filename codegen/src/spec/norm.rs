@@ -90,6 +90,9 @@ pub const MAX_COLS: u64 = 1 << 20;
 /// NVRTC's PTX, which NVRTC itself compiles a little differently. A prefetching
 /// kernel (`_p`) takes its layout's entry unless it has its own: those are the
 /// four that spilled 8 bytes at their layout's bound, lowered the same way.
+/// An exact kernel (`_x`) takes its own entry where it has one: 16-bit RMS
+/// norm's b512x8_x compiles clean at 2 (64 registers) where its ragged form
+/// spills 12 bytes.
 /// The 16-bit split s512x4 layer norm (here) and log-softmax general twin
 /// (`OCCUPANCY_GENERAL`) went from 3 to 2 when the split rows' sync moved into
 /// warp 0 (2026-11-25): at 3 they spilled 4 and 8 bytes. The split cohorts'
@@ -162,6 +165,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("rmsnorm", "b256x8", 4, 3, 2),
     ("rmsnorm", "b512x4", 2, 2, 2),
     ("rmsnorm", "b512x8", 2, 1, 1),
+    ("rmsnorm", "b512x8_x", 2, 2, 1),
     ("rmsnorm", "s256x8", 4, 4, 3),
     ("rmsnorm", "s512x4", 2, 2, 2),
     ("rmsnorm", "s512x8", 2, 2, 1),
@@ -488,6 +492,12 @@ const fn measured(
 ///
 /// Past 65536 (98304, 128256, 131072) s512x8 led for 16-bit rows and was
 /// within 0.6 points of s512x4 for f32 rows.
+/// Twenty-third session (2026-11-27, H100, three rounds, one process a shape
+/// and round, the GPU alone): bf16 RMS norm at 8192x16384, the exact block of
+/// 512 x 8 at 2 blocks an SM (its own `OCCUPANCY` entry, `b512x8_x`: 64
+/// registers, no spill) 99.1-99.3 % of copy against 97.7-97.9 % for b256x16;
+/// at 1 block an SM b512x8_x 84.8-85.0 %, b512x8 79.1-81.2 %. Its ragged form
+/// spills at 2 (12 bytes), so other rows keep b256x16.
 #[rustfmt::skip]
 const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     use Form::*;
@@ -517,6 +527,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         measured(RmsNorm,    None,         true,  Sixteen, 32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
         measured(RmsNorm,    None,         true,  F32,     32769..=u64::MAX, Split, 512, 4,  Prefetch),
         measured(RmsNorm,    None,         false, Sixteen, 2049..=4096,      Block, 128, 8,  Plain),
+        measured(RmsNorm,    None,         false, Sixteen, 16384..=16384,    Block, 512, 8,  Exact),
         measured(LayerNorm,  None,         false, F32,     65..=128,         Warp,  16,  2,  Plain),
         measured(LayerNorm,  None,         true,  F32,     65..=128,         Warp,  32,  1,  Plain),
         measured(LayerNorm,  None,         true,  Sixteen, 65..=128,         Warp,  16,  2,  Plain),
@@ -717,8 +728,9 @@ impl NormSpec {
         // stands for a group size without an entry of its own.
         let letter = self.layout.info().letter;
         let plain = format!("{letter}{}x{}", self.lanes, self.packs);
-        // A prefetching kernel's own entry, where it has one.
+        // A prefetching or exact kernel's own entry, where it has one.
         let staged = format!("{plain}_p");
+        let exact = format!("{plain}_x");
         let warp32 = format!("{letter}32x{}", self.packs);
         // The table's column: f32 rows, 16-bit rows, or different dtypes.
         let column = self.row_types() as usize;
@@ -739,6 +751,7 @@ impl NormSpec {
             .prefetch
             .then(|| entry(&staged))
             .flatten()
+            .or_else(|| self.exact.then(|| entry(&exact)).flatten())
             .or_else(|| entry(&plain))
             .or_else(|| {
                 (self.layout == NormLayout::Warp)
@@ -1297,6 +1310,8 @@ impl NormSpec {
             // 16-bit RMS norm: 256 threads of 16 packs, 94.6 % of copy against
             // 79.8 % for 512 x 8 (bf16 8192x16384, H100, 2026-11-24 run11);
             // softmax and layer norm measured slower so (93.3 %, 82.0 %).
+            // Rows of exactly 16384 take 512 x 8's exact kernel at 2 blocks
+            // an SM (MEASURED_LAYOUTS).
             (NormLayout::Block, 256, packs_for(256))
         } else if cols <= 32768 && !(self.op == NormOp::LayerNorm && self.input != self.output) {
             // 16 packs at 16384 < cols: one block of 512 holds the row, as
@@ -1885,6 +1900,16 @@ mod tests {
         }
     }
 
+    #[test]
+    fn an_exact_kernel_takes_its_own_bound() {
+        let exact: NormSpec = "norm_rmsnorm_bf16_bf16_b512x8_x".parse().unwrap();
+        assert_eq!(exact.min_blocks(), 2);
+        assert_eq!(exact.ragged_twin().min_blocks(), 1);
+        // Where it has no entry, the layout's.
+        let softmax: NormSpec = "norm_softmax_online_bf16_bf16_b512x8_x".parse().unwrap();
+        assert_eq!(softmax.min_blocks(), softmax.ragged_twin().min_blocks());
+    }
+
     /// A split row's chunks: whole packs, at most the layout's chunk, covering
     /// the row (a general twin's shift included), and in a kernel that
     /// balances them as even as packs allow (a chunk at most 3 elements over
@@ -2305,6 +2330,8 @@ mod tests {
             (layer_res, DType::F32, 32768, "b512x16_n"),
             (rms, DType::BF16, 32768, "b512x16_x"),
             (rms, DType::BF16, 32764, "b512x16"),
+            (rms, DType::BF16, 16384, "b512x8_x"),
+            (rms, DType::BF16, 16380, "b256x16"),
             (rms, DType::F32, 32768, "b512x16_x"),
             (rms, DType::F32, 20000, "b512x16"),
             (rms_res, DType::BF16, 32768, "b512x16_x"),
