@@ -4,7 +4,7 @@
 //! typed error, worlds outside 2..=8. Pure CPU.
 
 use redjit::AllReduceAlgo;
-use redjit::all_reduce::choice::{AlgoTable, Choice, Thresholds, parse_forced};
+use redjit::all_reduce::choice::{AlgoTable, Choice, NARROW_BLOCKS, Thresholds, parse_forced};
 
 #[test]
 fn the_default_table_has_the_documented_shape() {
@@ -124,6 +124,27 @@ fn the_default_table_has_the_documented_shape() {
     }
 }
 
+/// 4 ranks' cp.async two-stage calls up to 16 MB run on fewer blocks; no
+/// other world, size or kernel does, nor a forced table.
+#[test]
+fn the_table_narrows_four_ranks_cp_async_calls_to_16_mb() {
+    const MB: usize = 1 << 20;
+    let t = AlgoTable::placeholder();
+    assert_eq!(t.narrow(4, 4 * MB, Choice::CP_ASYNC), Some(NARROW_BLOCKS));
+    assert_eq!(t.narrow(4, 16 * MB, Choice::CP_ASYNC), Some(NARROW_BLOCKS));
+    assert_eq!(t.narrow(4, 16 * MB + 1, Choice::CP_ASYNC), None);
+    assert_eq!(t.narrow(4, 16 * MB, Choice::TWO_STAGE), None);
+    for world in [2, 3, 5, 8] {
+        assert_eq!(t.narrow(world, 16 * MB, Choice::CP_ASYNC), None, "{world}");
+    }
+    assert_eq!(t.narrow(1, MB, Choice::CP_ASYNC), None);
+    assert_eq!(t.narrow(9, MB, Choice::CP_ASYNC), None);
+    assert_eq!(
+        AlgoTable::always(Choice::CP_ASYNC).narrow(4, MB, Choice::CP_ASYNC),
+        None
+    );
+}
+
 #[test]
 fn worlds_outside_the_table_are_errors() {
     let t = AlgoTable::placeholder();
@@ -159,6 +180,7 @@ fn tables_can_be_forced_or_replaced() {
         push_max_copied: None,
         one_shot_max: Some(1024),
         cp_async_min: None,
+        narrow_max: None,
     };
     assert_eq!(t.choose(8, 1025).unwrap(), Choice::TWO_STAGE);
     assert_eq!(t.choose(8, 1 << 30).unwrap(), Choice::TWO_STAGE);

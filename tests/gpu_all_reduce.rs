@@ -621,6 +621,54 @@ fn tracked_buffers_order_the_call_with_other_streams() {
     }
 }
 
+/// The choice table narrows 4 ranks' cp.async two-stage calls to 16 MB to
+/// `NARROW_BLOCKS` blocks a rank (`Thresholds::narrow_max`), not larger ones nor
+/// plain two-stage calls, and a narrowed call is exact.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn four_ranks_narrow_cp_async_calls_to_16_mb() {
+    if common::gpu_or_skip().is_none() {
+        return;
+    }
+    let narrow_blocks = redjit::all_reduce::choice::NARROW_BLOCKS;
+    let c = Communicator::new(
+        Placement::SameGpu {
+            ordinal: 0,
+            world: 4,
+        },
+        // exact_case runs every kernel: the push kernels' windows too.
+        CommOptions {
+            max_bytes: 32 << 20,
+            push_bytes: Some(32 << 20),
+            ll_bytes: Some(32 << 20),
+            ..CommOptions::default()
+        },
+    )
+    .unwrap();
+    let cp = Call {
+        cp_async: true,
+        ..Call::sum(AllReduceAlgo::TwoStage)
+    };
+    let plain = Call::sum(AllReduceAlgo::TwoStage);
+    let (at_16, past) = ((16 << 20) / 2, (16 << 20) / 2 + 8);
+    let wide = c.grid(DType::BF16, cp, past).unwrap();
+    assert_eq!(
+        c.grid(DType::BF16, cp, at_16).unwrap(),
+        wide.min(narrow_blocks)
+    );
+    assert_eq!(
+        c.grid(DType::BF16, plain, at_16).unwrap(),
+        c.grid(DType::BF16, plain, past).unwrap()
+    );
+    assert!(
+        wide > narrow_blocks,
+        "{wide} blocks past 16 MB: this GPU's share is too small to tell"
+    );
+    assert_eq!(c.choose(16 << 20).unwrap(), cp);
+    exact_case::<bf16>(&c, at_16, 0, Op::Sum);
+    exact_case::<f32>(&c, (16 << 20) / 4 - 5, 0, Op::Sum);
+}
+
 /// Every kernel at the grid caps' ends (`max_blocks`, and `ll_blocks` for the
 /// LL kernel), exact bit for bit: one block per rank, and the largest cap (as
 /// many of the signal buffer's slots as the two ranks' share of this GPU

@@ -133,7 +133,15 @@ pub struct Thresholds {
     /// Smallest message (bytes per rank) that runs two-stage with `cp.async`
     /// (`None`: never).
     pub cp_async_min: Option<usize>,
+    /// Largest message (bytes per rank) whose two-stage `cp.async` call runs
+    /// on at most [`NARROW_BLOCKS`] blocks a rank (`None`: never; the grid
+    /// cap applies as well).
+    pub narrow_max: Option<usize>,
 }
+
+/// Blocks a rank of a two-stage `cp.async` call up to
+/// [`Thresholds::narrow_max`].
+pub const NARROW_BLOCKS: u32 = 32;
 
 /// Where [`AlgoTable::route`] sends a call: a redjit kernel, or NCCL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,6 +197,7 @@ impl AlgoTable {
             push_max_copied: None,
             one_shot_max: Some(one_shot_max),
             cp_async_min: (cp_async_min != usize::MAX).then_some(cp_async_min),
+            narrow_max: None,
         };
         let mut rows = [
             row(usize::MAX, usize::MAX), // 2 ranks: see below
@@ -236,6 +245,15 @@ impl AlgoTable {
             push_max_copied: None,
             one_shot_max: None,
             cp_async_min: Some(4 * MB),
+            // 32 blocks a rank up to 16 MB (s23 run2, four rounds each, us a
+            // call against the 64 of the grid cap): registered 28.72-29.19
+            // against 29.88-30.37 at 4 MB, 47.71-48.25 against 49.98-50.32 at
+            // 8 MB, 86.41-86.93 against 87.36-88.12 at 16 MB; from a graph
+            // 26.41-26.95 against 26.26-26.67, 46.02-46.50 against
+            // 47.01-47.17, 84.74-85.24 against 85.16-85.42. From 32 MB 64
+            // blocks lead (163.38-163.95 against 161.35-161.57 from a graph;
+            // 318.69-319.25 against 315.23-315.63 at 64 MB).
+            narrow_max: Some(16 * MB),
         };
         let mut nccl_min = [None; 7];
         nccl_min[2] = Some(256 * MB);
@@ -263,6 +281,7 @@ impl AlgoTable {
                 push_max_copied: None,
                 one_shot_max: Some(usize::MAX),
                 cp_async_min: None,
+                narrow_max: None,
             },
             c if c == Choice::PUSH => Thresholds {
                 ll_max: None,
@@ -270,6 +289,7 @@ impl AlgoTable {
                 push_max_copied: None,
                 one_shot_max: Some(usize::MAX),
                 cp_async_min: None,
+                narrow_max: None,
             },
             c if c == Choice::ONE_SHOT => Thresholds {
                 ll_max: None,
@@ -277,6 +297,7 @@ impl AlgoTable {
                 push_max_copied: None,
                 one_shot_max: Some(usize::MAX),
                 cp_async_min: None,
+                narrow_max: None,
             },
             c if c == Choice::CP_ASYNC => Thresholds {
                 ll_max: None,
@@ -284,6 +305,7 @@ impl AlgoTable {
                 push_max_copied: None,
                 one_shot_max: None,
                 cp_async_min: Some(0),
+                narrow_max: None,
             },
             _ => Thresholds {
                 ll_max: None,
@@ -291,6 +313,7 @@ impl AlgoTable {
                 push_max_copied: None,
                 one_shot_max: None,
                 cp_async_min: None,
+                narrow_max: None,
             },
         };
         AlgoTable {
@@ -349,6 +372,14 @@ impl AlgoTable {
     /// place.
     pub fn choose(&self, world: u32, bytes: usize) -> Result<Choice> {
         self.choose_for(world, bytes, false)
+    }
+
+    /// The most blocks a rank a call of `choice` over `bytes` bytes per rank
+    /// runs on, where its row narrows the grid (`Thresholds::narrow_max`).
+    pub fn narrow(&self, world: u32, bytes: usize, choice: Choice) -> Option<u32> {
+        let t = self.rows.get((world as usize).checked_sub(2)?)?;
+        (choice == Choice::CP_ASYNC && t.narrow_max.is_some_and(|m| bytes <= m))
+            .then_some(NARROW_BLOCKS)
     }
 
     /// [`Self::choose`] for inputs that are `copied` into the staging buffers

@@ -104,7 +104,7 @@ use cudarc::driver::{
 use redjit_codegen::spec::all_reduce::{ArStage, MAX_BLOCKS, PACK_BYTES, signal};
 use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 
-use super::choice::{AlgoTable, Route};
+use super::choice::{AlgoTable, Choice, Route};
 use super::fork::StreamFork;
 use super::graph::{GraphBuffers, GraphRecord, PeerMappings};
 use super::kernels::{KernelCache, LoadedKernel};
@@ -190,8 +190,10 @@ pub struct CommOptions {
     pub no_event_tracking: bool,
     /// Most blocks per rank a launch uses, 1..=[`MAX_BLOCKS`] (the push
     /// kernel's fixed grid too, which is also at most one block per SM the
-    /// rank has). `None`: [`DEFAULT_MAX_BLOCKS`], the grid every all-reduce
-    /// figure in BENCHMARKS.md was measured with.
+    /// rank has). `None`: [`DEFAULT_MAX_BLOCKS`], the grid the all-reduce
+    /// figures in BENCHMARKS.md were measured with before the twenty-third
+    /// session. The choice table narrows it further for some calls
+    /// (`Thresholds::narrow_max`: 4 ranks' two-stage `cp.async` calls to 16 MB).
     pub max_blocks: Option<u32>,
     /// Blocks per rank of the LL push kernel's fixed grid, 1..=[`MAX_BLOCKS`],
     /// also at most one per SM the rank has; a call launches only the blocks
@@ -998,8 +1000,10 @@ impl Communicator {
     /// kernel's fixed grid; of the LL kernel's fixed grid the blocks that hold
     /// a pack (the same packs go to the same blocks as in the whole grid, and
     /// a block not launched keeps its count, as one that sits the call out);
-    /// for the others enough for the work, at most the grid cap, and on one
-    /// GPU at most what keeps every rank's blocks resident together (`share`).
+    /// for the others enough for the work, at most the grid cap (and the
+    /// choice table's narrower one, `Thresholds::narrow_max`, for a whole
+    /// all-reduce), and on one GPU at most what keeps every rank's blocks
+    /// resident together (`share`).
     fn blocks(&self, spec: &AllReduceSpec, share: u32, n: usize) -> u32 {
         let packs = n.div_ceil(spec.pack_elts() as usize);
         if let Some(at) = self.in_place(spec.algo) {
@@ -1015,7 +1019,18 @@ impl Communicator {
             AllReduceAlgo::TwoStage => packs.div_ceil(self.world() as usize),
         };
         let wanted = work.div_ceil(spec.threads() as usize).max(1) as u32;
-        wanted.min(share).min(self.max_blocks)
+        let choice = Choice {
+            algo: spec.algo,
+            cp_async: spec.cp_async,
+        };
+        let narrow = (spec.stage == ArStage::Whole)
+            .then(|| {
+                let bytes = n.saturating_mul(spec.dtype.info().bytes as usize);
+                self.opts.algos.narrow(self.world, bytes, choice)
+            })
+            .flatten()
+            .unwrap_or(u32::MAX);
+        wanted.min(share).min(self.max_blocks).min(narrow)
     }
 
     /// `outputs[r] = op(inputs[0], ..., inputs[R-1])` on every rank r.
