@@ -705,6 +705,19 @@ fn prefetching_split_cohorts_take_many_rows() {
     }
 }
 
+/// Rows of `cols` (stride `ld`) for `spec`'s split kernel, as many as two a
+/// cohort of the row's blocks and one more, so that every cohort takes rows in
+/// turn and one cohort a row past them.
+fn two_rows_a_cohort(rt: &Runtime, spec: &NormSpec, cols: usize, ld: usize) -> Matrix {
+    let resident = rt.norm(spec).unwrap().resident() as usize;
+    let splits = spec.splits_for(cols as u64) as usize;
+    Matrix {
+        rows: 2 * (resident / splits) + 1,
+        cols,
+        ld,
+    }
+}
+
 /// The deferred kernels' general twins (`_p_g`) stage each row's chunks at the
 /// row's own shift from the pack grid: rows of an odd stride (every shift, and
 /// partial first and last packs copied whole between rows), two rows or more a
@@ -712,14 +725,8 @@ fn prefetching_split_cohorts_take_many_rows() {
 /// off x's grid (the element path).
 fn check_deferred_twin(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec) {
     assert!(spec.prefetch && spec.general, "{}", spec.name());
-    let resident = rt.norm(spec).unwrap().resident() as usize;
     let cols = 2 * spec.chunk() as usize + 5;
-    let splits = spec.splits_for(cols as u64) as usize;
-    let m = Matrix {
-        rows: 2 * (resident / splits) + 1,
-        cols,
-        ld: cols + 2,
-    };
+    let m = two_rows_a_cohort(rt, spec, cols, cols + 2);
     for out_shift in [0, 1] {
         check_with_stats_at(rt, rng, spec, m, out_shift);
     }
@@ -853,15 +860,8 @@ fn split_rows_in_balanced_chunks() {
         } else {
             (6 * chunk + 8, 6 * chunk + 8)
         };
-        let splits = spec.splits_for(cols as u64) as usize;
-        assert_eq!(splits, 7, "{}", spec.name());
-        let resident = rt.norm(spec).unwrap().resident() as usize;
-        let m = Matrix {
-            rows: 2 * (resident / splits) + 1,
-            cols,
-            ld,
-        };
-        check_with_stats(&rt, &mut rng, spec, m);
+        assert_eq!(spec.splits_for(cols as u64), 7, "{}", spec.name());
+        check_with_stats(&rt, &mut rng, spec, two_rows_a_cohort(&rt, spec, cols, ld));
     }
 }
 
@@ -904,14 +904,9 @@ fn prefetching_split_cohorts_small() {
         "norm_softmax_online_f32_f32_s512x8_p_x",
     ] {
         let spec: NormSpec = name.parse().unwrap();
-        let resident = rt.norm(&spec).unwrap().resident() as usize;
+        assert!(!spec.general, "{name}");
         let cols: usize = if spec.exact { 1 << 20 } else { (1 << 20) - 4 };
-        let splits = cols.div_ceil(spec.chunk() as usize);
-        let m = Matrix {
-            rows: 2 * (resident / splits) + 1,
-            cols,
-            ld: cols + 4,
-        };
+        let m = two_rows_a_cohort(&rt, &spec, cols, cols + 4);
         check_with_stats(&rt, &mut rng, &spec, m);
     }
 }

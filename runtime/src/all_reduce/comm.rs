@@ -1019,18 +1019,18 @@ impl Communicator {
             AllReduceAlgo::TwoStage => packs.div_ceil(self.world() as usize),
         };
         let wanted = work.div_ceil(spec.threads() as usize).max(1) as u32;
-        let choice = Choice {
-            algo: spec.algo,
-            cp_async: spec.cp_async,
-        };
-        let narrow = (spec.stage == ArStage::Whole)
-            .then(|| {
-                let bytes = n.saturating_mul(spec.dtype.info().bytes as usize);
-                self.opts.algos.narrow(self.world, bytes, choice)
-            })
-            .flatten()
-            .unwrap_or(u32::MAX);
-        wanted.min(share).min(self.max_blocks).min(narrow)
+        let mut cap = self.max_blocks;
+        if spec.stage == ArStage::Whole {
+            let bytes = n.saturating_mul(spec.dtype.info().bytes as usize);
+            let choice = Choice {
+                algo: spec.algo,
+                cp_async: spec.cp_async,
+            };
+            if let Some(narrow) = self.opts.algos.narrow(self.world, bytes, choice) {
+                cap = cap.min(narrow);
+            }
+        }
+        wanted.min(share).min(cap)
     }
 
     /// `outputs[r] = op(inputs[0], ..., inputs[R-1])` on every rank r.
