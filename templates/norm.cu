@@ -17,6 +17,10 @@
 // turn over the grid (warp-uniform loop: a whole warp reaches every shuffle).
 {%- elif layout == "block" %}
 // A block of {{ threads }} threads per row; blocks take rows in turn over the grid.
+{%- elif cluster %}
+// A cluster of {{ cluster }} {{ threads }}-thread blocks per row, each a chunk of the row in equal parts of
+// at most {{ threads }} x {{ packs }} x 4 elements; clusters take rows in turn, and a row's blocks
+// exchange their states through distributed shared memory (rj_red_cluster).
 {%- elif prefetch %}
 // Several {{ threads }}-thread blocks per row, each a chunk of {% if balanced %}the row in equal parts of at most {% endif %}{{ threads }} x {{ packs }} x 4
 // elements, in cohorts of a row's blocks: a cohort takes rows in turn. Each
@@ -35,8 +39,8 @@
 // elements; blocks take (row, chunk) items in order from a ticket and exchange
 // their partial states through the workspace (rj_red_split).
 {%- endif %}
-{%- if prefetch and layout == "block" %}
-// Prefetching: the grid is one resident wave; each block copies its next row
+{%- if stages_next %}
+// Prefetching: the grid is one resident wave; each block copies its next row{% if cluster %}'s chunk{% endif %}
 // ({% if residual %}x and the residual{% else %}x{% endif %}) into shared memory with cp.async while it reduces and stores
 // this one, so that row's loads are in flight through the reductions and stores.
 {%- endif %}
@@ -75,12 +79,12 @@ typedef rj_red_fetch<kThreads, {{ fetch_early }}, {{ fetch_ahead }}> Fetch;
 // next pack), the row's {% if residual %}x and residual{% else %}x{% endif %}{% if staged_cols %}, then the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}{% endif %}.
 const rj_u32 kStride = kThreads * 4 * T::kBytes;
 const rj_u32 kSlots = kPacks * kStride;
-{%- if layout == "split" %}
+{%- if layout == "split" and not cluster %}
 // A row's buffer: its {% if residual %}x and residual{% else %}x{% endif %} slots.
 const rj_u32 kBuffer = {% if residual %}2{% else %}1{% endif %} * kSlots;
 {%- endif %}
 {%- if staged_cols %}
-const rj_u32 kColsAt = {% if layout == "split" %}3 * kBuffer{% elif residual %}2 * kSlots{% else %}kSlots{% endif %};
+const rj_u32 kColsAt = {% if layout == "split" and not cluster %}3 * kBuffer{% elif residual %}2 * kSlots{% else %}kSlots{% endif %};
 {%- endif %}
 {%- endif %}
 
@@ -148,7 +152,7 @@ __device__ __forceinline__ void stage_cols(Args& a, rj_u32 stage, const Chunk& c
 // One row (or chunk) from load to store{% if flagged %}: a publishing reducer (not kApply) stops at the
 // state and stores only the residual's sum, a fetching one stores only the output{% endif %}.
 template <class Red>
-__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 span, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% endif %}{% if prefetch and layout == "block" %}, rj_u64 next, rj_u64 rows{% endif %}) {
+__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 span, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% endif %}{% if stages_next %}, rj_u64 next, rj_u64 rows{% endif %}) {
   const rj_u64 off = r * a.ld;
 {%- if prefetch %}
   // The row's x is in this thread's slots: only the stores are addressed.
@@ -194,9 +198,9 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- if residual %}
   rj_row_add_staged<T, {{ input_round }}, kPacks>(stage + kSlots, kStride, c, x);
 {%- endif %}
-{%- if layout == "block" %}
+{%- if stages_next %}
   // The slots are read: the block's next row goes into them now.
-  if (next < rows) stage_row(a, next, 0, cols, cols, stage, rows);
+  if (next < rows) stage_row(a, next, first, span, cols, stage, rows);
 {%- endif %}
 {%- else %}
   rj_row_ld<T, kPacks, RowLoad>(xr, c, vec, 0.0f, x);
@@ -232,7 +236,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 }
 }  // namespace {{ name }}_impl
 
-extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{ name }}(
+extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1) {% endif %}__launch_bounds__({{ threads }}, {{ min_blocks }}) {{ name }}(
     const void* __restrict__ x_ptr, const void* __restrict__ res_ptr, const void* __restrict__ w_ptr,
     const void* __restrict__ b_ptr, void* __restrict__ out_ptr, void* __restrict__ res_out_ptr,
     void* __restrict__ mean_ptr, void* __restrict__ rstd_ptr, void* __restrict__ counters_ptr,
@@ -282,6 +286,34 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ min_blocks }}) {{
     rj_cp_async_wait<0>();
     run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0, stage, r + gridDim.x, rows);
   }
+{%- elif cluster %}
+  (void)counters_ptr;
+  (void)partials_ptr;
+  (void)splits;
+  // Block rank k of a cluster takes chunk k of each of the cluster's rows;
+  // every block of a cluster goes through the same rows (the reducer's
+  // exchange).
+  typedef rj_red_cluster<kThreads, {{ cluster }}> Red;
+  Red::init();
+  const rj_u32 rank = rj_cluster_rank<>(), first = rank * span;
+  const rj_u64 clusters = gridDim.x / {{ cluster }};
+{%- if prefetch %}
+  extern __shared__ __align__(16) unsigned char rj_staged_rows[];
+  const rj_u32 stage = rj_smem_addr(rj_staged_rows) + threadIdx.x * 4u * T::kBytes;
+{%- if staged_cols %}
+  stage_cols(a, stage, rj_chunk_of<Chunk, kBalanced>(first, span, (rj_u32)cols, threadIdx.x));
+{%- endif %}
+  if (blockIdx.x / {{ cluster }} < rows) stage_row(a, blockIdx.x / {{ cluster }}, first, span, cols, stage, rows);
+{%- endif %}
+  rj_u32 i = 0;
+  for (rj_u64 r = blockIdx.x / {{ cluster }}; r < rows; r += clusters, ++i) {
+{%- if prefetch %}
+    rj_cp_async_wait<0>();
+{%- endif %}
+    run_row(a, r, first, span, (rj_u32)cols, threadIdx.x, Red{i}, threadIdx.x == 0 && rank == 0{% if prefetch %}, stage, r + clusters, rows{% endif %});
+  }
+  // No block leaves while a push into its shared memory may be in flight.
+  rj_cluster_sync<>();
 {%- elif prefetch %}
   // Split rows in cohorts: the first `splits` blocks to run form cohort 0, and
   // so on (a ticket, so that a cohort is made of running blocks); cohort c

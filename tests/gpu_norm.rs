@@ -865,6 +865,71 @@ fn split_rows_in_balanced_chunks() {
     }
 }
 
+/// Cluster rows (`_c<n>`) of every row op, f32, bf16 and bf16 -> f32 rows,
+/// clusters of 2, 4 and 7 blocks of small chunks, loaded directly and staged
+/// a row ahead (`_p`): rows at the kernel's
+/// capacity (whole packs, and the general twin's 3 fewer), a row one element
+/// into its last block, rows shorter than a cluster's packs (blocks with
+/// nothing to hold), odd `ld`, and more rows than clusters, so that each
+/// cluster takes several rows (both state slots). Three runs must give the
+/// same bits.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cluster_rows_of_every_op() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("cluster_rows_of_every_op");
+    let mut specs: Vec<NormSpec> = Vec::new();
+    for ops in row_ops() {
+        for (i, o) in [
+            (DType::F32, DType::F32),
+            (DType::BF16, DType::BF16),
+            (DType::BF16, DType::F32),
+        ] {
+            for (n, lanes, packs) in [(2, 128, 2), (4, 64, 4), (7, 64, 2)] {
+                for prefetch in [false, true] {
+                    let spec = NormSpec {
+                        layout: NormLayout::Split,
+                        lanes,
+                        packs,
+                        cluster: Some(n),
+                        prefetch,
+                        algo: ops.1.map(|_| SoftmaxAlgo::Online),
+                        ..NormSpec::with(ops, i, o, 1)
+                    };
+                    if !specs.contains(&spec) {
+                        specs.push(spec);
+                    }
+                }
+            }
+        }
+    }
+    prepare(&rt, specs.clone());
+    for spec in &specs {
+        let n = spec.cluster.unwrap() as usize;
+        let cap = n * spec.chunk() as usize;
+        for (rows, cols, ld) in [
+            (5, cap, cap),
+            (3, cap - 3, cap + 1),
+            (600, cap - spec.chunk() as usize + 4, cap),
+            (9, cap - spec.chunk() as usize + 1, cap + 3),
+            (7, 5, 9),
+        ] {
+            let m = Matrix { rows, cols, ld };
+            check(
+                &rt,
+                &mut rng,
+                spec,
+                m,
+                Values::Normal,
+                param_of(spec),
+                true,
+                3,
+                0,
+            );
+        }
+    }
+}
+
 /// Five of them for compute-sanitizer: both row streams staged (the
 /// residual), f64 sums (16-bit layer norm), f32 rows, and short twins'
 /// balanced chunks (16-bit RMS norm's, and 16-bit layer norm + residual's

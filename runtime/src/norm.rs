@@ -636,6 +636,24 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_row_takes_rows_up_to_its_clusters_chunks() {
+        let spec: NormSpec = "norm_layernorm_bf16_bf16_s256x8_c7_p".parse().unwrap();
+        let p = check_call(&spec, &call(&spec, 4096, 7 * 8192), 396).unwrap();
+        assert_eq!((p.splits, p.grid % 7, p.span), (7, 0, 8192));
+        let e = check_call(&spec, &call(&spec, 4096, 7 * 8192 + 4), 396)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cols = 57348") && e.contains("at most 57344"),
+            "{e}"
+        );
+        // Its general twin's chunks reach 3 elements before the row.
+        let twin = spec.general_twin();
+        assert!(check_call(&twin, &call(&twin, 5, 7 * 8192 - 3), 396).is_ok());
+        assert!(check_call(&twin, &call(&twin, 5, 7 * 8192 - 2), 396).is_err());
+    }
+
+    #[test]
     fn an_exact_kernel_takes_rows_of_its_length_only() {
         let spec: NormSpec = "norm_softmax_online_bf16_bf16_b512x16_p_x".parse().unwrap();
         assert!(check_call(&spec, &call(&spec, 3, 32768), 132).is_ok());

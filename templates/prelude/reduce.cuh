@@ -621,6 +621,12 @@ __device__ __forceinline__ void rj_merge_phases(const Op& op, typename Op::S (&a
 // second barrier keeps every block's shared state alive until rank 0 has read
 // it. All of it is templates: the sm_90-only PTX exists only in kernels that
 // instantiate it (cluster twins, whose spec requires sm_90).
+// Every thread of every block of the cluster: release this block's shared
+// stores, acquire every other block's. (A template, as the rest: no sm_90 PTX
+// in kernels that do not call it.)
+template <int = 0> __device__ __forceinline__ void rj_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
 template <class S, int kWords = sizeof(S) / 4>
 __device__ __forceinline__ S rj_ld_cluster_state(const S* local, rj_u32 rank) {
   const rj_u32 a = (rj_u32)__cvta_generic_to_shared(local);
@@ -638,8 +644,7 @@ __device__ __forceinline__ typename Op::S rj_cluster_reduce(const Op& op, typena
   typedef typename Op::S S;
   __shared__ S mine;
   if (threadIdx.x == 0) mine = s;
-  // Release this block's state, acquire every block's.
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  rj_cluster_sync<>();
   rj_u32 rank;
   asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
   if (rank == 0 && threadIdx.x < 32) {
@@ -647,6 +652,6 @@ __device__ __forceinline__ typename Op::S rj_cluster_reduce(const Op& op, typena
     S t = rj_ld_cluster_state(&mine, lane % kCluster);
     s = rj_group_reduce<kCluster>(op, t);
   }
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  rj_cluster_sync<>();
   return s;
 }

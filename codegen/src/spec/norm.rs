@@ -44,6 +44,9 @@ pub const GROUP_LANES: &[u32] = &[1, 2, 4, 8, 16, 32];
 /// Packs of 4 elements a thread holds in registers (16 in the block and split
 /// layouts only: a 512-thread block then holds a row of 32768).
 pub const PACKS: &[u32] = &[1, 2, 4, 8, 16];
+/// The most blocks of a cluster row (`NormSpec::cluster`): the portable
+/// cluster size.
+pub const MAX_CLUSTER: u32 = 8;
 /// The most packs a thread of a general twin (`_g`) holds.
 pub const GENERAL_MAX_PACKS: u32 = 8;
 
@@ -606,6 +609,12 @@ pub struct NormSpec {
     /// measured faster and the row fills the layout; the launcher takes the
     /// kernel without it (its ragged twin) for a call of other rows.
     pub exact: bool,
+    /// Split layout (`_c<n>` in names, sm_90+): each row's blocks are one
+    /// thread-block cluster of `n` (2 to `MAX_CLUSTER`), each a chunk of the
+    /// row in `n` equal parts, which exchange their states through distributed
+    /// shared memory: no workspace, and no block waits on one that is not
+    /// running. The kernel holds rows of at most `n` chunks.
+    pub cluster: Option<u32>,
 }
 
 impl Default for NormSpec {
@@ -625,6 +634,7 @@ impl Default for NormSpec {
             prefetch: false,
             no_l1: false,
             exact: false,
+            cluster: None,
         }
     }
 }
@@ -798,6 +808,13 @@ impl NormSpec {
         if self.general {
             return self.clone();
         }
+        // A cluster row's twin keeps its layout (a chunk of 8 packs at most).
+        if self.cluster.is_some() && self.packs <= GENERAL_MAX_PACKS {
+            return NormSpec {
+                general: true,
+                ..self.clone()
+            };
+        }
         // Staging is for whole packs: the twin loads its rows directly.
         let mut twin = NormSpec {
             general: true,
@@ -849,7 +866,7 @@ impl NormSpec {
     pub fn staged_twin(&self) -> NormSpec {
         let f32_layer =
             self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes == 4;
-        if self.general || !self.prefetch || self.layout != NormLayout::Split || f32_layer {
+        if self.general || !self.deferred() || f32_layer {
             return self.general_twin();
         }
         // 16-bit log-softmax's spilled 16 bytes at its kernel's 2 blocks an
@@ -868,7 +885,7 @@ impl NormSpec {
     /// take a short staging twin laid out for them (`short_staged_layout`),
     /// where an op has one, else `staged_twin`.
     pub fn staged_twin_for_cols(&self, cols: u64) -> NormSpec {
-        let aligned_split = self.prefetch && self.layout == NormLayout::Split && !self.general;
+        let aligned_split = self.deferred() && !self.general;
         match self.short_staged_layout_for(cols) {
             Some((lanes, packs, bound)) if aligned_split => NormSpec {
                 general: true,
@@ -966,6 +983,9 @@ impl NormSpec {
     /// A short staging twin (`short_staged_layout`) takes rows of any chunk
     /// count.
     pub fn general_twin_for(&self, rows: u64, cols: u64, resident: u64) -> NormSpec {
+        if self.cluster.is_some() {
+            return self.general_twin();
+        }
         let staged = self.staged_twin_for_cols(cols);
         if !staged.prefetch {
             return staged;
@@ -984,6 +1004,9 @@ impl NormSpec {
     /// to 3 elements past the pack grid (rj_chunk's shift), which its chunks
     /// then cover too.
     pub fn splits_for(&self, cols: u64) -> u64 {
+        if let Some(n) = self.cluster {
+            return n.into();
+        }
         self.reach(cols).div_ceil(self.chunk()).max(1)
     }
 
@@ -1018,15 +1041,15 @@ impl NormSpec {
     /// softmax s512x8_p_g 67.8-68.2 against 73.7-74.6, spilling 8 bytes;
     /// bf16 softmax s512x8_g 55.1-55.3 against 56.1-56.2).
     pub fn balances(&self) -> bool {
-        self.layout == NormLayout::Split && self.prefetch && (!self.general || self.is_short_twin())
+        self.layout == NormLayout::Split
+            && (self.cluster.is_some() || self.prefetch && (!self.general || self.is_short_twin()))
     }
 
     /// A general deferred kernel laid out as its op's short staging twin
     /// (`short_staged_layout`).
     fn is_short_twin(&self) -> bool {
         self.general
-            && self.prefetch
-            && self.layout == NormLayout::Split
+            && self.deferred()
             && self.short_staged_layout() == Some((self.lanes, self.packs, self.bound))
     }
 
@@ -1090,7 +1113,10 @@ impl NormSpec {
             && self.vectors() > 0
             && match self.layout {
                 NormLayout::Block => true,
-                NormLayout::Split => beside_rows <= MAX_STAGE_BYTES && !rms_res_16,
+                // A cluster row's block keeps its chunk in every row.
+                NormLayout::Split => {
+                    beside_rows <= MAX_STAGE_BYTES && (self.cluster.is_some() || !rms_res_16)
+                }
                 NormLayout::Warp => false,
             }
     }
@@ -1109,7 +1135,7 @@ impl NormSpec {
     /// finish) and the row after (in flight).
     fn staged_rows(&self) -> u64 {
         match self.layout {
-            NormLayout::Split => 3,
+            NormLayout::Split if self.cluster.is_none() => 3,
             _ => 1,
         }
     }
@@ -1160,8 +1186,7 @@ impl NormSpec {
         let f32_rms = self.op == NormOp::RmsNorm && self.input.info().bytes == 4;
         let layer_16 =
             self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes < 4;
-        let deferred = self.prefetch && self.layout == NormLayout::Split;
-        (deferred && (f32_rms || layer_16)) || self.two_pass()
+        (self.deferred() && (f32_rms || layer_16)) || self.two_pass()
     }
 
     /// A deferred split row of 16-bit layer norm exchanges its sum and sum of
@@ -1181,8 +1206,7 @@ impl NormSpec {
     pub fn f64_sums(&self) -> bool {
         self.op == NormOp::LayerNorm
             && self.input.info().bytes < 4
-            && self.prefetch
-            && self.layout == NormLayout::Split
+            && self.deferred()
             && !(self.residual && self.is_short_twin())
     }
 
@@ -1227,6 +1251,7 @@ impl NormSpec {
         self.layout == NormLayout::Split
             && self.general
             && !self.prefetch
+            && self.cluster.is_none()
             && norm
             && self.packs <= 4
     }
@@ -1234,7 +1259,13 @@ impl NormSpec {
     /// Split rows whose states carry the launch's flag (deferred `_p`, or two
     /// passes): no per-row counters.
     fn flagged_states(&self) -> bool {
-        (self.prefetch && self.layout == NormLayout::Split) || self.two_pass()
+        self.deferred() || self.two_pass()
+    }
+
+    /// A deferred split kernel (`_p`, not a cluster row's): cohorts that
+    /// publish a row's states and finish the row before.
+    fn deferred(&self) -> bool {
+        self.prefetch && self.layout == NormLayout::Split && self.cluster.is_none()
     }
 
     /// Bytes of one partial state in the split layout's workspace: a deferred
@@ -1265,7 +1296,10 @@ impl NormSpec {
     /// The longest row this kernel takes (`None`: split, bounded by the device).
     pub fn capacity(&self) -> Option<u64> {
         match self.layout {
-            NormLayout::Split => None,
+            // A general twin's chunks reach 3 elements before its row.
+            NormLayout::Split => self
+                .cluster
+                .map(|n| u64::from(n) * self.chunk() - if self.general { 3 } else { 0 }),
             _ => Some(self.chunk()),
         }
     }
@@ -1374,6 +1408,21 @@ impl NormSpec {
                 counters: 0,
                 partials: 0,
             },
+            NormLayout::Split if self.cluster.is_some() => {
+                let splits = self.splits_for(cols);
+                // Clusters take rows in turn; they wait on no other cluster,
+                // so a grid of more than are resident is only queued.
+                let clusters = (resident / splits)
+                    .clamp(1, rows.max(1))
+                    .min(MAX_GRID / splits);
+                Plan {
+                    grid: (clusters * splits) as u32,
+                    splits: splits as u32,
+                    span: self.split_span(cols).min(u64::from(u32::MAX)) as u32,
+                    counters: 0,
+                    partials: 0,
+                }
+            }
             NormLayout::Split => {
                 let splits = self.splits_for(cols);
                 let items = rows.saturating_mul(splits);
@@ -1457,6 +1506,9 @@ impl NormSpec {
             staged_cols: self.staged_cols(),
             balanced: self.balances(),
             exact: self.exact,
+            cluster: self.cluster.unwrap_or(0),
+            stages_next: self.prefetch
+                && (self.layout == NormLayout::Block || self.cluster.is_some()),
             row_load: if self.no_l1 {
                 "rj_load_stream"
             } else {
@@ -1497,6 +1549,11 @@ struct NormContext {
     staged_cols: bool,
     balanced: bool,
     exact: bool,
+    /// Blocks of a cluster row, 0 for none.
+    cluster: u32,
+    /// A prefetching block that stages its next row (or chunk) as it reads
+    /// this one: the block layout's, and a cluster row's.
+    stages_next: bool,
     row_load: &'static str,
 }
 
@@ -1610,6 +1667,43 @@ impl KernelSpec for NormSpec {
                 "the split layout exchanges one state per row across blocks: use the online softmax",
             ));
         }
+        if let Some(n) = self.cluster {
+            if self.layout != NormLayout::Split {
+                return Err(SpecError::invalid(
+                    "cluster",
+                    n,
+                    format!(
+                        "only the split layout spreads a row over a cluster of blocks (this is the {} layout)",
+                        self.layout
+                    ),
+                ));
+            }
+            if !(2..=MAX_CLUSTER).contains(&n) {
+                return Err(SpecError::invalid(
+                    "cluster",
+                    n,
+                    format!(
+                        "a cluster row is 2 to {MAX_CLUSTER} blocks (the portable cluster size)"
+                    ),
+                ));
+            }
+            if self.packs > GENERAL_MAX_PACKS {
+                return Err(SpecError::invalid(
+                    "packs",
+                    self.packs,
+                    format!(
+                        "a cluster row's thread holds at most {GENERAL_MAX_PACKS} packs (its general twin's)"
+                    ),
+                ));
+            }
+            if self.exact {
+                return Err(SpecError::invalid(
+                    "exact",
+                    "true",
+                    "a cluster row (`_c<n>`) cuts its rows in equal parts: it has no exact form",
+                ));
+            }
+        }
         // `_x` and `_p` are forms of the block or split layout's whole-pack kernel;
         // `what` says what the form does.
         let whole_only = |field: &'static str, layouts: &str, what: &str| {
@@ -1681,13 +1775,14 @@ impl KernelSpec for NormSpec {
             s += "_res";
         }
         format!(
-            "{s}_{}_{}_{}{}x{}{}{}{}{}{}",
+            "{s}_{}_{}_{}{}x{}{}{}{}{}{}{}",
             self.input,
             self.output,
             self.layout.info().letter,
             self.lanes,
             self.packs,
             self.bound.map_or(String::new(), |b| format!("_o{b}")),
+            self.cluster.map_or(String::new(), |n| format!("_c{n}")),
             if self.prefetch { "_p" } else { "" },
             if self.no_l1 { "_n" } else { "" },
             if self.exact { "_x" } else { "" },
@@ -1697,8 +1792,13 @@ impl KernelSpec for NormSpec {
 
     fn min_arch(&self) -> Arch {
         // max.NaN and the 16-bit cvt are sm_80+; acquire loads and nanosleep sm_70+.
+        // A cluster row's barrier and distributed shared memory are sm_90+.
         [
-            Arch::SM80,
+            if self.cluster.is_some() {
+                Arch::SM90
+            } else {
+                Arch::SM80
+            },
             self.input.info().min_arch,
             self.output.info().min_arch,
         ]
@@ -1730,7 +1830,7 @@ impl FromStr for NormSpec {
             input: s.to_string(),
             rule: rule.to_string(),
         };
-        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s><lanes>x<packs>[_o<blocks per SM>][_p][_n][_x][_g], e.g. norm_softmax_online_bf16_bf16_w32x4";
+        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s><lanes>x<packs>[_o<blocks per SM>][_c<cluster blocks>][_p][_n][_x][_g], e.g. norm_softmax_online_bf16_bf16_w32x4";
         let rest = s
             .strip_prefix(Family::Norm.slug())
             .and_then(|r| r.strip_prefix('_'))
@@ -1748,6 +1848,11 @@ impl FromStr for NormSpec {
         let exact = suffix("x");
         let no_l1 = suffix("n");
         let prefetch = suffix("p");
+        let mut cluster = None;
+        if let Some(n) = parts.last().and_then(|p| p.strip_prefix('c')) {
+            cluster = Some(n.parse::<u32>().map_err(|_| parse_err(format))?);
+            parts.pop();
+        }
         let mut bound = None;
         if let Some(b) = parts.last().and_then(|p| p.strip_prefix('o')) {
             bound = Some(b.parse::<u32>().map_err(|_| parse_err(format))?);
@@ -1795,6 +1900,7 @@ impl FromStr for NormSpec {
             prefetch,
             no_l1,
             exact,
+            cluster,
         };
         spec.validate()?;
         if spec.name() != s {
@@ -1897,6 +2003,61 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// A cluster row (`_c<n>`): its name parses back, it needs sm_90, its
+    /// rows are `n` equal chunks of at most the layout's, its grid whole
+    /// clusters and its workspace nothing; its general twin keeps the cluster.
+    #[test]
+    fn cluster_rows_plan_whole_clusters_of_equal_chunks() {
+        for name in [
+            "norm_layernorm_bf16_bf16_s256x8_c7_p",
+            "norm_softmax_online_f32_f32_s512x8_o1_c2",
+            "norm_rmsnorm_res_bf16_bf16_s512x4_c5_p_g",
+        ] {
+            let s: NormSpec = name.parse().unwrap();
+            assert_eq!(s.name(), name);
+            assert_eq!(s.min_arch(), Arch::SM90, "{name}");
+            let n = u64::from(s.cluster.unwrap());
+            let cap = s.capacity().unwrap();
+            assert_eq!(cap, n * s.chunk() - if s.general { 3 } else { 0 });
+            for cols in [1, 5, cap / 2 + 1, cap - 1, cap] {
+                let p = s.plan(4096, cols, 132, 2);
+                assert_eq!(u64::from(p.splits), n, "{name} {cols}");
+                assert_eq!(p.grid % p.splits, 0, "{name} {cols}");
+                assert!(p.grid >= p.splits && p.grid <= 264, "{name} {cols}");
+                assert_eq!((p.counters, p.partials), (0, 0), "{name}");
+                let span = u64::from(p.span);
+                assert!(span.is_multiple_of(4) && span <= s.chunk(), "{name} {cols}");
+                assert!(
+                    span * n >= cols + if s.general { 3 } else { 0 },
+                    "{name} {cols}"
+                );
+            }
+            let g = s.general_twin();
+            assert_eq!(
+                (g.cluster, g.general, g.layout),
+                (s.cluster, true, s.layout),
+                "{name}"
+            );
+        }
+        // A cluster is as resident as its blocks: fewer rows than clusters
+        // take a cluster each.
+        let s: NormSpec = "norm_layernorm_bf16_bf16_s256x8_c7_p".parse().unwrap();
+        assert_eq!(s.plan(3, 50_000, 132, 3).grid, 21);
+        for (bad, rule) in [
+            (
+                "norm_layernorm_bf16_bf16_b256x8_c2",
+                "only the split layout",
+            ),
+            ("norm_layernorm_bf16_bf16_s256x8_c1", "2 to 8 blocks"),
+            ("norm_layernorm_bf16_bf16_s256x8_c9", "2 to 8 blocks"),
+            ("norm_layernorm_bf16_bf16_s512x16_c2", "at most 8 packs"),
+            ("norm_layernorm_bf16_bf16_s256x8_c4_x", "no exact form"),
+        ] {
+            let e = bad.parse::<NormSpec>().unwrap_err().to_string();
+            assert!(e.contains(rule), "{bad}: {e}");
         }
     }
 
