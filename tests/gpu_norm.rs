@@ -785,7 +785,11 @@ fn the_launcher_picks_the_staging_twin_for_many_long_rows() {
                     cols,
                     ld: cols,
                 };
-                assert_eq!(kernel.spec_for_aligned(m), want, "{name} {rows}x{cols}");
+                assert_eq!(
+                    kernel.spec_for_aligned(m).unwrap(),
+                    want,
+                    "{name} {rows}x{cols}"
+                );
                 check_with_stats(&rt, &mut rng, &spec, m);
             }
         }
@@ -915,17 +919,58 @@ fn cluster_rows_of_every_op() {
             (7, 5, 9),
         ] {
             let m = Matrix { rows, cols, ld };
-            check(
-                &rt,
-                &mut rng,
-                spec,
-                m,
-                Values::Normal,
-                param_of(spec),
-                true,
-                3,
-                0,
+            // Rows off the pack grid: the cluster's own general twin, and
+            // the unclustered kernel the launcher hands them to.
+            let whole = cols % 4 == 0 && ld % 4 == 0;
+            let general = NormSpec {
+                general: true,
+                ..spec.clone()
+            };
+            for s in if whole {
+                vec![spec]
+            } else {
+                vec![&general, spec]
+            } {
+                check(&rt, &mut rng, s, m, Values::Normal, param_of(s), true, 3, 0);
+            }
+        }
+    }
+}
+
+/// The ladder's cluster rows (mixed-type layer norm of 8193..32768 columns,
+/// 16-bit layer norm of 32769..40960 and 49153..57344) against the f64
+/// reference, on the grid (the cluster kernel) and off it (the unclustered
+/// kernel the launcher hands such calls to, `NormKernel::spec_for_aligned`).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_ladders_cluster_rows() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("the_ladders_cluster_rows");
+    let layer = (NormOp::LayerNorm, None, false);
+    let cases: [(DType, DType, usize, u32); 4] = [
+        (DType::BF16, DType::F32, 12_288, 2),
+        (DType::F32, DType::BF16, 20_000, 2),
+        (DType::BF16, DType::BF16, 36_864, 5),
+        (DType::F16, DType::F16, 50_256, 7),
+    ];
+    let specs: Vec<NormSpec> = cases
+        .iter()
+        .map(|&(i, o, cols, _)| NormSpec::with(layer, i, o, cols as u64))
+        .collect();
+    prepare(&rt, specs.iter().flat_map(|s| [s.clone(), s.unclustered()]));
+    for (spec, &(_, _, cols, n)) in specs.iter().zip(&cases) {
+        assert_eq!(spec.cluster, Some(n), "{}", spec.name());
+        let kernel = rt.norm(spec).unwrap();
+        for (rows, cols, ld) in [(300, cols, cols), (37, cols - 1, cols + 1)] {
+            let m = Matrix { rows, cols, ld };
+            let runs = kernel.spec_for_aligned(m).unwrap();
+            assert_eq!(
+                runs.cluster.is_some(),
+                cols % 4 == 0,
+                "{} {rows}x{cols}",
+                runs.name()
             );
+            check_with_stats(&rt, &mut rng, spec, m);
         }
     }
 }

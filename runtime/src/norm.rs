@@ -152,7 +152,11 @@ impl NormCall {
 /// a deferred kernel's staging twins, `_p_g`, long and short, for such calls
 /// of many rows) and
 /// its ragged twin (an exact-length kernel's, loaded on the first call of other
-/// rows).
+/// rows). A cluster row (`_c<n>`) hands calls off the pack grid to the split
+/// kernel the ladder gives without clusters (`NormSpec::unclustered`, with its
+/// own twins), built on the first such call: its staging twins ran faster
+/// there than the cluster's general twin (16-bit layer norm at 4096x50257,
+/// H100, 2026-11-27: 36.2 % of copy against 29.1-29.4 %).
 pub struct NormKernel<'rt> {
     rt: &'rt Runtime,
     spec: NormSpec,
@@ -162,6 +166,7 @@ pub struct NormKernel<'rt> {
     staged: OnceLock<Loaded>,
     staged_short: OnceLock<Loaded>,
     ragged: OnceLock<Loaded>,
+    unclustered: OnceLock<Box<NormKernel<'rt>>>,
 }
 
 /// A loaded function, the blocks of it an SM holds at once, and its workspace
@@ -220,7 +225,14 @@ impl Runtime {
     /// Ask for the whole-pack kernel (not `general`): its launcher takes the
     /// general twin itself for a call with misaligned buffers, or `cols` or `ld`
     /// not a multiple of 4.
+    ///
+    /// A cluster row (`_c<n>`) needs sm_90: on an older device this loads
+    /// `spec.unclustered()` instead (what the ladder gives there without
+    /// clusters); `NormKernel::spec` says which.
     pub fn norm(&self, spec: &NormSpec) -> Result<NormKernel<'_>> {
+        if spec.cluster.is_some() && self.device().arch < spec.min_arch() {
+            return self.norm(&spec.unclustered());
+        }
         Ok(NormKernel {
             rt: self,
             spec: spec.clone(),
@@ -230,8 +242,16 @@ impl Runtime {
             staged: OnceLock::new(),
             staged_short: OnceLock::new(),
             ragged: OnceLock::new(),
+            unclustered: OnceLock::new(),
         })
     }
+}
+
+/// Where a call goes: a kernel of this `NormKernel`, or a cluster row's
+/// unclustered kernel.
+enum Route<'a, 'rt> {
+    Here(&'a Loaded),
+    Unclustered(&'a NormKernel<'rt>),
 }
 
 /// The kernels of a `NormKernel` a call may take.
@@ -245,7 +265,7 @@ enum Which {
     General,
 }
 
-impl NormKernel<'_> {
+impl<'rt> NormKernel<'rt> {
     /// The spec the kernel was generated from.
     pub fn spec(&self) -> &NormSpec {
         &self.spec
@@ -269,9 +289,9 @@ impl NormKernel<'_> {
     /// The kernel for a call: this one, its general twin when the call's rows
     /// are not whole, aligned packs, or an exact kernel's ragged twin for whole
     /// packs of another length.
-    fn for_call(&self, stream: &CudaStream, a: &NormArgs<'_>) -> Result<&Loaded> {
+    fn for_call(&self, stream: &CudaStream, a: &NormArgs<'_>) -> Result<Route<'_, 'rt>> {
         if self.spec.general {
-            return Ok(&self.main);
+            return Ok(Route::Here(&self.main));
         }
         let (i, o) = (
             self.spec.input.info().bytes as u64,
@@ -292,9 +312,12 @@ impl NormKernel<'_> {
         .map(|(b, bytes)| (b.address(stream), bytes));
         let m = a.shape;
         let whole = NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, inputs.chain(outputs));
+        if self.spec.cluster.is_some() && !whole {
+            return Ok(Route::Unclustered(self.unclustered()?));
+        }
         let which = self.spec_for(m, whole);
         let cell = match which {
-            Which::Main => return Ok(&self.main),
+            Which::Main => return Ok(Route::Here(&self.main)),
             Which::Ragged => &self.ragged,
             Which::Staged => &self.staged,
             Which::StagedShort => &self.staged_short,
@@ -302,10 +325,19 @@ impl NormKernel<'_> {
         };
         // A twin is loaded on its first call.
         if let Some(l) = cell.get() {
-            return Ok(l);
+            return Ok(Route::Here(l));
         }
         let l = Loaded::new(self.rt, &self.spec_of(which, m.cols))?;
-        Ok(cell.get_or_init(|| l))
+        Ok(Route::Here(cell.get_or_init(|| l)))
+    }
+
+    /// A cluster row's kernel for the calls it hands on, built on the first.
+    fn unclustered(&self) -> Result<&NormKernel<'rt>> {
+        if let Some(k) = self.unclustered.get() {
+            return Ok(k);
+        }
+        let k = Box::new(self.rt.norm(&self.spec.unclustered())?);
+        Ok(self.unclustered.get_or_init(|| k))
     }
 
     /// The spec of kernel `which` for rows of `cols`.
@@ -345,10 +377,14 @@ impl NormKernel<'_> {
     }
 
     /// The kernel a call of `m` from pack-aligned buffers runs: this one, its
-    /// ragged twin, or (rows off the pack grid) a general twin.
-    pub fn spec_for_aligned(&self, m: Matrix) -> NormSpec {
+    /// ragged twin, (rows off the pack grid) a general twin, or a cluster
+    /// row's unclustered kernel's choice (which this loads).
+    pub fn spec_for_aligned(&self, m: Matrix) -> Result<NormSpec> {
         let whole = m.cols.is_multiple_of(4) && m.ld.is_multiple_of(4);
-        self.spec_of(self.spec_for(m, whole), m.cols)
+        if self.spec.cluster.is_some() && !whole {
+            return self.unclustered()?.spec_for_aligned(m);
+        }
+        Ok(self.spec_of(self.spec_for(m, whole), m.cols))
     }
 
     /// The launch layout for `rows` x `cols` on this device.
@@ -363,7 +399,10 @@ impl NormKernel<'_> {
 
     /// Checks the call, then launches it on `stream`.
     pub fn launch(&self, stream: &Arc<CudaStream>, a: NormArgs<'_>) -> Result<()> {
-        let k = self.for_call(stream, &a)?;
+        let k = match self.for_call(stream, &a)? {
+            Route::Here(k) => k,
+            Route::Unclustered(k) => return k.launch(stream, a),
+        };
         let resident = u64::from(self.rt.device().sm_count) * u64::from(k.blocks_per_sm);
         let plan = check_call(&k.spec, &NormCall::of(&a), resident)?;
         let ws = k.workspace.hold(

@@ -222,7 +222,7 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case], offset: f32) -> CliResult {
     for case in order {
         let kernel = rt.norm(&case.spec)?;
         // The kernel the launcher takes for these rows (a twin, off the grid).
-        let name = kernel.spec_for_aligned(case.m).name();
+        let name = kernel.spec_for_aligned(case.m)?.name();
         let label = case.label();
         let n = case.m.rows * case.m.cols;
         b.progress.set_message(format!("{name} {label}"));

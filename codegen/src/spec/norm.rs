@@ -158,6 +158,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("logsoftmax_online", "s256x8", 4, 4, 4),
     ("logsoftmax_online", "s512x4", 3, 3, 3),
     ("logsoftmax_online", "s512x8", 2, 2, 2),
+    ("logsoftmax_online", "s512x8_p", 2, 2, 1),
     ("logsoftmax_online", "w32x1", 8, 8, 8),
     ("logsoftmax_online", "w32x2", 8, 8, 8),
     ("logsoftmax_online", "w32x4", 6, 6, 6),
@@ -206,6 +207,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("softmax_online", "s256x8", 4, 4, 4),
     ("softmax_online", "s512x4", 3, 3, 3),
     ("softmax_online", "s512x8", 2, 2, 2),
+    ("softmax_online", "s512x8_p", 2, 2, 1),
     ("softmax_online", "w32x1", 8, 8, 8),
     ("softmax_online", "w32x2", 8, 8, 8),
     ("softmax_online", "w32x4", 6, 6, 6),
@@ -317,13 +319,30 @@ enum RowTypes {
     Mixed = 2,
 }
 
+/// The element types a measured layout is for. Rows between f32 and a
+/// 16-bit type are apart by direction: a staged row holds the input, so the
+/// two take different layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LayoutTypes {
+    /// f32 in and out.
+    F32,
+    /// One 16-bit type in and out.
+    Sixteen,
+    /// A 16-bit type in, f32 out.
+    Widening,
+    /// f32 in, a 16-bit type out.
+    Narrowing,
+    /// Two 16-bit types (no measured layout).
+    Other,
+}
+
 /// A layout the default ladder's rule does not give, chosen by measurement.
 struct MeasuredLayout {
     op: NormOp,
     /// Softmax ops: the algorithm it was measured for (`None`: any).
     algo: Option<SoftmaxAlgo>,
     residual: bool,
-    types: RowTypes,
+    types: LayoutTypes,
     cols: std::ops::RangeInclusive<u64>,
     layout: NormLayout,
     lanes: u32,
@@ -345,6 +364,9 @@ enum Form {
     /// The deferred split kernel's exact form (`_p_x`) for rows of a whole
     /// number of its chunks; other rows take `_p`.
     PrefetchExact,
+    /// The row's chunks in one cluster, staged a row ahead (`_c<n>_p`, n the
+    /// row's chunks; `NormSpec::cluster`).
+    Cluster,
 }
 
 /// One row of `MEASURED_LAYOUTS`.
@@ -353,7 +375,7 @@ const fn measured(
     op: NormOp,
     algo: Option<SoftmaxAlgo>,
     residual: bool,
-    types: RowTypes,
+    types: LayoutTypes,
     cols: std::ops::RangeInclusive<u64>,
     layout: NormLayout,
     lanes: u32,
@@ -501,16 +523,49 @@ const fn measured(
 /// registers, no spill) 99.1-99.3 % of copy against 97.7-97.9 % for b256x16;
 /// at 1 block an SM b512x8_x 84.8-85.0 %, b512x8 79.1-81.2 %. Its ragged form
 /// spills at 2 (12 bytes), so other rows keep b256x16.
+/// Twenty-fourth session (2026-11-27, H100, two rounds, one process a shape
+/// and round, the GPU alone): rows between f32 and bf16, which took the plain
+/// split s512x8 past 32768 columns (and layer norm past 8192), % of copy,
+/// 4096x50256 / 64x1048576 against s512x8:
+/// - bf16 -> f32 softmax s512x8_p 87.1-87.2 / 90.6-91.3 against 74.2-74.4 /
+///   70.6-70.7, log-softmax s512x8_p 88.8-89.2 / 92.0-92.4 against 77.2 /
+///   70.4-70.6, where they spill 4 bytes at their 2 blocks an SM; at 1
+///   (`OCCUPANCY`'s s512x8_p entries, clean) softmax 71.2 / 86.2-86.3 and
+///   log-softmax 84.7-84.8 / 89.7-89.8, so softmax takes it past 65536 only;
+///   layer norm s256x8_p 83.6 (s512x8_p 74.6-74.7) / s512x8_p
+///   88.3-88.7 against 44.0 / 45.9, and s512x8_p 86.3-86.7 against 52.6-52.8
+///   at 8192x16384, 86.9-87.1 against 52.4-52.5 at 8192x32768; RMS norm
+///   s256x8_p 88.7-88.9 / s512x8_p 90.6-90.9 against 53.4-53.5 / 55.6-56.0;
+///   RMS norm + residual s512x4_p 88.1-88.4 / 82.5-82.7 (f16 83.6-83.9)
+///   against 72.6-72.8 / 72.3-73.6 (s512x8_p, 87.8-88.1 / 93.6-94.0, spills
+///   16 bytes for f16);
+/// - f32 -> bf16 softmax s512x4_p 87.1-87.2 / s512x8_p 82.1-82.2 against
+///   77.3-77.8 / 72.2-72.3 (s512x4_p 70.5-71.0 at 64x1048576), log-softmax
+///   s512x4_p 86.4-86.9 / s512x8_p 84.3-84.4 against 81.9-82.1 / 72.0-72.3;
+///   layer norm s512x4_p 54.1 / 66.3-66.7 against 47.2-47.3 / 43.7-44.3; RMS
+///   norm s512x8_p 81.9-82.2 / 83.5-84.0 against 57.0-57.1 / 49.8-52.3; RMS
+///   norm + residual s512x4_p 89.0-89.1 / 89.9 against 87.1-87.3 /
+///   72.5-73.1.
+///
+/// Layer norm + residual keeps s512x8 both ways (bf16 -> f32 87.3 / 72.5-72.6
+/// against 74.0-74.1 / 72.2-72.6 for s512x8_p; f32 -> bf16 96.6-96.7 /
+/// 73.4-73.6 against 79.2-79.4 / 69.1-69.2 for s512x4_p).
 #[rustfmt::skip]
 const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     use Form::*;
     use NormLayout::*;
+    use LayoutTypes::*;
     use NormOp::*;
-    use RowTypes::*;
     use SoftmaxAlgo::*;
     &[
         // op, softmax algorithm (None: any), residual, row types, columns, layout, lanes,
         // packs, form
+        measured(LayerNorm,  None,         false, Widening,  8193..=16384,     Split, 256, 8, Cluster),
+        measured(LayerNorm,  None,         false, Widening,  16385..=32768,    Split, 512, 8, Cluster),
+        measured(LayerNorm,  None,         false, Narrowing, 8193..=16384,     Split, 256, 8, Cluster),
+        measured(LayerNorm,  None,         false, Narrowing, 16385..=32768,    Split, 512, 8, Cluster),
+        measured(LayerNorm,  None,         false, Sixteen,   32769..=40960,    Split, 256, 8, Cluster),
+        measured(LayerNorm,  None,         false, Sixteen,   49153..=57344,    Split, 256, 8, Cluster),
         measured(Softmax,    None,         false, Sixteen, 49152..=49152,    Split, 512, 8,  PrefetchExact),
         measured(Softmax,    None,         false, Sixteen, 32769..=65535,    Split, 256, 8,  PrefetchExact),
         measured(LogSoftmax, None,         false, Sixteen, 49152..=49152,    Split, 512, 8,  PrefetchExact),
@@ -529,6 +584,21 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         measured(RmsNorm,    None,         false, F32,     32769..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(RmsNorm,    None,         true,  Sixteen, 32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
         measured(RmsNorm,    None,         true,  F32,     32769..=u64::MAX, Split, 512, 4,  Prefetch),
+        measured(Softmax,    None,         false, Widening,  65537..=u64::MAX, Split, 512, 8, Prefetch),
+        measured(LogSoftmax, None,         false, Widening,  32769..=u64::MAX, Split, 512, 8, Prefetch),
+        measured(LayerNorm,  None,         false, Widening,  8193..=32768,     Split, 512, 8, Prefetch),
+        measured(LayerNorm,  None,         false, Widening,  32769..=65536,    Split, 256, 8, Prefetch),
+        measured(LayerNorm,  None,         false, Widening,  65537..=u64::MAX, Split, 512, 8, Prefetch),
+        measured(RmsNorm,    None,         false, Widening,  32769..=65536,    Split, 256, 8, Prefetch),
+        measured(RmsNorm,    None,         false, Widening,  65537..=u64::MAX, Split, 512, 8, Prefetch),
+        measured(RmsNorm,    None,         true,  Widening,  32769..=u64::MAX, Split, 512, 4, Prefetch),
+        measured(Softmax,    None,         false, Narrowing, 32769..=65536,    Split, 512, 4, Prefetch),
+        measured(Softmax,    None,         false, Narrowing, 65537..=u64::MAX, Split, 512, 8, Prefetch),
+        measured(LogSoftmax, None,         false, Narrowing, 32769..=65536,    Split, 512, 4, Prefetch),
+        measured(LogSoftmax, None,         false, Narrowing, 65537..=u64::MAX, Split, 512, 8, Prefetch),
+        measured(LayerNorm,  None,         false, Narrowing, 32769..=u64::MAX, Split, 512, 4, Prefetch),
+        measured(RmsNorm,    None,         false, Narrowing, 32769..=u64::MAX, Split, 512, 8, Prefetch),
+        measured(RmsNorm,    None,         true,  Narrowing, 32769..=u64::MAX, Split, 512, 4, Prefetch),
         measured(RmsNorm,    None,         false, Sixteen, 2049..=4096,      Block, 128, 8,  Plain),
         measured(RmsNorm,    None,         false, Sixteen, 16384..=16384,    Block, 512, 8,  Exact),
         measured(LayerNorm,  None,         false, F32,     65..=128,         Warp,  16,  2,  Plain),
@@ -700,6 +770,17 @@ impl NormSpec {
         match self.layout {
             NormLayout::Warp => WARP_LAYOUT_THREADS,
             NormLayout::Block | NormLayout::Split => self.lanes,
+        }
+    }
+
+    /// How the measured layouts group this kernel's element types.
+    fn layout_types(&self) -> LayoutTypes {
+        match (self.input.info().bytes, self.output.info().bytes) {
+            _ if self.input == self.output && self.input.info().bytes == 4 => LayoutTypes::F32,
+            _ if self.input == self.output => LayoutTypes::Sixteen,
+            (2, 4) => LayoutTypes::Widening,
+            (4, 2) => LayoutTypes::Narrowing,
+            _ => LayoutTypes::Other,
         }
     }
 
@@ -1308,6 +1389,26 @@ impl NormSpec {
     /// (the smallest register footprint that holds the row), or by
     /// `MEASURED_LAYOUTS` where a measurement on the H100 chose another.
     pub fn for_cols(&self, cols: u64) -> NormSpec {
+        self.laid_out(cols, true)
+    }
+
+    /// The split kernel the ladder gives this kernel's op and types without
+    /// clusters, for rows up to this kernel's capacity: what a cluster row
+    /// (`_c<n>`) hands the calls it does not take (rows off the pack grid,
+    /// and devices below sm_90). Other kernels are their own.
+    pub fn unclustered(&self) -> NormSpec {
+        match (self.cluster, self.capacity()) {
+            (Some(_), Some(cap)) => NormSpec {
+                cluster: None,
+                ..self.clone()
+            }
+            .laid_out(cap, false),
+            _ => self.clone(),
+        }
+    }
+
+    /// `for_cols`, with or without the measured cluster layouts.
+    fn laid_out(&self, cols: u64, clusters: bool) -> NormSpec {
         let packs_for = |lanes: u64| {
             let p = cols.div_ceil(lanes * 4).next_power_of_two();
             p.clamp(1, 16) as u32
@@ -1316,8 +1417,9 @@ impl NormSpec {
             m.op == self.op
                 && m.algo.is_none_or(|a| Some(a) == self.algo)
                 && m.residual == self.residual
-                && m.types == self.row_types()
+                && m.types == self.layout_types()
                 && m.cols.contains(&cols)
+                && (clusters || m.form != Form::Cluster)
         });
         let (layout, lanes, packs) = if let Some(m) = measured {
             (m.layout, m.lanes, m.packs)
@@ -1362,12 +1464,18 @@ impl NormSpec {
             layout,
             lanes,
             packs,
-            prefetch: measured
-                .is_some_and(|m| matches!(m.form, Form::Prefetch | Form::PrefetchExact)),
+            prefetch: measured.is_some_and(|m| {
+                matches!(m.form, Form::Prefetch | Form::PrefetchExact | Form::Cluster)
+            }),
             no_l1: measured.is_some_and(|m| m.form == Form::NoL1),
             exact: false,
+            cluster: None,
             ..self.clone()
         };
+        // A cluster of the row's chunks.
+        if measured.is_some_and(|m| m.form == Form::Cluster) {
+            spec.cluster = Some(cols.div_ceil(spec.chunk()).clamp(2, MAX_CLUSTER.into()) as u32);
+        }
         // Exact where measured, and only for rows that fill the layout.
         spec.exact = measured.is_some_and(|m| matches!(m.form, Form::Exact | Form::PrefetchExact))
             && !spec.general
@@ -2058,6 +2166,101 @@ mod tests {
         ] {
             let e = bad.parse::<NormSpec>().unwrap_err().to_string();
             assert!(e.contains(rule), "{bad}: {e}");
+        }
+    }
+
+    /// Rows between f32 and a 16-bit type take the layouts measured for their
+    /// direction, and the measured cluster rows hold their whole range.
+    #[test]
+    fn measured_layouts_by_direction_and_clusters() {
+        let name = |op, i, o, cols| NormSpec::with(op, i, o, cols).name();
+        let layer = (NormOp::LayerNorm, None, false);
+        let soft = (NormOp::Softmax, Some(SoftmaxAlgo::Online), false);
+        let (b, f) = (DType::BF16, DType::F32);
+        for (got, want) in [
+            (
+                name(layer, b, f, 12_288),
+                "norm_layernorm_bf16_f32_s256x8_c2_p",
+            ),
+            (
+                name(layer, f, b, 20_000),
+                "norm_layernorm_f32_bf16_s512x8_c2_p",
+            ),
+            (
+                name(layer, b, f, 50_256),
+                "norm_layernorm_bf16_f32_s256x8_p",
+            ),
+            (
+                name(layer, b, f, 1 << 20),
+                "norm_layernorm_bf16_f32_s512x8_p",
+            ),
+            (
+                name(layer, f, b, 1 << 20),
+                "norm_layernorm_f32_bf16_s512x4_p",
+            ),
+            (
+                name(soft, b, f, 50_256),
+                "norm_softmax_online_bf16_f32_s512x8",
+            ),
+            (
+                name(soft, b, f, 1 << 20),
+                "norm_softmax_online_bf16_f32_s512x8_p",
+            ),
+            (
+                name(soft, f, b, 50_256),
+                "norm_softmax_online_f32_bf16_s512x4_p",
+            ),
+            (
+                name(soft, f, b, 1 << 20),
+                "norm_softmax_online_f32_bf16_s512x8_p",
+            ),
+            (
+                name(layer, b, b, 36_864),
+                "norm_layernorm_bf16_bf16_s256x8_c5_p",
+            ),
+            (
+                name(layer, b, b, 45_000),
+                "norm_layernorm_bf16_bf16_s512x8_p",
+            ),
+            (
+                name(layer, b, b, 49_152),
+                "norm_layernorm_bf16_bf16_s512x8_p_x",
+            ),
+            (
+                name(layer, b, b, 50_256),
+                "norm_layernorm_bf16_bf16_s256x8_c7_p",
+            ),
+            // Two 16-bit types: the ladder's rule.
+            (
+                name(layer, b, DType::F16, 50_256),
+                "norm_layernorm_bf16_f16_s512x8",
+            ),
+        ] {
+            assert_eq!(got, want);
+        }
+        let c: NormSpec = "norm_layernorm_bf16_bf16_s256x8_c7_p".parse().unwrap();
+        assert_eq!(c.unclustered().name(), "norm_layernorm_bf16_bf16_s512x8_p");
+        let spec = |m: &MeasuredLayout, input, output| NormSpec {
+            op: m.op,
+            algo: m.algo,
+            residual: m.residual,
+            input,
+            output,
+            ..NormSpec::default()
+        };
+        for m in MEASURED_LAYOUTS.iter().filter(|m| m.form == Form::Cluster) {
+            let (i, o) = match m.types {
+                LayoutTypes::Widening => (b, f),
+                LayoutTypes::Narrowing => (f, b),
+                LayoutTypes::Sixteen => (b, b),
+                other => panic!("no cluster rows measured for {other:?}"),
+            };
+            for cols in [*m.cols.start(), *m.cols.end()] {
+                let s = spec(m, i, o).for_cols(cols);
+                assert!(s.cluster.is_some() && s.validate().is_ok(), "{}", s.name());
+                assert!(s.capacity().unwrap() >= cols, "{} {cols}", s.name());
+                assert!(s.unclustered().cluster.is_none(), "{}", s.name());
+            }
         }
     }
 
