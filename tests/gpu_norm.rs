@@ -937,6 +937,25 @@ fn cluster_rows_of_every_op() {
     }
 }
 
+/// Cluster rows small enough for compute-sanitizer: loaded directly and
+/// staged, whole packs and the general twin, two to seven blocks, several
+/// rows a cluster (both state slots).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cluster_rows_small() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("cluster_rows_small");
+    for (name, rows, cols, ld) in [
+        ("norm_softmax_online_bf16_bf16_s64x2_c2", 700, 1024, 1024),
+        ("norm_layernorm_bf16_f32_s64x4_c4_p", 600, 3000, 3004),
+        ("norm_rmsnorm_res_f32_f32_s64x2_c7_p_g", 500, 3581, 3583),
+        ("norm_layernorm_f16_f16_s64x2_c5_p_g", 400, 2557, 2557),
+    ] {
+        let spec: NormSpec = name.parse().unwrap();
+        check_with_stats(&rt, &mut rng, &spec, Matrix { rows, cols, ld });
+    }
+}
+
 /// The ladder's cluster rows (mixed-type layer norm of 8193..32768 columns,
 /// 16-bit layer norm of 32769..40960 and 49153..57344) against the f64
 /// reference, on the grid (the cluster kernel) and off it (the unclustered

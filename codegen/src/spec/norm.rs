@@ -112,6 +112,9 @@ pub const MAX_COLS: u64 = 1 << 20;
 /// of three calls (H100, 2026-11-25, ninth session, runs 2, 3 and 10; Nsight
 /// Compute: achieved occupancy 52.1 % against 42.1 %). Bound 5 lost for 16-bit layer norm with
 /// the residual and for the f32 residual norms, and tied for 16-bit RMS norm.
+/// Layer norm w16x2 between two types takes 5 (its kernels spilled 4 bytes
+/// at 6), and the online softmax and log-softmax s512x8_p between them 1
+/// (4 bytes at 2; `MEASURED_LAYOUTS` has what that cost).
 const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x2", 6, 8, 6),
     ("layernorm", "b256x4", 4, 6, 3),
@@ -124,7 +127,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "s512x8", 2, 1, 1),
     ("layernorm", "s512x4_p", 1, 1, 1),
     ("layernorm", "s512x8_p", 1, 1, 1),
-    ("layernorm", "w16x2", 4, 6, 6),
+    ("layernorm", "w16x2", 4, 6, 5),
     ("layernorm", "w32x1", 6, 6, 6),
     ("layernorm", "w32x2", 4, 6, 6),
     ("layernorm", "w32x4", 4, 4, 4),
@@ -550,6 +553,27 @@ const fn measured(
 /// Layer norm + residual keeps s512x8 both ways (bf16 -> f32 87.3 / 72.5-72.6
 /// against 74.0-74.1 / 72.2-72.6 for s512x8_p; f32 -> bf16 96.6-96.7 /
 /// 73.4-73.6 against 79.2-79.4 / 69.1-69.2 for s512x4_p).
+/// Layer norm between the two takes a cluster of the row's chunks (`_c2_p`)
+/// at 8193..32768 columns: bf16 -> f32 91.4-91.5 % at 8192x16384 (s256x8)
+/// and 92.6 at 8192x32768 (s512x8) against 86.3-87.1 for s512x8_p and
+/// 52.4-52.8 for s512x8; f32 -> bf16 93.7-93.8 both against 62.1-63.0 and
+/// 53.8-54.3. 16-bit layer norm takes one (s256x8_c<n>_p) at 32769..40960
+/// and 49153..57344 (run6, run10, three rounds): 61.3-65.9 % at 33000,
+/// 63.7-64.4 at 36864 and 63.4-64.0 at 50256 (f16 63.9-64.4) against
+/// 52.2-52.4, 57.4-57.6 and 58.7-58.8 for s512x8_p, 67.6-67.7 at 57344
+/// against 66.0-66.2; it lost at 45000 (c6, 56.2-62.5 against 67.1-67.4),
+/// 49152 (60.3-60.7 against 75.9-76.1 for s512x8_p_x) and 65536 (c8,
+/// 66.6-67.3 against 76.9-77.1), and for the other row ops at 50256 (H100,
+/// run4: 16-bit RMS norm 70.5 against 81.4, softmax 64.2 against 78.8).
+/// At 16385..32768 (8192x32768, three rounds, run16) the exact block kernel
+/// for bf16 -> f32 softmax and log-softmax (97.4-97.5 against 93.4-93.9 for
+/// b512x16) and RMS norm + residual (98.7 against 90.5-90.7), and f32 ->
+/// bf16 RMS norm (101.4-101.5 against 87.8-88.2); bf16 -> f32 RMS norm at
+/// 8193..16384 b512x8_x (92.7-93.0 against 81.1-81.3 for b256x16, its
+/// ragged form 88.6-88.8), bf16 -> f32 layer norm at 2049..4096 b256x4_x
+/// (98.5-98.6 at 32768x4096 against 93.3-93.5), f32 -> bf16 layer norm at
+/// 65..128 w16x2 at 5 blocks an SM (98.1-98.7 at 262144x128 against
+/// 90.8-91.3 for w8x4, run17; it spilled 4 bytes at 6).
 #[rustfmt::skip]
 const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     use Form::*;
@@ -599,6 +623,13 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         measured(LayerNorm,  None,         false, Narrowing, 32769..=u64::MAX, Split, 512, 4, Prefetch),
         measured(RmsNorm,    None,         false, Narrowing, 32769..=u64::MAX, Split, 512, 8, Prefetch),
         measured(RmsNorm,    None,         true,  Narrowing, 32769..=u64::MAX, Split, 512, 4, Prefetch),
+        measured(RmsNorm,    None,         false, Widening,  8193..=16384,     Block, 512, 8,  Exact),
+        measured(RmsNorm,    None,         false, Narrowing, 16385..=32768,    Block, 512, 16, Exact),
+        measured(RmsNorm,    None,         true,  Widening,  16385..=32768,    Block, 512, 16, Exact),
+        measured(Softmax,    Some(Online), false, Widening,  16385..=32768,    Block, 512, 16, Exact),
+        measured(LogSoftmax, Some(Online), false, Widening,  16385..=32768,    Block, 512, 16, Exact),
+        measured(LayerNorm,  None,         false, Widening,  2049..=4096,      Block, 256, 4,  Exact),
+        measured(LayerNorm,  None,         false, Narrowing, 65..=128,         Warp,  16,  2,  Plain),
         measured(RmsNorm,    None,         false, Sixteen, 2049..=4096,      Block, 128, 8,  Plain),
         measured(RmsNorm,    None,         false, Sixteen, 16384..=16384,    Block, 512, 8,  Exact),
         measured(LayerNorm,  None,         false, F32,     65..=128,         Warp,  16,  2,  Plain),
@@ -2230,6 +2261,13 @@ mod tests {
                 name(layer, b, b, 50_256),
                 "norm_layernorm_bf16_bf16_s256x8_c7_p",
             ),
+            (
+                name(soft, b, f, 32_768),
+                "norm_softmax_online_bf16_f32_b512x16_x",
+            ),
+            (name(layer, f, b, 128), "norm_layernorm_f32_bf16_w16x2"),
+            (name(layer, b, f, 4096), "norm_layernorm_bf16_f32_b256x4_x"),
+            (name(layer, b, f, 4000), "norm_layernorm_bf16_f32_b256x4"),
             // Two 16-bit types: the ladder's rule.
             (
                 name(layer, b, DType::F16, 50_256),
