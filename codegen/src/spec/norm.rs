@@ -2204,77 +2204,41 @@ mod tests {
     /// direction, and the measured cluster rows hold their whole range.
     #[test]
     fn measured_layouts_by_direction_and_clusters() {
-        let name = |op, i, o, cols| NormSpec::with(op, i, o, cols).name();
+        // (op, input, output, cols, the kernel's layout: its name past the types)
+        let layout = |op, i, o, cols| {
+            let s = NormSpec::with(op, i, o, cols);
+            let types = format!("_{}_{}_", s.input, s.output);
+            s.name().split_once(&types).map(|(_, l)| l.to_string())
+        };
         let layer = (NormOp::LayerNorm, None, false);
         let soft = (NormOp::Softmax, Some(SoftmaxAlgo::Online), false);
         let (b, f) = (DType::BF16, DType::F32);
-        for (got, want) in [
-            (
-                name(layer, b, f, 12_288),
-                "norm_layernorm_bf16_f32_s256x8_c2_p",
-            ),
-            (
-                name(layer, f, b, 20_000),
-                "norm_layernorm_f32_bf16_s512x8_c2_p",
-            ),
-            (
-                name(layer, b, f, 50_256),
-                "norm_layernorm_bf16_f32_s256x8_p",
-            ),
-            (
-                name(layer, b, f, 1 << 20),
-                "norm_layernorm_bf16_f32_s512x8_p",
-            ),
-            (
-                name(layer, f, b, 1 << 20),
-                "norm_layernorm_f32_bf16_s512x4_p",
-            ),
-            (
-                name(soft, b, f, 50_256),
-                "norm_softmax_online_bf16_f32_s512x8",
-            ),
-            (
-                name(soft, b, f, 1 << 20),
-                "norm_softmax_online_bf16_f32_s512x8_p",
-            ),
-            (
-                name(soft, f, b, 50_256),
-                "norm_softmax_online_f32_bf16_s512x4_p",
-            ),
-            (
-                name(soft, f, b, 1 << 20),
-                "norm_softmax_online_f32_bf16_s512x8_p",
-            ),
-            (
-                name(layer, b, b, 36_864),
-                "norm_layernorm_bf16_bf16_s256x8_c5_p",
-            ),
-            (
-                name(layer, b, b, 45_000),
-                "norm_layernorm_bf16_bf16_s512x8_p",
-            ),
-            (
-                name(layer, b, b, 49_152),
-                "norm_layernorm_bf16_bf16_s512x8_p_x",
-            ),
-            (
-                name(layer, b, b, 50_256),
-                "norm_layernorm_bf16_bf16_s256x8_c7_p",
-            ),
-            (
-                name(soft, b, f, 32_768),
-                "norm_softmax_online_bf16_f32_b512x16_x",
-            ),
-            (name(layer, f, b, 128), "norm_layernorm_f32_bf16_w16x2"),
-            (name(layer, b, f, 4096), "norm_layernorm_bf16_f32_b256x4_x"),
-            (name(layer, b, f, 4000), "norm_layernorm_bf16_f32_b256x4"),
+        for (op, i, o, cols, want) in [
+            (layer, b, f, 12_288, "s256x8_c2_p"),
+            (layer, f, b, 20_000, "s512x8_c2_p"),
+            (layer, b, f, 50_256, "s256x8_p"),
+            (layer, b, f, 1 << 20, "s512x8_p"),
+            (layer, f, b, 1 << 20, "s512x4_p"),
+            (soft, b, f, 50_256, "s512x8"),
+            (soft, b, f, 1 << 20, "s512x8_p"),
+            (soft, f, b, 50_256, "s512x4_p"),
+            (soft, f, b, 1 << 20, "s512x8_p"),
+            (layer, b, b, 36_864, "s256x8_c5_p"),
+            (layer, b, b, 45_000, "s512x8_p"),
+            (layer, b, b, 49_152, "s512x8_p_x"),
+            (layer, b, b, 50_256, "s256x8_c7_p"),
+            (soft, b, f, 32_768, "b512x16_x"),
+            (layer, f, b, 128, "w16x2"),
+            (layer, b, f, 4096, "b256x4_x"),
+            (layer, b, f, 4000, "b256x4"),
             // Two 16-bit types: the ladder's rule.
-            (
-                name(layer, b, DType::F16, 50_256),
-                "norm_layernorm_bf16_f16_s512x8",
-            ),
+            (layer, b, DType::F16, 50_256, "s512x8"),
         ] {
-            assert_eq!(got, want);
+            assert_eq!(
+                layout(op, i, o, cols).as_deref(),
+                Some(want),
+                "{op:?} {i} -> {o} at {cols}"
+            );
         }
         let c: NormSpec = "norm_layernorm_bf16_bf16_s256x8_c7_p".parse().unwrap();
         assert_eq!(c.unclustered().name(), "norm_layernorm_bf16_bf16_s512x8_p");
