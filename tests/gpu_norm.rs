@@ -937,6 +937,27 @@ fn cluster_rows_of_every_op() {
     }
 }
 
+/// Rows between f32 and bf16 past 32768 columns (the layouts measured for
+/// each direction, and the cluster rows of 32769..57344) on the pack grid
+/// and off it, against the f64 reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mixed_rows_of_vocabulary_length() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("mixed_rows_of_vocabulary_length");
+    let pairs = [(DType::BF16, DType::F32), (DType::F32, DType::BF16)];
+    let specs: Vec<NormSpec> = row_ops()
+        .into_iter()
+        .flat_map(|ops| pairs.map(|(i, o)| NormSpec::with(ops, i, o, 50_256)))
+        .collect();
+    prepare(&rt, specs.iter().flat_map(|s| [s.clone(), s.unclustered()]));
+    for spec in &specs {
+        for cols in [50_256, 50_257] {
+            check_with_stats(&rt, &mut rng, spec, Matrix { rows: 3, cols, ld: cols });
+        }
+    }
+}
+
 /// Cluster rows small enough for compute-sanitizer: loaded directly and
 /// staged, whole packs and the general twin, two to seven blocks, several
 /// rows a cluster (both state slots).
@@ -957,7 +978,7 @@ fn cluster_rows_small() {
 }
 
 /// The ladder's cluster rows (mixed-type layer norm of 8193..32768 columns,
-/// 16-bit layer norm of 32769..40960 and 49153..57344) against the f64
+/// 16-bit and f32 -> 16-bit layer norm of 32769..40960 and 49153..57344) against the f64
 /// reference, on the grid (the cluster kernel) and off it (the unclustered
 /// kernel the launcher hands such calls to, `NormKernel::spec_for_aligned`).
 #[test]
@@ -966,9 +987,10 @@ fn the_ladders_cluster_rows() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("the_ladders_cluster_rows");
     let layer = (NormOp::LayerNorm, None, false);
-    let cases: [(DType, DType, usize, u32); 4] = [
+    let cases: [(DType, DType, usize, u32); 5] = [
         (DType::BF16, DType::F32, 12_288, 2),
         (DType::F32, DType::BF16, 20_000, 2),
+        (DType::F32, DType::BF16, 36_864, 5),
         (DType::BF16, DType::BF16, 36_864, 5),
         (DType::F16, DType::F16, 50_256, 7),
     ];

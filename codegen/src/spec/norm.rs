@@ -538,7 +538,8 @@ const fn measured(
 ///   layer norm s256x8_p 83.6 (s512x8_p 74.6-74.7) / s512x8_p
 ///   88.3-88.7 against 44.0 / 45.9, and s512x8_p 86.3-86.7 against 52.6-52.8
 ///   at 8192x16384, 86.9-87.1 against 52.4-52.5 at 8192x32768; RMS norm
-///   s256x8_p 88.7-88.9 / s512x8_p 90.6-90.9 against 53.4-53.5 / 55.6-56.0;
+///   s512x4_p 88.1-88.2 / s512x8_p 90.6-90.9 against 53.4-53.5 / 55.6-56.0
+///   (s256x8_p 88.7-88.9 at 50256, but its staging twin spills 12 bytes);
 ///   RMS norm + residual s512x4_p 88.1-88.4 / 82.5-82.7 (f16 83.6-83.9)
 ///   against 72.6-72.8 / 72.3-73.6 (s512x8_p, 87.8-88.1 / 93.6-94.0, spills
 ///   16 bytes for f16);
@@ -565,6 +566,10 @@ const fn measured(
 /// 49152 (60.3-60.7 against 75.9-76.1 for s512x8_p_x) and 65536 (c8,
 /// 66.6-67.3 against 76.9-77.1), and for the other row ops at 50256 (H100,
 /// run4: 16-bit RMS norm 70.5 against 81.4, softmax 64.2 against 78.8).
+/// f32 -> bf16 layer norm takes the same (runs 19-20, two rounds each):
+/// 68.4-68.7 at 36864, 72.6-72.7 at 40000, 62.5-63.9 at 50256 and 72.8-73.6
+/// at 57344 against 61.5-61.6, 66.4-66.5, 54.0-54.1 and 65.6-65.8 for
+/// s512x4_p; f32 layer norm lost with it (60.3 for s512x8_c4_p against 68.4).
 /// At 16385..32768 (8192x32768, three rounds, run16) the exact block kernel
 /// for bf16 -> f32 softmax and log-softmax (97.4-97.5 against 93.4-93.9 for
 /// b512x16) and RMS norm + residual (98.7 against 90.5-90.7), and f32 ->
@@ -590,6 +595,8 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         measured(LayerNorm,  None,         false, Narrowing, 16385..=32768,    Split, 512, 8, Cluster),
         measured(LayerNorm,  None,         false, Sixteen,   32769..=40960,    Split, 256, 8, Cluster),
         measured(LayerNorm,  None,         false, Sixteen,   49153..=57344,    Split, 256, 8, Cluster),
+        measured(LayerNorm,  None,         false, Narrowing, 32769..=40960,    Split, 256, 8, Cluster),
+        measured(LayerNorm,  None,         false, Narrowing, 49153..=57344,    Split, 256, 8, Cluster),
         measured(Softmax,    None,         false, Sixteen, 49152..=49152,    Split, 512, 8,  PrefetchExact),
         measured(Softmax,    None,         false, Sixteen, 32769..=65535,    Split, 256, 8,  PrefetchExact),
         measured(LogSoftmax, None,         false, Sixteen, 49152..=49152,    Split, 512, 8,  PrefetchExact),
@@ -613,7 +620,7 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         measured(LayerNorm,  None,         false, Widening,  8193..=32768,     Split, 512, 8, Prefetch),
         measured(LayerNorm,  None,         false, Widening,  32769..=65536,    Split, 256, 8, Prefetch),
         measured(LayerNorm,  None,         false, Widening,  65537..=u64::MAX, Split, 512, 8, Prefetch),
-        measured(RmsNorm,    None,         false, Widening,  32769..=65536,    Split, 256, 8, Prefetch),
+        measured(RmsNorm,    None,         false, Widening,  32769..=65536,    Split, 512, 4, Prefetch),
         measured(RmsNorm,    None,         false, Widening,  65537..=u64::MAX, Split, 512, 8, Prefetch),
         measured(RmsNorm,    None,         true,  Widening,  32769..=u64::MAX, Split, 512, 4, Prefetch),
         measured(Softmax,    None,         false, Narrowing, 32769..=65536,    Split, 512, 4, Prefetch),
@@ -2219,6 +2226,7 @@ mod tests {
             (layer, b, f, 50_256, "s256x8_p"),
             (layer, b, f, 1 << 20, "s512x8_p"),
             (layer, f, b, 1 << 20, "s512x4_p"),
+            (layer, f, b, 50_256, "s256x8_c7_p"),
             (soft, b, f, 50_256, "s512x8"),
             (soft, b, f, 1 << 20, "s512x8_p"),
             (soft, f, b, 50_256, "s512x4_p"),
