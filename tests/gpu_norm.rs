@@ -953,7 +953,12 @@ fn mixed_rows_of_vocabulary_length() {
     prepare(&rt, specs.iter().flat_map(|s| [s.clone(), s.unclustered()]));
     for spec in &specs {
         for cols in [50_256, 50_257] {
-            check_with_stats(&rt, &mut rng, spec, Matrix { rows: 3, cols, ld: cols });
+            let m = Matrix {
+                rows: 3,
+                cols,
+                ld: cols,
+            };
+            check_with_stats(&rt, &mut rng, spec, m);
         }
     }
 }
