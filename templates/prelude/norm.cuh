@@ -389,17 +389,6 @@ template <int kCluster> __device__ __forceinline__ rj_cluster_slots<kCluster>& r
   __shared__ __align__(8) rj_cluster_slots<kCluster> x;
   return x;
 }
-// (Templates: no sm_90 PTX in kernels that do not call them.)
-template <int = 0> __device__ __forceinline__ rj_u32 rj_cluster_rank() {
-  rj_u32 rank;
-  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-  return rank;
-}
-template <int = 0> __device__ __forceinline__ rj_u32 rj_map_rank(rj_u32 local, rj_u32 rank) {
-  rj_u32 remote;
-  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-  return remote;
-}
 template <int kThreads, int kCluster> struct rj_red_cluster {
   static_assert(kCluster >= 2 && kCluster <= 32, "a cluster row is 2 to 32 blocks");
   enum : bool { kCheap = false, kApply = true, kKnown = false };

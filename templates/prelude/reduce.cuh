@@ -627,11 +627,21 @@ __device__ __forceinline__ void rj_merge_phases(const Op& op, typename Op::S (&a
 template <int = 0> __device__ __forceinline__ void rj_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+// This block's rank in its cluster, and the address of a shared variable
+// (local: this block's) in block `rank`'s shared memory.
+template <int = 0> __device__ __forceinline__ rj_u32 rj_cluster_rank() {
+  rj_u32 rank;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+template <int = 0> __device__ __forceinline__ rj_u32 rj_map_rank(rj_u32 local, rj_u32 rank) {
+  rj_u32 remote;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  return remote;
+}
 template <class S, int kWords = sizeof(S) / 4>
 __device__ __forceinline__ S rj_ld_cluster_state(const S* local, rj_u32 rank) {
-  const rj_u32 a = (rj_u32)__cvta_generic_to_shared(local);
-  rj_u32 remote;
-  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
+  const rj_u32 remote = rj_map_rank<>((rj_u32)__cvta_generic_to_shared(local), rank);
   S s;
   rj_u32* w = reinterpret_cast<rj_u32*>(&s);
 #pragma unroll
@@ -645,9 +655,7 @@ __device__ __forceinline__ typename Op::S rj_cluster_reduce(const Op& op, typena
   __shared__ S mine;
   if (threadIdx.x == 0) mine = s;
   rj_cluster_sync<>();
-  rj_u32 rank;
-  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-  if (rank == 0 && threadIdx.x < 32) {
+  if (rj_cluster_rank<>() == 0 && threadIdx.x < 32) {
     const rj_u32 lane = threadIdx.x;
     S t = rj_ld_cluster_state(&mine, lane % kCluster);
     s = rj_group_reduce<kCluster>(op, t);

@@ -813,23 +813,28 @@ impl NormSpec {
 
     /// How the measured layouts group this kernel's element types.
     fn layout_types(&self) -> LayoutTypes {
-        match (self.input.info().bytes, self.output.info().bytes) {
-            _ if self.input == self.output && self.input.info().bytes == 4 => LayoutTypes::F32,
-            _ if self.input == self.output => LayoutTypes::Sixteen,
-            (2, 4) => LayoutTypes::Widening,
-            (4, 2) => LayoutTypes::Narrowing,
-            _ => LayoutTypes::Other,
+        let (i, o) = (self.input.info().bytes, self.output.info().bytes);
+        if self.input == self.output {
+            if i == 4 {
+                LayoutTypes::F32
+            } else {
+                LayoutTypes::Sixteen
+            }
+        } else {
+            match (i, o) {
+                (2, 4) => LayoutTypes::Widening,
+                (4, 2) => LayoutTypes::Narrowing,
+                _ => LayoutTypes::Other,
+            }
         }
     }
 
     /// How the tables group this kernel's element types.
     fn row_types(&self) -> RowTypes {
-        if self.input != self.output {
-            RowTypes::Mixed
-        } else if self.input.info().bytes == 4 {
-            RowTypes::F32
-        } else {
-            RowTypes::Sixteen
+        match self.layout_types() {
+            LayoutTypes::F32 => RowTypes::F32,
+            LayoutTypes::Sixteen => RowTypes::Sixteen,
+            LayoutTypes::Widening | LayoutTypes::Narrowing | LayoutTypes::Other => RowTypes::Mixed,
         }
     }
 
@@ -927,8 +932,9 @@ impl NormSpec {
         if self.general {
             return self.clone();
         }
-        // A cluster row's twin keeps its layout (a chunk of 8 packs at most).
-        if self.cluster.is_some() && self.packs <= GENERAL_MAX_PACKS {
+        // A cluster row's twin keeps its layout (`validate` holds its packs
+        // to a general twin's).
+        if self.cluster.is_some() {
             return NormSpec {
                 general: true,
                 ..self.clone()
@@ -1102,9 +1108,6 @@ impl NormSpec {
     /// A short staging twin (`short_staged_layout`) takes rows of any chunk
     /// count.
     pub fn general_twin_for(&self, rows: u64, cols: u64, resident: u64) -> NormSpec {
-        if self.cluster.is_some() {
-            return self.general_twin();
-        }
         let staged = self.staged_twin_for_cols(cols);
         if !staged.prefetch {
             return staged;
@@ -1415,10 +1418,10 @@ impl NormSpec {
     /// The longest row this kernel takes (`None`: split, bounded by the device).
     pub fn capacity(&self) -> Option<u64> {
         match self.layout {
-            // A general twin's chunks reach 3 elements before its row.
+            // A general twin's chunks reach before its row (`reach`).
             NormLayout::Split => self
                 .cluster
-                .map(|n| u64::from(n) * self.chunk() - if self.general { 3 } else { 0 }),
+                .map(|n| u64::from(n) * self.chunk() - self.reach(0)),
             _ => Some(self.chunk()),
         }
     }
