@@ -17,6 +17,11 @@
 // turn over the grid (warp-uniform loop: a whole warp reaches every shuffle).
 {%- elif layout == "block" %}
 // A block of {{ threads }} threads per row; blocks take rows in turn over the grid.
+{%- elif layout == "loop" %}
+// A block of {{ threads }} threads per row, which goes over it in chunks of {{ threads }} x {{ packs }} x 4
+// elements twice: the first pass merges each thread's states of its chunks
+// (rj_red_running) and the block reduces them once; the second loads the
+// chunks again, last first (the likeliest still in L2), and finishes them.
 {%- elif cluster %}
 // A cluster of {{ cluster }} {{ threads }}-thread blocks per row, each a chunk of the row in equal parts of
 // at most {{ threads }} x {{ packs }} x 4 elements; clusters take rows in turn, and a row's blocks
@@ -149,7 +154,7 @@ __device__ __forceinline__ void stage_cols(Args& a, rj_u32 stage, const Chunk& c
 {%- endif %}
 
 {% endif -%}
-// One row (or chunk) from load to store{% if flagged %}: a publishing reducer (not kApply) stops at the
+// One row (or chunk) from load to store{% if flagged or layout == "loop" %}: a publishing reducer (not kApply) stops at the
 // state and stores only the residual's sum, a fetching one stores only the output{% endif %}.
 template <class Red>
 __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 span, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% endif %}{% if stages_next %}, rj_u64 next, rj_u64 rows{% endif %}) {
@@ -222,7 +227,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = {{ input_round }}::round(x[p][k] + h[p][k]);
 {%- endif %}
-    {% if flagged %}if (!Red::kApply) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
+    {% if flagged or layout == "loop" %}if (!Red::kApply) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
   }
 {%- endif %}
 {%- if staged_cols %}
@@ -393,6 +398,18 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   (void)splits;
   (void)span;
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
+{%- elif layout == "loop" %}
+  (void)counters_ptr;
+  (void)partials_ptr;
+  (void)splits;
+  (void)span;
+  const rj_u32 n = (rj_u32)cols, kChunk = kThreads * kPacks * 4, chunks = (n + kChunk - 1) / kChunk;
+  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const rj_red_running<Op::Split> running{};
+    for (rj_u32 k = 0; k < chunks; ++k) run_row(a, r, k * kChunk, kChunk, n, threadIdx.x, running, false);
+    const rj_red_known<Op::Split::S> known{rj_block_reduce<kThreads>(Op::Split(), running.total)};
+    for (rj_u32 k = chunks; k-- > 0;) run_row(a, r, k * kChunk, kChunk, n, threadIdx.x, known, threadIdx.x == 0 && k == 0);
+  }
 {%- elif two_pass %}
   // Tickets 0 .. items - 1 publish the states of the items in row order, the
   // next `items` finish them. An item of the second pass waits only on items

@@ -2,7 +2,7 @@
 //! reports no stack frame, no spills and registers within the launch bound for
 //! each: every row op (softmax safe/online, log-softmax safe/online, layer norm
 //! and RMS norm with and without the residual add) x every input x output dtype
-//! in a warp, a block and a split layout, and every layout variant of the ladder
+//! in a warp, a block, a split and a loop layout, and every layout variant of the ladder
 //! and the benchmarks for bf16 -> bf16 and f32 -> f32; each whole-pack kernel, its
 //! general twins (a deferred kernel's staging one too), and an exact kernel's ragged twin.
 //! Needs NVRTC (scripts/test.sh installs it).
@@ -10,7 +10,7 @@
 mod common;
 
 use redjit::codegen::spec::norm::{row_ops, variants};
-use redjit::{DType, KernelSpec, NormLayout, NormSpec, Output};
+use redjit::{DType, KernelSpec, NormLayout, NormSpec, Output, SoftmaxAlgo};
 
 fn grid() -> Vec<NormSpec> {
     let mut out: Vec<NormSpec> = Vec::new();
@@ -38,6 +38,15 @@ fn grid() -> Vec<NormSpec> {
                 for cols in [100, 4096, 16384, 32768, 50_256, 1 << 20] {
                     push(NormSpec::with(ops, input, output, cols));
                 }
+                // The loop layout at its bound, for every op and pair (the
+                // ladder takes it for a few).
+                push(NormSpec {
+                    layout: NormLayout::Loop,
+                    lanes: 512,
+                    packs: 4,
+                    algo: ops.1.map(|_| SoftmaxAlgo::Online),
+                    ..NormSpec::with(ops, input, output, 1)
+                });
             }
         }
         for d in [DType::BF16, DType::F32] {

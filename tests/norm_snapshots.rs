@@ -2,7 +2,8 @@
 //! the sm_90 PTX (pinned NVRTC) of the online softmax and the RMS norm over bf16
 //! rows of 4096 (issue 11's pair, block layout), and the sources of a split-row
 //! layer norm with the fused residual and of the deferred split-row softmax
-//! (`_p`), the long rows' default. Invariants are checked before each
+//! (`_p`), the long rows' default, and the loop layout's layer norm with
+//! the residual (source and PTX). Invariants are checked before each
 //! snapshot so a snapshot never records broken output.
 //!
 //! Update after an intended change: `INSTA_UPDATE=always cargo test --test
@@ -136,6 +137,32 @@ fn two_pass_split_twin_source() {
             "fetch.wait(Op::Split(), fetch.ask(Op::Split(), true));",
             "if (!Red::kApply) rj_row_st<T, kPacks>(rout, c, vec, x);",
             "ticket == 2 * items + gridDim.x - 1",
+        ],
+    );
+}
+
+#[test]
+fn loop_layernorm_residual_source_and_ptx() {
+    // A block going over its row twice: the first pass merges each thread's
+    // chunk states and stores the residual's sum, one block reduction, then
+    // the chunks again from the last, storing the output only.
+    let spec = source_of(
+        "norm_layernorm_res_bf16_bf16_l512x4",
+        &[
+            "const rj_red_running<Op::Split> running{};",
+            "rj_block_reduce<kThreads>(Op::Split(), running.total)",
+            "for (rj_u32 k = chunks; k-- > 0;)",
+            "if (!Red::kApply) rj_row_st<T, kPacks>(rout, c, vec, x);",
+        ],
+    );
+    ptx_of(
+        &spec,
+        &[
+            // x and the residual (4 packs each) in both passes, the weight and
+            // bias in the second; the residual's sum in the first pass, the
+            // output in the second.
+            ("ld.global.nc.v2.u32", 4 * 2 * 2 + 4 * 2),
+            ("st.global.v2.u32", 4 + 4),
         ],
     );
 }

@@ -663,8 +663,9 @@ pub struct NormLayoutInfo {
 }
 
 registry_enum! {
-    /// How a norm kernel spreads a row over threads; the row is held in
-    /// registers (packs of 4 elements per thread) in every layout.
+    /// How a norm kernel spreads a row over threads; the row (the loop: a
+    /// chunk of it at a time) is held in registers, packs of 4 elements per
+    /// thread.
     NormLayout: NormLayoutInfo, what = "norm layout" {
         /// A group of 1..32 lanes per row (short rows; several rows per warp).
         Warp => NormLayoutInfo { slug: "warp", letter: 'w' },
@@ -674,6 +675,12 @@ registry_enum! {
         /// row exchange their partial states through global memory and merge
         /// them in chunk order (deterministic), then normalise their chunks.
         Split => NormLayoutInfo { slug: "split", letter: 's' },
+        /// A block per row that goes over it in chunks twice (rows of any
+        /// length, in few registers): the first pass merges each thread's
+        /// states of its chunks and the block reduces them once, the second
+        /// loads the chunks again, last first (mostly from L2), and finishes
+        /// them.
+        Loop => NormLayoutInfo { slug: "loop", letter: 'l' },
     }
 }
 

@@ -165,7 +165,7 @@ pub fn chain(spec: &NormSpec, cols: u64) -> u64 {
     let per_thread = u64::from(spec.packs) * 4;
     let tree = u64::from(spec.lanes.max(1).ilog2()) + 1;
     let splits = match spec.layout {
-        NormLayout::Split => cols.div_ceil(spec.chunk()),
+        NormLayout::Split | NormLayout::Loop => cols.div_ceil(spec.chunk()),
         _ => 1,
     };
     per_thread + tree + splits + 2

@@ -514,6 +514,41 @@ template <class S> __device__ __forceinline__ void rj_until_flagged(rj_u64 a, rj
   }
 }
 // The first pass: the block's state, published in its slot of the row.
+// Whether A and B are one type (NVRTC's --minimal has no <type_traits>).
+template <class A, class B> struct rj_same {
+  static const bool value = false;
+};
+template <class A> struct rj_same<A, A> {
+  static const bool value = true;
+};
+// A loop row's first pass (kApply false: the row op stops at its state):
+// each chunk's state of the thread joins the thread's running state, in chunk
+// order; the block reduces it once the row is read. A row op reduces its
+// split state only (F::S is S) where the loop layout runs it; its other
+// reductions (the safe softmax's branch, which the spec keeps out of this
+// layout) compile to nothing that runs.
+template <class Split> struct rj_red_running {
+  enum : bool { kCheap = false, kApply = false, kKnown = false };
+  typedef typename Split::S S;
+  mutable S total = Split().identity();
+  template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
+    if constexpr (rj_same<typename F::S, S>::value) total = f.merge(total, s);
+    return s;
+  }
+};
+// A loop row's second pass: the row's state, known before its chunks load again.
+template <class S> struct rj_red_known {
+  enum : bool { kCheap = false, kApply = true, kKnown = true };
+  S total;
+  template <class F> __device__ __forceinline__ typename F::S operator()(const F&, typename F::S s) const {
+    if constexpr (rj_same<typename F::S, S>::value) {
+      return total;
+    } else {
+      return s;
+    }
+  }
+};
+
 template <int kThreads> struct rj_red_publish {
   enum : bool { kCheap = false, kApply = false, kKnown = false };
   rj_u64 slot;

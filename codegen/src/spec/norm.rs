@@ -113,8 +113,10 @@ pub const MAX_COLS: u64 = 1 << 20;
 /// Compute: achieved occupancy 52.1 % against 42.1 %). Bound 5 lost for 16-bit layer norm with
 /// the residual and for the f32 residual norms, and tied for 16-bit RMS norm.
 /// Layer norm w16x2 between two types takes 5 (its kernels spilled 4 bytes
-/// at 6), and the online softmax and log-softmax s512x8_p between them 1
-/// (4 bytes at 2; `MEASURED_LAYOUTS` has what that cost).
+/// at 6), the online softmax and log-softmax s512x8_p between them 1 (4
+/// bytes at 2; `MEASURED_LAYOUTS` has what that cost), softmax s256x8_p 3 and
+/// log-softmax s512x4_p 2 (measured so; at their layouts' 4 and 3 the
+/// softmax spilled 4 bytes and the log-softmax's staging twin 60).
 const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x2", 6, 8, 6),
     ("layernorm", "b256x4", 4, 6, 3),
@@ -122,6 +124,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b512x4", 2, 3, 1),
     ("layernorm", "b512x8", 1, 2, 1),
     ("layernorm", "b512x8_p", 1, 1, 1),
+    ("layernorm", "l512x4", 2, 2, 2),
     ("layernorm", "s256x8", 4, 3, 2),
     ("layernorm", "s512x4", 2, 2, 1),
     ("layernorm", "s512x8", 2, 1, 1),
@@ -142,6 +145,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm_res", "b512x8", 2, 2, 1),
     ("layernorm_res", "b256x8_p", 3, 3, 2),
     ("layernorm_res", "b512x8_p", 1, 1, 1),
+    ("layernorm_res", "l512x4", 2, 2, 2),
     ("layernorm_res", "s256x8", 2, 4, 4),
     ("layernorm_res", "s512x4", 3, 3, 2),
     ("layernorm_res", "s512x8", 1, 2, 2),
@@ -158,8 +162,10 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("logsoftmax_online", "b256x8", 4, 4, 4),
     ("logsoftmax_online", "b512x4", 4, 4, 4),
     ("logsoftmax_online", "b512x8", 2, 2, 2),
+    ("logsoftmax_online", "l512x4", 2, 2, 2),
     ("logsoftmax_online", "s256x8", 4, 4, 4),
     ("logsoftmax_online", "s512x4", 3, 3, 3),
+    ("logsoftmax_online", "s512x4_p", 3, 3, 2),
     ("logsoftmax_online", "s512x8", 2, 2, 2),
     ("logsoftmax_online", "s512x8_p", 2, 2, 1),
     ("logsoftmax_online", "w32x1", 8, 8, 8),
@@ -173,6 +179,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("rmsnorm", "b512x4", 2, 2, 2),
     ("rmsnorm", "b512x8", 2, 1, 1),
     ("rmsnorm", "b512x8_x", 2, 2, 1),
+    ("rmsnorm", "l512x4", 2, 2, 2),
     ("rmsnorm", "s256x8", 4, 4, 3),
     ("rmsnorm", "s512x4", 2, 2, 2),
     ("rmsnorm", "s512x8", 2, 2, 1),
@@ -190,6 +197,7 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("rmsnorm_res", "b256x8_p", 2, 2, 2),
     ("rmsnorm_res", "b512x4", 3, 4, 3),
     ("rmsnorm_res", "b512x8", 2, 1, 1),
+    ("rmsnorm_res", "l512x4", 2, 2, 2),
     ("rmsnorm_res", "s256x8", 2, 4, 4),
     ("rmsnorm_res", "s512x4", 3, 3, 3),
     ("rmsnorm_res", "s512x8", 1, 2, 1),
@@ -207,7 +215,9 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("softmax_online", "b256x8", 4, 4, 4),
     ("softmax_online", "b512x4", 4, 4, 4),
     ("softmax_online", "b512x8", 2, 2, 2),
+    ("softmax_online", "l512x4", 2, 2, 2),
     ("softmax_online", "s256x8", 4, 4, 4),
+    ("softmax_online", "s256x8_p", 4, 4, 3),
     ("softmax_online", "s512x4", 3, 3, 3),
     ("softmax_online", "s512x8", 2, 2, 2),
     ("softmax_online", "s512x8_p", 2, 2, 1),
@@ -534,7 +544,14 @@ const fn measured(
 ///   70.6-70.7, log-softmax s512x8_p 88.8-89.2 / 92.0-92.4 against 77.2 /
 ///   70.4-70.6, where they spill 4 bytes at their 2 blocks an SM; at 1
 ///   (`OCCUPANCY`'s s512x8_p entries, clean) softmax 71.2 / 86.2-86.3 and
-///   log-softmax 84.7-84.8 / 89.7-89.8, so softmax takes it past 65536 only;
+///   log-softmax 84.7-84.8 / 89.7-89.8; past 65536 they take it, and up to
+///   65536 softmax s256x8_p at 3 blocks an SM and log-softmax s512x4_p at 2
+///   (both clean there, with their staging twins; run22, two rounds, 4096
+///   rows of 40000 / 50256 / 57344): softmax 90.3-90.5 / 88.0-88.1 /
+///   90.7-90.9 against 77.0-77.3 / 74.2-74.6 / 78.0-78.1 for s512x8,
+///   log-softmax 89.5-90.2 / 88.0-88.2 / 90.0 against 86.9-87.0 / 84.7-84.9 /
+///   89.9-90.0 for s512x8_p at 1 (s256x8 at 3 ran 0.1-1.2 points faster, but
+///   its staging twin spills 20 bytes);
 ///   layer norm s256x8_p 83.6 (s512x8_p 74.6-74.7) / s512x8_p
 ///   88.3-88.7 against 44.0 / 45.9, and s512x8_p 86.3-86.7 against 52.6-52.8
 ///   at 8192x16384, 86.9-87.1 against 52.4-52.5 at 8192x32768; RMS norm
@@ -558,15 +575,17 @@ const fn measured(
 /// at 8193..32768 columns: bf16 -> f32 91.4-91.5 % at 8192x16384 (s256x8)
 /// and 92.6 at 8192x32768 (s512x8) against 86.3-87.1 for s512x8_p and
 /// 52.4-52.8 for s512x8; f32 -> bf16 93.7-93.8 both against 62.1-63.0 and
-/// 53.8-54.3. 16-bit layer norm takes one (s256x8_c<n>_p) at 32769..40960
-/// and 49153..57344 (run6, run10, three rounds): 61.3-65.9 % at 33000,
+/// 53.8-54.3. 16-bit layer norm took one (s256x8_c<n>_p) at 32769..40960
+/// and 49153..57344 until the loop layout (below) beat it there (run6,
+/// run10, three rounds): 61.3-65.9 % at 33000,
 /// 63.7-64.4 at 36864 and 63.4-64.0 at 50256 (f16 63.9-64.4) against
 /// 52.2-52.4, 57.4-57.6 and 58.7-58.8 for s512x8_p, 67.6-67.7 at 57344
 /// against 66.0-66.2; it lost at 45000 (c6, 56.2-62.5 against 67.1-67.4),
 /// 49152 (60.3-60.7 against 75.9-76.1 for s512x8_p_x) and 65536 (c8,
 /// 66.6-67.3 against 76.9-77.1), and for the other row ops at 50256 (H100,
 /// run4: 16-bit RMS norm 70.5 against 81.4, softmax 64.2 against 78.8).
-/// f32 -> bf16 layer norm takes the same (runs 19-20, two rounds each):
+/// f32 -> bf16 layer norm took the same (runs 19-20, two rounds each), and
+/// keeps it at 53249..57344:
 /// 68.4-68.7 at 36864, 72.6-72.7 at 40000, 62.5-63.9 at 50256 and 72.8-73.6
 /// at 57344 against 61.5-61.6, 66.4-66.5, 54.0-54.1 and 65.6-65.8 for
 /// s512x4_p; f32 layer norm lost with it (60.3 for s512x8_c4_p against 68.4).
@@ -579,6 +598,31 @@ const fn measured(
 /// (98.5-98.6 at 32768x4096 against 93.3-93.5), f32 -> bf16 layer norm at
 /// 65..128 w16x2 at 5 blocks an SM (98.1-98.7 at 262144x128 against
 /// 90.8-91.3 for w8x4, run17; it spilled 4 bytes at 6).
+///
+/// The loop layout (twenty-fifth session, 2026-11-27, H100, run4: 4096 rows,
+/// two rounds, one process a shape and round) took over where it beat the
+/// defaults above by a point or more in both rounds: 16-bit layer norm
+/// l512x4 (2 blocks an SM) 68.9 / 73.2-73.3 / 68.5-68.6 / 66.2-66.5 /
+/// 69.7-69.9 % at 33000 / 40000 / 45000 / 50256 / 57344 against 61.3-65.8 /
+/// 62.4-67.0 (s256x8_c5_p) / 66.9-67.0 (s512x8_p) / 63.4-63.7 / 67.2-67.5
+/// (s256x8_c7_p); 16-bit RMS norm l512x4 80.3-80.5 / 81.1-81.2 at 33000 /
+/// 40000 against 66.8-66.9 / 75.5-76.1 (s512x16_p; run5 81.6 against 73.5
+/// at 36864), which won from 45000
+/// (77.8-78.0 against 75.9-76.0); f32 -> bf16 layer norm l512x8 (1 block an
+/// SM) 72.5-72.8 / 78.8-79.3 / 80.5-81.0 / 72.7-73.5 / 73.0 at 33000 / 40000
+/// / 45000 / 50256 / 65536 against 63.4-63.7 / 72.8-73.1 / 59.5 / 62.8-62.9
+/// / 67.2 (run5: 76.3 against 68.4 at 36864, 64.0-64.3 / 65.2-69.0 against
+/// 63.6-64.0 / 64.1-64.3 at 53000 / 54000), and 65.8-65.9 against the
+/// cluster's 72.1-72.2 at 57344, seven whole chunks, which keeps it. 16-bit
+/// rows of 49152 keep the exact split kernel (run5: s512x8_p_x 75.5-75.6
+/// against 71.5-71.7; at 40960 and 57344, no whole number of its chunks,
+/// s512x8_p ran 63.0-63.1 / 65.6-65.7 against 74.9 / 69.8-70.0). It lost
+/// everywhere between bf16 in and f32
+/// out (e.g. layer norm 79.8-80.1 against 81.2 for s256x8_p at 33000), for
+/// 16-bit RMS norm + residual (74.0 against 84.3-84.4 at 33000), 16-bit
+/// layer norm + residual from 36864 (run5: 71.3-71.5 against 75.8-75.9 for
+/// s512x8_p; it won at 33000, 72.9-73.0 against 68.9-69.0, not taken) and
+/// 16-bit layer norm at 65536 (69.5-69.8 against 76.7 for s512x8_p_x).
 #[rustfmt::skip]
 const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     use Form::*;
@@ -593,10 +637,12 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         measured(LayerNorm,  None,         false, Widening,  16385..=32768,    Split, 512, 8,  Cluster),
         measured(LayerNorm,  None,         false, Narrowing, 8193..=16384,     Split, 256, 8,  Cluster),
         measured(LayerNorm,  None,         false, Narrowing, 16385..=32768,    Split, 512, 8,  Cluster),
-        measured(LayerNorm,  None,         false, Sixteen,   32769..=40960,    Split, 256, 8,  Cluster),
-        measured(LayerNorm,  None,         false, Sixteen,   49153..=57344,    Split, 256, 8,  Cluster),
-        measured(LayerNorm,  None,         false, Narrowing, 32769..=40960,    Split, 256, 8,  Cluster),
-        measured(LayerNorm,  None,         false, Narrowing, 49153..=57344,    Split, 256, 8,  Cluster),
+        measured(LayerNorm,  None,         false, Sixteen,   32769..=49151,    Loop,  512, 4,  Plain),
+        measured(LayerNorm,  None,         false, Sixteen,   49153..=57344,    Loop,  512, 4,  Plain),
+        measured(RmsNorm,    None,         false, Sixteen,   32769..=40960,    Loop,  512, 4,  Plain),
+        measured(LayerNorm,  None,         false, Narrowing, 32769..=57343,    Loop,  512, 8,  Plain),
+        measured(LayerNorm,  None,         false, Narrowing, 57344..=57344,    Split, 256, 8,  Cluster),
+        measured(LayerNorm,  None,         false, Narrowing, 57345..=65536,    Loop,  512, 8,  Plain),
         measured(Softmax,    None,         false, Sixteen,   49152..=49152,    Split, 512, 8,  PrefetchExact),
         measured(Softmax,    None,         false, Sixteen,   32769..=65535,    Split, 256, 8,  PrefetchExact),
         measured(LogSoftmax, None,         false, Sixteen,   49152..=49152,    Split, 512, 8,  PrefetchExact),
@@ -615,8 +661,10 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         measured(RmsNorm,    None,         false, F32,       32769..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(RmsNorm,    None,         true,  Sixteen,   32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
         measured(RmsNorm,    None,         true,  F32,       32769..=u64::MAX, Split, 512, 4,  Prefetch),
+        measured(Softmax,    None,         false, Widening,  32769..=65536,    Split, 256, 8,  Prefetch),
         measured(Softmax,    None,         false, Widening,  65537..=u64::MAX, Split, 512, 8,  Prefetch),
-        measured(LogSoftmax, None,         false, Widening,  32769..=u64::MAX, Split, 512, 8,  Prefetch),
+        measured(LogSoftmax, None,         false, Widening,  32769..=65536,    Split, 512, 4,  Prefetch),
+        measured(LogSoftmax, None,         false, Widening,  65537..=u64::MAX, Split, 512, 8,  Prefetch),
         measured(LayerNorm,  None,         false, Widening,  8193..=32768,     Split, 512, 8,  Prefetch),
         measured(LayerNorm,  None,         false, Widening,  32769..=65536,    Split, 256, 8,  Prefetch),
         measured(LayerNorm,  None,         false, Widening,  65537..=u64::MAX, Split, 512, 8,  Prefetch),
@@ -807,7 +855,7 @@ impl NormSpec {
     pub fn threads(&self) -> u32 {
         match self.layout {
             NormLayout::Warp => WARP_LAYOUT_THREADS,
-            NormLayout::Block | NormLayout::Split => self.lanes,
+            NormLayout::Block | NormLayout::Split | NormLayout::Loop => self.lanes,
         }
     }
 
@@ -933,10 +981,12 @@ impl NormSpec {
             return self.clone();
         }
         // A cluster row's twin keeps its layout (`validate` holds its packs
-        // to a general twin's).
-        if self.cluster.is_some() {
+        // to a general twin's), as a loop's does (its packs are few: its
+        // point).
+        if self.cluster.is_some() || self.layout == NormLayout::Loop {
             return NormSpec {
                 general: true,
+                exact: false,
                 ..self.clone()
             };
         }
@@ -1239,7 +1289,7 @@ impl NormSpec {
                 NormLayout::Split => {
                     beside_rows <= MAX_STAGE_BYTES && (self.cluster.is_some() || !rms_res_16)
                 }
-                NormLayout::Warp => false,
+                NormLayout::Warp | NormLayout::Loop => false,
             }
     }
 
@@ -1415,9 +1465,11 @@ impl NormSpec {
         cols > 0 && cols.is_multiple_of(chunk) && self.capacity().is_none_or(|c| cols <= c)
     }
 
-    /// The longest row this kernel takes (`None`: split, bounded by the device).
+    /// The longest row this kernel takes (`None`: split or loop, bounded by
+    /// the device, or `MAX_COLS`).
     pub fn capacity(&self) -> Option<u64> {
         match self.layout {
+            NormLayout::Loop => None,
             // A general twin's chunks reach before its row (`reach`).
             NormLayout::Split => self
                 .cluster
@@ -1433,7 +1485,7 @@ impl NormSpec {
         self.laid_out(cols, true)
     }
 
-    /// The split kernel the ladder gives this kernel's op and types without
+    /// The kernel the ladder gives this kernel's op and types without
     /// clusters, for rows up to this kernel's capacity: what a cluster row
     /// (`_c<n>`) hands the calls it does not take (rows off the pack grid,
     /// and devices below sm_90). Other kernels are their own.
@@ -1546,7 +1598,7 @@ impl NormSpec {
                 }
             }
             // A prefetching block takes rows in turn: one resident wave.
-            NormLayout::Block => Plan {
+            NormLayout::Block | NormLayout::Loop => Plan {
                 grid: if self.prefetch {
                     rows.clamp(1, resident.min(MAX_GRID))
                 } else {
@@ -1766,7 +1818,7 @@ impl KernelSpec for NormSpec {
         }
         let lanes_ok = match self.layout {
             NormLayout::Warp => GROUP_LANES,
-            NormLayout::Block | NormLayout::Split => BLOCK_THREADS,
+            NormLayout::Block | NormLayout::Split | NormLayout::Loop => BLOCK_THREADS,
         };
         if !lanes_ok.contains(&self.lanes) {
             return Err(SpecError::invalid(
@@ -1809,11 +1861,31 @@ impl KernelSpec for NormSpec {
                 ),
             ));
         }
-        if self.layout == NormLayout::Split && self.algo == Some(SoftmaxAlgo::Safe) {
+        if self.algo == Some(SoftmaxAlgo::Safe) {
+            let why = match self.layout {
+                NormLayout::Split => {
+                    Some("the split layout exchanges one state per row across blocks")
+                }
+                NormLayout::Loop => {
+                    Some("the loop layout reduces a row once, between its two passes")
+                }
+                NormLayout::Warp | NormLayout::Block => None,
+            };
+            if let Some(why) = why {
+                return Err(SpecError::invalid(
+                    "algo",
+                    "safe",
+                    format!("{why}: use the online softmax"),
+                ));
+            }
+        }
+        if self.layout == NormLayout::Loop && self.packs > GENERAL_MAX_PACKS {
             return Err(SpecError::invalid(
-                "algo",
-                "safe",
-                "the split layout exchanges one state per row across blocks: use the online softmax",
+                "packs",
+                self.packs,
+                format!(
+                    "a loop's thread holds at most {GENERAL_MAX_PACKS} packs of a chunk (its general twin's)"
+                ),
             ));
         }
         if let Some(n) = self.cluster {
@@ -1874,7 +1946,7 @@ impl KernelSpec for NormSpec {
             ));
         }
         if self.prefetch {
-            if self.layout == NormLayout::Warp {
+            if matches!(self.layout, NormLayout::Warp | NormLayout::Loop) {
                 return Err(whole_only(
                     "prefetch",
                     "block or split layout's",
@@ -2112,6 +2184,10 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
     for (lanes, packs) in [(256, 8), (512, 4), (512, 8), (512, 16)] {
         push(NormLayout::Split, lanes, packs, false, false);
     }
+    // A block going over its row twice, a chunk at a time (any length).
+    for packs in [4, 8] {
+        push(NormLayout::Loop, 512, packs, false, false);
+    }
     // Split rows in cohorts, three rows' chunks staged: 8 packs, or 4 where
     // three rows of 8 do not fit (f32 with the residual) or 8 spilled (f32
     // layer norm, 28 bytes at ptxas 13.0). 16 packs for 16-bit softmax,
@@ -2210,6 +2286,51 @@ mod tests {
         }
     }
 
+    /// A loop row (`l<threads>x<packs>`): any length, one block a row, its
+    /// general twin keeps the layout (without `_x`), and the forms it cannot
+    /// take are errors naming the rule.
+    #[test]
+    fn loop_rows_take_any_length_in_one_block() {
+        let l: NormSpec = "norm_layernorm_bf16_bf16_l512x4".parse().unwrap();
+        assert_eq!((l.layout, l.lanes, l.packs), (NormLayout::Loop, 512, 4));
+        assert_eq!(l.capacity(), None);
+        assert_eq!(l.min_blocks(), 2);
+        assert_eq!(l.threads(), 512);
+        let plan = l.plan(100, 1 << 20, 132, 2);
+        assert_eq!((plan.grid, plan.splits, plan.span), (100, 1, 1 << 20));
+        assert_eq!((plan.counters, plan.partials), (0, 0));
+        assert_eq!(l.general_twin().name(), "norm_layernorm_bf16_bf16_l512x4_g");
+        let x: NormSpec = "norm_layernorm_bf16_bf16_l512x4_x".parse().unwrap();
+        assert!(x.fills_exactly(5 * 8192) && !x.fills_exactly(5 * 8192 + 4));
+        assert_eq!(x.general_twin(), l.general_twin());
+        assert_eq!(x.ragged_twin(), l);
+        for (bad, field, rule) in [
+            (
+                "norm_softmax_safe_f32_f32_l512x4",
+                "algo",
+                "reduces a row once",
+            ),
+            ("norm_layernorm_f32_f32_l512x16", "packs", "at most 8 packs"),
+            (
+                "norm_layernorm_f32_f32_l512x4_p",
+                "prefetch",
+                "block or split",
+            ),
+            (
+                "norm_layernorm_f32_f32_l1024x4",
+                "lanes",
+                "64, 128, 256, 512",
+            ),
+        ] {
+            let e = bad.parse::<NormSpec>().unwrap_err();
+            assert!(
+                matches!(&e, SpecError::Invalid { field: f, .. } if *f == field)
+                    && e.to_string().contains(rule),
+                "{bad}: {e}"
+            );
+        }
+    }
+
     /// Rows between f32 and a 16-bit type take the layouts measured for their
     /// direction, and the measured cluster rows hold their whole range.
     #[test]
@@ -2229,15 +2350,21 @@ mod tests {
             (layer, b, f, 50_256, "s256x8_p"),
             (layer, b, f, 1 << 20, "s512x8_p"),
             (layer, f, b, 1 << 20, "s512x4_p"),
-            (layer, f, b, 50_256, "s256x8_c7_p"),
-            (soft, b, f, 50_256, "s512x8"),
+            (layer, f, b, 50_256, "l512x8"),
+            (layer, f, b, 57_344, "s256x8_c7_p"),
+            (layer, f, b, 57_340, "l512x8"),
+            (layer, f, b, 65_536, "l512x8"),
+            (soft, b, f, 50_256, "s256x8_p"),
             (soft, b, f, 1 << 20, "s512x8_p"),
             (soft, f, b, 50_256, "s512x4_p"),
             (soft, f, b, 1 << 20, "s512x8_p"),
-            (layer, b, b, 36_864, "s256x8_c5_p"),
-            (layer, b, b, 45_000, "s512x8_p"),
+            (layer, b, b, 36_864, "l512x4"),
+            (layer, b, b, 45_000, "l512x4"),
             (layer, b, b, 49_152, "s512x8_p_x"),
-            (layer, b, b, 50_256, "s256x8_c7_p"),
+            (layer, b, b, 50_256, "l512x4"),
+            (layer, b, b, 57_345, "s512x8_p"),
+            ((NormOp::RmsNorm, None, false), b, b, 40_000, "l512x4"),
+            ((NormOp::RmsNorm, None, false), b, b, 45_000, "s512x16_p"),
             (soft, b, f, 32_768, "b512x16_x"),
             (layer, f, b, 128, "w16x2"),
             (layer, b, f, 4096, "b256x4_x"),
@@ -2252,7 +2379,9 @@ mod tests {
             );
         }
         let c: NormSpec = "norm_layernorm_bf16_bf16_s256x8_c7_p".parse().unwrap();
-        assert_eq!(c.unclustered().name(), "norm_layernorm_bf16_bf16_s512x8_p");
+        assert_eq!(c.unclustered().name(), "norm_layernorm_bf16_bf16_l512x4");
+        let c: NormSpec = "norm_layernorm_f32_bf16_s256x8_c7_p".parse().unwrap();
+        assert_eq!(c.unclustered().name(), "norm_layernorm_f32_bf16_s512x4_p");
         let spec = |m: &MeasuredLayout, input, output| NormSpec {
             op: m.op,
             algo: m.algo,
