@@ -248,6 +248,7 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x8", 2, 2, 1),
     ("layernorm", "b512x4", 1, 1, 1),
     ("layernorm", "b512x8", 1, 1, 1),
+    ("layernorm", "l512x4", 2, 2, 2),
     ("layernorm", "s256x8", 2, 2, 1),
     ("layernorm", "s512x4", 2, 2, 1),
     ("layernorm", "s512x8", 1, 1, 1),
@@ -260,6 +261,7 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm_res", "b256x8", 2, 2, 3),
     ("layernorm_res", "b512x4", 2, 2, 1),
     ("layernorm_res", "b512x8", 1, 1, 1),
+    ("layernorm_res", "l512x4", 2, 2, 2),
     ("layernorm_res", "s512x8", 1, 1, 1),
     ("layernorm_res", "w32x1", 4, 4, 4),
     ("layernorm_res", "w32x2", 4, 4, 4),
@@ -270,6 +272,7 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("logsoftmax_online", "b256x8", 4, 4, 4),
     ("logsoftmax_online", "b512x4", 3, 3, 3),
     ("logsoftmax_online", "b512x8", 2, 2, 2),
+    ("logsoftmax_online", "l512x4", 2, 2, 2),
     ("logsoftmax_online", "s256x8", 4, 4, 4),
     ("logsoftmax_online", "s512x4", 2, 2, 3),
     ("logsoftmax_online", "s512x8", 2, 2, 2),
@@ -282,6 +285,7 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("rmsnorm", "b256x8", 3, 3, 1),
     ("rmsnorm", "b512x4", 3, 3, 1),
     ("rmsnorm", "b512x8", 1, 1, 1),
+    ("rmsnorm", "l512x4", 2, 2, 2),
     ("rmsnorm", "s512x8", 1, 1, 2),
     ("rmsnorm", "w32x1", 8, 8, 6),
     ("rmsnorm", "w32x2", 6, 6, 4),
@@ -292,6 +296,7 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("rmsnorm_res", "b256x8", 2, 2, 3),
     ("rmsnorm_res", "b512x4", 2, 2, 3),
     ("rmsnorm_res", "b512x8", 1, 1, 1),
+    ("rmsnorm_res", "l512x4", 2, 2, 2),
     ("rmsnorm_res", "s512x8", 1, 1, 1),
     ("rmsnorm_res", "w32x1", 6, 6, 6),
     ("rmsnorm_res", "w32x2", 6, 6, 6),
@@ -302,6 +307,7 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("softmax_online", "b256x8", 3, 4, 4),
     ("softmax_online", "b512x4", 3, 4, 3),
     ("softmax_online", "b512x8", 1, 2, 2),
+    ("softmax_online", "l512x4", 2, 2, 2),
     ("softmax_online", "s256x8", 4, 4, 4),
     ("softmax_online", "s512x4", 2, 2, 3),
     ("softmax_online", "s512x8", 2, 2, 2),
@@ -616,7 +622,16 @@ const fn measured(
 /// cluster's 72.1-72.2 at 57344, seven whole chunks, which keeps it. 16-bit
 /// rows of 49152 keep the exact split kernel (run5: s512x8_p_x 75.5-75.6
 /// against 71.5-71.7; at 40960 and 57344, no whole number of its chunks,
-/// s512x8_p ran 63.0-63.1 / 65.6-65.7 against 74.9 / 69.8-70.0). It lost
+/// s512x8_p ran 63.0-63.1 / 65.6-65.7 against 74.9 / 69.8-70.0; at 60000
+/// / 63000, past the range, 67.5-67.6 / 70.1 against 64.9-65.0 / 65.3, run7).
+/// f32 layer norm takes l512x8 (1 block an SM) where the split kernel's
+/// chunks are least full (run7, run2): 81.2-81.3 / 81.3-81.6 / 80.1 /
+/// 76.0-76.1 at 33000 / 36864 / 45000 / 50256 against 71.6 / 75.8-76.1 /
+/// 73.2-73.3 / 68.4 for s512x4_p, level at 40000 (80.2-80.5 against 80.5),
+/// behind at 57344 and 65536 (74.1-74.2 / 73.9 against 80.0 / 81.3, whole
+/// chunks). The other f32 row ops lost with it (e.g. RMS norm + residual
+/// 74.6 against 89.0-89.1 at 33000) but for RMS norm at 33000 (85.1-85.2
+/// against 82.3-82.6, not taken: 76.9-77.0 against 84.6 at 40000). It lost
 /// everywhere between bf16 in and f32
 /// out (e.g. layer norm 79.8-80.1 against 81.2 for s256x8_p at 33000), for
 /// 16-bit RMS norm + residual (74.0 against 84.3-84.4 at 33000), 16-bit
@@ -640,6 +655,8 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         measured(LayerNorm,  None,         false, Sixteen,   32769..=49151,    Loop,  512, 4,  Plain),
         measured(LayerNorm,  None,         false, Sixteen,   49153..=57344,    Loop,  512, 4,  Plain),
         measured(RmsNorm,    None,         false, Sixteen,   32769..=40960,    Loop,  512, 4,  Plain),
+        measured(LayerNorm,  None,         false, F32,       32769..=38912,    Loop,  512, 8,  Plain),
+        measured(LayerNorm,  None,         false, F32,       40961..=53248,    Loop,  512, 8,  Plain),
         measured(LayerNorm,  None,         false, Narrowing, 32769..=57343,    Loop,  512, 8,  Plain),
         measured(LayerNorm,  None,         false, Narrowing, 57344..=57344,    Split, 256, 8,  Cluster),
         measured(LayerNorm,  None,         false, Narrowing, 57345..=65536,    Loop,  512, 8,  Plain),
@@ -1361,8 +1378,13 @@ impl NormSpec {
         (self.deferred() && (f32_rms || layer_16)) || self.two_pass()
     }
 
-    /// A deferred split row of 16-bit layer norm exchanges its sum and sum of
-    /// squares in f64 (`rj_red_sum_sq64`) rather than Chan's (n, mean, m2). At
+    /// A deferred split row, or a loop row, of 16-bit layer norm exchanges
+    /// its sum and sum of squares in f64 (`rj_red_sum_sq64`) rather than
+    /// Chan's (n, mean, m2). The loop's (H100, 2026-11-27, twenty-fifth
+    /// session, run9, two rounds, 4096 rows, % of copy): bf16 l512x4 72.7 /
+    /// 75.4-75.5 / 68.9-69.0 at 33000 / 36864 / 50256 against 68.8-68.9 /
+    /// 72.1-72.2 / 66.0-66.1; f32 layer norm l512x8 lost with them (71.1-71.2
+    /// / 67.5 against 81.0-81.1 / 76.0-76.1 at 36864 / 50256). The split's: At
     /// 64x1048576 (H100, 2026-11-25, three rounds, % of the copy of n f32):
     /// bf16 s512x8_p 75.6-77.2 against 70.0-70.9 (one round 52.3), and
     /// 75.2-75.6 against 69.2-71.1 in another call; f16 75.8-77.1 against
@@ -1378,8 +1400,8 @@ impl NormSpec {
     pub fn f64_sums(&self) -> bool {
         self.op == NormOp::LayerNorm
             && self.input.info().bytes < 4
-            && self.deferred()
-            && !(self.residual && self.is_short_twin())
+            && (self.layout == NormLayout::Loop
+                || self.deferred() && !(self.residual && self.is_short_twin()))
     }
 
     /// 32-bit words of the state a split row's blocks exchange.
@@ -2369,6 +2391,10 @@ mod tests {
             (layer, f, b, 128, "w16x2"),
             (layer, b, f, 4096, "b256x4_x"),
             (layer, b, f, 4000, "b256x4"),
+            (layer, f, f, 36_864, "l512x8"),
+            (layer, f, f, 40_000, "s512x4_p"),
+            (layer, f, f, 50_256, "l512x8"),
+            (layer, f, f, 57_344, "s512x4_p"),
             // Two 16-bit types: the ladder's rule.
             (layer, b, DType::F16, 50_256, "s512x8"),
         ] {
