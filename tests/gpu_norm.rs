@@ -882,31 +882,25 @@ fn split_rows_in_balanced_chunks() {
 fn cluster_rows_of_every_op() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("cluster_rows_of_every_op");
-    let mut specs: Vec<NormSpec> = Vec::new();
-    for ops in row_ops() {
-        for (i, o) in [
-            (DType::F32, DType::F32),
-            (DType::BF16, DType::BF16),
-            (DType::BF16, DType::F32),
-        ] {
-            for (n, lanes, packs) in [(2, 128, 2), (4, 64, 4), (7, 64, 2)] {
-                for prefetch in [false, true] {
-                    let spec = NormSpec {
-                        layout: NormLayout::Split,
-                        lanes,
-                        packs,
-                        cluster: Some(n),
-                        prefetch,
-                        algo: ops.1.map(|_| SoftmaxAlgo::Online),
-                        ..NormSpec::with(ops, i, o, 1)
-                    };
-                    if !specs.contains(&spec) {
-                        specs.push(spec);
-                    }
-                }
-            }
-        }
-    }
+    let pairs = [
+        (DType::F32, DType::F32),
+        (DType::BF16, DType::BF16),
+        (DType::BF16, DType::F32),
+    ];
+    let specs = every_op_laid_out(
+        &pairs,
+        &[(2, 128, 2), (4, 64, 4), (7, 64, 2)],
+        |base, &(n, lanes, packs)| {
+            [false, true].map(|prefetch| NormSpec {
+                layout: NormLayout::Split,
+                lanes,
+                packs,
+                cluster: Some(n),
+                prefetch,
+                ..base.clone()
+            })
+        },
+    );
     prepare(&rt, specs.clone());
     for spec in &specs {
         let n = spec.cluster.unwrap() as usize;
@@ -937,6 +931,32 @@ fn cluster_rows_of_every_op() {
     }
 }
 
+/// Every row op (the softmaxes online) of each dtype pair, laid out by `lay`
+/// for each of `forms`, without repeats.
+fn every_op_laid_out<F, const N: usize>(
+    pairs: &[(DType, DType)],
+    forms: &[F],
+    lay: impl Fn(&NormSpec, &F) -> [NormSpec; N],
+) -> Vec<NormSpec> {
+    let mut specs: Vec<NormSpec> = Vec::new();
+    for ops in row_ops() {
+        for &(i, o) in pairs {
+            let base = NormSpec {
+                algo: ops.1.map(|_| SoftmaxAlgo::Online),
+                ..NormSpec::with(ops, i, o, 1)
+            };
+            for form in forms {
+                for spec in lay(&base, form) {
+                    if !specs.contains(&spec) {
+                        specs.push(spec);
+                    }
+                }
+            }
+        }
+    }
+    specs
+}
+
 /// The loop layout (`l<threads>x<packs>`): every row op but the safe softmax
 /// (one reduction a row), f32, bf16 and both directions between them, rows of
 /// one chunk, of several with a partial last one, of whole chunks (`_x`), off
@@ -947,28 +967,20 @@ fn cluster_rows_of_every_op() {
 fn loop_rows_of_every_op() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("loop_rows_of_every_op");
-    let mut specs: Vec<NormSpec> = Vec::new();
-    for ops in row_ops() {
-        for (i, o) in [
-            (DType::F32, DType::F32),
-            (DType::BF16, DType::BF16),
-            (DType::BF16, DType::F32),
-            (DType::F32, DType::BF16),
-        ] {
-            for (lanes, packs) in [(128, 2), (64, 4)] {
-                let spec = NormSpec {
-                    layout: NormLayout::Loop,
-                    lanes,
-                    packs,
-                    algo: ops.1.map(|_| SoftmaxAlgo::Online),
-                    ..NormSpec::with(ops, i, o, 1)
-                };
-                if !specs.contains(&spec) {
-                    specs.push(spec);
-                }
-            }
-        }
-    }
+    let pairs = [
+        (DType::F32, DType::F32),
+        (DType::BF16, DType::BF16),
+        (DType::BF16, DType::F32),
+        (DType::F32, DType::BF16),
+    ];
+    let specs = every_op_laid_out(&pairs, &[(128, 2), (64, 4)], |base, &(lanes, packs)| {
+        [NormSpec {
+            layout: NormLayout::Loop,
+            lanes,
+            packs,
+            ..base.clone()
+        }]
+    });
     let exact: Vec<NormSpec> = specs
         .iter()
         .map(|s| NormSpec {
