@@ -1132,7 +1132,8 @@ fn the_ladders_cluster_rows() {
 
 /// The ladder's loop rows (16-bit layer norm of 32769..57344 columns but
 /// 49152, 16-bit RMS norm of 32769..40960, f32 -> 16-bit layer norm of
-/// 32769..65536 but 57344, f32 layer norm of 32769..38912 and 40961..53248)
+/// 32769..65536 but 57344, f32 layer norm of 32769..38912 and 40961..53248,
+/// 16-bit layer norm + residual of 32769..33792)
 /// against the f64 reference, on
 /// the pack grid and off it (the loop's general twin).
 #[test]
@@ -1149,6 +1150,12 @@ fn the_ladders_loop_rows() {
         (layer, DType::F32, DType::BF16, 45_000),
         (layer, DType::F32, DType::F16, 65_536),
         (layer, DType::F32, DType::F32, 36_864),
+        (
+            (NormOp::LayerNorm, None, true),
+            DType::BF16,
+            DType::BF16,
+            33_000,
+        ),
     ];
     let specs: Vec<NormSpec> = cases
         .iter()
