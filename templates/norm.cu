@@ -101,7 +101,7 @@ struct Args {
   rj_u32 cols;  // this thread's staged columns (shared memory)
 {%- endif %}
 };
-{%- if general and layout == "split" %}
+{%- if row_shift %}
 // Row r's offset from the pack grid (shift, of x's elements) and whether every
 // row stream shares it (vec): its chunks then start `shift` elements early, so
 // that all but the row's first and last packs are whole, aligned accesses.
@@ -168,7 +168,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- if residual %}
   const rj_u64 resr = a.res + off * T::kBytes, rout = a.res_out + off * T::kBytes;
 {%- endif %}
-{%- if general and layout == "split" %}
+{%- if row_shift %}
   rj_u32 shift;
   const bool vec = row_grid(a, r, shift);
 {%- if not softmax %}
@@ -403,7 +403,13 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   (void)partials_ptr;
   (void)splits;
   (void)span;
+{%- if row_shift %}
+  // A row's chunks start at its shift from the pack grid (row_grid): they
+  // reach 3 elements further.
+  const rj_u32 n = (rj_u32)cols, kChunk = kThreads * kPacks * 4, chunks = (n + 3 + kChunk - 1) / kChunk;
+{%- else %}
   const rj_u32 n = (rj_u32)cols, kChunk = kThreads * kPacks * 4, chunks = (n + kChunk - 1) / kChunk;
+{%- endif %}
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const rj_red_running<Op::Split> running{};
     for (rj_u32 k = 0; k < chunks; ++k) run_row(a, r, k * kChunk, kChunk, n, threadIdx.x, running, false);

@@ -1031,8 +1031,9 @@ fn loop_rows_of_every_op() {
     }
 }
 
-/// Loop rows small enough for compute-sanitizer: the residual, a general
-/// twin off the pack grid, whole chunks (`_x`), several chunks a row.
+/// Loop rows small enough for compute-sanitizer: the residual, general twins
+/// off the pack grid (RMS norm's shifted to it), whole chunks (`_x`), several
+/// chunks a row.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn loop_rows_small() {
@@ -1042,6 +1043,7 @@ fn loop_rows_small() {
         ("norm_layernorm_res_bf16_bf16_l64x2", 300, 1500, 1504),
         ("norm_softmax_online_f32_f32_l128x1_g", 200, 2049, 2051),
         ("norm_rmsnorm_bf16_f32_l64x4_x", 250, 3072, 3072),
+        ("norm_rmsnorm_f32_f32_l64x2_g", 150, 1001, 1003),
     ] {
         let spec: NormSpec = name.parse().unwrap();
         check_with_stats(&rt, &mut rng, &spec, Matrix { rows, cols, ld });
@@ -1135,7 +1137,8 @@ fn the_ladders_cluster_rows() {
 /// 32769..65536 but 57344, f32 layer norm of 32769..38912 and 40961..53248,
 /// 16-bit layer norm + residual of 32769..33792)
 /// against the f64 reference, on
-/// the pack grid and off it (the loop's general twin).
+/// the pack grid and off it (the loop's general twin for 16-bit layer norm,
+/// the long rows' split kernel for the others: `NormSpec::off_grid_kernel`).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_ladders_loop_rows() {
@@ -1166,9 +1169,21 @@ fn the_ladders_loop_rows() {
         assert_eq!(spec.layout, NormLayout::Loop, "{}", spec.name());
     }
     for (spec, &(.., cols)) in specs.iter().zip(&cases) {
+        let kernel = rt.norm(spec).unwrap();
+        // Off the pack grid only 16-bit layer norm keeps the loop (its
+        // general twin); the others go to their long rows' split kernel.
+        let keeps = spec.op == NormOp::LayerNorm && !spec.residual && spec.input != DType::F32;
         let cols = cols as usize;
         for (rows, cols, ld) in [(300, cols, cols), (37, cols - 1, cols + 1)] {
-            check_with_stats(&rt, &mut rng, spec, Matrix { rows, cols, ld });
+            let m = Matrix { rows, cols, ld };
+            let runs = kernel.spec_for_aligned(m).unwrap();
+            assert_eq!(
+                runs.layout == NormLayout::Loop,
+                cols % 4 == 0 || keeps,
+                "{} {rows}x{cols}",
+                runs.name()
+            );
+            check_with_stats(&rt, &mut rng, spec, m);
         }
     }
 }

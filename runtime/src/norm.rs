@@ -152,11 +152,12 @@ impl NormCall {
 /// a deferred kernel's staging twins, `_p_g`, long and short, for such calls
 /// of many rows) and
 /// its ragged twin (an exact-length kernel's, loaded on the first call of other
-/// rows). A cluster row (`_c<n>`) hands calls off the pack grid to the split
-/// kernel the ladder gives without clusters (`NormSpec::unclustered`, with its
-/// own twins), built on the first such call: its staging twins ran faster
-/// there than the cluster's general twin (16-bit layer norm at 4096x50257,
-/// H100, 2026-11-27: 36.2 % of copy against 29.1-29.4 %).
+/// rows). A cluster row (`_c<n>`), and a loop row but 16-bit layer norm's,
+/// hands calls off the pack grid to another kernel (`NormSpec::off_grid_kernel`,
+/// with its own twins), built on the first such call: its staging twins ran
+/// faster there than the kernel's general twin (16-bit layer norm at
+/// 4096x50257, H100, 2026-11-27: 36.2 % of copy against 29.1-29.4 % for the
+/// cluster's; the loop's in `off_grid_kernel`).
 pub struct NormKernel<'rt> {
     rt: &'rt Runtime,
     spec: NormSpec,
@@ -166,7 +167,7 @@ pub struct NormKernel<'rt> {
     staged: OnceLock<Loaded>,
     staged_short: OnceLock<Loaded>,
     ragged: OnceLock<Loaded>,
-    unclustered: OnceLock<Box<NormKernel<'rt>>>,
+    hand_off: OnceLock<Box<NormKernel<'rt>>>,
 }
 
 /// A loaded function, the blocks of it an SM holds at once, and its workspace
@@ -242,16 +243,16 @@ impl Runtime {
             staged: OnceLock::new(),
             staged_short: OnceLock::new(),
             ragged: OnceLock::new(),
-            unclustered: OnceLock::new(),
+            hand_off: OnceLock::new(),
         })
     }
 }
 
-/// Where a call goes: a kernel of this `NormKernel`, or a cluster row's
-/// unclustered kernel.
+/// Where a call goes: a kernel of this `NormKernel`, or the kernel it hands
+/// calls off the pack grid to.
 enum Route<'a, 'rt> {
     Here(&'a Loaded),
-    Unclustered(&'a NormKernel<'rt>),
+    HandOff(&'a NormKernel<'rt>),
 }
 
 /// The kernels of a `NormKernel` a call may take.
@@ -312,8 +313,8 @@ impl<'rt> NormKernel<'rt> {
         .map(|(b, bytes)| (b.address(stream), bytes));
         let m = a.shape;
         let whole = NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, inputs.chain(outputs));
-        if self.spec.cluster.is_some() && !whole {
-            return Ok(Route::Unclustered(self.unclustered()?));
+        if !whole && let Some(k) = self.hand_off()? {
+            return Ok(Route::HandOff(k));
         }
         let which = self.spec_for(m, whole);
         let cell = match which {
@@ -331,13 +332,17 @@ impl<'rt> NormKernel<'rt> {
         Ok(Route::Here(cell.get_or_init(|| l)))
     }
 
-    /// A cluster row's kernel for the calls it hands on, built on the first.
-    fn unclustered(&self) -> Result<&NormKernel<'rt>> {
-        if let Some(k) = self.unclustered.get() {
-            return Ok(k);
+    /// The kernel for the calls off the pack grid this one hands on, if it
+    /// hands them on, built on the first.
+    fn hand_off(&self) -> Result<Option<&NormKernel<'rt>>> {
+        let Some(spec) = self.spec.off_grid_kernel() else {
+            return Ok(None);
+        };
+        if let Some(k) = self.hand_off.get() {
+            return Ok(Some(k));
         }
-        let k = Box::new(self.rt.norm(&self.spec.unclustered())?);
-        Ok(self.unclustered.get_or_init(|| k))
+        let k = Box::new(self.rt.norm(&spec)?);
+        Ok(Some(self.hand_off.get_or_init(|| k)))
     }
 
     /// The spec of kernel `which` for rows of `cols`.
@@ -377,12 +382,12 @@ impl<'rt> NormKernel<'rt> {
     }
 
     /// The kernel a call of `m` from pack-aligned buffers runs: this one, its
-    /// ragged twin, (rows off the pack grid) a general twin, or a cluster
-    /// row's unclustered kernel's choice (which this loads).
+    /// ragged twin, (rows off the pack grid) a general twin, or the choice of
+    /// the kernel it hands such calls to (which this loads).
     pub fn spec_for_aligned(&self, m: Matrix) -> Result<NormSpec> {
         let whole = m.cols.is_multiple_of(4) && m.ld.is_multiple_of(4);
-        if self.spec.cluster.is_some() && !whole {
-            return self.unclustered()?.spec_for_aligned(m);
+        if !whole && let Some(k) = self.hand_off()? {
+            return k.spec_for_aligned(m);
         }
         Ok(self.spec_of(self.spec_for(m, whole), m.cols))
     }
@@ -401,7 +406,7 @@ impl<'rt> NormKernel<'rt> {
     pub fn launch(&self, stream: &Arc<CudaStream>, a: NormArgs<'_>) -> Result<()> {
         let k = match self.for_call(stream, &a)? {
             Route::Here(k) => k,
-            Route::Unclustered(k) => return k.launch(stream, a),
+            Route::HandOff(k) => return k.launch(stream, a),
         };
         let resident = u64::from(self.rt.device().sm_count) * u64::from(k.blocks_per_sm);
         let plan = check_call(&k.spec, &NormCall::of(&a), resident)?;

@@ -1454,6 +1454,24 @@ impl NormSpec {
             && self.packs <= 4
     }
 
+    /// Whether a general twin starts each row's chunks at the row's shift
+    /// from the pack grid (`row_grid`), so that all but its first and last
+    /// packs are whole vector accesses: the split layout's, and the loop's
+    /// RMS norm. The other loop twins ran slower with it (H100, 2026-11-27,
+    /// run13, two rounds, % of copy): bf16 RMS norm l512x4_g 62.9-63.1 against
+    /// 51.0-51.1 at 4096x36865; bf16 layer norm 38.1-38.2 against 42.3 at
+    /// 4096x50257, f32 layer norm l512x8_g 52.8 against 59.5-59.6 at 4096x36865,
+    /// f32 -> bf16 50.2 against 53.1 at 4096x45001, bf16 layer norm + residual
+    /// 45.0 against 45.4.
+    fn row_shift(&self) -> bool {
+        self.general
+            && match self.layout {
+                NormLayout::Split => true,
+                NormLayout::Loop => self.op == NormOp::RmsNorm && !self.residual,
+                NormLayout::Warp | NormLayout::Block => false,
+            }
+    }
+
     /// Split rows whose states carry the launch's flag (deferred `_p`, or two
     /// passes): no per-row counters.
     fn flagged_states(&self) -> bool {
@@ -1523,6 +1541,28 @@ impl NormSpec {
             }
             .laid_out(cap, false),
             _ => self.clone(),
+        }
+    }
+
+    /// The kernel this one hands its calls off the pack grid to (odd `cols`
+    /// or `ld`, misaligned buffers), with its own twins, if any: a cluster
+    /// row's `unclustered()`, and a loop row's long-row split kernel (the
+    /// ladder's for `MAX_COLS`), whose staging twins ran faster there than
+    /// the loop's general twin (H100, 2026-11-27, run15, two rounds, % of
+    /// copy): f32 layer norm s256x8_p_g 64.5-64.7 against 59.3-59.4 at
+    /// 4096x36865, f32 -> bf16 55.7-55.8 against 53.0-53.1 at 4096x45001,
+    /// bf16 layer norm + residual s512x4_p_g 52.1-52.2 against 45.6-45.7 at
+    /// 4096x33001, bf16 RMS norm 67.3 against 64.5-64.6 at 4096x40001 (62.0-62.3
+    /// against 62.9 at 36865). 16-bit layer norm keeps its loop twin
+    /// (42.2-42.3 against 36.1-36.2 for s256x8_o2_p_g at 4096x50257).
+    pub fn off_grid_kernel(&self) -> Option<NormSpec> {
+        let layer_16 =
+            self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes < 4;
+        match self.layout {
+            _ if self.general => None,
+            NormLayout::Split if self.cluster.is_some() => Some(self.unclustered()),
+            NormLayout::Loop if !layer_16 => Some(self.laid_out(MAX_COLS, false).ragged_twin()),
+            _ => None,
         }
     }
 
@@ -1731,6 +1771,7 @@ impl NormSpec {
             sum_pair: self.sum_pair(),
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
+            row_shift: self.row_shift(),
             balanced: self.balances(),
             exact: self.exact,
             cluster: self.cluster.unwrap_or(0),
@@ -1774,6 +1815,7 @@ struct NormContext {
     sum_pair: bool,
     prefetch: bool,
     staged_cols: bool,
+    row_shift: bool,
     balanced: bool,
     exact: bool,
     /// Blocks of a cluster row, 0 for none.
@@ -2354,6 +2396,43 @@ mod tests {
                     && e.to_string().contains(rule),
                 "{bad}: {e}"
             );
+        }
+    }
+
+    /// Calls off the pack grid: a cluster row hands them to its unclustered
+    /// kernel, a loop row (but 16-bit layer norm's) to the long rows' split
+    /// kernel, and a general kernel runs them itself.
+    #[test]
+    fn off_grid_calls_go_where_measured_faster() {
+        let named = |n: &str| n.parse::<NormSpec>().unwrap();
+        let off = |n: &str| named(n).off_grid_kernel().map(|s| s.name());
+        for (kernel, to) in [
+            (
+                "norm_layernorm_f32_f32_l512x8",
+                Some("norm_layernorm_f32_f32_s512x4_p"),
+            ),
+            (
+                "norm_layernorm_f32_bf16_l512x8",
+                Some("norm_layernorm_f32_bf16_s512x4_p"),
+            ),
+            (
+                "norm_rmsnorm_bf16_bf16_l512x4",
+                Some("norm_rmsnorm_bf16_bf16_s512x16_p"),
+            ),
+            (
+                "norm_layernorm_res_bf16_bf16_l512x4",
+                Some("norm_layernorm_res_bf16_bf16_s512x8_p"),
+            ),
+            ("norm_layernorm_bf16_bf16_l512x4", None),
+            (
+                "norm_layernorm_bf16_bf16_s256x8_c7_p",
+                Some("norm_layernorm_bf16_bf16_l512x4"),
+            ),
+            ("norm_layernorm_bf16_bf16_s256x8_c7_p_g", None),
+            ("norm_rmsnorm_bf16_bf16_l512x4_g", None),
+            ("norm_layernorm_bf16_bf16_b512x16_x", None),
+        ] {
+            assert_eq!(off(kernel).as_deref(), to, "{kernel}");
         }
     }
 
