@@ -2119,7 +2119,7 @@ impl FromStr for NormSpec {
             input: s.to_string(),
             rule: rule.to_string(),
         };
-        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s><lanes>x<packs>[_o<blocks per SM>][_c<cluster blocks>][_p][_n][_x][_g], e.g. norm_softmax_online_bf16_bf16_w32x4";
+        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s|l><lanes>x<packs>[_o<blocks per SM>][_c<cluster blocks>][_p][_n][_x][_g], e.g. norm_softmax_online_bf16_bf16_w32x4";
         let rest = s
             .strip_prefix(Family::Norm.slug())
             .and_then(|r| r.strip_prefix('_'))
