@@ -608,7 +608,8 @@ const fn measured(
 /// The loop layout (twenty-fifth session, 2026-11-27, H100, run4: 4096 rows,
 /// two rounds, one process a shape and round) took over where it beat the
 /// defaults above by a point or more in both rounds: 16-bit layer norm
-/// l512x4 (2 blocks an SM) 68.9 / 73.2-73.3 / 68.5-68.6 / 66.2-66.5 /
+/// l512x4 (2 blocks an SM; Chan's merge then, f64 sums since: `f64_sums`)
+/// 68.9 / 73.2-73.3 / 68.5-68.6 / 66.2-66.5 /
 /// 69.7-69.9 % at 33000 / 40000 / 45000 / 50256 / 57344 against 61.3-65.8 /
 /// 62.4-67.0 (s256x8_c5_p) / 66.9-67.0 (s512x8_p) / 63.4-63.7 / 67.2-67.5
 /// (s256x8_c7_p); 16-bit RMS norm l512x4 80.3-80.5 / 81.1-81.2 at 33000 /
@@ -1509,8 +1510,9 @@ impl NormSpec {
         cols > 0 && cols.is_multiple_of(chunk) && self.capacity().is_none_or(|c| cols <= c)
     }
 
-    /// The longest row this kernel takes (`None`: split or loop, bounded by
-    /// the device, or `MAX_COLS`).
+    /// The longest row this kernel takes (`None`: a split row, while its
+    /// chunks fit the device at once, or a loop row, of any length the
+    /// launcher takes).
     pub fn capacity(&self) -> Option<u64> {
         match self.layout {
             NormLayout::Loop => None,
