@@ -406,10 +406,8 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
 {%- if row_shift %}
   // A row's chunks start at its shift from the pack grid (row_grid): they
   // reach 3 elements further.
-  const rj_u32 n = (rj_u32)cols, kChunk = kThreads * kPacks * 4, chunks = (n + 3 + kChunk - 1) / kChunk;
-{%- else %}
-  const rj_u32 n = (rj_u32)cols, kChunk = kThreads * kPacks * 4, chunks = (n + kChunk - 1) / kChunk;
 {%- endif %}
+  const rj_u32 n = (rj_u32)cols, kChunk = kThreads * kPacks * 4, chunks = (n + {% if row_shift %}3 + {% endif %}kChunk - 1) / kChunk;
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const rj_red_running<Op::Split> running{};
     for (rj_u32 k = 0; k < chunks; ++k) run_row(a, r, k * kChunk, kChunk, n, threadIdx.x, running, false);

@@ -374,6 +374,14 @@ fn check_with_stats_at(
     );
 }
 
+/// `check_with_stats` of each named kernel on its (rows, cols, ld).
+fn check_named(rt: &Runtime, rng: &mut common::Rng, cases: &[(&str, usize, usize, usize)]) {
+    for &(name, rows, cols, ld) in cases {
+        let spec: NormSpec = name.parse().unwrap();
+        check_with_stats(rt, rng, &spec, Matrix { rows, cols, ld });
+    }
+}
+
 fn gpu() -> Option<Runtime> {
     common::gpu_or_skip()
 }
@@ -1039,15 +1047,16 @@ fn loop_rows_of_every_op() {
 fn loop_rows_small() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("loop_rows_small");
-    for (name, rows, cols, ld) in [
-        ("norm_layernorm_res_bf16_bf16_l64x2", 300, 1500, 1504),
-        ("norm_softmax_online_f32_f32_l128x1_g", 200, 2049, 2051),
-        ("norm_rmsnorm_bf16_f32_l64x4_x", 250, 3072, 3072),
-        ("norm_rmsnorm_f32_f32_l64x2_g", 150, 1001, 1003),
-    ] {
-        let spec: NormSpec = name.parse().unwrap();
-        check_with_stats(&rt, &mut rng, &spec, Matrix { rows, cols, ld });
-    }
+    check_named(
+        &rt,
+        &mut rng,
+        &[
+            ("norm_layernorm_res_bf16_bf16_l64x2", 300, 1500, 1504),
+            ("norm_softmax_online_f32_f32_l128x1_g", 200, 2049, 2051),
+            ("norm_rmsnorm_bf16_f32_l64x4_x", 250, 3072, 3072),
+            ("norm_rmsnorm_f32_f32_l64x2_g", 150, 1001, 1003),
+        ],
+    );
 }
 
 /// Rows between f32 and bf16 past 32768 columns (the layouts measured for
@@ -1084,15 +1093,16 @@ fn mixed_rows_of_vocabulary_length() {
 fn cluster_rows_small() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("cluster_rows_small");
-    for (name, rows, cols, ld) in [
-        ("norm_softmax_online_bf16_bf16_s64x2_c2", 700, 1024, 1024),
-        ("norm_layernorm_bf16_f32_s64x4_c4_p", 600, 3000, 3004),
-        ("norm_rmsnorm_res_f32_f32_s64x2_c7_p_g", 500, 3581, 3583),
-        ("norm_layernorm_f16_f16_s64x2_c5_p_g", 400, 2557, 2557),
-    ] {
-        let spec: NormSpec = name.parse().unwrap();
-        check_with_stats(&rt, &mut rng, &spec, Matrix { rows, cols, ld });
-    }
+    check_named(
+        &rt,
+        &mut rng,
+        &[
+            ("norm_softmax_online_bf16_bf16_s64x2_c2", 700, 1024, 1024),
+            ("norm_layernorm_bf16_f32_s64x4_c4_p", 600, 3000, 3004),
+            ("norm_rmsnorm_res_f32_f32_s64x2_c7_p_g", 500, 3581, 3583),
+            ("norm_layernorm_f16_f16_s64x2_c5_p_g", 400, 2557, 2557),
+        ],
+    );
 }
 
 /// The ladder's cluster rows (mixed-type layer norm of 8193..32768 columns,

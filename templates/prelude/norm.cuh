@@ -513,7 +513,6 @@ template <class S> __device__ __forceinline__ void rj_until_flagged(rj_u64 a, rj
     ok = rj_ld_state_flagged(a, flag, s);
   }
 }
-// The first pass: the block's state, published in its slot of the row.
 // Whether A and B are one type (NVRTC's --minimal has no <type_traits>).
 template <class A, class B> struct rj_same {
   static const bool value = false;
@@ -549,6 +548,7 @@ template <class S> struct rj_red_known {
   }
 };
 
+// The first pass: the block's state, published in its slot of the row.
 template <int kThreads> struct rj_red_publish {
   enum : bool { kCheap = false, kApply = false, kKnown = false };
   rj_u64 slot;
