@@ -63,8 +63,12 @@ const bool kBalanced = {% if balanced %}true{% else %}false{% endif %};
 // How whole packs of the row streams (x, the residual) are loaded.
 typedef {{ row_load }} RowLoad;
 {%- if not general %}
-// A whole-pack row{% if prefetch %}, addressed from the thread's base{% endif %}{% if exact %}, exactly the chunk long{% endif %}.
-typedef rj_chunk<kLanes, true, false, {% if prefetch %}true{% else %}false{% endif %}, {% if exact %}true{% else %}false{% endif %}> Chunk;
+// A whole-pack row{% if prefetch or exact %}, addressed from the thread's base{% endif %}{% if exact %}, exactly the chunk long{% endif %}.
+{%- if exact and not prefetch %}
+// (A pack's address a base plus a constant: with one 64-bit address a pack,
+// f32 layer norm b512x16_x spilled them, 80 bytes under ptxas 13.0.)
+{%- endif %}
+typedef rj_chunk<kLanes, true, false, {% if prefetch or exact %}true{% else %}false{% endif %}, {% if exact %}true{% else %}false{% endif %}> Chunk;
 {%- elif prefetch %}
 // A chunk of any row, before its shift (row_grid).
 typedef rj_chunk<kLanes, false, true> Chunk;
@@ -236,8 +240,12 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec};
 {%- endif %}
 {%- endif %}
+{%- if stores_each_pack %}
+  op.row(x, c, red, leader, rj_out_stored<TO, Chunk>{outr, c, vec});
+{%- else %}
   op.row(x, c, red, leader);
   if (Red::kApply) rj_row_st<TO, kPacks>(outr, c, vec, x);
+{%- endif %}
 }
 }  // namespace {{ name }}_impl
 

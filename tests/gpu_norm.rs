@@ -1250,30 +1250,63 @@ fn exact_kernels_and_their_ragged_twins() {
     // An exact kernel (`_x`) has no bounds test a pack: rows of its length run
     // on it, shorter whole-pack rows on its ragged twin and odd ones on the
     // general twin, all through the one kernel handle.
+    check_exact_kernels("exact_kernels_and_their_ragged_twins", [300, 37, 37, 5]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exact_kernels_small() {
+    // The same kernels on a few rows each: for compute-sanitizer (the packs'
+    // addresses are a base plus constants, and layer norm stores each pack as
+    // it makes it).
+    check_exact_kernels("exact_kernels_small", [3, 2, 2, 1]);
+}
+
+/// Every exact default and a few named exact kernels, at rows of each
+/// kernel's capacity (contiguous and with a stride past the row), one pack
+/// shorter (the ragged twin) and odd (the general twin); `rows` a call each.
+fn check_exact_kernels(name: &str, rows: [usize; 4]) {
     let Some(rt) = gpu() else { return };
-    let mut rng = common::Rng::fresh("exact_kernels_and_their_ragged_twins");
+    let mut rng = common::Rng::fresh(name);
     let mut specs = Vec::new();
     for ops in row_ops() {
-        for d in [DType::BF16, DType::F32, DType::F16] {
+        for (i, o) in [
+            (DType::BF16, DType::BF16),
+            (DType::F32, DType::F32),
+            (DType::F16, DType::F16),
+            (DType::BF16, DType::F32),
+            (DType::F32, DType::BF16),
+        ] {
             for cols in [4096, 16384, 32768] {
-                let s = NormSpec::with(ops, d, d, cols);
+                let s = NormSpec::with(ops, i, o, cols);
                 if s.exact {
                     specs.push(s);
                 }
             }
         }
     }
-    specs.push("norm_softmax_online_bf16_bf16_b512x16_p_x".parse().unwrap());
-    specs.push("norm_layernorm_bf16_bf16_b512x16_p_x".parse().unwrap());
+    // Layer norm's exact block kernels store each pack as they make it
+    // (`stores_each_pack`): with the residual and between dtypes too.
+    for name in [
+        "norm_softmax_online_bf16_bf16_b512x16_p_x",
+        "norm_layernorm_bf16_bf16_b512x16_p_x",
+        "norm_layernorm_res_f32_f32_b512x16_x",
+        "norm_layernorm_res_bf16_bf16_b512x8_x",
+        "norm_layernorm_bf16_f32_b512x16_x",
+        "norm_layernorm_f32_bf16_b512x8_o2_x",
+    ] {
+        specs.push(name.parse().unwrap());
+    }
+    assert!(specs.iter().any(|s| s.stores_each_pack()));
     assert!(specs.len() >= 8, "{specs:?}");
     prepare(&rt, specs.iter().flat_map(|s| [s.clone(), s.ragged_twin()]));
     for spec in &specs {
         let cap = spec.capacity().unwrap() as usize;
         for (rows, cols, ld) in [
-            (300, cap, cap),
-            (37, cap, cap + 8),
-            (37, cap - 4, cap),
-            (5, cap - 1, cap),
+            (rows[0], cap, cap),
+            (rows[1], cap, cap + 8),
+            (rows[2], cap - 4, cap),
+            (rows[3], cap - 1, cap),
         ] {
             let m = Matrix { rows, cols, ld };
             check_with_stats(&rt, &mut rng, spec, m);

@@ -166,3 +166,33 @@ fn loop_layernorm_residual_source_and_ptx() {
         ],
     );
 }
+
+#[test]
+fn exact_layernorm_f32_source_and_ptx() {
+    // Layer norm's exact block kernel stores each pack as it makes it, the
+    // next packs' weight and bias loaded ahead; its packs are addressed from
+    // one base (with a 64-bit address a pack it spilled).
+    let spec = source_of(
+        "norm_layernorm_f32_f32_b512x16_x",
+        &[
+            "typedef rj_chunk<kLanes, true, false, true, true> Chunk;",
+            "op.row(x, c, red, leader, rj_out_stored<TO, Chunk>{outr, c, vec});",
+        ],
+    );
+    assert!(spec.stores_each_pack());
+    ptx_of(
+        &spec,
+        &[
+            // x's 16 packs, then the weight's and bias's; the output's.
+            ("ld.global.nc.v4.u32", 16 + 2 * 16),
+            ("st.global.v4.u32", 16),
+        ],
+    );
+    if common::nvrtc_or_skip().is_some() {
+        // Stores begin before the last weight and bias loads.
+        let ptx = common::sm90_ptx(&spec);
+        let first_store = ptx.find("st.global.v4.u32").unwrap();
+        let last_load = ptx.rfind("ld.global.nc.v4.u32").unwrap();
+        assert!(first_store < last_load, "every load before the first store");
+    }
+}

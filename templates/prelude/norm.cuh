@@ -13,7 +13,8 @@
 //   void row(float (&x)[P][4], const C& c, Red& red, bool leader) const   (C an rj_chunk)
 // x holds the (scaled, residual-added) row chunk; row() reduces through red and
 // leaves the output values in x; the leader thread of a row writes the row's
-// statistics (norms, when asked).
+// statistics (norms, when asked). Layer norm also takes an output (rj_out_stored)
+// it stores each pack to as it makes it.
 //
 // Special values (softmax): a row holding NaN or +Inf, or only -Inf, gives NaN
 // everywhere (what the f64 formula e^(x - max) / sum gives, and PyTorch); -Inf
@@ -97,20 +98,37 @@ __device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float 
     }
   }
 }
+template <class T, class C>
+__device__ __forceinline__ void rj_pack_st(rj_u64 a, const C& c, bool vec, int p, const float (&y)[4]) {
+  // Before the branch: taken inside it, the deferred softmax's general twins
+  // spilled 12 bytes (ptxas 13.0).
+  const rj_u32 e = c.at(p);
+  if ((C::kWhole || vec) && c.whole(p)) {
+    rj_st4<T>(a, c.off(p), y);
+  } else if constexpr (!C::kWhole) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (c.ok(p, k)) rj_st1<T>(a, e + k, y[k]);
+  }
+}
 template <class T, int P, class C>
 __device__ __forceinline__ void rj_row_st(rj_u64 a, const C& c, bool vec, const float (&y)[P][4]) {
 #pragma unroll
-  for (int p = 0; p < P; ++p) {
-    const rj_u32 e = c.at(p);
-    if ((C::kWhole || vec) && c.whole(p)) {
-      rj_st4<T>(a, c.off(p), y[p]);
-    } else if constexpr (!C::kWhole) {
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        if (c.ok(p, k)) rj_st1<T>(a, e + k, y[p][k]);
-    }
-  }
+  for (int p = 0; p < P; ++p) rj_pack_st<T>(a, c, vec, p, y[p]);
 }
+// Where a row op's output goes: left in x for the caller to store (rj_out_kept),
+// or stored by the row op a pack at a time as it makes them (rj_out_stored).
+struct rj_out_kept {
+  enum : bool { kStores = false };
+  __device__ __forceinline__ void operator()(int, const float (&)[4]) const {}
+};
+template <class T, class C> struct rj_out_stored {
+  enum : bool { kStores = true };
+  rj_u64 a;
+  const C& c;
+  bool vec;
+  __device__ __forceinline__ void operator()(int p, const float (&y)[4]) const { rj_pack_st<T>(a, c, vec, p, y); }
+};
 // ---- a row staged in shared memory (the prefetching layouts, `_p`) ----------
 // A thread's own packs only, pack p at slots + p * stride: no other thread reads
 // them, so cp.async.wait_group alone makes them visible, and the thread may
@@ -884,8 +902,8 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
   rj_u64 row_index;
   bool vec;
   Cols cols;
-  template <int P, class C, class Red>
-  __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool leader) const {
+  template <int P, class C, class Red, class Out = rj_out_kept>
+  __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool leader, const Out& out = Out()) const {
     const float n = (float)c.cols;
     float mean, var;
     if constexpr (Red::kCheap) {
@@ -951,13 +969,44 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
       if (mean_out) rj_st_b32(mean_out + row_index * 4, rj_f32_as_bits(mean));
       if (rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
     }
+    if constexpr (Out::kStores) {
+      // Each pack is stored as it is made, and the weight and bias of the
+      // next G packs are loaded before this G's are used: the loads take
+      // 2 x G packs' registers, not the row's. Loads and stores are volatile
+      // (issued in the order written), so with the stores after the row, as
+      // below, every pack's loads came first: f32 b512x16_x spilled 80 bytes
+      // so (ptxas 13.0), and ran at 99.0-99.1 % of copy this way (H100,
+      // 2026-11-27, 8192x32768), against 95.1-95.2 for b512x16_n.
+      const int G = P < 4 ? P : 4;
+      static_assert(P % G == 0, "whole groups of packs");
+      float wv[2][G][4], bv[2][G][4];
 #pragma unroll
-    for (int p = 0; p < P; ++p) {
-      float wv[4], bv[4];
-      cols.template ld<T>(w, c, p, vec, wv);
-      cols.template ld<T>(b, c, p, vec, bv);
+      for (int g = 0; g <= P / G; ++g) {
+        if (g < P / G) {
 #pragma unroll
-      for (int k = 0; k < 4; ++k) x[p][k] = rj_add_rn(rj_mul_rn(rj_mul_rn(x[p][k] - mean, rstd), wv[k]), bv[k]);
+          for (int q = 0; q < G; ++q) {
+            cols.template ld<T>(w, c, g * G + q, vec, wv[g % 2][q]);
+            cols.template ld<T>(b, c, g * G + q, vec, bv[g % 2][q]);
+          }
+        }
+        if (g == 0) continue;
+#pragma unroll
+        for (int q = 0; q < G; ++q) {
+          const int p = (g - 1) * G + q, h = (g - 1) % 2;
+#pragma unroll
+          for (int k = 0; k < 4; ++k) x[p][k] = rj_add_rn(rj_mul_rn(rj_mul_rn(x[p][k] - mean, rstd), wv[h][q][k]), bv[h][q][k]);
+          out(p, x[p]);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        float wv[4], bv[4];
+        cols.template ld<T>(w, c, p, vec, wv);
+        cols.template ld<T>(b, c, p, vec, bv);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) x[p][k] = rj_add_rn(rj_mul_rn(rj_mul_rn(x[p][k] - mean, rstd), wv[k]), bv[k]);
+      }
     }
   }
 };

@@ -654,7 +654,8 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         // packs, form
         measured(LayerNorm,  None,         false, Widening,  8193..=16384,     Split, 256, 8,  Cluster),
         measured(LayerNorm,  None,         false, Widening,  16385..=32768,    Split, 512, 8,  Cluster),
-        measured(LayerNorm,  None,         false, Narrowing, 8193..=16384,     Split, 256, 8,  Cluster),
+        measured(LayerNorm,  None,         false, Narrowing, 8193..=16383,     Split, 256, 8,  Cluster),
+        measured(LayerNorm,  None,         false, Narrowing, 16384..=16384,    Block, 512, 8,  Exact),
         measured(LayerNorm,  None,         false, Narrowing, 16385..=32768,    Split, 512, 8,  Cluster),
         measured(LayerNorm,  None,         false, Sixteen,   32769..=49151,    Loop,  512, 4,  Plain),
         measured(LayerNorm,  None,         false, Sixteen,   49153..=57344,    Loop,  512, 4,  Plain),
@@ -719,8 +720,10 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         measured(RmsNorm,    None,         true,  Sixteen,   65..=128,         Warp,  16,  4,  Plain),
         measured(Softmax,    Some(Online), false, Sixteen,   16385..=32768,    Block, 512, 16, Exact),
         measured(LogSoftmax, Some(Online), false, Sixteen,   16385..=32768,    Block, 512, 16, Exact),
-        measured(LayerNorm,  None,         false, F32,       16385..=32768,    Block, 512, 16, NoL1),
-        measured(LayerNorm,  None,         true,  F32,       16385..=32768,    Block, 512, 16, NoL1),
+        measured(LayerNorm,  None,         false, F32,       32768..=32768,    Block, 512, 16, Exact),
+        measured(LayerNorm,  None,         false, F32,       16385..=32767,    Block, 512, 16, NoL1),
+        measured(LayerNorm,  None,         true,  F32,       32768..=32768,    Block, 512, 16, Exact),
+        measured(LayerNorm,  None,         true,  F32,       16385..=32767,    Block, 512, 16, NoL1),
         measured(LayerNorm,  None,         true,  Sixteen,   16385..=32768,    Block, 512, 16, NoL1),
         measured(LayerNorm,  None,         false, Sixteen,   16385..=32768,    Block, 512, 16, Exact),
         measured(LayerNorm,  None,         false, Sixteen,   8193..=16384,     Block, 512, 8,  Exact),
@@ -971,6 +974,18 @@ impl NormSpec {
         }
     }
 
+    /// Whether the row op stores each pack as it makes it, the next packs'
+    /// weight and bias loaded ahead (`rj_out_stored`), rather than leaving the
+    /// row for the kernel to store: layer norm's exact block kernels. With
+    /// every pack's weight and bias loaded before the first store, f32
+    /// b512x16_x spilled 80 bytes (ptxas 13.0); so it ran at 98.9-99.1 % of
+    /// copy at 8192x32768, against 95.1-95.2 % for b512x16_n, and bf16
+    /// b512x16_x level with the kernel before (96.5-96.6 % against 96.4-96.6;
+    /// H100, 2026-11-27, BENCHMARKS.md twenty-sixth session).
+    pub fn stores_each_pack(&self) -> bool {
+        self.op == NormOp::LayerNorm && self.layout == NormLayout::Block && self.exact
+    }
+
     /// Whether a block per row reduces layer norm's (sum, sum of squares) in
     /// f32, a second time only for a row far from zero, rather than Chan's
     /// merge of (n, mean, m2). The two plain sums it replaced (the row's sum,
@@ -1020,8 +1035,9 @@ impl NormSpec {
             ..self.clone()
         };
         // RMS norm between two dtypes spilled 80 bytes at b512x8_g too (ptxas
-        // 13.0, at 1 block an SM): its twin is the split s512x4_g.
-        let mixed_rms = twin.op == NormOp::RmsNorm
+        // 13.0, at 1 block an SM), f32 -> bf16 layer norm 336: their twin is
+        // the split s512x4_g.
+        let mixed_norm = (twin.op == NormOp::RmsNorm || twin.op == NormOp::LayerNorm)
             && !twin.residual
             && twin.input != twin.output
             && twin.lanes * twin.packs >= 512 * GENERAL_MAX_PACKS;
@@ -1037,10 +1053,10 @@ impl NormSpec {
         // registers without it: one block an SM, 17.5-18.7 points below
         // s512x8_g at 4x1000003).
         let split_norm = !twin.op.info().softmax && self.layout == NormLayout::Split;
-        if twin.packs > GENERAL_MAX_PACKS || mixed_rms || deferred || split_norm {
+        if twin.packs > GENERAL_MAX_PACKS || mixed_norm || deferred || split_norm {
             twin.layout = NormLayout::Split;
             twin.lanes = 512;
-            twin.packs = if mixed_rms || split_norm {
+            twin.packs = if mixed_norm || split_norm {
                 4
             } else {
                 GENERAL_MAX_PACKS
@@ -1779,6 +1795,7 @@ impl NormSpec {
             cluster: self.cluster.unwrap_or(0),
             stages_next: self.prefetch
                 && (self.layout == NormLayout::Block || self.cluster.is_some()),
+            stores_each_pack: self.stores_each_pack(),
             row_load: if self.no_l1 {
                 "rj_load_stream"
             } else {
@@ -1825,6 +1842,7 @@ struct NormContext {
     /// A prefetching block that stages its next row (or chunk) as it reads
     /// this one: the block layout's, and a cluster row's.
     stages_next: bool,
+    stores_each_pack: bool,
     row_load: &'static str,
 }
 
@@ -2454,6 +2472,8 @@ mod tests {
         for (op, i, o, cols, want) in [
             (layer, b, f, 12_288, "s256x8_c2_p"),
             (layer, f, b, 20_000, "s512x8_c2_p"),
+            (layer, f, b, 16_384, "b512x8_x"),
+            (layer, f, b, 16_380, "s256x8_c2_p"),
             (layer, b, f, 50_256, "s256x8_p"),
             (layer, b, f, 1 << 20, "s512x8_p"),
             (layer, f, b, 1 << 20, "s512x4_p"),
@@ -2943,10 +2963,12 @@ mod tests {
             (layer, DType::BF16, 32768, "b512x16_x"),
             (layer, DType::BF16, 16384, "b512x8_x"),
             (layer, DType::BF16, 8192, "b512x4"),
-            (layer, DType::F32, 32768, "b512x16_n"),
+            (layer, DType::F32, 32768, "b512x16_x"),
+            (layer, DType::F32, 32764, "b512x16_n"),
             (layer, DType::F32, 16384, "b512x8"),
             (layer_res, DType::BF16, 32768, "b512x16_n"),
-            (layer_res, DType::F32, 32768, "b512x16_n"),
+            (layer_res, DType::F32, 32768, "b512x16_x"),
+            (layer_res, DType::F32, 32764, "b512x16_n"),
             (rms, DType::BF16, 32768, "b512x16_x"),
             (rms, DType::BF16, 32764, "b512x16"),
             (rms, DType::BF16, 16384, "b512x8_x"),
