@@ -211,6 +211,14 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   // The slots are read: the block's next row goes into them now.
   if (next < rows) stage_row(a, next, first, span, cols, stage, rows);
 {%- endif %}
+{%- elif layout == "loop" and residual %}
+  // The second pass loads the residual's sum this thread stored in the first
+  // (coherent loads: the kernel wrote it), one stream, not x and the residual.
+  if constexpr (Red::kApply) {
+    rj_row_ld<T, kPacks, rj_load_plain>(rout, c, vec, 0.0f, x);
+  } else {
+    rj_row_ld<T, kPacks, RowLoad>(xr, c, vec, 0.0f, x);
+  }
 {%- else %}
   rj_row_ld<T, kPacks, RowLoad>(xr, c, vec, 0.0f, x);
 {%- endif %}
@@ -222,7 +230,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   const Op op{a.param};
 {%- else %}
 {%- if residual %}
-  {
+  {% if layout == "loop" %}if constexpr (!Red::kApply) {% endif %}{
 {%- if not prefetch %}
     float h[kPacks][4];
     rj_row_ld<T, kPacks, RowLoad>(resr, c, vec, 0.0f, h);
@@ -231,7 +239,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = {{ input_round }}::round(x[p][k] + h[p][k]);
 {%- endif %}
-    {% if flagged or layout == "loop" %}if (!Red::kApply) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
+    {% if flagged %}if (!Red::kApply) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
   }
 {%- endif %}
 {%- if staged_cols %}

@@ -1052,6 +1052,10 @@ fn loop_rows_small() {
         &mut rng,
         &[
             ("norm_layernorm_res_bf16_bf16_l64x2", 300, 1500, 1504),
+            // The second pass loads the residual's sum back, off the grid
+            // element by element.
+            ("norm_layernorm_res_f32_bf16_l64x4_g", 100, 1001, 1003),
+            ("norm_rmsnorm_res_f32_f32_l64x2_g", 120, 1001, 1003),
             ("norm_softmax_online_f32_f32_l128x1_g", 200, 2049, 2051),
             ("norm_rmsnorm_bf16_f32_l64x4_x", 250, 3072, 3072),
             ("norm_rmsnorm_f32_f32_l64x2_g", 150, 1001, 1003),
@@ -1169,6 +1173,15 @@ fn the_ladders_loop_rows() {
             DType::BF16,
             33_000,
         ),
+        (
+            (NormOp::LayerNorm, None, true),
+            DType::BF16,
+            DType::BF16,
+            50_256,
+        ),
+        ((NormOp::LayerNorm, None, true), DType::F32, DType::F32, 33_000),
+        ((NormOp::RmsNorm, None, true), DType::BF16, DType::BF16, 33_000),
+        ((NormOp::RmsNorm, None, true), DType::F32, DType::F32, 36_864),
     ];
     let specs: Vec<NormSpec> = cases
         .iter()

@@ -145,23 +145,27 @@ fn two_pass_split_twin_source() {
 fn loop_layernorm_residual_source_and_ptx() {
     // A block going over its row twice: the first pass merges each thread's
     // chunk states and stores the residual's sum, one block reduction, then
-    // the chunks again from the last, storing the output only.
+    // the chunks again from the last, loading that sum back and storing the
+    // output only.
     let spec = source_of(
         "norm_layernorm_res_bf16_bf16_l512x4",
         &[
             "const rj_red_running<Op::Split> running{};",
             "rj_block_reduce<kThreads>(Op::Split(), running.total)",
             "for (rj_u32 k = chunks; k-- > 0;)",
-            "if (!Red::kApply) rj_row_st<T, kPacks>(rout, c, vec, x);",
+            "rj_row_ld<T, kPacks, rj_load_plain>(rout, c, vec, 0.0f, x);",
+            "if constexpr (!Red::kApply) {",
         ],
     );
     ptx_of(
         &spec,
         &[
-            // x and the residual (4 packs each) in both passes, the weight and
-            // bias in the second; the residual's sum in the first pass, the
-            // output in the second.
-            ("ld.global.nc.v2.u32", 4 * 2 * 2 + 4 * 2),
+            // x and the residual (4 packs each) in the first pass, the weight
+            // and bias in the second (the read-only path); the residual's sum
+            // stored in the first pass and loaded back (coherently) in the
+            // second, the output stored in the second.
+            ("ld.global.nc.v2.u32", 4 * 2 + 4 * 2),
+            ("ld.global.v2.u32", 4),
             ("st.global.v2.u32", 4 + 4),
         ],
     );

@@ -82,6 +82,10 @@ template <class C, bool kBalanced> __device__ __forceinline__ C rj_chunk_of(rj_u
 // load, and the row's partial first and last packs, and rows whose buffers lie at
 // different offsets from the grid, go element by element (L: the whole packs'
 // load kind). Missing elements are `fill`.
+// The load kind of a row's single elements: the read-only path, but for a row
+// this kernel wrote (a loop's residual sum), which takes coherent loads.
+template <class L> struct rj_elem_load { typedef rj_load_nc type; };
+template <> struct rj_elem_load<rj_load_plain> { typedef rj_load_plain type; };
 template <class T, int P, class L, class C>
 __device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float fill, float (&x)[P][4]) {
 #pragma unroll
@@ -94,7 +98,7 @@ __device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float 
       for (int k = 0; k < 4; ++k) x[p][k] = fill;
     } else {
 #pragma unroll
-      for (int k = 0; k < 4; ++k) x[p][k] = c.ok(p, k) ? rj_ld1<T, rj_load_nc>(a, e + k) : fill;
+      for (int k = 0; k < 4; ++k) x[p][k] = c.ok(p, k) ? rj_ld1<T, typename rj_elem_load<L>::type>(a, e + k) : fill;
     }
   }
 }
