@@ -76,16 +76,16 @@ template <class C, bool kBalanced> __device__ __forceinline__ C rj_chunk_of(rj_u
   return C{first, cols, lane, kBalanced && end < cols ? end : cols};
 }
 
+// The load kind of a row's single elements: the read-only path, but for a row
+// this kernel wrote (a loop's residual sum), which takes coherent loads.
+template <class L> struct rj_elem_load { typedef rj_load_nc type; };
+template <> struct rj_elem_load<rj_load_plain> { typedef rj_load_plain type; };
 // Loads this thread's packs of the chunk from the row at a. A whole-pack chunk:
 // one vector load per pack inside the row. Otherwise vec (every buffer of the row
 // on the pack grid at the chunk's shift) sends whole packs through one vector
 // load, and the row's partial first and last packs, and rows whose buffers lie at
 // different offsets from the grid, go element by element (L: the whole packs'
 // load kind). Missing elements are `fill`.
-// The load kind of a row's single elements: the read-only path, but for a row
-// this kernel wrote (a loop's residual sum), which takes coherent loads.
-template <class L> struct rj_elem_load { typedef rj_load_nc type; };
-template <> struct rj_elem_load<rj_load_plain> { typedef rj_load_plain type; };
 template <class T, int P, class L, class C>
 __device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float fill, float (&x)[P][4]) {
 #pragma unroll

@@ -995,10 +995,10 @@ impl NormSpec {
     /// weight and bias loaded ahead (`rj_out_stored`), rather than leaving the
     /// row for the kernel to store: layer norm's exact block kernels. With
     /// every pack's weight and bias loaded before the first store, f32
-    /// b512x16_x spilled 80 bytes (ptxas 13.0); so it ran at 98.9-99.1 % of
-    /// copy at 8192x32768, against 95.1-95.2 % for b512x16_n, and bf16
-    /// b512x16_x level with the kernel before (96.5-96.6 % against 96.4-96.6;
-    /// H100, 2026-11-27, BENCHMARKS.md twenty-sixth session).
+    /// b512x16_x spilled 80 bytes (ptxas 13.0); storing as it goes, it ran at
+    /// 98.9-99.1 % of copy at 8192x32768, against 95.1-95.2 % for b512x16_n,
+    /// and bf16 b512x16_x level with the kernel before (96.5-96.6 % against
+    /// 96.4-96.6; H100, 2026-11-27, BENCHMARKS.md twenty-sixth session).
     pub fn stores_each_pack(&self) -> bool {
         self.op == NormOp::LayerNorm && self.layout == NormLayout::Block && self.exact
     }
