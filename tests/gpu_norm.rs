@@ -1179,9 +1179,24 @@ fn the_ladders_loop_rows() {
             DType::BF16,
             50_256,
         ),
-        ((NormOp::LayerNorm, None, true), DType::F32, DType::F32, 33_000),
-        ((NormOp::RmsNorm, None, true), DType::BF16, DType::BF16, 33_000),
-        ((NormOp::RmsNorm, None, true), DType::F32, DType::F32, 36_864),
+        (
+            (NormOp::LayerNorm, None, true),
+            DType::F32,
+            DType::F32,
+            33_000,
+        ),
+        (
+            (NormOp::RmsNorm, None, true),
+            DType::BF16,
+            DType::BF16,
+            33_000,
+        ),
+        (
+            (NormOp::RmsNorm, None, true),
+            DType::F32,
+            DType::F32,
+            36_864,
+        ),
     ];
     let specs: Vec<NormSpec> = cases
         .iter()
