@@ -803,7 +803,9 @@ pub struct NormSpec {
     /// the block's capacity, or of a whole number of the split layout's chunks
     /// (`fills_exactly`), so no pack needs a bounds test (27-39 % fewer SASS
     /// instructions in the 16-bit block kernels of 16 packs counted, 15-22 % in
-    /// the 16-bit deferred split kernels). `for_cols` asks for it where
+    /// the 16-bit deferred split kernels), and its packs are addressed from
+    /// one base (layer norm's block kernels also store each pack as they make
+    /// it: `stores_each_pack`). `for_cols` asks for it where
     /// measured faster and the row fills the layout; the launcher takes the
     /// kernel without it (its ragged twin) for a call of other rows.
     pub exact: bool,
