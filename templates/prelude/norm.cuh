@@ -906,6 +906,11 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
   rj_u64 row_index;
   bool vec;
   Cols cols;
+  // An output element: (x - mean) * rstd * w + b, each step rounded (no
+  // contraction into an fma).
+  static __device__ __forceinline__ float affine(float x, float mean, float rstd, float w, float b) {
+    return rj_add_rn(rj_mul_rn(rj_mul_rn(x - mean, rstd), w), b);
+  }
   template <int P, class C, class Red, class Out = rj_out_kept>
   __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool leader, const Out& out = Out()) const {
     const float n = (float)c.cols;
@@ -998,7 +1003,7 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
         for (int q = 0; q < G; ++q) {
           const int p = (g - 1) * G + q, h = (g - 1) % 2;
 #pragma unroll
-          for (int k = 0; k < 4; ++k) x[p][k] = rj_add_rn(rj_mul_rn(rj_mul_rn(x[p][k] - mean, rstd), wv[h][q][k]), bv[h][q][k]);
+          for (int k = 0; k < 4; ++k) x[p][k] = affine(x[p][k], mean, rstd, wv[h][q][k], bv[h][q][k]);
           out(p, x[p]);
         }
       }
@@ -1009,7 +1014,7 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
         cols.template ld<T>(w, c, p, vec, wv);
         cols.template ld<T>(b, c, p, vec, bv);
 #pragma unroll
-        for (int k = 0; k < 4; ++k) x[p][k] = rj_add_rn(rj_mul_rn(rj_mul_rn(x[p][k] - mean, rstd), wv[k]), bv[k]);
+        for (int k = 0; k < 4; ++k) x[p][k] = affine(x[p][k], mean, rstd, wv[k], bv[k]);
       }
     }
   }
