@@ -335,12 +335,12 @@ impl<'rt> NormKernel<'rt> {
     /// The kernel for the calls off the pack grid this one hands on, if it
     /// hands them on, built on the first.
     fn hand_off(&self) -> Result<Option<&NormKernel<'rt>>> {
-        let Some(spec) = self.spec.off_grid_kernel() else {
-            return Ok(None);
-        };
         if let Some(k) = self.hand_off.get() {
             return Ok(Some(k));
         }
+        let Some(spec) = self.spec.off_grid_kernel() else {
+            return Ok(None);
+        };
         let k = Box::new(self.rt.norm(&spec)?);
         Ok(Some(self.hand_off.get_or_init(|| k)))
     }
