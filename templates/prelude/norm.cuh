@@ -124,7 +124,6 @@ __device__ __forceinline__ void rj_row_st(rj_u64 a, const C& c, bool vec, const 
 // or stored by the row op a pack at a time as it makes them (rj_out_stored).
 struct rj_out_kept {
   enum : bool { kStores = false };
-  __device__ __forceinline__ void operator()(int, const float (&)[4]) const {}
 };
 template <class T, class C> struct rj_out_stored {
   enum : bool { kStores = true };
