@@ -1263,12 +1263,53 @@ fn prefetching_split_cohorts_small() {
         "norm_rmsnorm_bf16_bf16_s512x16_p",
         "norm_layernorm_bf16_bf16_s512x8_p_x",
         "norm_softmax_online_f32_f32_s512x8_p_x",
+        "norm_layernorm_f16_f16_s512x16_p_x",
+        "norm_layernorm_f32_f32_s512x8_p_x",
     ] {
         let spec: NormSpec = name.parse().unwrap();
         assert!(!spec.general, "{name}");
         let cols: usize = if spec.exact { 1 << 20 } else { (1 << 20) - 4 };
         let m = two_rows_a_cohort(&rt, &spec, cols, cols + 4);
         check_with_stats(&rt, &mut rng, &spec, m);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn layer_norm_rows_of_larger_chunks() {
+    // Layer norm's long rows of a whole number of larger chunks (16-bit
+    // s512x16_p_x, f32 s512x8_p_x with the row's states over the warps): two
+    // rows a cohort and one more, a stride past the row; through the same
+    // handle, a row a pack longer runs the ladder's ragged kernel (not the
+    // layout's own ragged form) and an odd one the general twin.
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("layer_norm_rows_of_larger_chunks");
+    let layer = (NormOp::LayerNorm, None, false);
+    for (d, cols, packs) in [
+        (DType::BF16, 1 << 20, 16),
+        (DType::F16, 65536, 16),
+        (DType::F32, 1 << 20, 8),
+        (DType::F32, 65536, 8),
+    ] {
+        let spec = NormSpec::with(layer, d, d, cols as u64);
+        assert!(
+            spec.exact && spec.prefetch && spec.packs == packs,
+            "{}",
+            spec.name()
+        );
+        let longer = NormSpec::with(layer, d, d, cols as u64 + 4);
+        let k = rt.norm(&spec).unwrap();
+        let at = |cols: usize| Matrix {
+            rows: 3,
+            cols,
+            ld: cols,
+        };
+        assert_eq!(k.spec_for_aligned(at(cols + 4)).unwrap(), longer);
+        assert_eq!(k.spec_for_aligned(at(cols)).unwrap(), spec);
+        for (cols, ld) in [(cols, cols + 8), (cols + 4, cols + 4), (cols - 1, cols)] {
+            let m = two_rows_a_cohort(&rt, &spec, cols, ld);
+            check_with_stats(&rt, &mut rng, &spec, m);
+        }
     }
 }
 

@@ -383,6 +383,9 @@ enum Form {
     /// The deferred split kernel's exact form (`_p_x`) for rows of a whole
     /// number of its chunks; other rows take `_p`.
     PrefetchExact,
+    /// `_p_x` for rows of a whole number of its chunks; other rows go on down
+    /// the table (the layout's ragged `_p` spills).
+    PrefetchExactOnly,
     /// The row's chunks in one cluster, staged a row ahead (`_c<n>_p`, n the
     /// row's chunks; `NormSpec::cluster`).
     Cluster,
@@ -655,6 +658,16 @@ const fn measured(
 /// 87.9-88.3 for s512x4_p (at 50256 85.6-85.7 against 89.1). Run9: 16-bit
 /// layer norm + residual l512x4 84.9-85.0 at 57344 against 82.7 for
 /// s512x8_p; at 49152 86.4-86.5 against 91.7-91.8 for s512x8_p_x.
+/// Twenty-seventh session of 2026-11-27 (H100, three rounds, each kernel alone
+/// in its process, benchmarks/2026-11-27-h100-s27 run3): layer norm's deferred
+/// split rows in larger chunks, so fewer blocks a row and more cohorts, on rows
+/// of a whole number of them (their ragged forms spill), % of copy: 16-bit
+/// s512x16_p_x, bf16 85.0-85.7 / 80.8-81.2 / 87.9-88.0 at 64x1048576 /
+/// 256x262144 / 4096x65536 against 79.8-80.4 / 70.8-71.0 / 76.7-76.8 for
+/// s512x8_p_x, f16 83.9-84.2 against 80.0-80.3 at 64x1048576; f32 s512x8_p_x
+/// (its states merged over the warps, `fetch_wide`) 81.4-81.6 / 85.9-86.1 at
+/// 64x1048576 / 4096x65536 against 77.1-77.3 / 81.2-81.3 for s512x4_p, but
+/// 82.8-83.2 against 85.0 at 256x262144, which keeps s512x4_p.
 #[rustfmt::skip]
 const MEASURED_LAYOUTS: &[MeasuredLayout] = {
     use Form::*;
@@ -693,7 +706,10 @@ const MEASURED_LAYOUTS: &[MeasuredLayout] = {
         measured(Softmax,    None,         false, F32,       32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
         measured(LogSoftmax, None,         false, Sixteen,   32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
         measured(LogSoftmax, None,         false, F32,       32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
+        measured(LayerNorm,  None,         false, Sixteen,   65536..=u64::MAX, Split, 512, 16, PrefetchExactOnly),
         measured(LayerNorm,  None,         false, Sixteen,   32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
+        measured(LayerNorm,  None,         false, F32,       65536..=65536,    Split, 512, 8,  PrefetchExactOnly),
+        measured(LayerNorm,  None,         false, F32,       1048576..=u64::MAX, Split, 512, 8, PrefetchExactOnly),
         measured(LayerNorm,  None,         false, F32,       32769..=u64::MAX, Split, 512, 4,  Prefetch),
         measured(LayerNorm,  None,         true,  F32,       32769..=u64::MAX, Split, 512, 4,  PrefetchExact),
         measured(LayerNorm,  None,         true,  Sixteen,   32769..=u64::MAX, Split, 512, 8,  PrefetchExact),
@@ -1285,9 +1301,25 @@ impl NormSpec {
     /// The same kernel for rows of any length up to its capacity: without
     /// `exact` (the launcher takes it for the rows an exact kernel does not fit).
     pub fn ragged_twin(&self) -> NormSpec {
-        NormSpec {
+        let ragged = NormSpec {
             exact: false,
             ..self.clone()
+        };
+        // An exact-only layout (its ragged form spills): other rows take the
+        // ladder's layout, as for a row a pack past the entry's first length.
+        let exact_only = MEASURED_LAYOUTS.iter().find(|m| {
+            m.form == Form::PrefetchExactOnly
+                && self.exact
+                && self.prefetch
+                && m.op == self.op
+                && m.algo.is_none_or(|a| Some(a) == self.algo)
+                && m.residual == self.residual
+                && m.types == self.layout_types()
+                && (m.layout, m.lanes, m.packs) == (self.layout, self.lanes, self.packs)
+        });
+        match exact_only {
+            Some(m) => ragged.for_cols(m.cols.start() + 4),
+            None => ragged,
         }
     }
 
@@ -1413,9 +1445,14 @@ impl NormSpec {
     /// layer norm; the numbers are in the prelude beside it).
     pub fn fetch_wide(&self) -> bool {
         let f32_rms = self.op == NormOp::RmsNorm && self.input.info().bytes == 4;
-        let layer_16 =
-            self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes < 4;
-        (self.deferred() && (f32_rms || layer_16)) || self.two_pass()
+        let layer = self.op == NormOp::LayerNorm && !self.residual;
+        let layer_16 = layer && self.input.info().bytes < 4;
+        // f32 layer norm of 8 packs: warp 0's batches spilled s512x8_p_x (16
+        // bytes, ptxas 13.0), the warps' slots do not. Of 4 packs, wide lost
+        // (s512x4_p_x 74.3-74.5 % of copy against 77.2-77.6 % for s512x4_p,
+        // H100, 64x1048576, 2026-11-27).
+        let layer_f32_wide_rows = layer && self.input.info().bytes == 4 && self.packs >= 8;
+        (self.deferred() && (f32_rms || layer_16 || layer_f32_wide_rows)) || self.two_pass()
     }
 
     /// A deferred split row, or a loop row, of 16-bit layer norm exchanges
@@ -1616,6 +1653,8 @@ impl NormSpec {
                 && m.types == self.layout_types()
                 && m.cols.contains(&cols)
                 && (clusters || m.form != Form::Cluster)
+                && (m.form != Form::PrefetchExactOnly
+                    || cols.is_multiple_of(u64::from(m.lanes * m.packs) * 4))
         });
         let (layout, lanes, packs) = if let Some(m) = measured {
             (m.layout, m.lanes, m.packs)
@@ -1661,7 +1700,10 @@ impl NormSpec {
             lanes,
             packs,
             prefetch: measured.is_some_and(|m| {
-                matches!(m.form, Form::Prefetch | Form::PrefetchExact | Form::Cluster)
+                matches!(
+                    m.form,
+                    Form::Prefetch | Form::PrefetchExact | Form::PrefetchExactOnly | Form::Cluster
+                )
             }),
             no_l1: measured.is_some_and(|m| m.form == Form::NoL1),
             exact: false,
@@ -1673,8 +1715,12 @@ impl NormSpec {
             spec.cluster = Some(cols.div_ceil(spec.chunk()).clamp(2, MAX_CLUSTER.into()) as u32);
         }
         // Exact where measured, and only for rows that fill the layout.
-        spec.exact = measured.is_some_and(|m| matches!(m.form, Form::Exact | Form::PrefetchExact))
-            && !spec.general
+        spec.exact = measured.is_some_and(|m| {
+            matches!(
+                m.form,
+                Form::Exact | Form::PrefetchExact | Form::PrefetchExactOnly
+            )
+        }) && !spec.general
             && spec.fills_exactly(cols);
         // Safe softmax needs two exchanges across blocks; the split layout does one.
         if layout == NormLayout::Split && spec.algo == Some(SoftmaxAlgo::Safe) {
@@ -2860,10 +2906,65 @@ mod tests {
         let long_spec = |op, residual, d| NormSpec::with((op, None, residual), d, d, 1 << 20);
         let long = |op, residual, d| long_spec(op, residual, d).name();
         let long_twin = |op, residual, d| long_spec(op, residual, d).general_twin().name();
-        assert_eq!(
-            long(NormOp::LayerNorm, false, DType::BF16),
-            "norm_layernorm_bf16_bf16_s512x8_p_x"
-        );
+        // Layer norm's rows of a whole number of larger chunks (twenty-seventh
+        // session): 16-bit s512x16_p_x from 65536, f32 s512x8_p_x at 65536
+        // and 2^20; other rows as before, the exact kernels' ragged twins too
+        // (their own ragged forms spill).
+        for d in [DType::BF16, DType::F16] {
+            let layer = (NormOp::LayerNorm, None, false);
+            for cols in [65536, 98304, 262144, 1 << 20] {
+                let s = NormSpec::with(layer, d, d, cols);
+                assert_eq!(
+                    s.name(),
+                    format!("norm_layernorm_{d}_{d}_s512x16_p_x"),
+                    "{cols}"
+                );
+                assert_eq!(
+                    s.ragged_twin(),
+                    NormSpec::with(layer, d, d, cols + 4),
+                    "{cols}"
+                );
+                assert_eq!(
+                    s.ragged_twin().name(),
+                    format!("norm_layernorm_{d}_{d}_s512x8_p")
+                );
+            }
+            for (cols, want) in [
+                (57345, "s512x8_p"),
+                (1_000_000, "s512x8_p"),
+                (49152, "s512x8_p_x"),
+            ] {
+                assert_eq!(
+                    NormSpec::with(layer, d, d, cols).name(),
+                    format!("norm_layernorm_{d}_{d}_{want}"),
+                    "{cols}"
+                );
+            }
+        }
+        let f32_layer = |cols| {
+            NormSpec::with(
+                (NormOp::LayerNorm, None, false),
+                DType::F32,
+                DType::F32,
+                cols,
+            )
+        };
+        for (cols, want, ragged) in [
+            (65536, "s512x8_p_x", "s512x4_p"),
+            (1 << 20, "s512x8_p_x", "s512x4_p"),
+            (262144, "s512x4_p", "s512x4_p"),
+            (81920, "s512x4_p", "s512x4_p"),
+            (1_000_000, "s512x4_p", "s512x4_p"),
+        ] {
+            let s = f32_layer(cols);
+            assert_eq!(s.name(), format!("norm_layernorm_f32_f32_{want}"), "{cols}");
+            assert_eq!(
+                s.ragged_twin().name(),
+                format!("norm_layernorm_f32_f32_{ragged}"),
+                "{cols}"
+            );
+            assert!(!s.exact || s.fetch_wide(), "{cols}");
+        }
         assert_eq!(
             long(NormOp::RmsNorm, false, DType::BF16),
             "norm_rmsnorm_bf16_bf16_s512x16_p_x"
@@ -2886,10 +2987,11 @@ mod tests {
             long_twin(NormOp::RmsNorm, true, DType::F32),
             "norm_rmsnorm_res_f32_f32_s512x4_o2_g"
         );
-        // f32 layer norm takes the deferred kernel of 4 packs (ninth session).
+        // f32 layer norm takes the deferred kernel of 4 packs (ninth session)
+        // but on rows of a whole number of 8 packs' chunks.
         assert_eq!(
             long(NormOp::LayerNorm, false, DType::F32),
-            "norm_layernorm_f32_f32_s512x4_p"
+            "norm_layernorm_f32_f32_s512x8_p_x"
         );
         assert_eq!(
             long_twin(NormOp::LayerNorm, false, DType::F32),
