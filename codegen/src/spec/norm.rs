@@ -1442,7 +1442,8 @@ impl NormSpec {
     /// A deferred split row's second pass spreads the row's states over the
     /// warps (`rj_red_fetch_wide`) rather than warp 0's batches: where it
     /// measured faster (f32 RMS norm, with and without the residual, and 16-bit
-    /// layer norm; the numbers are in the prelude beside it).
+    /// layer norm; the numbers are in the prelude beside it), and for f32 layer
+    /// norm of 8 packs, which spills without it (below).
     pub fn fetch_wide(&self) -> bool {
         let f32_rms = self.op == NormOp::RmsNorm && self.input.info().bytes == 4;
         let layer = self.op == NormOp::LayerNorm && !self.residual;
