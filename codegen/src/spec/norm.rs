@@ -369,6 +369,25 @@ struct MeasuredLayout {
     form: Form,
 }
 
+impl MeasuredLayout {
+    /// Whether the entry was measured for `spec`'s op, algorithm, residual and
+    /// row types (its columns, layout and form aside).
+    fn serves(&self, spec: &NormSpec) -> bool {
+        self.op == spec.op
+            && self.algo.is_none_or(|a| Some(a) == spec.algo)
+            && self.residual == spec.residual
+            && self.types == spec.layout_types()
+    }
+
+    /// Whether it takes rows of `cols`: in its range, and for an exact-only
+    /// form a whole number of its chunks.
+    fn takes(&self, cols: u64) -> bool {
+        let chunk = u64::from(self.lanes * self.packs) * 4;
+        self.cols.contains(&cols)
+            && (self.form != Form::PrefetchExactOnly || cols.is_multiple_of(chunk))
+    }
+}
+
 /// Which form of a layout's kernel a measured entry takes.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Form {
@@ -389,6 +408,24 @@ enum Form {
     /// The row's chunks in one cluster, staged a row ahead (`_c<n>_p`, n the
     /// row's chunks; `NormSpec::cluster`).
     Cluster,
+}
+
+impl Form {
+    /// The deferred or prefetching kernel (`_p`).
+    fn prefetches(self) -> bool {
+        matches!(
+            self,
+            Form::Prefetch | Form::PrefetchExact | Form::PrefetchExactOnly | Form::Cluster
+        )
+    }
+
+    /// The exact-length kernel (`_x`) where the row fills the layout.
+    fn exact(self) -> bool {
+        matches!(
+            self,
+            Form::Exact | Form::PrefetchExact | Form::PrefetchExactOnly
+        )
+    }
 }
 
 /// One row of `MEASURED_LAYOUTS`.
@@ -1307,14 +1344,12 @@ impl NormSpec {
         };
         // An exact-only layout (its ragged form spills): other rows take the
         // ladder's layout, as for a row a pack past the entry's first length.
+        if !(self.exact && self.prefetch) {
+            return ragged;
+        }
         let exact_only = MEASURED_LAYOUTS.iter().find(|m| {
             m.form == Form::PrefetchExactOnly
-                && self.exact
-                && self.prefetch
-                && m.op == self.op
-                && m.algo.is_none_or(|a| Some(a) == self.algo)
-                && m.residual == self.residual
-                && m.types == self.layout_types()
+                && m.serves(self)
                 && (m.layout, m.lanes, m.packs) == (self.layout, self.lanes, self.packs)
         });
         match exact_only {
@@ -1647,16 +1682,9 @@ impl NormSpec {
             let p = cols.div_ceil(lanes * 4).next_power_of_two();
             p.clamp(1, 16) as u32
         };
-        let measured = MEASURED_LAYOUTS.iter().find(|m| {
-            m.op == self.op
-                && m.algo.is_none_or(|a| Some(a) == self.algo)
-                && m.residual == self.residual
-                && m.types == self.layout_types()
-                && m.cols.contains(&cols)
-                && (clusters || m.form != Form::Cluster)
-                && (m.form != Form::PrefetchExactOnly
-                    || cols.is_multiple_of(u64::from(m.lanes * m.packs) * 4))
-        });
+        let measured = MEASURED_LAYOUTS
+            .iter()
+            .find(|m| m.serves(self) && m.takes(cols) && (clusters || m.form != Form::Cluster));
         let (layout, lanes, packs) = if let Some(m) = measured {
             (m.layout, m.lanes, m.packs)
         } else if cols <= 128 {
@@ -1700,12 +1728,7 @@ impl NormSpec {
             layout,
             lanes,
             packs,
-            prefetch: measured.is_some_and(|m| {
-                matches!(
-                    m.form,
-                    Form::Prefetch | Form::PrefetchExact | Form::PrefetchExactOnly | Form::Cluster
-                )
-            }),
+            prefetch: measured.is_some_and(|m| m.form.prefetches()),
             no_l1: measured.is_some_and(|m| m.form == Form::NoL1),
             exact: false,
             cluster: None,
@@ -1716,13 +1739,8 @@ impl NormSpec {
             spec.cluster = Some(cols.div_ceil(spec.chunk()).clamp(2, MAX_CLUSTER.into()) as u32);
         }
         // Exact where measured, and only for rows that fill the layout.
-        spec.exact = measured.is_some_and(|m| {
-            matches!(
-                m.form,
-                Form::Exact | Form::PrefetchExact | Form::PrefetchExactOnly
-            )
-        }) && !spec.general
-            && spec.fills_exactly(cols);
+        spec.exact =
+            measured.is_some_and(|m| m.form.exact()) && !spec.general && spec.fills_exactly(cols);
         // Safe softmax needs two exchanges across blocks; the split layout does one.
         if layout == NormLayout::Split && spec.algo == Some(SoftmaxAlgo::Safe) {
             spec.algo = Some(SoftmaxAlgo::Online);
