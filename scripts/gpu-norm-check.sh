@@ -6,6 +6,7 @@
 # NORM_TESTS (gpu_norm tests), NORM_SANITIZE (the tests to sanitize; empty: none)
 # and NORM_SHAPES (ROWSxCOLS separated by commas: the shapes of the benchmark and
 # of PyTorch's) override the defaults; NORM_TESTS= (empty) runs no test.
+# NORM_SANITIZE_TOOLS: the compute-sanitizer tools (default: memcheck racecheck).
 # NORM_GAPS: the launch gaps to time in, each a benchmark of its own beside
 # PyTorch's (default: hidden; `hidden counted` for both).
 # Logs in $OUT/norm-check.tgz.
@@ -20,7 +21,7 @@ if [ -n "$TESTS" ]; then
 fi
 SANITIZE_TESTS="${NORM_SANITIZE-gpu_norm:split_rows_off_the_pack_grid_small}"
 if [ -n "$SANITIZE_TESTS" ]; then
-  OUT="$W" SANITIZE="$SANITIZE_TESTS" SANITIZE_TOOLS="memcheck racecheck" SANITIZE_TIMEOUT=240 \
+  OUT="$W" SANITIZE="$SANITIZE_TESTS" SANITIZE_TOOLS="${NORM_SANITIZE_TOOLS:-memcheck racecheck}" SANITIZE_TIMEOUT=240 \
     bash stage/scripts/gpu-run.sh sanitize 2>&1 | grep -E "rc="
 fi
 for gap in ${NORM_GAPS:-hidden}; do

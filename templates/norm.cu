@@ -176,8 +176,15 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   rj_u32 shift;
   const bool vec = row_grid(a, r, shift);
 {%- if not softmax %}
-  // Weight and bias, indexed by column, on the grid where their offset is the row's.
-  const bool wvec = vec && a.w / T::kBytes % 4 == shift && (a.b == 0 || a.b / T::kBytes % 4 == shift);
+  // Weight and bias, indexed by column, where both share a grid: 16-bit rows
+  // take them from their own grid, which lies m elements before the chunk's
+  // (rj_col_grid), the others only where it is the chunk's (m = 0). Two-pass
+  // layer norm + residual twins with f32 in or out spilled 8-32 bytes at
+  // their 64 registers with the pick (ptxas 13.0).
+  const rj_u32 wgrid = (rj_u32)(a.w / T::kBytes % 4);
+  const bool pick = T::kBytes < 4 && TO::kBytes < 4;
+  const rj_col_grid wvec{vec && (a.b == 0 || a.b / T::kBytes % 4 == wgrid) && (pick || wgrid == shift),
+                         pick ? (wgrid - shift) & 3u : 0u};
 {%- endif %}
   const auto c = rj_chunk_of<rj_chunk<kLanes, kWhole, true>, kBalanced>(vec ? first - shift : first, span, cols, lane);
 {%- elif general %}
@@ -189,14 +196,14 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- endif %}
 {%- if not softmax %}
   vec = vec && a.w % (4 * T::kBytes) == 0 && a.b % (4 * T::kBytes) == 0;
-  const bool wvec = vec;
+  const rj_col_grid wvec{vec, 0u};
 {%- endif %}
   const auto c = rj_chunk_of<rj_chunk<kLanes, kWhole>, kBalanced>(first, span, cols, lane);
 {%- else %}
   // Whole packs: the launcher checked every buffer's alignment, ld and cols.
   const bool vec = true;
 {%- if not softmax %}
-  const bool wvec = true;
+  const rj_col_grid wvec{true, 0u};
 {%- endif %}
   const Chunk c = rj_chunk_of<Chunk, kBalanced>(first, span, cols, lane);
 {%- endif %}

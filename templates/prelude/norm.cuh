@@ -235,11 +235,41 @@ __device__ __forceinline__ void rj_row_add_staged(rj_u32 slots, rj_u32 stride, c
     }
   }
 }
+// Where a row's per-column vectors (weight, bias) lie against its chunk's pack
+// grid. vec: every row stream is on that grid, so its whole packs take vector
+// accesses; the vectors' own grid is then m elements before the pack (0: the
+// same grid). A row of an odd ld starts off the grid, its chunks start early
+// by its shift, and a weight on its own grid lies 1-3 elements off theirs: two
+// vector loads and a pick, where the element path took four scalar loads a
+// pack. At 4x1000003 (rows 1-3 off the grid; H100, 2026-11-27, two rounds)
+// bf16 layer norm's twin s512x4_o2_g ran 876-878 GB/s against 825-828, f16
+// 870-875 against 819-825, bf16 RMS norm 1011-1016 against 978-982.
+struct rj_col_grid {
+  bool vec;
+  rj_u32 m;
+};
+
 // One pack of a per-column vector (weight, bias) at the pack's elements.
 template <class T, class C>
-__device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, bool vec, float (&w)[4]) {
+__device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, rj_col_grid g, float (&w)[4]) {
   const rj_u32 e = c.at(p);
-  if ((C::kWhole || vec) && c.whole(p)) {
+  // 16-bit vectors only (the caller sets m; see run_row).
+  if constexpr (!C::kWhole && T::kBytes < 4) {
+    // Both packs of the vector's own grid inside the row: e - m wraps past
+    // cols where pack 0 starts before the row.
+    if (g.vec && g.m != 0 && c.whole(p) && e - g.m + 8u <= c.cols && e >= g.m) {
+      // Raw words, shifted into place before the widening: fewer registers
+      // than two widened packs.
+      const rj_u64 at = a + (rj_u64)(e - g.m) * T::kBytes;
+      rj_u32 lo[T::kWords], hi[T::kWords], v[T::kWords];
+      rj_ld_words<rj_load_nc>(at, lo);
+      rj_ld_words<rj_load_nc>(at + 4u * T::kBytes, hi);
+      rj_funnel(g.m * T::kBytes, lo, hi, v);
+      T::unpack4(v, w);
+      return;
+    }
+  }
+  if ((C::kWhole || (g.vec && g.m == 0)) && c.whole(p)) {
     rj_ld4<T, rj_load_nc>(a, c.off(p), w);
   } else if constexpr (C::kWhole) {
 #pragma unroll
@@ -256,14 +286,14 @@ __device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, bool vec
 // pack p at the slots' address plus p * stride.
 struct rj_cols_global {
   template <class T, class C>
-  __device__ __forceinline__ void ld(rj_u64 a, const C& c, int p, bool vec, float (&v)[4]) const {
-    rj_col_ld4<T>(a, c, p, vec, v);
+  __device__ __forceinline__ void ld(rj_u64 a, const C& c, int p, rj_col_grid g, float (&v)[4]) const {
+    rj_col_ld4<T>(a, c, p, g, v);
   }
 };
 struct rj_cols_staged {
   rj_u32 stride;
   template <class T, class C>
-  __device__ __forceinline__ void ld(rj_u64 a, const C&, int p, bool, float (&v)[4]) const {
+  __device__ __forceinline__ void ld(rj_u64 a, const C&, int p, rj_col_grid, float (&v)[4]) const {
     rj_ld4_shared<T>((rj_u32)a + (rj_u32)p * stride, v);
   }
 };
@@ -903,7 +933,7 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
   float param;  // eps
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
-  bool vec;
+  rj_col_grid vec;
   Cols cols;
   // An output element: (x - mean) * rstd * w + b, each step rounded (no
   // contraction into an fma).
@@ -1026,7 +1056,7 @@ template <class T, class Cols = rj_cols_global> struct rj_norm_rms_t {
   float param;  // eps
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
-  bool vec;
+  rj_col_grid vec;
   Cols cols;
   template <int P, class C, class Red>
   __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool leader) const {
