@@ -179,7 +179,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   // Weight and bias, indexed by column, where both share a grid: 16-bit rows
   // take them from their own grid, which lies m elements before the chunk's
   // (rj_col_grid), the others only where it is the chunk's (m = 0). Two-pass
-  // layer norm + residual twins with f32 in or out spilled 8-32 bytes at
+  // layer norm + residual twins with f32 in or out spilled 8-52 bytes at
   // their 64 registers with the pick (ptxas 13.0).
   const rj_u32 wgrid = (rj_u32)(a.w / T::kBytes % 4);
   const bool pick = T::kBytes < 4 && TO::kBytes < 4;
