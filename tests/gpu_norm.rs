@@ -393,30 +393,37 @@ fn param_of(spec: &NormSpec) -> f32 {
 }
 
 /// `check` of normal values at the op's usual parameter, with the row
-/// statistics, one run, outputs on the pack grid.
+/// statistics, one run, buffers on the pack grid.
 fn check_with_stats(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec, m: Matrix) {
-    check_with_stats_at(rt, rng, spec, m, 0);
+    check_with_stats_at(rt, rng, spec, m, Place::default());
 }
 
-/// The same with the outputs `out_shift` elements into their poisoned buffers.
-fn check_with_stats_at(
-    rt: &Runtime,
-    rng: &mut common::Rng,
-    spec: &NormSpec,
-    m: Matrix,
-    out_shift: usize,
-) {
+/// The same, launched `runs` times (each run's bits must equal the first's).
+fn check_runs(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec, m: Matrix, runs: usize) {
+    let param = param_of(spec);
     check(
         rt,
         rng,
         spec,
         m,
         Values::Normal,
-        param_of(spec),
+        param,
         true,
-        1,
-        Place::out(out_shift),
+        runs,
+        Place::default(),
     );
+}
+
+/// The same with the buffers where `place` puts them.
+fn check_with_stats_at(
+    rt: &Runtime,
+    rng: &mut common::Rng,
+    spec: &NormSpec,
+    m: Matrix,
+    place: Place,
+) {
+    let param = param_of(spec);
+    check(rt, rng, spec, m, Values::Normal, param, true, 1, place);
 }
 
 /// `check_with_stats` of each named kernel on its (rows, cols, ld).
@@ -532,7 +539,7 @@ fn every_layout_variant_on_strided_rows() {
         for cols in [cap, cap.div_ceil(3).max(1) | 1] {
             for (ld, out_shift) in [(cols + 3, 0), (cols + 3, 1), (cols.next_multiple_of(8), 0)] {
                 let m = Matrix { rows: 37, cols, ld };
-                check_with_stats_at(&rt, &mut rng, &spec, m, out_shift);
+                check_with_stats_at(&rt, &mut rng, &spec, m, Place::out(out_shift));
             }
         }
     }
@@ -647,7 +654,7 @@ fn split_rows_off_the_pack_grid_small() {
                         cols,
                         ld: cols + pad,
                     };
-                    check_with_stats_at(&rt, &mut rng, &spec, m, out_shift);
+                    check_with_stats_at(&rt, &mut rng, &spec, m, Place::out(out_shift));
                 }
             }
         }
@@ -698,17 +705,7 @@ fn split_twins_with_vectors_off_the_rows_grid() {
                         weight,
                         bias,
                     };
-                    check(
-                        &rt,
-                        &mut rng,
-                        spec,
-                        m,
-                        Values::Normal,
-                        param_of(spec),
-                        true,
-                        1,
-                        place,
-                    );
+                    check_with_stats_at(&rt, &mut rng, spec, m, place);
                 }
             }
         }
@@ -844,17 +841,7 @@ fn prefetching_split_cohorts_take_many_rows() {
                 cols,
                 ld: cols + pad,
             };
-            check(
-                &rt,
-                &mut rng,
-                spec,
-                m,
-                Values::Normal,
-                param_of(spec),
-                true,
-                repeats,
-                Place::default(),
-            );
+            check_runs(&rt, &mut rng, spec, m, repeats);
         }
     }
 }
@@ -882,7 +869,7 @@ fn check_deferred_twin(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec) {
     let cols = 2 * spec.chunk() as usize + 5;
     let m = two_rows_a_cohort(rt, spec, cols, cols + 2);
     for out_shift in [0, 1] {
-        check_with_stats_at(rt, rng, spec, m, out_shift);
+        check_with_stats_at(rt, rng, spec, m, Place::out(out_shift));
     }
 }
 
@@ -1079,17 +1066,7 @@ fn cluster_rows_of_every_op() {
             } else {
                 vec![&general, spec]
             } {
-                check(
-                    &rt,
-                    &mut rng,
-                    s,
-                    m,
-                    Values::Normal,
-                    param_of(s),
-                    true,
-                    3,
-                    Place::default(),
-                );
+                check_runs(&rt, &mut rng, s, m, 3);
             }
         }
     }
@@ -1166,29 +1143,9 @@ fn loop_rows_of_every_op() {
             let whole = cols % 4 == 0 && ld % 4 == 0;
             let general = spec.general_twin();
             let s = if whole { spec } else { &general };
-            check(
-                &rt,
-                &mut rng,
-                s,
-                m,
-                Values::Normal,
-                param_of(s),
-                true,
-                3,
-                Place::default(),
-            );
+            check_runs(&rt, &mut rng, s, m, 3);
             if spec.fills_exactly(cols as u64) && whole {
-                check(
-                    &rt,
-                    &mut rng,
-                    exact,
-                    m,
-                    Values::Normal,
-                    param_of(s),
-                    true,
-                    1,
-                    Place::default(),
-                );
+                check_runs(&rt, &mut rng, exact, m, 1);
             }
         }
         let m = Matrix {
@@ -1640,17 +1597,7 @@ fn split_rows_are_bit_identical_run_to_run() {
                 cols,
                 ld: cols,
             };
-            check(
-                &rt,
-                &mut rng,
-                &spec,
-                m,
-                Values::Normal,
-                param_of(&spec),
-                true,
-                3,
-                Place::default(),
-            );
+            check_runs(&rt, &mut rng, &spec, m, 3);
         }
     }
 }
