@@ -933,7 +933,7 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
   float param;  // eps
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
-  rj_col_grid vec;
+  rj_col_grid grid;  // where the weight and bias lie (rj_col_ld4)
   Cols cols;
   // An output element: (x - mean) * rstd * w + b, each step rounded (no
   // contraction into an fma).
@@ -1023,8 +1023,8 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
         if (g < P / G) {
 #pragma unroll
           for (int q = 0; q < G; ++q) {
-            cols.template ld<T>(w, c, g * G + q, vec, wv[g % 2][q]);
-            cols.template ld<T>(b, c, g * G + q, vec, bv[g % 2][q]);
+            cols.template ld<T>(w, c, g * G + q, grid, wv[g % 2][q]);
+            cols.template ld<T>(b, c, g * G + q, grid, bv[g % 2][q]);
           }
         }
         if (g == 0) continue;
@@ -1040,8 +1040,8 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
 #pragma unroll
       for (int p = 0; p < P; ++p) {
         float wv[4], bv[4];
-        cols.template ld<T>(w, c, p, vec, wv);
-        cols.template ld<T>(b, c, p, vec, bv);
+        cols.template ld<T>(w, c, p, grid, wv);
+        cols.template ld<T>(b, c, p, grid, bv);
 #pragma unroll
         for (int k = 0; k < 4; ++k) x[p][k] = affine(x[p][k], mean, rstd, wv[k], bv[k]);
       }
@@ -1056,7 +1056,7 @@ template <class T, class Cols = rj_cols_global> struct rj_norm_rms_t {
   float param;  // eps
   rj_u64 w, b, mean_out, rstd_out;
   rj_u64 row_index;
-  rj_col_grid vec;
+  rj_col_grid grid;  // where the weight and bias lie (rj_col_ld4)
   Cols cols;
   template <int P, class C, class Red>
   __device__ __forceinline__ void row(float (&x)[P][4], const C& c, const Red& red, bool leader) const {
@@ -1073,7 +1073,7 @@ template <class T, class Cols = rj_cols_global> struct rj_norm_rms_t {
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       float wv[4];
-      cols.template ld<T>(w, c, p, vec, wv);
+      cols.template ld<T>(w, c, p, grid, wv);
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = rj_mul_rn(rj_mul_rn(x[p][k], rstd), wv[k]);
     }
