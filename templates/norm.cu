@@ -52,6 +52,11 @@
 namespace {{ name }}_impl {
 typedef rj_dtype_{{ input }} T;
 typedef rj_dtype_{{ output }} TO;
+{%- if held %}
+// The first {{ held }} pack(s) of this thread's columns of the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}, loaded once
+// and held in registers: a cohort's block keeps its chunk in every row.
+typedef rj_cols_held<T, {% if op == "layernorm" %}2{% else %}1{% endif %}, {{ held }}> Held;
+{%- endif %}
 typedef {{ functor }} Op;
 const int kThreads = {{ threads }};
 const int kLanes = {{ lanes }};
@@ -103,6 +108,9 @@ struct Args {
   float param;
 {%- if staged_cols %}
   rj_u32 cols;  // this thread's staged columns (shared memory)
+{%- endif %}
+{%- if held %}
+  Held held;  // this thread's held columns (registers)
 {%- endif %}
 };
 {%- if row_shift %}
@@ -251,6 +259,8 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- endif %}
 {%- if staged_cols %}
   const Op op{a.param, a.cols, a.cols + kSlots, a.mean, a.rstd, r, wvec, rj_cols_staged{kStride}};
+{%- elif held %}
+  const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec, a.held};
 {%- else %}
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec};
 {%- endif %}
@@ -367,6 +377,10 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   // A cohort's block keeps its chunk in every row (the loop's waits include
   // this first group).
   stage_cols(a, stage, rj_chunk_of<Chunk, kBalanced>(first, span, (rj_u32)cols, threadIdx.x));
+{%- elif held %}
+  // Loaded per row after the row's states came in, the columns' L2 latency
+  // lay between every wait and its stores.
+  a.held.load(a.w, a.b, rj_chunk_of<Chunk, kBalanced>(first, span, (rj_u32)cols, threadIdx.x));
 {%- endif %}
   // Buffer b of three: row i of this cohort is in buffer i % 3. Every stage
   // commits a group, empty past the last row, so that waiting for all but the

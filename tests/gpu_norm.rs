@@ -1383,12 +1383,20 @@ fn deferred_general_twins_small() {
 /// more a cohort of 32 to 128 blocks, the last chunk ragged, both row streams
 /// staged (the residual add), a three-word state (layer norm's), a weight
 /// read from global memory beside three staged rows (16-bit RMS norm's 16 packs),
-/// and exact forms (`_p_x`, rows of 64 whole chunks, the f64 sums among them).
+/// exact forms (`_p_x`, rows of 64 whole chunks, the f64 sums among them), and
+/// columns held in registers (`held_cols`), all or some of a chunk's.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn prefetching_split_cohorts_small() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("prefetching_split_cohorts_small");
+    // Columns held in registers: every pack, a ragged row's past its end
+    // (zeros, never stored), with the residual, and a few packs by name.
+    let holding = [
+        "norm_rmsnorm_f32_f32_s512x8_p",
+        "norm_layernorm_res_bf16_bf16_s512x8_p",
+        "norm_rmsnorm_bf16_bf16_s512x16_p_x_h3",
+    ];
     for name in [
         "norm_softmax_online_bf16_bf16_s512x16_p",
         "norm_rmsnorm_res_f32_f32_s512x4_p",
@@ -1398,9 +1406,13 @@ fn prefetching_split_cohorts_small() {
         "norm_softmax_online_f32_f32_s512x8_p_x",
         "norm_layernorm_f16_f16_s512x16_p_x",
         "norm_layernorm_f32_f32_s512x8_p_x",
-    ] {
+    ]
+    .into_iter()
+    .chain(holding)
+    {
         let spec: NormSpec = name.parse().unwrap();
         assert!(!spec.general, "{name}");
+        assert!(!holding.contains(&name) || spec.held_cols() > 0, "{name}");
         let cols: usize = if spec.exact { 1 << 20 } else { (1 << 20) - 4 };
         let m = two_rows_a_cohort(&rt, &spec, cols, cols + 4);
         check_with_stats(&rt, &mut rng, &spec, m);

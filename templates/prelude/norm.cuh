@@ -281,20 +281,51 @@ __device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, rj_col_g
 }
 
 // Where a row op's per-column vectors (weight, bias) come from: global memory
-// at the chunk's columns, or (a prefetching kernel) this thread's slots in
-// shared memory, staged once since every row of a thread has the same columns:
-// pack p at the slots' address plus p * stride.
+// at the chunk's columns, or (a prefetching kernel, every row of whose threads
+// has the same columns) this thread's slots in shared memory, staged once (pack
+// p at the slots' address plus p * stride), or registers, loaded once. A row op
+// asks for vector kV (0 the weight, 1 the bias) at its address a.
 struct rj_cols_global {
-  template <class T, class C>
+  template <class T, int kV, class C>
   __device__ __forceinline__ void ld(rj_u64 a, const C& c, int p, rj_col_grid g, float (&v)[4]) const {
     rj_col_ld4<T>(a, c, p, g, v);
   }
 };
 struct rj_cols_staged {
   rj_u32 stride;
-  template <class T, class C>
+  template <class T, int kV, class C>
   __device__ __forceinline__ void ld(rj_u64 a, const C&, int p, rj_col_grid, float (&v)[4]) const {
     rj_ld4_shared<T>((rj_u32)a + (rj_u32)p * stride, v);
+  }
+};
+// The first H packs of V vectors held as raw words (half the registers of
+// widened 16-bit packs), the rest read from global memory: whole-pack chunks.
+template <class T, int V, int H> struct rj_cols_held {
+  rj_u32 v[V][H > 0 ? H : 1][T::kWords];
+  template <class C>
+  __device__ __forceinline__ void load(rj_u64 w, rj_u64 b, const C& c) {
+    static_assert(C::kWhole, "whole-pack chunks");
+#pragma unroll
+    for (int p = 0; p < H; ++p) {
+#pragma unroll
+      for (int q = 0; q < V; ++q) {
+        if (c.whole(p)) {
+          rj_ld_words<rj_load_nc>((q == 0 ? w : b) + (rj_u64)c.off(p) * T::kBytes, v[q][p]);
+        } else {
+#pragma unroll
+          for (int k = 0; k < T::kWords; ++k) v[q][p][k] = 0u;
+        }
+      }
+    }
+  }
+  // The vectors' type is T (the row op's too).
+  template <class, int kV, class C>
+  __device__ __forceinline__ void ld(rj_u64 a, const C& c, int p, rj_col_grid g, float (&o)[4]) const {
+    if (p < H) {
+      T::unpack4(v[kV][p], o);
+    } else {
+      rj_col_ld4<T>(a, c, p, g, o);
+    }
   }
 };
 
@@ -1023,8 +1054,8 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
         if (g < P / G) {
 #pragma unroll
           for (int q = 0; q < G; ++q) {
-            cols.template ld<T>(w, c, g * G + q, grid, wv[g % 2][q]);
-            cols.template ld<T>(b, c, g * G + q, grid, bv[g % 2][q]);
+            cols.template ld<T, 0>(w, c, g * G + q, grid, wv[g % 2][q]);
+            cols.template ld<T, 1>(b, c, g * G + q, grid, bv[g % 2][q]);
           }
         }
         if (g == 0) continue;
@@ -1040,8 +1071,8 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
 #pragma unroll
       for (int p = 0; p < P; ++p) {
         float wv[4], bv[4];
-        cols.template ld<T>(w, c, p, grid, wv);
-        cols.template ld<T>(b, c, p, grid, bv);
+        cols.template ld<T, 0>(w, c, p, grid, wv);
+        cols.template ld<T, 1>(b, c, p, grid, bv);
 #pragma unroll
         for (int k = 0; k < 4; ++k) x[p][k] = affine(x[p][k], mean, rstd, wv[k], bv[k]);
       }
@@ -1073,7 +1104,7 @@ template <class T, class Cols = rj_cols_global> struct rj_norm_rms_t {
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       float wv[4];
-      cols.template ld<T>(w, c, p, grid, wv);
+      cols.template ld<T, 0>(w, c, p, grid, wv);
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = rj_mul_rn(rj_mul_rn(x[p][k], rstd), wv[k]);
     }

@@ -242,6 +242,17 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
 /// H100 (BENCHMARKS.md, third session, run4, when it was the only kernel). Layer
 /// norm with residual at b256x8, same dtypes, went from 3 to 2 when Chan's merge
 /// took one reciprocal for three divisions: at 3, ptxas spilled 4 words.
+/// Packs of the weight and bias a deferred split kernel holds in registers
+/// (`NormSpec::held_cols`) where all of its packs did not fit: (op, input,
+/// packs a thread, packs held), layer norm without the residual. ptxas 13.0 at
+/// the kernels' bound of 1: f32 s512x8_p_x spilled 4 bytes holding 8 packs,
+/// none at 7; f16 s512x16_p_x spilled 48-544 bytes holding 8-16, none at 4
+/// (bf16 held all 16 clean).
+const HELD_CAPS: &[(NormOp, DType, u32, u32)] = &[
+    (NormOp::LayerNorm, DType::F32, 8, 7),
+    (NormOp::LayerNorm, DType::F16, 16, 4),
+];
+
 const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x2", 4, 4, 2),
     ("layernorm", "b256x4", 1, 1, 1),
@@ -844,8 +855,9 @@ pub struct NormSpec {
     /// memory with cp.async while it reduces and stores this one, so those
     /// loads are in flight through the reductions, a split row's wait on its
     /// other blocks, and the stores. A block's columns of the weight and bias
-    /// are staged there once (the block layout: a split block reads its
-    /// chunk's from global memory). All of it must fit `MAX_STAGE_BYTES`.
+    /// are staged there once where they fit (`staged_cols`); else a split
+    /// block holds its chunk's in registers (`held_cols`) or reads them from
+    /// global memory. All of it must fit `MAX_STAGE_BYTES`.
     pub prefetch: bool,
     /// The row streams' whole-pack loads (x, and the residual) allocate no L1
     /// line (`ld.global.nc.L1::no_allocate`, `_n` in names): L1 then keeps the
@@ -868,6 +880,10 @@ pub struct NormSpec {
     /// shared memory: no workspace, and no block waits on one that is not
     /// running. The kernel holds rows of at most `n` chunks.
     pub cluster: Option<u32>,
+    /// Packs of its chunk's weight and bias a deferred split kernel loads
+    /// into registers once and holds for the launch (`_h<n>` in names, 0 to
+    /// `packs`), instead of `held_cols`'s rule: what the benchmarks compare.
+    pub held: Option<u32>,
 }
 
 impl Default for NormSpec {
@@ -888,6 +904,7 @@ impl Default for NormSpec {
             no_l1: false,
             exact: false,
             cluster: None,
+            held: None,
         }
     }
 }
@@ -1096,6 +1113,7 @@ impl NormSpec {
             return NormSpec {
                 general: true,
                 exact: false,
+                held: None,
                 ..self.clone()
             };
         }
@@ -1104,6 +1122,7 @@ impl NormSpec {
             general: true,
             prefetch: false,
             exact: false,
+            held: None,
             ..self.clone()
         };
         // RMS norm between two dtypes spilled 80 bytes at b512x8_g too (ptxas
@@ -1162,6 +1181,7 @@ impl NormSpec {
             exact: false,
             packs: self.packs.min(GENERAL_MAX_PACKS),
             bound: if log16 { Some(1) } else { self.bound },
+            held: None,
             ..self.clone()
         }
     }
@@ -1178,6 +1198,7 @@ impl NormSpec {
                 lanes,
                 packs,
                 bound,
+                held: None,
                 ..self.clone()
             },
             _ => self.staged_twin(),
@@ -1336,10 +1357,12 @@ impl NormSpec {
     }
 
     /// The same kernel for rows of any length up to its capacity: without
-    /// `exact` (the launcher takes it for the rows an exact kernel does not fit).
+    /// `exact` (the launcher takes it for the rows an exact kernel does not
+    /// fit), its columns held by the rule (`held_cols`).
     pub fn ragged_twin(&self) -> NormSpec {
         let ragged = NormSpec {
             exact: false,
+            held: None,
             ..self.clone()
         };
         // An exact-only layout (its ragged form spills): other rows take the
@@ -1386,6 +1409,49 @@ impl NormSpec {
         } else {
             1 + u64::from(info.bias)
         }
+    }
+
+    /// Whether this kernel can hold its columns of the weight and bias in
+    /// registers: a deferred split kernel's whole-pack form (a block keeps its
+    /// chunk, so its columns, in every row) whose columns are not staged in
+    /// shared memory.
+    fn can_hold_cols(&self) -> bool {
+        self.deferred() && !self.general && self.vectors() > 0 && !self.staged_cols()
+    }
+
+    /// Packs of its chunk's weight and bias a deferred split kernel loads into
+    /// registers once and holds for the launch (0: none; the rest it loads
+    /// each row it finishes): `held`, else every pack (at most
+    /// `HELD_CAPS`'s) for layer norm and f32 RMS norm without the residual.
+    /// Without them each finishing pass waited on its columns from L2 after
+    /// the row's states came in. H100, 2026-11-27, % of copy (BENCHMARKS.md,
+    /// twenty-ninth session): at 64x1048576 f32 layer norm s512x8_p_x
+    /// 81.0-81.2 -> 88.6-88.7, bf16 s512x16_p_x 85.5-85.6 -> 88.8, f16
+    /// 84.0-84.4 -> 86.5-87.2, f32 RMS norm s512x8_p 87.3-87.5 -> 91.3; at
+    /// 4096x65536 f32 layer norm 86.0 -> 91.5-91.6. 16-bit RMS norm (bf16
+    /// s512x16_p_x 90.8-91.5 -> 89.9-90.5 at 64x1048576) and the RMS norms
+    /// with the residual (within a point either way) keep loading them.
+    pub fn held_cols(&self) -> u32 {
+        if !self.can_hold_cols() {
+            return 0;
+        }
+        if let Some(h) = self.held {
+            return h;
+        }
+        let holds = match self.op {
+            NormOp::LayerNorm => true,
+            NormOp::RmsNorm => !self.residual && self.input.info().bytes == 4,
+            NormOp::Softmax | NormOp::LogSoftmax => false,
+        };
+        if !holds {
+            return 0;
+        }
+        HELD_CAPS
+            .iter()
+            .find(|&&(op, input, packs, _)| {
+                (op, input, packs) == (self.op, self.input, self.packs) && !self.residual
+            })
+            .map_or(self.packs, |&(.., held)| held)
     }
 
     /// Whether a prefetching kernel with a weight stages its columns of the
@@ -1732,6 +1798,7 @@ impl NormSpec {
             no_l1: measured.is_some_and(|m| m.form == Form::NoL1),
             exact: false,
             cluster: None,
+            held: None,
             ..self.clone()
         };
         // A cluster of the row's chunks.
@@ -1837,10 +1904,15 @@ impl NormSpec {
                         "rj_cols_global"
                     }
                 };
-                match (self.staged_cols(), self.f64_sums()) {
-                    (false, false) => format!("{f}<T>"),
-                    (staged, false) => format!("{f}<T, {}>", cols(staged)),
-                    (staged, true) => format!("{f}<T, {}, true>", cols(staged)),
+                let cols = if self.held_cols() > 0 {
+                    "Held"
+                } else {
+                    cols(self.staged_cols())
+                };
+                match (cols, self.f64_sums()) {
+                    ("rj_cols_global", false) => format!("{f}<T>"),
+                    (cols, false) => format!("{f}<T, {cols}>"),
+                    (cols, true) => format!("{f}<T, {cols}, true>"),
                 }
             }
         }
@@ -1880,6 +1952,7 @@ impl NormSpec {
             stages_next: self.prefetch
                 && (self.layout == NormLayout::Block || self.cluster.is_some()),
             stores_each_pack: self.stores_each_pack(),
+            held: self.held_cols(),
             row_load: if self.no_l1 {
                 "rj_load_stream"
             } else {
@@ -1927,6 +2000,8 @@ struct NormContext {
     /// this one: the block layout's, and a cluster row's.
     stages_next: bool,
     stores_each_pack: bool,
+    /// Packs of the weight and bias held in registers (`held_cols`), 0 for none.
+    held: u32,
     row_load: &'static str,
 }
 
@@ -2156,6 +2231,25 @@ impl KernelSpec for NormSpec {
                 ));
             }
         }
+        if let Some(h) = self.held {
+            if !self.can_hold_cols() {
+                return Err(SpecError::invalid(
+                    "held",
+                    h,
+                    "only a deferred split kernel's whole-pack form (`_p`, no `_c<n>` or `_g`) of layer or RMS norm whose columns are not staged in shared memory holds its weight and bias in registers (`_h<n>`)",
+                ));
+            }
+            if h > self.packs {
+                return Err(SpecError::invalid(
+                    "held",
+                    h,
+                    format!(
+                        "a thread holds 0 to {} packs of the weight and bias (its packs a chunk)",
+                        self.packs
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -2168,7 +2262,7 @@ impl KernelSpec for NormSpec {
             s += "_res";
         }
         format!(
-            "{s}_{}_{}_{}{}x{}{}{}{}{}{}{}",
+            "{s}_{}_{}_{}{}x{}{}{}{}{}{}{}{}",
             self.input,
             self.output,
             self.layout.info().letter,
@@ -2179,7 +2273,8 @@ impl KernelSpec for NormSpec {
             if self.prefetch { "_p" } else { "" },
             if self.no_l1 { "_n" } else { "" },
             if self.exact { "_x" } else { "" },
-            if self.general { "_g" } else { "" }
+            if self.general { "_g" } else { "" },
+            self.held.map_or(String::new(), |h| format!("_h{h}"))
         )
     }
 
@@ -2223,12 +2318,17 @@ impl FromStr for NormSpec {
             input: s.to_string(),
             rule: rule.to_string(),
         };
-        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s|l><lanes>x<packs>[_o<blocks per SM>][_c<cluster blocks>][_p][_n][_x][_g], e.g. norm_softmax_online_bf16_bf16_w32x4";
+        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s|l><lanes>x<packs>[_o<blocks per SM>][_c<cluster blocks>][_p][_n][_x][_g][_h<packs held>], e.g. norm_softmax_online_bf16_bf16_w32x4";
         let rest = s
             .strip_prefix(Family::Norm.slug())
             .and_then(|r| r.strip_prefix('_'))
             .ok_or_else(|| parse_err(format))?;
         let mut parts: Vec<&str> = rest.split('_').collect();
+        let mut held = None;
+        if let Some(h) = parts.last().and_then(|p| p.strip_prefix('h')) {
+            held = Some(h.parse::<u32>().map_err(|_| parse_err(format))?);
+            parts.pop();
+        }
         // The flag suffixes, last first: `_g`, `_x`, `_n`, `_p`.
         let mut suffix = |flag: &str| {
             let present = parts.last() == Some(&flag);
@@ -2294,6 +2394,7 @@ impl FromStr for NormSpec {
             no_l1,
             exact,
             cluster,
+            held,
         };
         spec.validate()?;
         if spec.name() != s {
@@ -2400,6 +2501,67 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Held columns (`_h<n>`): the rule's kernels hold every pack but where
+    /// `HELD_CAPS` caps them, an explicit count parses back and wins, the
+    /// twins take the rule again, and kernels that cannot hold refuse it.
+    #[test]
+    fn deferred_kernels_hold_their_columns_by_rule_or_name() {
+        let layer = (NormOp::LayerNorm, None, false);
+        let rms = (NormOp::RmsNorm, None, false);
+        let rms_res = (NormOp::RmsNorm, None, true);
+        for (ops, d, cols, held) in [
+            (layer, DType::F32, 1 << 20, 7),
+            (layer, DType::BF16, 1 << 20, 16),
+            (layer, DType::F16, 1 << 20, 4),
+            ((NormOp::LayerNorm, None, true), DType::F32, 1 << 20, 4),
+            (rms, DType::F32, 1 << 20, 8),
+            (rms, DType::BF16, 1 << 20, 0),
+            (rms_res, DType::F32, 1 << 20, 0),
+            // Staged in shared memory, or not split: nothing held.
+            (layer, DType::BF16, 1_000_000, 0),
+            (layer, DType::F32, 4096, 0),
+        ] {
+            let s = NormSpec::with(ops, d, d, cols);
+            assert_eq!(s.held_cols(), held, "{}", s.name());
+            assert!(!s.name().contains("_h"), "{}", s.name());
+            assert_eq!(s.general_twin().held_cols(), 0, "{}", s.name());
+            assert_eq!(s.staged_twin_for_cols(cols).held_cols(), 0, "{}", s.name());
+        }
+        let named: NormSpec = "norm_layernorm_bf16_bf16_s512x16_p_x_h5".parse().unwrap();
+        assert_eq!(named.held_cols(), 5);
+        assert_eq!(named.name(), "norm_layernorm_bf16_bf16_s512x16_p_x_h5");
+        assert!(
+            named
+                .render_body()
+                .unwrap()
+                .contains("rj_cols_held<T, 2, 5>")
+        );
+        let none: NormSpec = "norm_rmsnorm_f32_f32_s512x8_p_h0".parse().unwrap();
+        assert_eq!(none.held_cols(), 0);
+        assert!(!none.render_body().unwrap().contains("Held"));
+        assert_eq!(named.ragged_twin().held, None);
+        for (bad, rule) in [
+            ("norm_layernorm_f32_f32_s512x8_p_x_h9", "0 to 8 packs"),
+            (
+                "norm_layernorm_bf16_bf16_s512x8_p_h2",
+                "not staged in shared memory",
+            ),
+            (
+                "norm_softmax_online_f32_f32_s512x8_p_x_h1",
+                "layer or RMS norm",
+            ),
+            ("norm_layernorm_bf16_bf16_s512x8_g_h1", "whole-pack form"),
+            (
+                "norm_layernorm_bf16_bf16_b512x8_p_h1",
+                "deferred split kernel",
+            ),
+            ("norm_layernorm_bf16_bf16_s512x16_p_x_hx", "expected norm_"),
+        ] {
+            let e = bad.parse::<NormSpec>().unwrap_err().to_string();
+            assert!(e.contains(rule), "{bad}: {e}");
         }
     }
 
@@ -3254,7 +3416,10 @@ mod tests {
             assert!(bad.parse::<NormSpec>().is_err(), "{bad}");
         }
         let sp = named("norm_rmsnorm_f32_f32_s512x8_p");
-        assert_eq!(sp.functor(), "rj_norm_rms_t<T>");
+        // Its weight does not fit beside three staged rows: it holds it in
+        // registers.
+        assert_eq!(sp.functor(), "rj_norm_rms_t<T, Held>");
+        assert_eq!(sp.held_cols(), 8);
         // Cohorts of a row's blocks: 4 of 64 blocks in 264 resident; no more
         // cohorts than rows.
         assert_eq!(sp.plan(64, 1 << 20, 132, 2).grid, 256);
