@@ -1413,30 +1413,41 @@ impl NormSpec {
 
     /// Whether this kernel can hold its columns of the weight and bias in
     /// registers: a deferred split kernel's whole-pack form (a block keeps its
-    /// chunk, so its columns, in every row) whose columns are not staged in
-    /// shared memory.
+    /// chunk, so its columns, in every row).
     fn can_hold_cols(&self) -> bool {
-        self.deferred() && !self.general && self.vectors() > 0 && !self.staged_cols()
+        self.deferred() && !self.general && self.vectors() > 0
     }
 
     /// Packs of its chunk's weight and bias a deferred split kernel loads into
     /// registers once and holds for the launch (0: none; the rest it loads
-    /// each row it finishes): `held`, else every pack (at most
-    /// `HELD_CAPS`'s) for layer norm and f32 RMS norm without the residual.
-    /// Without them each finishing pass waited on its columns from L2 after
-    /// the row's states came in. H100, 2026-11-27, % of copy (BENCHMARKS.md,
-    /// twenty-ninth session): at 64x1048576 f32 layer norm s512x8_p_x
-    /// 81.0-81.2 -> 88.6-88.7, bf16 s512x16_p_x 85.5-85.6 -> 88.8, f16
-    /// 84.0-84.4 -> 86.5-87.2, f32 RMS norm s512x8_p 87.3-87.5 -> 91.3; at
-    /// 4096x65536 f32 layer norm 86.0 -> 91.5-91.6. 16-bit RMS norm (bf16
-    /// s512x16_p_x 90.8-91.5 -> 89.9-90.5 at 64x1048576) and the RMS norms
-    /// with the residual (within a point either way) keep loading them.
+    /// each row it finishes): `held`, else every pack (at most `HELD_CAPS`'s)
+    /// for layer norm and f32 RMS norm without the residual, where the columns
+    /// are not staged in shared memory (`staged_cols`; f32 layer norm holds
+    /// them where they would be). Loaded each row, they reached the finishing
+    /// pass from L2 after the row's states came in. H100, 2026-11-27, % of
+    /// copy, each kernel alone against its `_h0` (BENCHMARKS.md, twenty-ninth
+    /// session): at 64x1048576 f32 layer norm s512x8_p_x 81.2-81.5 ->
+    /// 88.6-88.8, bf16 s512x16_p_x 85.4-85.8 -> 88.7-89.1, f16 83.4-84.1 ->
+    /// 86.7-86.9, f32 RMS norm s512x8_p 87.6-88.1 -> 91.0-91.3; at 4096x65536
+    /// f32 layer norm 86.1 -> 91.3-91.5. 16-bit RMS norm (bf16 s512x16_p_x
+    /// 90.8-91.5 -> 89.9-90.5 at 64x1048576) and the RMS norms with the
+    /// residual (within a point either way) keep loading them.
     pub fn held_cols(&self) -> u32 {
         if !self.can_hold_cols() {
             return 0;
         }
         if let Some(h) = self.held {
             return h;
+        }
+        // Where the columns fit beside the staged rows, f32 layer norm
+        // holds them rather than stage them (s512x4_p 71.9-72.0 % of copy
+        // against 71.0-71.2 at 64x1000000, 85.7-85.8 against 84.8-84.9 at
+        // 256x262144); 16-bit layer norm s512x8_p stages them (63.1-63.6
+        // against 60.4 at 64x1000000).
+        let f32_layer =
+            self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes == 4;
+        if self.cols_fit_staged() && !f32_layer {
+            return 0;
         }
         let holds = match self.op {
             NormOp::LayerNorm => true,
@@ -1465,6 +1476,11 @@ impl NormSpec {
     /// 80.8-80.9 %, and 16-bit RMS norm + residual s512x8_p 85.6-85.8 % against
     /// 89.6-90.1 %.
     fn staged_cols(&self) -> bool {
+        self.cols_fit_staged() && self.held_cols() == 0
+    }
+
+    /// Whether `staged_cols` would stage the columns, but for holding them.
+    fn cols_fit_staged(&self) -> bool {
         let beside_rows = (self.staged_rows() * self.streams() + self.vectors())
             * self.chunk()
             * self.input.info().bytes as u64;
@@ -2236,7 +2252,7 @@ impl KernelSpec for NormSpec {
                 return Err(SpecError::invalid(
                     "held",
                     h,
-                    "only a deferred split kernel's whole-pack form (`_p`, no `_c<n>` or `_g`) of layer or RMS norm whose columns are not staged in shared memory holds its weight and bias in registers (`_h<n>`)",
+                    "only a deferred split kernel's whole-pack form (`_p`, no `_c<n>` or `_g`) of layer or RMS norm holds its weight and bias in registers (`_h<n>`)",
                 ));
             }
             if h > self.packs {
@@ -2520,9 +2536,11 @@ mod tests {
             (rms, DType::F32, 1 << 20, 8),
             (rms, DType::BF16, 1 << 20, 0),
             (rms_res, DType::F32, 1 << 20, 0),
-            // Staged in shared memory, or not split: nothing held.
+            // Staged in shared memory, or not split: nothing held; f32
+            // layer norm holds what it would stage.
             (layer, DType::BF16, 1_000_000, 0),
             (layer, DType::F32, 4096, 0),
+            (layer, DType::F32, 1_000_000, 4),
         ] {
             let s = NormSpec::with(ops, d, d, cols);
             assert_eq!(s.held_cols(), held, "{}", s.name());
@@ -2543,12 +2561,18 @@ mod tests {
         assert_eq!(none.held_cols(), 0);
         assert!(!none.render_body().unwrap().contains("Held"));
         assert_eq!(named.ragged_twin().held, None);
+        // Held by name in place of staged: no shared memory for the columns.
+        let staged: NormSpec = "norm_layernorm_bf16_bf16_s512x8_p".parse().unwrap();
+        let held: NormSpec = "norm_layernorm_bf16_bf16_s512x8_p_h8".parse().unwrap();
+        assert!(staged.staged_cols() && !held.staged_cols());
+        assert_eq!(
+            staged.stage_bytes(),
+            held.stage_bytes() + 2 * staged.chunk() * 2
+        );
+        let f32_layer = NormSpec::with(layer, DType::F32, DType::F32, 1_000_000);
+        assert!(f32_layer.cols_fit_staged() && !f32_layer.staged_cols());
         for (bad, rule) in [
             ("norm_layernorm_f32_f32_s512x8_p_x_h9", "0 to 8 packs"),
-            (
-                "norm_layernorm_bf16_bf16_s512x8_p_h2",
-                "not staged in shared memory",
-            ),
             (
                 "norm_softmax_online_f32_f32_s512x8_p_x_h1",
                 "layer or RMS norm",
