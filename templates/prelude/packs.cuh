@@ -9,6 +9,9 @@
 //                                         non-coherent texture path
 //   rj_load_stream    ld.global.nc        the same, read once: no L1 line, so
 //                     .L1::no_allocate    what L1 holds (a norm's weights) stays
+//   rj_load_nc_line   ld.global.nc        read-only, each L2 miss filled as a
+//                     .L2::128B           whole 128-byte line (a warp's loads
+//                                         that cover a line in several pieces)
 struct rj_b128 { rj_u32 x, y, z, w; };
 struct rj_b64 { rj_u32 x, y; };
 
@@ -45,6 +48,7 @@ RJ_DEFINE_LOAD_KIND(rj_load_volatile, ".volatile.global", volatile)
 RJ_DEFINE_LOAD_KIND(rj_load_plain, ".global", volatile)
 RJ_DEFINE_LOAD_KIND(rj_load_nc, ".global.nc", volatile)
 RJ_DEFINE_LOAD_KIND(rj_load_stream, ".global.nc.L1::no_allocate", volatile)
+RJ_DEFINE_LOAD_KIND(rj_load_nc_line, ".global.nc.L2::128B", volatile)
 #undef RJ_DEFINE_LOAD_KIND
 
 __device__ __forceinline__ void rj_st_b128(rj_u64 a, rj_b128 v) {

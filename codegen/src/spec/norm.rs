@@ -1063,6 +1063,27 @@ impl NormSpec {
         }
     }
 
+    /// How the kernel loads whole packs of its row streams (x, the
+    /// residual): past L1 (`no_l1`), or, in the warp layout, each L2 miss
+    /// filled as a whole 128-byte line (a warp's pack loads cover several rows
+    /// a piece each: w8x4, 64 bytes of each of four rows). H100, 2026-11-27,
+    /// 262144x128, three rounds, % of copy (BENCHMARKS.md, twenty-ninth
+    /// session): bf16 layer norm w8x4 94.9-95.2 -> 95.2-95.4, RMS norm
+    /// 95.2-95.5 -> 95.4-95.8, log-softmax 95.2-95.3 -> 95.4-95.8, safe
+    /// softmax 95.3-95.7 -> 95.8-95.9; the f32 kernels and bf16 layer norm +
+    /// residual within their spread (f32 layer norm w16x2 99.0 against
+    /// 98.9-99.6); 256-byte lines lost up to 0.5 (f32 online softmax
+    /// 98.8-98.9 against 99.3).
+    fn row_load(&self) -> &'static str {
+        if self.no_l1 {
+            "rj_load_stream"
+        } else if self.layout == NormLayout::Warp {
+            "rj_load_nc_line"
+        } else {
+            "rj_load_nc"
+        }
+    }
+
     /// Whether the row op stores each pack as it makes it, the next packs'
     /// weight and bias loaded ahead (`rj_out_stored`), rather than leaving the
     /// row for the kernel to store: layer norm's exact block kernels. With
@@ -1969,11 +1990,7 @@ impl NormSpec {
                 && (self.layout == NormLayout::Block || self.cluster.is_some()),
             stores_each_pack: self.stores_each_pack(),
             held: self.held_cols(),
-            row_load: if self.no_l1 {
-                "rj_load_stream"
-            } else {
-                "rj_load_nc"
-            },
+            row_load: self.row_load(),
         }
     }
 }
