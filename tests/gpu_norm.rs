@@ -1391,11 +1391,12 @@ fn prefetching_split_cohorts_small() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("prefetching_split_cohorts_small");
     // Columns held in registers: every pack, a ragged row's past its end
-    // (zeros, never stored), with the residual, f32 in and 16 bits out, and a
-    // few packs by name.
+    // (zeros, never stored), with the residual (f32's exact kernel with f64
+    // sums), f32 in and 16 bits out, and a few packs by name.
     let holding = [
         "norm_rmsnorm_f32_f32_s512x8_p",
         "norm_layernorm_res_bf16_bf16_s512x8_p",
+        "norm_layernorm_res_f32_f32_s512x4_p_x",
         "norm_layernorm_f32_bf16_s512x4_p",
         "norm_rmsnorm_f32_f16_s512x8_p",
         "norm_rmsnorm_bf16_bf16_s512x16_p_x_h3",

@@ -1613,11 +1613,26 @@ impl NormSpec {
     /// against 77.6-79.3, f32 layer norm + residual s512x4_p 79.5-80.3 against
     /// 83.1-83.6, bf16 layer norm + residual s512x8 77.0-77.9 against
     /// 78.7-79.1) and spilled f32 layer norm s512x8 and s256x8 at their bounds.
+    ///
+    /// With its columns held in registers (`held_cols`), f32 layer norm +
+    /// residual's exact deferred kernel takes them too (H100, 2026-11-27,
+    /// twenty-ninth session, run14-run15, three rounds, % of copy):
+    /// s512x4_p_x 86.5-87.0 against 83.5-84.8 at 64x1048576, 96.2-96.3
+    /// against 95.5-95.6 at 4096x65536, 96.6-96.8 against 96.3-96.7 at
+    /// 256x262144; its ragged s512x4_p lost at 64x1000000 (73.6-74.3 against
+    /// 75.1-77.0), and f32 layer norm s512x8_p_x, holding a pack fewer for
+    /// their registers, ran level (88.0-88.6 against 88.4-88.9).
     pub fn f64_sums(&self) -> bool {
+        let f32_res_exact = self.residual
+            && self.exact
+            && self.deferred()
+            && self.input == DType::F32
+            && self.output == DType::F32;
         self.op == NormOp::LayerNorm
-            && self.input.info().bytes < 4
-            && (self.layout == NormLayout::Loop
-                || self.deferred() && !(self.residual && self.is_short_twin()))
+            && (f32_res_exact
+                || self.input.info().bytes < 4
+                    && (self.layout == NormLayout::Loop
+                        || self.deferred() && !(self.residual && self.is_short_twin())))
     }
 
     /// 32-bit words of the state a split row's blocks exchange.
@@ -2565,6 +2580,16 @@ mod tests {
             assert_eq!(s.general_twin().held_cols(), 0, "{}", s.name());
             assert_eq!(s.staged_twin_for_cols(cols).held_cols(), 0, "{}", s.name());
         }
+        // f32 layer norm + residual's exact kernel exchanges f64 sums beside
+        // its held columns; its ragged twin Chan's states.
+        let res = NormSpec::with(
+            (NormOp::LayerNorm, None, true),
+            DType::F32,
+            DType::F32,
+            1 << 20,
+        );
+        assert!(res.exact && res.f64_sums() && res.held_cols() == 4);
+        assert!(!res.ragged_twin().f64_sums());
         let named: NormSpec = "norm_layernorm_bf16_bf16_s512x16_p_x_h5".parse().unwrap();
         assert_eq!(named.held_cols(), 5);
         assert_eq!(named.name(), "norm_layernorm_bf16_bf16_s512x16_p_x_h5");
