@@ -243,14 +243,14 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
 /// norm with residual at b256x8, same dtypes, went from 3 to 2 when Chan's merge
 /// took one reciprocal for three divisions: at 3, ptxas spilled 4 words.
 /// Packs of the weight and bias a deferred split kernel holds in registers
-/// (`NormSpec::held_cols`) where all of its packs did not fit: (op, input,
-/// packs a thread, packs held), layer norm without the residual. ptxas 13.0 at
+/// (`NormSpec::held_cols`) where all of its packs did not fit: (op, residual,
+/// input, packs a thread, packs held). ptxas 13.0 at
 /// the kernels' bound of 1: f32 s512x8_p_x spilled 4 bytes holding 8 packs,
 /// none at 7; f16 s512x16_p_x spilled 48-544 bytes holding 8-16, none at 4
 /// (bf16 held all 16 clean).
-const HELD_CAPS: &[(NormOp, DType, u32, u32)] = &[
-    (NormOp::LayerNorm, DType::F32, 8, 7),
-    (NormOp::LayerNorm, DType::F16, 16, 4),
+const HELD_CAPS: &[(NormOp, bool, DType, u32, u32)] = &[
+    (NormOp::LayerNorm, false, DType::F32, 8, 7),
+    (NormOp::LayerNorm, false, DType::F16, 16, 4),
 ];
 
 const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
@@ -1189,9 +1189,7 @@ impl NormSpec {
     /// kernels, and f32 layer norm (58.4-58.7 % of copy against 60.1-60.4 %
     /// for its direct twin at 64x1048573), have none: `general_twin`.
     pub fn staged_twin(&self) -> NormSpec {
-        let f32_layer =
-            self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes == 4;
-        if self.general || !self.deferred() || f32_layer {
+        if self.general || !self.deferred() || self.f32_layer_norm() {
             return self.general_twin();
         }
         // 16-bit log-softmax's spilled 16 bytes at its kernel's 2 blocks an
@@ -1289,6 +1287,11 @@ impl NormSpec {
     /// 16-bit rows in and out.
     fn sixteen(&self) -> bool {
         self.input.info().bytes < 4 && self.output.info().bytes < 4
+    }
+
+    /// Layer norm of f32 input without the residual (any output type).
+    fn f32_layer_norm(&self) -> bool {
+        self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes == 4
     }
 
     /// The general twin a call of `rows` x `cols` off the pack grid takes, this
@@ -1465,9 +1468,7 @@ impl NormSpec {
         // against 71.0-71.2 at 64x1000000, 85.7-85.8 against 84.8-84.9 at
         // 256x262144); 16-bit layer norm s512x8_p stages them (63.1-63.6
         // against 60.4 at 64x1000000).
-        let f32_layer =
-            self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes == 4;
-        if self.cols_fit_staged() && !f32_layer {
+        if self.cols_fit_staged() && !self.f32_layer_norm() {
             return 0;
         }
         let holds = match self.op {
@@ -1480,8 +1481,8 @@ impl NormSpec {
         }
         HELD_CAPS
             .iter()
-            .find(|&&(op, input, packs, _)| {
-                (op, input, packs) == (self.op, self.input, self.packs) && !self.residual
+            .find(|&&(op, residual, input, packs, _)| {
+                (op, residual, input, packs) == (self.op, self.residual, self.input, self.packs)
             })
             .map_or(self.packs, |&(.., held)| held)
     }
