@@ -41,8 +41,9 @@
 // ({% if fetch_wide %}rj_red_fetch_wide{% else %}rj_red_fetch{% endif %}).
 {%- else %}
 // Several {{ threads }}-thread blocks per row, each a chunk of {% if balanced %}the row in equal parts of at most {% endif %}{{ threads }} x {{ packs }} x 4
-// elements; blocks take (row, chunk) items in order from a ticket and exchange
-// their partial states through the workspace (rj_red_split).
+// elements; blocks take (row, chunk) items in order from a ticket; each
+// publishes its chunk's state and merges its row's once all are in
+// ({% if flagged %}rj_red_split{% else %}rj_red_split_counted{% endif %}).
 {%- endif %}
 {%- if stages_next %}
 // Prefetching: the grid is one resident wave; each block copies its next row{% if cluster %}'s chunk{% endif %}
@@ -80,7 +81,7 @@ typedef rj_chunk<kLanes, false, true> Chunk;
 {%- endif %}
 {%- if flagged %}
 {%- if fetch_wide %}
-// The second pass spreads a row's states over the warps, a slot a lane.
+// A row's states are read spread over the warps, a slot a lane.
 typedef rj_red_fetch_wide<kThreads> Fetch;
 {%- else %}
 // Slots a lane of warp 0 reads at once when it merges a row's states, and
@@ -166,7 +167,7 @@ __device__ __forceinline__ void stage_cols(Args& a, rj_u32 stage, const Chunk& c
 {%- endif %}
 
 {% endif -%}
-// One row (or chunk) from load to store{% if flagged or layout == "loop" %}: a publishing reducer (not kApply) stops at the
+// One row (or chunk) from load to store{% if second_pass or layout == "loop" %}: a publishing reducer (not kApply) stops at the
 // state and stores only the residual's sum, a fetching one stores only the output{% endif %}.
 template <class Red>
 __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 span, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% endif %}{% if stages_next %}, rj_u64 next, rj_u64 rows{% endif %}) {
@@ -254,7 +255,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = {{ input_round }}::round(x[p][k] + h[p][k]);
 {%- endif %}
-    {% if flagged %}if (!Red::kApply) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
+    {% if second_pass %}if (!Red::kApply) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
   }
 {%- endif %}
 {%- if staged_cols %}
@@ -492,9 +493,20 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     }
   }
 {%- else %}
+{%- if flagged %}
+  // counters[0] is the ticket, counters[1] the launches' epoch (the flag, as
+  // the deferred kernel's).
+  __shared__ rj_u32 item_s, epoch_s;
+{%- else %}
+  // counters[0] is the ticket, then each row's arrival and leaving counts.
   __shared__ rj_u32 item_s;
+{%- endif %}
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
   const rj_u64 items = rows * splits;
+{%- if flagged %}
+  const rj_u32 slot_bytes = {{ partial_bytes }};
+  if (threadIdx.x == 0) epoch_s = rj_launch_epoch(counters);
+{%- endif %}
   for (;;) {
     // No barrier before the ticket: every row op reduces once an item, and
     // every thread read the last item_s before the reducer's barriers. The
@@ -507,15 +519,30 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     if (threadIdx.x == 0) item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
     __syncthreads();
     const rj_u64 item = item_s;
+{%- if flagged %}
+    const rj_u32 flag = epoch_s + 1u;
+    if (item >= items) {
+      // Each block takes exactly one ticket past the items: the last one taken
+      // (every block has finished) ends the launch.
+      if (threadIdx.x == 0 && item == items + gridDim.x - 1) rj_launch_done(counters, flag);
+      return;
+    }
+{%- else %}
     if (item >= items) {
       // Each block takes exactly one ticket past the items: the last one taken
       // resets the ticket for the next launch.
       if (threadIdx.x == 0 && item == items + gridDim.x - 1) rj_st_b32(counters, 0u);
       return;
     }
+{%- endif %}
     const rj_u64 r = item / splits;
     const rj_u32 split = (rj_u32)(item % splits);
-    const rj_red_split<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
+{%- if flagged %}
+    const rj_u64 row_slots = partials + r * splits * slot_bytes;
+    const rj_red_split<kThreads, Fetch> red{row_slots + (rj_u64)split * slot_bytes, Fetch{row_slots, splits, slot_bytes, flag}};
+{%- else %}
+    const rj_red_split_counted<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
+{%- endif %}
     run_row(a, r, split * span, span, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
   }
 {%- endif %}

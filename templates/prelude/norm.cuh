@@ -385,20 +385,6 @@ __device__ __forceinline__ bool rj_warp_any(bool p) {
 }
 __device__ __forceinline__ void rj_nanosleep(rj_u32 ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
 
-// Several blocks per row: each block reduces its chunk, its first warp publishes
-// the block's state in the row's slot `split` and arrives on the row's counter
-// (release), then waits until all `splits` blocks of the row have arrived
-// (every lane acquires: no fence), merges the row's states in one fixed order
-// (lane l: states l, l + 32, ..., then the warp's tree, so every block gets the
-// same bits) and hands the result to the block through shared memory. Two block
-// barriers in all, and no fence in every thread: the sync of a row is on the
-// critical path of every split kernel (ncu, H100, 2026-11-25, 4x1000003 bf16
-// with six barriers and a fence in every thread: 40 % of the stall samples at
-// block barriers, 5 % at fences). The last block to leave resets the row's two
-// counters for the next launch (nothing reads them in between: relaxed).
-// The wait needs every block of a row resident at once: the launcher hands items
-// out in order through a ticket (a block takes an item only when it runs) and
-// checks splits <= resident blocks.
 // The first half of a block reduction, for the split reducers, which go on in
 // warp 0 alone: each warp's state, in shared memory, for lane l of warp 0 to
 // take state l % kWarps (rj_group_total<kWarps> then merges them). Its first
@@ -413,7 +399,22 @@ __device__ __forceinline__ const typename F::S* rj_warp_states(const F& f, typen
   return per_warp;
 }
 
-template <int kThreads> struct rj_red_split {
+// The one-pass split rows that keep counters a row (NormSpec::row_counters):
+// each block reduces its chunk, its first warp publishes the block's state in
+// the row's slot `split` and arrives on the row's counter
+// (release), then waits until all `splits` blocks of the row have arrived
+// (every lane acquires: no fence), merges the row's states in one fixed order
+// (lane l: states l, l + 32, ..., then the warp's tree, so every block gets the
+// same bits) and hands the result to the block through shared memory. Two block
+// barriers in all, and no fence in every thread: the sync of a row is on the
+// critical path of every split kernel (ncu, H100, 2026-11-25, 4x1000003 bf16
+// with six barriers and a fence in every thread: 40 % of the stall samples at
+// block barriers, 5 % at fences). The last block to leave resets the row's two
+// counters for the next launch (nothing reads them in between: relaxed).
+// The wait needs every block of a row resident at once: the launcher hands items
+// out in order through a ticket (a block takes an item only when it runs) and
+// checks splits <= resident blocks.
+template <int kThreads> struct rj_red_split_counted {
   enum : bool { kCheap = false, kApply = true, kKnown = false };
   rj_u64 arrive, leave, slots;
   rj_u32 split, splits, slot_bytes;
@@ -775,6 +776,31 @@ template <int kThreads> struct rj_red_fetch_wide {
     const rj_u32 warps = (splits + 31) / 32;
     for (rj_u32 w = 1; w < warps && w < (rj_u32)kWarps; ++w) total = f.merge(total, per_warp[w]);
     return total;
+  }
+};
+
+// A split row in one pass (the plain split layout): the block publishes its
+// state in its slot of the row, flagged with the launch's flag
+// (rj_red_publish), and its warps read the row's slots until every one is this
+// launch's (Fetch), then merge them in one fixed order, so every block gets the
+// same bits. The slots carry their flag, so the reads that find them filled
+// return the states too: no counter to arrive on, reset or leave. The counted
+// form (rj_red_split_counted) loads the states after its wait and takes a
+// returning add on a leave counter before its block barrier: in a probe of the
+// exchange alone at 4x1000008 bf16 those cost 0.6-0.7 us and 0.2-0.3 us of a
+// 10.8 us launch (H100, 2026-11-27, benchmarks/2026-11-27-h100-s30 run1).
+// Where a kernel's registers do not hold the flagged states, it counts
+// arrivals (NormSpec::row_counters). The wait needs every block of a row
+// resident at once: the launcher hands items out in order through a ticket (a
+// block takes an item only when it runs) and checks splits <= resident blocks.
+template <int kThreads, class Fetch> struct rj_red_split {
+  enum : bool { kCheap = false, kApply = true, kKnown = false };
+  rj_u64 slot;  // this block's slot of the row
+  Fetch fetch;  // the row's slots
+  template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
+    rj_red_publish<kThreads>{slot, fetch.flag}(f, s);
+    fetch.wait(f, fetch.ask(f, true));
+    return fetch(f, s);
   }
 };
 

@@ -1592,7 +1592,9 @@ impl NormSpec {
         // (s512x4_p_x 74.3-74.5 % of copy against 77.2-77.6 % for s512x4_p,
         // H100, 64x1048576, 2026-11-27).
         let layer_f32_wide_rows = layer && self.input.info().bytes == 4 && self.packs >= 8;
-        (self.deferred() && (f32_rms || layer_16 || layer_f32_wide_rows)) || self.two_pass()
+        (self.deferred() && (f32_rms || layer_16 || layer_f32_wide_rows))
+            || self.two_pass()
+            || self.one_pass_split()
     }
 
     /// A deferred split row, or a loop row, of 16-bit layer norm exchanges
@@ -1700,10 +1702,44 @@ impl NormSpec {
             }
     }
 
-    /// Split rows whose states carry the launch's flag (deferred `_p`, or two
-    /// passes): no per-row counters.
+    /// Split rows whose states carry the launch's flag (every split row but a
+    /// cluster's, which exchanges through distributed shared memory, and the
+    /// one-pass kernels that keep counters a row): no per-row counters.
     fn flagged_states(&self) -> bool {
+        self.layout == NormLayout::Split && self.cluster.is_none() && !self.row_counters()
+    }
+
+    /// One-pass split kernels that count their rows' arrivals rather than flag
+    /// their states (`rj_red_split_counted`): all but the general twins of 4
+    /// packs or fewer. Flagged states cost registers: the general twins of 8
+    /// packs at 2 blocks an SM spilled 16-76 bytes at their 64 registers
+    /// (softmax and log-softmax s512x8_g, ptxas 13.0) and ran level or behind
+    /// (H100, 2026-11-27, 4x1000003, two rounds, GB/s: bf16 softmax 1008-1012
+    /// against 1024-1025, f32 softmax 1550-1554 against 1577-1581, bf16
+    /// log-softmax 1010-1021 against 1054-1063), and twelve whole-pack kernels
+    /// of the compile grid spilled 8-56 bytes (s512x4 at 3 blocks an SM, f32
+    /// s512x8 and s256x8, layer norm + residual f32 s512x16).
+    fn row_counters(&self) -> bool {
+        self.layout == NormLayout::Split
+            && self.cluster.is_none()
+            && !self.prefetch
+            && !self.two_pass()
+            && !(self.general && self.packs <= 4)
+    }
+
+    /// Split rows whose blocks publish their states and finish the row in a
+    /// second pass over it (deferred `_p`, or two passes), a reducer apart.
+    fn second_pass(&self) -> bool {
         self.deferred() || self.two_pass()
+    }
+
+    /// Split rows whose blocks publish flagged states and wait for their
+    /// row's in one pass (`rj_red_split`): the row's states are read over the
+    /// warps, one round trip for up to a slot a thread. Against the counters
+    /// a row (H100, 2026-11-27, two rounds, GB/s): bf16 RMS norm + residual
+    /// s512x4_o2_g 1447-1448 against 1336-1346 at 4x1000003.
+    fn one_pass_split(&self) -> bool {
+        self.flagged_states() && !self.second_pass()
     }
 
     /// A deferred split kernel (`_p`, not a cluster row's): cohorts that
@@ -1712,10 +1748,9 @@ impl NormSpec {
         self.prefetch && self.layout == NormLayout::Split && self.cluster.is_none()
     }
 
-    /// Bytes of one partial state in the split layout's workspace: a deferred
-    /// (`_p`) or two-pass split row sends each word of its state in a 64-bit
-    /// word with the launch's flag, rounded up to 16 bytes; else
-    /// `PARTIAL_BYTES`.
+    /// Bytes of one partial state in the split layout's workspace: a split
+    /// row but a cluster's sends each word of its state in a 64-bit word with
+    /// the launch's flag, rounded up to 16 bytes; else `PARTIAL_BYTES`.
     pub fn partial_bytes(&self) -> usize {
         if self.flagged_states() {
             (8 * self.split_state_words() as usize).next_multiple_of(16)
@@ -1926,7 +1961,7 @@ impl NormSpec {
                     grid: grid.clamp(1, resident.min(MAX_GRID)) as u32,
                     splits: splits.min(u64::from(u32::MAX)) as u32,
                     span: self.split_span(cols).min(u64::from(u32::MAX)) as u32,
-                    // A deferred or two-pass kernel keeps only its ticket
+                    // A split kernel of flagged states keeps only its ticket
                     // and epoch.
                     counters: if self.flagged_states() {
                         2
@@ -1995,6 +2030,7 @@ impl NormSpec {
             fetch_wide: self.fetch_wide(),
             two_pass: self.two_pass(),
             flagged: self.flagged_states(),
+            second_pass: self.second_pass(),
             sum_pair: self.sum_pair(),
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
@@ -2034,9 +2070,11 @@ struct NormContext {
     fetch_early: u32,
     fetch_wide: bool,
     two_pass: bool,
-    /// Split rows that publish flagged states and finish them in a second
-    /// pass (deferred `_p`, or two passes).
+    /// Split rows whose states carry the launch's flag (all but a cluster's).
     flagged: bool,
+    /// Split rows that publish their states and finish them in a second pass
+    /// (deferred `_p`, or two passes).
+    second_pass: bool,
     sum_pair: bool,
     prefetch: bool,
     staged_cols: bool,
@@ -3277,10 +3315,16 @@ mod tests {
         let p = sp.plan(64, 1 << 20, 132, 2);
         assert_eq!((p.grid, p.splits), (256, 64));
         assert_eq!((p.counters, p.partials), (2, 64 * 64));
-        // Its general twin takes items from a ticket, one pass: two counters
-        // a row.
+        // Its general twin takes items from a ticket, one pass; of 8 packs
+        // it counts its rows' arrivals: two counters a row.
         let p = sp.general_twin().plan(64, 1 << 20, 132, 2);
         assert_eq!((p.grid, p.splits, p.counters), (264, 65, 1 + 128));
+        assert!(sp.general_twin().row_counters() && !sp.general_twin().fetch_wide());
+        // Of 4 packs, its states carry the launch's flag: a ticket and an
+        // epoch.
+        let four: NormSpec = "norm_rmsnorm_res_bf16_bf16_s512x4_o2_g".parse().unwrap();
+        assert!(!four.row_counters() && !four.two_pass() && four.fetch_wide());
+        assert_eq!(four.plan(4, 1_000_003, 132, 2).counters, 2);
         assert!(!sp.general_twin().two_pass());
         // A layer norm's twin goes over its items twice, its states carrying
         // the launch's flag: a ticket and an epoch.
@@ -3306,7 +3350,7 @@ mod tests {
         // The whole-pack split kernel without staging keeps one pass and the
         // per-row counters.
         let plain: NormSpec = "norm_layernorm_res_bf16_bf16_s512x8".parse().unwrap();
-        assert!(!plain.two_pass() && !plain.fetch_wide());
+        assert!(!plain.two_pass() && !plain.fetch_wide() && plain.row_counters());
         assert_eq!(plain.plan(64, 1 << 20, 132, 1).counters, 1 + 128);
         let p = sp.plan(4, 1_000_003, 132, 2);
         assert_eq!((p.grid, p.splits), (4 * 62, 62));
@@ -3447,7 +3491,12 @@ mod tests {
             ("norm_softmax_online_f32_f32_s512x8_p", 16),
             ("norm_layernorm_bf16_bf16_s512x8_p", 32),
             ("norm_rmsnorm_bf16_bf16_s512x8_p", 16),
+            // One pass: flagged in a general twin of 4 packs or fewer, else
+            // counted.
+            ("norm_rmsnorm_res_bf16_bf16_s512x4_o2_g", 16),
             ("norm_rmsnorm_f32_f32_s512x8", PARTIAL_BYTES),
+            ("norm_softmax_online_bf16_bf16_s512x8_g", PARTIAL_BYTES),
+            ("norm_rmsnorm_f32_f32_s512x8_c4", PARTIAL_BYTES),
         ] {
             assert_eq!(named(name).partial_bytes(), bytes, "{name}");
         }
@@ -3471,7 +3520,11 @@ mod tests {
             ("norm_layernorm_res_bf16_bf16_s512x8_p", false),
             ("norm_rmsnorm_bf16_bf16_s512x16_p", false),
             ("norm_softmax_online_f32_f32_s512x8_p", false),
+            // One pass reads its row's flagged states over the warps.
+            ("norm_rmsnorm_res_bf16_bf16_s512x4_o2_g", true),
             ("norm_rmsnorm_f32_f32_s512x8", false),
+            ("norm_softmax_online_bf16_bf16_s512x8_g", false),
+            ("norm_rmsnorm_f32_f32_s512x8_c4", false),
         ] {
             assert_eq!(named(name).fetch_wide(), wide, "{name}");
         }
