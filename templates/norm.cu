@@ -79,9 +79,9 @@ typedef rj_chunk<kLanes, true, false, {% if prefetch or exact %}true{% else %}fa
 // A chunk of any row, before its shift (row_grid).
 typedef rj_chunk<kLanes, false, true> Chunk;
 {%- endif %}
-{%- if flagged %}
+{%- if second_pass %}
 {%- if fetch_wide %}
-// A row's states are read spread over the warps, a slot a lane.
+// The second pass spreads a row's states over the warps, a slot a lane.
 typedef rj_red_fetch_wide<kThreads> Fetch;
 {%- else %}
 // Slots a lane of warp 0 reads at once when it merges a row's states, and
@@ -539,7 +539,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     const rj_u32 split = (rj_u32)(item % splits);
 {%- if flagged %}
     const rj_u64 row_slots = partials + r * splits * slot_bytes;
-    const rj_red_split<kThreads, Fetch> red{row_slots + (rj_u64)split * slot_bytes, Fetch{row_slots, splits, slot_bytes, flag}};
+    const rj_red_split<kThreads, {{ split_asks_early }}> red{row_slots + (rj_u64)split * slot_bytes, {row_slots, splits, slot_bytes, flag}};
 {%- else %}
     const rj_red_split_counted<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
 {%- endif %}

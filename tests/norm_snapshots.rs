@@ -108,13 +108,13 @@ fn split_layernorm_residual_source() {
 #[test]
 fn one_pass_flagged_split_twin_source() {
     // 4x1000003's RMS norm + residual: one pass, each block's state published
-    // with the launch's flag and the row's read over the warps; the epoch
-    // advanced by the last ticket; the residual's sum stored in the one pass.
+    // with the launch's flag and the row's read over the warps, each thread's
+    // first slot asked for as it publishes; the epoch advanced by the last
+    // ticket; the residual's sum stored in the one pass.
     source_of(
         "norm_rmsnorm_res_bf16_bf16_s512x4_o2_g",
         &[
-            "typedef rj_red_fetch_wide<kThreads> Fetch;",
-            "const rj_red_split<kThreads, Fetch> red{row_slots + (rj_u64)split * slot_bytes, Fetch{row_slots, splits, slot_bytes, flag}};",
+            "const rj_red_split<kThreads, true> red{row_slots + (rj_u64)split * slot_bytes, {row_slots, splits, slot_bytes, flag}};",
             "if (threadIdx.x == 0 && item == items + gridDim.x - 1) rj_launch_done(counters, flag);",
             "    rj_row_st<T, kPacks>(rout, c, vec, x);",
         ],

@@ -3,9 +3,9 @@
 //!
 //! One buffer per stream the kernel object is launched on, allocated zeroed and
 //! grown on demand; every launch leaves its counters as the next one expects
-//! them (the last block to finish resets them to zero; a deferred split norm
-//! kernel's epoch advances, and its zeroed slots never match a flag). The
-//! counters' size follows the call (the split norm rows take two a row), so a
+//! them (the last block to finish resets them to zero; a split norm kernel of
+//! flagged states advances its epoch, and its zeroed slots never match a flag). The
+//! counters' size follows the call (the counted split norm rows take two a row), so a
 //! call with more counters than the last one finds partial states where its
 //! extra counters go: those bytes, and only those, are zeroed before it. The kernel
 //! gets the buffer's raw addresses, not a tracked cudarc slice: with one buffer

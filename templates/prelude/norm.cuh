@@ -753,6 +753,12 @@ template <int kThreads> struct rj_red_fetch_wide {
   // Written after this row's publishing pass, whose barriers every reader of
   // the previous row's totals has passed.
   template <class F> __device__ __forceinline__ void wait(const F& f, const Early<F>& early) const {
+    merge<true>(f, early);
+  }
+  // The same with no slot asked for before: each thread's first load is made
+  // here (a one-pass split row's, which asks right after it publishes).
+  template <class F> __device__ __forceinline__ void wait_unasked(const F& f) const { merge<false>(f, Early<F>()); }
+  template <bool kAsked, class F> __device__ __forceinline__ void merge(const F& f, const Early<F>& early) const {
     typedef typename F::S S;
     S* per_warp = rj_fetched_warps<S, kWarps>();
     const rj_u32 warp = threadIdx.x / 32;
@@ -760,8 +766,8 @@ template <int kThreads> struct rj_red_fetch_wide {
       S total = f.identity();
       for (rj_u32 k = threadIdx.x; k < splits; k += kThreads) {
         S v;
-        const bool ok = k == threadIdx.x ? rj_state_flagged(early.w, flag, v)
-                                         : rj_ld_state_flagged(slots + (rj_u64)k * slot_bytes, flag, v);
+        const bool ok = kAsked && k == threadIdx.x ? rj_state_flagged(early.w, flag, v)
+                                                   : rj_ld_state_flagged(slots + (rj_u64)k * slot_bytes, flag, v);
         rj_until_flagged(slots + (rj_u64)k * slot_bytes, flag, ok, v);
         total = k == threadIdx.x ? v : f.merge(total, v);
       }
@@ -782,24 +788,31 @@ template <int kThreads> struct rj_red_fetch_wide {
 // A split row in one pass (the plain split layout): the block publishes its
 // state in its slot of the row, flagged with the launch's flag
 // (rj_red_publish), and its warps read the row's slots until every one is this
-// launch's (Fetch), then merge them in one fixed order, so every block gets the
-// same bits. The slots carry their flag, so the reads that find them filled
-// return the states too: no counter to arrive on, reset or leave. The counted
-// form (rj_red_split_counted) loads the states after its wait and takes a
-// returning add on a leave counter before its block barrier: in a probe of the
-// exchange alone at 4x1000008 bf16 those cost 0.6-0.7 us and 0.2-0.3 us of a
-// 10.8 us launch (H100, 2026-11-27, benchmarks/2026-11-27-h100-s30 run1).
-// Where a kernel's registers do not hold the flagged states, it counts
-// arrivals (NormSpec::row_counters). The wait needs every block of a row
-// resident at once: the launcher hands items out in order through a ticket (a
-// block takes an item only when it runs) and checks splits <= resident blocks.
-template <int kThreads, class Fetch> struct rj_red_split {
+// launch's, a slot a thread (rj_red_fetch_wide), then merge them in one fixed
+// order, so every block gets the same bits. The slots carry their flag, so the
+// reads that find them filled return the states too: no counter to arrive on,
+// reset or leave. Counters a row (arrive, wait, load the states, then a
+// returning add on a leave counter before the block barrier) cost, in a probe
+// of the exchange alone at 4x1000008 bf16, 0.6-0.7 us for the states' loads
+// and 0.2-0.3 us for the leave count of a 10.8 us launch (H100, 2026-11-27,
+// benchmarks/2026-11-27-h100-s30 run1). kAsk: each thread's first
+// slot is asked for as the block publishes (NormSpec::split_asks_early). The
+// whole-pack kernels keep the counters (rj_red_split_counted,
+// NormSpec::row_counters), for their registers. The wait needs every block of
+// a row resident at once: the launcher hands items out in order through a
+// ticket (a block takes an item only when it runs) and checks splits <=
+// resident blocks.
+template <int kThreads, bool kAsk> struct rj_red_split {
   enum : bool { kCheap = false, kApply = true, kKnown = false };
-  rj_u64 slot;  // this block's slot of the row
-  Fetch fetch;  // the row's slots
+  rj_u64 slot;                       // this block's slot of the row
+  rj_red_fetch_wide<kThreads> fetch;  // the row's slots
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     rj_red_publish<kThreads>{slot, fetch.flag}(f, s);
-    fetch.wait(f, fetch.ask(f, true));
+    if (kAsk) {
+      fetch.wait(f, fetch.ask(f, true));
+    } else {
+      fetch.wait_unasked(f);
+    }
     return fetch(f, s);
   }
 };

@@ -1592,9 +1592,7 @@ impl NormSpec {
         // (s512x4_p_x 74.3-74.5 % of copy against 77.2-77.6 % for s512x4_p,
         // H100, 64x1048576, 2026-11-27).
         let layer_f32_wide_rows = layer && self.input.info().bytes == 4 && self.packs >= 8;
-        (self.deferred() && (f32_rms || layer_16 || layer_f32_wide_rows))
-            || self.two_pass()
-            || self.one_pass_split()
+        (self.deferred() && (f32_rms || layer_16 || layer_f32_wide_rows)) || self.two_pass()
     }
 
     /// A deferred split row, or a loop row, of 16-bit layer norm exchanges
@@ -1704,27 +1702,22 @@ impl NormSpec {
 
     /// Split rows whose states carry the launch's flag (every split row but a
     /// cluster's, which exchanges through distributed shared memory, and the
-    /// one-pass kernels that keep counters a row): no per-row counters.
+    /// one-pass kernels that count arrivals): no per-row counters.
     fn flagged_states(&self) -> bool {
         self.layout == NormLayout::Split && self.cluster.is_none() && !self.row_counters()
     }
 
     /// One-pass split kernels that count their rows' arrivals rather than flag
-    /// their states (`rj_red_split_counted`): all but the general twins of 4
-    /// packs or fewer. Flagged states cost registers: the general twins of 8
-    /// packs at 2 blocks an SM spilled 16-76 bytes at their 64 registers
-    /// (softmax and log-softmax s512x8_g, ptxas 13.0) and ran level or behind
-    /// (H100, 2026-11-27, 4x1000003, two rounds, GB/s: bf16 softmax 1008-1012
-    /// against 1024-1025, f32 softmax 1550-1554 against 1577-1581, bf16
-    /// log-softmax 1010-1021 against 1054-1063), and twelve whole-pack kernels
-    /// of the compile grid spilled 8-56 bytes (s512x4 at 3 blocks an SM, f32
-    /// s512x8 and s256x8, layer norm + residual f32 s512x16).
+    /// their states (`rj_red_split_counted`): the whole-pack ones, for their
+    /// registers. With flagged states four of them spilled 4-52 bytes (ptxas
+    /// 13.0: f32 softmax and RMS norm + residual s512x4 at 40 registers, f32
+    /// -> 16-bit layer norm + residual s512x8 at 64), the general twins none.
     fn row_counters(&self) -> bool {
         self.layout == NormLayout::Split
             && self.cluster.is_none()
             && !self.prefetch
             && !self.two_pass()
-            && !(self.general && self.packs <= 4)
+            && !self.general
     }
 
     /// Split rows whose blocks publish their states and finish the row in a
@@ -1734,12 +1727,28 @@ impl NormSpec {
     }
 
     /// Split rows whose blocks publish flagged states and wait for their
-    /// row's in one pass (`rj_red_split`): the row's states are read over the
-    /// warps, one round trip for up to a slot a thread. Against the counters
-    /// a row (H100, 2026-11-27, two rounds, GB/s): bf16 RMS norm + residual
-    /// s512x4_o2_g 1447-1448 against 1336-1346 at 4x1000003.
+    /// row's in one pass (`rj_red_split`), the row's states read over the
+    /// warps. Against counters a row (H100, 2026-11-27, two or three rounds
+    /// each alone, GB/s; benchmarks/2026-11-27-h100-s30 run4, run5): bf16 RMS
+    /// norm + residual s512x4_o2_g 1449-1462 against 1329-1345 at 4x1000003,
+    /// bf16 softmax s512x8_g 1057-1063 against 1016-1021, f32 softmax
+    /// s512x8_g 1613-1614 against 1570-1577, bf16 log-softmax s512x8_g level
+    /// (1055-1062 against 1057-1066); whole-pack kernels at 4x1000008, which
+    /// keep counting: bf16 softmax s512x8 1096-1100 against 1055-1057, f32 RMS
+    /// norm s512x8 1858-1873 against 1837-1849.
     fn one_pass_split(&self) -> bool {
         self.flagged_states() && !self.second_pass()
+    }
+
+    /// Whether a one-pass split row asks for each thread's first slot of the
+    /// row as the block publishes (`rj_red_split`'s kAsk): its general twins
+    /// of 4 packs or fewer. bf16 RMS norm + residual s512x4_o2_g ran
+    /// 1454-1462 GB/s with it against 1415-1425 without (H100, 2026-11-27,
+    /// 4x1000003, run5); the twins of 8 packs at 64 registers spilled 16-76
+    /// bytes with it (softmax and log-softmax s512x8_g, ptxas 13.0), none
+    /// without.
+    pub fn split_asks_early(&self) -> bool {
+        self.one_pass_split() && self.general && self.packs <= 4
     }
 
     /// A deferred split kernel (`_p`, not a cluster row's): cohorts that
@@ -2031,6 +2040,7 @@ impl NormSpec {
             two_pass: self.two_pass(),
             flagged: self.flagged_states(),
             second_pass: self.second_pass(),
+            split_asks_early: self.split_asks_early(),
             sum_pair: self.sum_pair(),
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
@@ -2075,6 +2085,8 @@ struct NormContext {
     /// Split rows that publish their states and finish them in a second pass
     /// (deferred `_p`, or two passes).
     second_pass: bool,
+    /// A one-pass split row asks for its first slots as it publishes.
+    split_asks_early: bool,
     sum_pair: bool,
     prefetch: bool,
     staged_cols: bool,
@@ -3315,15 +3327,14 @@ mod tests {
         let p = sp.plan(64, 1 << 20, 132, 2);
         assert_eq!((p.grid, p.splits), (256, 64));
         assert_eq!((p.counters, p.partials), (2, 64 * 64));
-        // Its general twin takes items from a ticket, one pass; of 8 packs
-        // it counts its rows' arrivals: two counters a row.
+        // Its general twin takes items from a ticket, one pass, its states
+        // carrying the launch's flag: a ticket and an epoch, no counter a row.
         let p = sp.general_twin().plan(64, 1 << 20, 132, 2);
-        assert_eq!((p.grid, p.splits, p.counters), (264, 65, 1 + 128));
-        assert!(sp.general_twin().row_counters() && !sp.general_twin().fetch_wide());
-        // Of 4 packs, its states carry the launch's flag: a ticket and an
-        // epoch.
+        assert_eq!((p.grid, p.splits, p.counters), (264, 65, 2));
+        assert!(sp.general_twin().one_pass_split() && !sp.general_twin().split_asks_early());
+        // Of 4 packs, it asks for its first slots as it publishes.
         let four: NormSpec = "norm_rmsnorm_res_bf16_bf16_s512x4_o2_g".parse().unwrap();
-        assert!(!four.row_counters() && !four.two_pass() && four.fetch_wide());
+        assert!(four.one_pass_split() && four.split_asks_early());
         assert_eq!(four.plan(4, 1_000_003, 132, 2).counters, 2);
         assert!(!sp.general_twin().two_pass());
         // A layer norm's twin goes over its items twice, its states carrying
@@ -3347,11 +3358,14 @@ mod tests {
             "norm_layernorm_bf16_bf16_s512x8_g"
         );
         assert!(!block.general_twin().two_pass());
-        // The whole-pack split kernel without staging keeps one pass and the
-        // per-row counters.
+        // The whole-pack split kernel without staging keeps one pass and
+        // counts its rows' arrivals: two counters a row.
         let plain: NormSpec = "norm_layernorm_res_bf16_bf16_s512x8".parse().unwrap();
-        assert!(!plain.two_pass() && !plain.fetch_wide() && plain.row_counters());
+        assert!(plain.row_counters() && !plain.one_pass_split() && !plain.split_asks_early());
         assert_eq!(plain.plan(64, 1 << 20, 132, 1).counters, 1 + 128);
+        // A cluster's row exchanges through distributed shared memory: none.
+        let cluster: NormSpec = "norm_rmsnorm_f32_f32_s512x8_c4".parse().unwrap();
+        assert!(!cluster.one_pass_split() && cluster.plan(64, 1 << 20, 132, 1).counters == 0);
         let p = sp.plan(4, 1_000_003, 132, 2);
         assert_eq!((p.grid, p.splits), (4 * 62, 62));
         // A general twin's chunks also cover a row starting 3 elements past the
@@ -3491,11 +3505,11 @@ mod tests {
             ("norm_softmax_online_f32_f32_s512x8_p", 16),
             ("norm_layernorm_bf16_bf16_s512x8_p", 32),
             ("norm_rmsnorm_bf16_bf16_s512x8_p", 16),
-            // One pass: flagged in a general twin of 4 packs or fewer, else
-            // counted.
+            // One pass: flagged in a general twin (Chan's three words in
+            // 64-bit slots), counted in a whole-pack kernel.
             ("norm_rmsnorm_res_bf16_bf16_s512x4_o2_g", 16),
+            ("norm_layernorm_f32_f32_s512x8_g", 32),
             ("norm_rmsnorm_f32_f32_s512x8", PARTIAL_BYTES),
-            ("norm_softmax_online_bf16_bf16_s512x8_g", PARTIAL_BYTES),
             ("norm_rmsnorm_f32_f32_s512x8_c4", PARTIAL_BYTES),
         ] {
             assert_eq!(named(name).partial_bytes(), bytes, "{name}");
@@ -3520,10 +3534,9 @@ mod tests {
             ("norm_layernorm_res_bf16_bf16_s512x8_p", false),
             ("norm_rmsnorm_bf16_bf16_s512x16_p", false),
             ("norm_softmax_online_f32_f32_s512x8_p", false),
-            // One pass reads its row's flagged states over the warps.
-            ("norm_rmsnorm_res_bf16_bf16_s512x4_o2_g", true),
+            // One pass reads its row's states over the warps by its own
+            // reducer (rj_red_split), no second pass's.
             ("norm_rmsnorm_f32_f32_s512x8", false),
-            ("norm_softmax_online_bf16_bf16_s512x8_g", false),
             ("norm_rmsnorm_f32_f32_s512x8_c4", false),
         ] {
             assert_eq!(named(name).fetch_wide(), wide, "{name}");
