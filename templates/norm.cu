@@ -505,7 +505,18 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   const rj_u64 items = rows * splits;
 {%- if flagged %}
   const rj_u32 slot_bytes = {{ partial_bytes }};
+{%- if ticket_beside_epoch %}
+  // The epoch's load and the first ticket's add in flight together: stored to
+  // shared memory first, the epoch held the ticket back a round trip before
+  // the first row load (NormSpec::ticket_beside_epoch).
+  if (threadIdx.x == 0) {
+    const rj_u32 epoch = rj_launch_epoch(counters);
+    item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
+    epoch_s = epoch;
+  }
+{%- else %}
   if (threadIdx.x == 0) epoch_s = rj_launch_epoch(counters);
+{%- endif %}
 {%- endif %}
   for (;;) {
     // No barrier before the ticket: every row op reduces once an item, and
@@ -516,7 +527,9 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     // 64x1048576: layer norm f32 73.1-73.2 % of copy against 61.5-61.7 %
     // relaxed; softmax bf16 52.0-52.2 against 55.1-55.4, RMS norm bf16 63.5
     // against 66.1-66.8).
+{%- if not ticket_beside_epoch %}
     if (threadIdx.x == 0) item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
+{%- endif %}
     __syncthreads();
     const rj_u64 item = item_s;
 {%- if flagged %}
@@ -540,10 +553,15 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
 {%- if flagged %}
     const rj_u64 row_slots = partials + r * splits * slot_bytes;
     const rj_red_split<kThreads, {{ split_asks_early }}> red{row_slots + (rj_u64)split * slot_bytes, {row_slots, splits, slot_bytes, flag}};
+    run_row(a, r, split * span, span, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
+{%- if ticket_beside_epoch %}
+    // The next ticket: every thread read item_s before the reducer's barriers.
+    if (threadIdx.x == 0) item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
+{%- endif %}
 {%- else %}
     const rj_red_split_counted<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
-{%- endif %}
     run_row(a, r, split * span, span, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
+{%- endif %}
   }
 {%- endif %}
 }

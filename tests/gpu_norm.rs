@@ -1576,7 +1576,8 @@ fn exact_split_cohorts_and_their_twins() {
 fn split_workspace_serves_calls_of_other_row_counts() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("split_workspace_serves_calls_of_other_row_counts");
-    // Counters a row, flagged states in one pass, a deferred kernel.
+    // Counters a row (whole packs), flagged states in one pass (without and
+    // with the early ask), a deferred kernel.
     for name in [
         "norm_rmsnorm_f32_f32_s512x8",
         "norm_layernorm_bf16_bf16_s512x8_g",

@@ -1751,6 +1751,21 @@ impl NormSpec {
         self.one_pass_split() && self.general && self.packs <= 4
     }
 
+    /// Whether a one-pass split kernel loads its launch's epoch beside its
+    /// first ticket, both in flight at once, and takes each later ticket at
+    /// the end of an item: stored to shared memory before the ticket's add,
+    /// the epoch's load held the first row load back a round trip. Taken by
+    /// the kernels that do not ask early (H100, 2026-11-27, 4x1000003, two
+    /// rounds, GB/s, run10: bf16 softmax s512x8_g 1093-1096 against
+    /// 1048-1064, f32 softmax 1665-1676 against 1612-1621, bf16 log-softmax
+    /// 1091-1095 against 1055-1057); bf16 RMS norm + residual s512x4_o2_g,
+    /// which asks early, ran 1420-1427 with it against 1451-1457. The
+    /// two-pass kernel's layer norm + residual spilled 8-12 bytes at its 64
+    /// registers with it (ptxas 13.0), so that kernel keeps its order.
+    pub fn ticket_beside_epoch(&self) -> bool {
+        self.one_pass_split() && !self.split_asks_early()
+    }
+
     /// A deferred split kernel (`_p`, not a cluster row's): cohorts that
     /// publish a row's states and finish the row before.
     fn deferred(&self) -> bool {
@@ -2041,6 +2056,7 @@ impl NormSpec {
             flagged: self.flagged_states(),
             second_pass: self.second_pass(),
             split_asks_early: self.split_asks_early(),
+            ticket_beside_epoch: self.ticket_beside_epoch(),
             sum_pair: self.sum_pair(),
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
@@ -2080,13 +2096,16 @@ struct NormContext {
     fetch_early: u32,
     fetch_wide: bool,
     two_pass: bool,
-    /// Split rows whose states carry the launch's flag (all but a cluster's).
+    /// Split rows whose states carry the launch's flag (all but a cluster's
+    /// and the one-pass whole-pack kernels, which count arrivals).
     flagged: bool,
     /// Split rows that publish their states and finish them in a second pass
     /// (deferred `_p`, or two passes).
     second_pass: bool,
     /// A one-pass split row asks for its first slots as it publishes.
     split_asks_early: bool,
+    /// A one-pass split row loads its epoch beside its first ticket.
+    ticket_beside_epoch: bool,
     sum_pair: bool,
     prefetch: bool,
     staged_cols: bool,
@@ -3332,9 +3351,10 @@ mod tests {
         let p = sp.general_twin().plan(64, 1 << 20, 132, 2);
         assert_eq!((p.grid, p.splits, p.counters), (264, 65, 2));
         assert!(sp.general_twin().one_pass_split() && !sp.general_twin().split_asks_early());
+        assert!(sp.general_twin().ticket_beside_epoch());
         // Of 4 packs, it asks for its first slots as it publishes.
         let four: NormSpec = "norm_rmsnorm_res_bf16_bf16_s512x4_o2_g".parse().unwrap();
-        assert!(four.one_pass_split() && four.split_asks_early());
+        assert!(four.one_pass_split() && four.split_asks_early() && !four.ticket_beside_epoch());
         assert_eq!(four.plan(4, 1_000_003, 132, 2).counters, 2);
         assert!(!sp.general_twin().two_pass());
         // A layer norm's twin goes over its items twice, its states carrying
