@@ -493,6 +493,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     }
   }
 {%- else %}
+{%- if op == "layernorm" %}{% set ticket_add = "rj_atom_add_acq_rel" %}{% else %}{% set ticket_add = "rj_atom_add_relaxed" %}{% endif %}
 {%- if flagged %}
   // counters[0] is the ticket, counters[1] the launches' epoch (the flag, as
   // the deferred kernel's).
@@ -511,7 +512,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   // the first row load (NormSpec::ticket_beside_epoch).
   if (threadIdx.x == 0) {
     const rj_u32 epoch = rj_launch_epoch(counters);
-    item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
+    item_s = {{ ticket_add }}(counters, 1u);
     epoch_s = epoch;
   }
 {%- else %}
@@ -528,7 +529,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     // relaxed; softmax bf16 52.0-52.2 against 55.1-55.4, RMS norm bf16 63.5
     // against 66.1-66.8).
 {%- if not ticket_beside_epoch %}
-    if (threadIdx.x == 0) item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
+    if (threadIdx.x == 0) item_s = {{ ticket_add }}(counters, 1u);
 {%- endif %}
     __syncthreads();
     const rj_u64 item = item_s;
@@ -553,14 +554,13 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
 {%- if flagged %}
     const rj_u64 row_slots = partials + r * splits * slot_bytes;
     const rj_red_split<kThreads, {{ split_asks_early }}> red{row_slots + (rj_u64)split * slot_bytes, {row_slots, splits, slot_bytes, flag}};
+{%- else %}
+    const rj_red_split_counted<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
+{%- endif %}
     run_row(a, r, split * span, span, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
 {%- if ticket_beside_epoch %}
     // The next ticket: every thread read item_s before the reducer's barriers.
-    if (threadIdx.x == 0) item_s = {% if op == "layernorm" %}rj_atom_add_acq_rel{% else %}rj_atom_add_relaxed{% endif %}(counters, 1u);
-{%- endif %}
-{%- else %}
-    const rj_red_split_counted<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
-    run_row(a, r, split * span, span, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
+    if (threadIdx.x == 0) item_s = {{ ticket_add }}(counters, 1u);
 {%- endif %}
   }
 {%- endif %}

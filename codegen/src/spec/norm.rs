@@ -242,17 +242,6 @@ const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
 /// H100 (BENCHMARKS.md, third session, run4, when it was the only kernel). Layer
 /// norm with residual at b256x8, same dtypes, went from 3 to 2 when Chan's merge
 /// took one reciprocal for three divisions: at 3, ptxas spilled 4 words.
-/// Packs of the weight and bias a deferred split kernel holds in registers
-/// (`NormSpec::held_cols`) where all of its packs did not fit: (op, residual,
-/// input, packs a thread, packs held). ptxas 13.0 at
-/// the kernels' bound of 1: f32 s512x8_p_x spilled 4 bytes holding 8 packs,
-/// none at 7; f16 s512x16_p_x spilled 48-544 bytes holding 8-16, none at 4
-/// (bf16 held all 16 clean).
-const HELD_CAPS: &[(NormOp, bool, DType, u32, u32)] = &[
-    (NormOp::LayerNorm, false, DType::F32, 8, 7),
-    (NormOp::LayerNorm, false, DType::F16, 16, 4),
-];
-
 const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x2", 4, 4, 2),
     ("layernorm", "b256x4", 1, 1, 1),
@@ -335,6 +324,16 @@ const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("softmax_safe", "w32x2", 6, 6, 6),
     ("softmax_safe", "w32x4", 4, 4, 4),
     ("softmax_safe", "w32x8", 2, 3, 3),
+];
+
+/// Packs of the weight and bias a deferred split kernel holds in registers
+/// (`NormSpec::held_cols`) where all of its packs did not fit: (op, residual,
+/// input, packs a thread, packs held). ptxas 13.0 at the kernels' bound of 1:
+/// f32 s512x8_p_x spilled 4 bytes holding 8 packs, none at 7; f16 s512x16_p_x
+/// spilled 48-544 bytes holding 8-16, none at 4 (bf16 held all 16 clean).
+const HELD_CAPS: &[(NormOp, bool, DType, u32, u32)] = &[
+    (NormOp::LayerNorm, false, DType::F32, 8, 7),
+    (NormOp::LayerNorm, false, DType::F16, 16, 4),
 ];
 
 /// The element types of a row, as the launch-bound tables and the measured
@@ -1715,8 +1714,7 @@ impl NormSpec {
     fn row_counters(&self) -> bool {
         self.layout == NormLayout::Split
             && self.cluster.is_none()
-            && !self.prefetch
-            && !self.two_pass()
+            && !self.second_pass()
             && !self.general
     }
 
