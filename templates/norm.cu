@@ -115,15 +115,18 @@ struct Args {
 {%- endif %}
 };
 {%- if row_shift %}
-// Row r's offset from the pack grid (shift, of x's elements) and whether every
+// Row r's offset from the {% if paired %}pair{% else %}pack{% endif %} grid (shift, of x's elements) and whether every
 // row stream shares it (vec): its chunks then start `shift` elements early, so
 // that all but the row's first and last packs are whole, aligned accesses.
+{%- if paired %}
+// Paired packs: the grid is a pair's 8 elements, its 16-byte accesses'.
+{%- endif %}
 __device__ __forceinline__ bool row_grid(const Args& a, rj_u64 r, rj_u32& shift) {
   const rj_u64 off = r * a.ld;
-  shift = (rj_u32)((a.x + off * T::kBytes) / T::kBytes % 4);
-  bool vec = (a.out + off * TO::kBytes) / TO::kBytes % 4 == shift;
+  shift = (rj_u32)((a.x + off * T::kBytes) / T::kBytes % {{ grid }});
+  bool vec = (a.out + off * TO::kBytes) / TO::kBytes % {{ grid }} == shift;
 {%- if residual %}
-  vec = vec && (a.res + off * T::kBytes) / T::kBytes % 4 == shift && (a.res_out + off * T::kBytes) / T::kBytes % 4 == shift;
+  vec = vec && (a.res + off * T::kBytes) / T::kBytes % {{ grid }} == shift && (a.res_out + off * T::kBytes) / T::kBytes % {{ grid }} == shift;
 {%- endif %}
   return vec;
 }
@@ -195,7 +198,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   const rj_col_grid wvec{vec && (a.b == 0 || a.b / T::kBytes % 4 == wgrid) && (pick || wgrid == shift),
                          pick ? (wgrid - shift) & 3u : 0u};
 {%- endif %}
-  const auto c = rj_chunk_of<rj_chunk<kLanes, kWhole, true>, kBalanced>(vec ? first - shift : first, span, cols, lane);
+  const auto c = rj_chunk_of<rj_chunk<kLanes, kWhole, true{% if paired %}, false, false, 2{% endif %}>, kBalanced>(vec ? first - shift : first, span, cols, lane);
 {%- elif general %}
   // A row's packs start at its first element: vector accesses where every
   // buffer of the row is on the pack grid (the split twins also take rows off it).

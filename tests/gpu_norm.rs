@@ -661,6 +661,51 @@ fn split_rows_off_the_pack_grid_small() {
     }
 }
 
+/// The paired-pack split twins (16-bit norm rows, a thread's packs in 16-byte
+/// pairs, `NormSpec::paired_packs`): rows at every shift from the 8-element
+/// grid (ld = cols + 1 and + 7 over 9 rows), so that lane 0's first pair starts
+/// before the row by 1 to 7 elements; the output on the rows' grid, 4 elements
+/// off it (on the pack grid, off the pairs': element by element at the row's
+/// ends, pack by pack between) and 1 off it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn paired_split_twins_at_every_shift() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("paired_split_twins_at_every_shift");
+    let mut specs: Vec<NormSpec> = Vec::new();
+    for ops in row_ops() {
+        for d in [DType::BF16, DType::F16] {
+            for cols in [1 << 20, 1_000_003] {
+                let s = NormSpec::with(ops, d, d, cols).general_twin();
+                if s.paired_packs() && !specs.contains(&s) {
+                    specs.push(s);
+                }
+            }
+        }
+    }
+    // RMS norm + residual, bf16 and f16: the 16-bit one-pass norm.
+    assert!(
+        specs.len() >= 2,
+        "{:?}",
+        specs.iter().map(|s| s.name()).collect::<Vec<_>>()
+    );
+    prepare(&rt, specs.clone());
+    for spec in &specs {
+        assert_eq!(spec.row_grid(), 8, "{}", spec.name());
+        let cols = 2 * spec.chunk() as usize + 13;
+        for pad in [1, 7] {
+            for out_shift in [0, 4, 1] {
+                let m = Matrix {
+                    rows: 9,
+                    cols,
+                    ld: cols + pad,
+                };
+                check_with_stats_at(&rt, &mut rng, spec, m, Place::out(out_shift));
+            }
+        }
+    }
+}
+
 /// The 16-bit norms' split general twins, direct and staging, with the weight
 /// and bias on their own pack grid 0-3 elements off the chunks' of rows off
 /// the grid (rj_col_grid: two vector loads and a pick), together and a grid

@@ -40,19 +40,28 @@
 // X (exact, block layout): the row is exactly the chunk, so every pack is whole
 // and inside it: no bounds test a pack (the launcher takes it for rows of
 // exactly that length only).
+// G (paired packs, NormSpec::paired_packs): a lane's packs go in
+// adjacent pairs, pair q of lane l covering elements first + (q * kLanes + l) * 8
+// .. + 7, so a pair inside the row is one 16-byte access (rj_row_ld, rj_row_st),
+// not two of 8; its chunks then start on the row's 8-element grid (row_grid), and
+// both packs of lane 0's first pair may start before the row.
 // A chunk ends before end (at most cols). A kernel that balances a split
 // row's chunks (NormSpec::balances) cuts the row in equal parts of at most
 // L x P x 4 elements, so that a row's last chunk is not left mostly empty while
 // its blocks wait on it; each chunk then ends at its own bound, elsewhere at
 // cols. One bound, not a second test against the chunk's length: that test
 // cost 10-25 % more instructions and spilled two split twins.
-template <int L, bool W, bool E = false, bool B = false, bool X = false> struct rj_chunk {
+template <int L, bool W, bool E = false, bool B = false, bool X = false, int G = 1> struct rj_chunk {
+  static_assert(G == 1 || (G == 2 && E && !B), "paired packs: a general split twin's chunks");
   static const bool kWhole = W;
+  enum : int { kPair = G };
   rj_u32 first;  // the chunk's first element (0 unless split), less the shift
   rj_u32 cols;   // the row's length
   rj_u32 lane;   // this thread's lane in the row
   rj_u32 end;    // past the chunk's last element: at most cols
-  __device__ __forceinline__ rj_u32 at(int p) const { return first + ((rj_u32)p * L + lane) * 4; }
+  __device__ __forceinline__ rj_u32 at(int p) const {
+    return first + (((rj_u32)p / G * L + lane) * G + (rj_u32)p % G) * 4;
+  }
   // at(p) in 64 bits, for a whole pack's vector access (with B: without E
   // at(p) never wraps, so it is at(0) plus a constant).
   __device__ __forceinline__ rj_u64 off(int p) const {
@@ -60,10 +69,15 @@ template <int L, bool W, bool E = false, bool B = false, bool X = false> struct 
   }
   // Below the row's start at(p) + k wraps past end.
   __device__ __forceinline__ bool ok(int p, int k) const { return W ? X || at(p) < end : at(p) + k < end; }
-  // Pack p lies wholly inside the chunk. Only pack 0 can start before the row
-  // (shift < 4 <= the span of a lane's packs), and wraps past end.
+  // Pack p lies wholly inside the chunk. Only lane 0's first G packs can
+  // start before the row (shift < 4G <= the span of a lane's packs), and wrap
+  // past end.
   __device__ __forceinline__ bool whole(int p) const {
-    return W ? X || at(p) < end : (!E || p > 0 || at(p) < end) && at(p) + 4 <= end;
+    return W ? X || at(p) < end : (!E || p >= G || at(p) < end) && at(p) + 4 <= end;
+  }
+  // Packs p and p + 1 (p even, paired) lie wholly inside the chunk.
+  __device__ __forceinline__ bool whole_pair(int p) const {
+    return (p >= G || at(p) < end) && at(p) + 8 <= end;
   }
 };
 
@@ -80,26 +94,57 @@ template <class C, bool kBalanced> __device__ __forceinline__ C rj_chunk_of(rj_u
 // this kernel wrote (a loop's residual sum), which takes coherent loads.
 template <class L> struct rj_elem_load { typedef rj_load_nc type; };
 template <> struct rj_elem_load<rj_load_plain> { typedef rj_load_plain type; };
+// Two adjacent packs of a 16-bit type (paired packs) as one 16-byte access,
+// the address 16-byte aligned.
+template <class T, class L> __device__ __forceinline__ void rj_ld4x2(rj_u64 a, rj_u64 i, float (&v0)[4], float (&v1)[4]) {
+  const rj_b128 b = L::b128(a + i * T::kBytes);
+  const rj_u32 w0[2] = {b.x, b.y}, w1[2] = {b.z, b.w};
+  T::unpack4(w0, v0);
+  T::unpack4(w1, v1);
+}
+template <class T> __device__ __forceinline__ void rj_st4x2(rj_u64 a, rj_u64 i, const float (&v0)[4], const float (&v1)[4]) {
+  rj_u32 w0[2], w1[2];
+  T::pack4(v0, w0);
+  T::pack4(v1, w1);
+  rj_st_b128(a + i * T::kBytes, rj_b128{w0[0], w0[1], w1[0], w1[1]});
+}
+// One pack of rj_row_ld.
+template <class T, class L, class C>
+__device__ __forceinline__ void rj_pack_ld(rj_u64 a, const C& c, bool vec, float fill, int p, float (&x)[4]) {
+  const rj_u32 e = c.at(p);
+  if ((C::kWhole || vec) && c.whole(p)) {
+    rj_ld4<T, L>(a, c.off(p), x);
+  } else if constexpr (C::kWhole) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) x[k] = fill;
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) x[k] = c.ok(p, k) ? rj_ld1<T, typename rj_elem_load<L>::type>(a, e + k) : fill;
+  }
+}
 // Loads this thread's packs of the chunk from the row at a. A whole-pack chunk:
 // one vector load per pack inside the row. Otherwise vec (every buffer of the row
 // on the pack grid at the chunk's shift) sends whole packs through one vector
 // load, and the row's partial first and last packs, and rows whose buffers lie at
 // different offsets from the grid, go element by element (L: the whole packs'
-// load kind). Missing elements are `fill`.
+// load kind). Missing elements are `fill`. Paired packs: a pair inside the row is
+// one 16-byte load.
 template <class T, int P, class L, class C>
 __device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float fill, float (&x)[P][4]) {
+  if constexpr (C::kPair == 2) {
+    static_assert(P % 2 == 0 && T::kWords == 2, "pairs of 16-bit packs");
 #pragma unroll
-  for (int p = 0; p < P; ++p) {
-    const rj_u32 e = c.at(p);
-    if ((C::kWhole || vec) && c.whole(p)) {
-      rj_ld4<T, L>(a, c.off(p), x[p]);
-    } else if constexpr (C::kWhole) {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) x[p][k] = fill;
-    } else {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) x[p][k] = c.ok(p, k) ? rj_ld1<T, typename rj_elem_load<L>::type>(a, e + k) : fill;
+    for (int p = 0; p < P; p += 2) {
+      if (vec && c.whole_pair(p)) {
+        rj_ld4x2<T, L>(a, c.off(p), x[p], x[p + 1]);
+      } else {
+        rj_pack_ld<T, L>(a, c, vec, fill, p, x[p]);
+        rj_pack_ld<T, L>(a, c, vec, fill, p + 1, x[p + 1]);
+      }
     }
+  } else {
+#pragma unroll
+    for (int p = 0; p < P; ++p) rj_pack_ld<T, L>(a, c, vec, fill, p, x[p]);
   }
 }
 template <class T, class C>
@@ -117,8 +162,21 @@ __device__ __forceinline__ void rj_pack_st(rj_u64 a, const C& c, bool vec, int p
 }
 template <class T, int P, class C>
 __device__ __forceinline__ void rj_row_st(rj_u64 a, const C& c, bool vec, const float (&y)[P][4]) {
+  if constexpr (C::kPair == 2) {
+    static_assert(P % 2 == 0 && T::kWords == 2, "pairs of 16-bit packs");
 #pragma unroll
-  for (int p = 0; p < P; ++p) rj_pack_st<T>(a, c, vec, p, y[p]);
+    for (int p = 0; p < P; p += 2) {
+      if (vec && c.whole_pair(p)) {
+        rj_st4x2<T>(a, c.off(p), y[p], y[p + 1]);
+      } else {
+        rj_pack_st<T>(a, c, vec, p, y[p]);
+        rj_pack_st<T>(a, c, vec, p + 1, y[p + 1]);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int p = 0; p < P; ++p) rj_pack_st<T>(a, c, vec, p, y[p]);
+  }
 }
 // Where a row op's output goes: left in x for the caller to store (rj_out_kept),
 // or stored by the row op a pack at a time as it makes them (rj_out_stored).

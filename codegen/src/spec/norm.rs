@@ -1327,8 +1327,8 @@ impl NormSpec {
     }
 
     /// Blocks a split row of `cols` takes: a general twin's row may start up
-    /// to 3 elements past the pack grid (rj_chunk's shift), which its chunks
-    /// then cover too.
+    /// to `row_grid() - 1` elements past its grid (rj_chunk's shift), which
+    /// its chunks then cover too.
     pub fn splits_for(&self, cols: u64) -> u64 {
         if let Some(n) = self.cluster {
             return n.into();
@@ -1337,9 +1337,39 @@ impl NormSpec {
     }
 
     /// The elements a row of `cols` spans from its chunks' first: a general
-    /// twin's 3 more (its packs' shift).
+    /// twin's up to `row_grid() - 1` more (its packs' shift).
     fn reach(&self, cols: u64) -> u64 {
-        if self.general { cols + 3 } else { cols }
+        if self.general {
+            cols + self.row_grid() - 1
+        } else {
+            cols
+        }
+    }
+
+    /// Elements of the grid a general twin's chunks start on, at the row's
+    /// shift from it: a pack, or a pair of packs (`paired_packs`).
+    pub fn row_grid(&self) -> u64 {
+        if self.paired_packs() { 8 } else { 4 }
+    }
+
+    /// Whether a thread holds its packs in adjacent pairs, each pair inside
+    /// the row one 16-byte access rather than two of 8 (rj_chunk's G): the
+    /// one-pass split twins of 16-bit norms, in and out (RMS norm + residual).
+    /// Against packs a lane apart (H100, 2026-11-27, two rounds each alone,
+    /// GB/s, benchmarks/2026-11-27-h100-s31 run3): bf16 RMS norm + residual
+    /// s512x4_o2_g 1454-1462 against 1442-1446 at 4x1000003 and 1730-1731
+    /// against 1714-1715 at 64x1048573, f16 1458-1465 against 1455-1459 and
+    /// 1729-1734 against 1711-1713. The softmax twins (s512x8_g, 64 registers
+    /// either way, 5 % more SASS instructions with pairs) lost: bf16 softmax
+    /// 1063-1071 against 1093-1103 and 1556-1558 against 1658-1662, log-softmax
+    /// and f16 softmax alike.
+    pub fn paired_packs(&self) -> bool {
+        self.one_pass_split()
+            && self.general
+            && !self.op.info().softmax
+            && self.input.info().bytes == 2
+            && self.output.info().bytes == 2
+            && self.packs % 2 == 0
     }
 
     /// Elements each of a split row's blocks takes: the row (a general twin's
@@ -2059,6 +2089,8 @@ impl NormSpec {
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
             row_shift: self.row_shift(),
+            paired: self.paired_packs(),
+            grid: self.row_grid(),
             balanced: self.balances(),
             exact: self.exact,
             cluster: self.cluster.unwrap_or(0),
@@ -2108,6 +2140,10 @@ struct NormContext {
     prefetch: bool,
     staged_cols: bool,
     row_shift: bool,
+    /// A thread's packs in adjacent pairs (`paired_packs`).
+    paired: bool,
+    /// Elements of the grid a general twin's chunks start on (`row_grid`).
+    grid: u64,
     balanced: bool,
     exact: bool,
     /// Blocks of a cluster row, 0 for none.
@@ -2976,7 +3012,11 @@ mod tests {
                     ];
                     cols_set.extend((0..8).map(|_| 1 + next() % (1 << 20)));
                     for cols in cols_set {
-                        let reach = if s.general { cols + 3 } else { cols };
+                        let reach = if s.general {
+                            cols + if s.paired_packs() { 7 } else { 3 }
+                        } else {
+                            cols
+                        };
                         let (splits, span) = (s.splits_for(cols), s.split_span(cols));
                         let what = format!("{} at {cols}: {splits} x {span}", s.name());
                         assert!(span % 4 == 0 && span <= chunk, "{what}");
