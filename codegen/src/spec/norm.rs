@@ -1369,7 +1369,7 @@ impl NormSpec {
             && !self.op.info().softmax
             && self.input.info().bytes == 2
             && self.output.info().bytes == 2
-            && self.packs % 2 == 0
+            && self.packs.is_multiple_of(2)
     }
 
     /// Elements each of a split row's blocks takes: the row (a general twin's
