@@ -464,10 +464,29 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   // chunks (bf16 layer norm 24.4-25.4 us on the GPU against 15.4-15.8 us for
   // the deferred kernel at 4x1000004, H100, 2026-11-25). counters[0] is the
   // ticket, counters[1] the launches' epoch (the flag, as the deferred kernel's).
+{%- if ticket_ahead %}
+  // A block takes its next ticket as it starts an item and reads it after
+  // (NormSpec::ticket_ahead): no item of the first pass waits, and every
+  // ticket after a second-pass one is of the second pass, so a ticket held
+  // in reserve is never one a waiting item needs. ticket_s[i % 2] is item i's:
+  // thread 0 writes the other while the block reads this one.
+  __shared__ rj_u32 ticket_s[2], epoch_s;
+{%- else %}
   __shared__ rj_u32 ticket_s, epoch_s;
+{%- endif %}
   const rj_u64 counters = rj_cvta_global(counters_ptr), partials = rj_cvta_global(partials_ptr);
   const rj_u64 items = rows * splits;
   const rj_u32 slot_bytes = {{ partial_bytes }};
+{%- if ticket_ahead %}
+  if (threadIdx.x == 0) {
+    const rj_u32 epoch = rj_launch_epoch(counters);
+    ticket_s[0] = rj_atom_add_relaxed(counters, 1u);
+    epoch_s = epoch;
+  }
+  for (rj_u32 i = 0;; i ^= 1u) {
+    __syncthreads();
+    const rj_u64 ticket = ticket_s[i];
+{%- else %}
   if (threadIdx.x == 0) epoch_s = rj_launch_epoch(counters);
   for (;;) {
     // No barrier before the ticket: every pass of an item has a block barrier
@@ -475,13 +494,25 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     if (threadIdx.x == 0) ticket_s = rj_atom_add_relaxed(counters, 1u);
     __syncthreads();
     const rj_u64 ticket = ticket_s;
+{%- endif %}
     const rj_u32 flag = epoch_s + 1u;
     if (ticket >= 2 * items) {
+{%- if ticket_ahead %}
+      // Each block takes exactly one ticket past the items: once the last one
+      // is taken every block is in its last item or gone, none reads the
+      // counters again, and the next launch waits for this one to end.
+{%- else %}
       // Each block takes exactly one ticket past the items: the last one taken
       // (every block has finished) ends the launch.
+{%- endif %}
       if (threadIdx.x == 0 && ticket == 2 * items + gridDim.x - 1) rj_launch_done(counters, flag);
       return;
     }
+{%- if ticket_ahead %}
+    // In flight through the item; stored to shared memory after it.
+    rj_u32 next = 0;
+    if (threadIdx.x == 0) next = rj_atom_add_relaxed(counters, 1u);
+{%- endif %}
     const bool finish = ticket >= items;
     const rj_u64 item = finish ? ticket - items : ticket;
     const rj_u64 r = item / splits;
@@ -494,6 +525,9 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     } else {
       run_row(a, r, split * span, span, (rj_u32)cols, threadIdx.x, rj_red_publish<kThreads>{row_slots + (rj_u64)split * slot_bytes, flag}, false);
     }
+{%- if ticket_ahead %}
+    if (threadIdx.x == 0) ticket_s[i ^ 1u] = next;
+{%- endif %}
   }
 {%- else %}
 {%- if op == "layernorm" %}{% set ticket_add = "rj_atom_add_acq_rel" %}{% else %}{% set ticket_add = "rj_atom_add_relaxed" %}{% endif %}

@@ -117,6 +117,25 @@ fn one_pass_flagged_split_twin_source() {
             "const rj_red_split<kThreads, true> red{row_slots + (rj_u64)split * slot_bytes, {row_slots, splits, slot_bytes, flag}};",
             "if (threadIdx.x == 0 && item == items + gridDim.x - 1) rj_launch_done(counters, flag);",
             "    rj_row_st<T, kPacks>(rout, c, vec, x);",
+            // Paired packs: 16-byte accesses, chunks on the 8-element grid.
+            "rj_chunk<kLanes, kWhole, true, false, false, 2>",
+            "% 8 == shift",
+        ],
+    );
+}
+
+#[test]
+fn two_pass_split_ticket_ahead_source() {
+    // 4x1000003's RMS norm: two passes from one ticket, the next ticket's add
+    // in flight through each item, the tickets in two shared words by turn.
+    source_of(
+        "norm_rmsnorm_bf16_bf16_s512x4_o2_g",
+        &[
+            "__shared__ rj_u32 ticket_s[2], epoch_s;",
+            "const rj_u64 ticket = ticket_s[i];",
+            "if (threadIdx.x == 0) next = rj_atom_add_relaxed(counters, 1u);",
+            "if (threadIdx.x == 0) ticket_s[i ^ 1u] = next;",
+            "ticket == 2 * items + gridDim.x - 1",
         ],
     );
 }

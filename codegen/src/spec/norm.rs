@@ -1794,6 +1794,22 @@ impl NormSpec {
         self.one_pass_split() && !self.split_asks_early()
     }
 
+    /// Whether a two-pass split kernel takes its next ticket as it starts an
+    /// item, the add's round trip hidden behind the item, rather than before
+    /// the next item's first load (its first ticket beside the epoch's load).
+    /// Against the order before (H100, 2026-11-27, two rounds each alone,
+    /// GB/s, benchmarks/2026-11-27-h100-s31 run4), at 4x1000003: bf16 RMS
+    /// norm s512x4_o2_g 1053-1061 against 1005-1019, f16 1046-1052 against
+    /// 1005-1011, bf16 layer norm 901-903 against 875, f16 897-907 against
+    /// 869-878, f32 layer norm 1678-1691 against 1636-1638, f32 RMS norm
+    /// 1790-1796 against 1780-1784; at 64x1048573 bf16 RMS norm 1376 against
+    /// 1326, bf16 layer norm 1100-1101 against 1060-1061, f32 level to +0.7 %.
+    /// Layer norm + residual's twins spilled 12-20 bytes at their 64
+    /// registers with it (ptxas 13.0) and keep their order.
+    pub fn ticket_ahead(&self) -> bool {
+        self.two_pass() && !(self.op == NormOp::LayerNorm && self.residual)
+    }
+
     /// A deferred split kernel (`_p`, not a cluster row's): cohorts that
     /// publish a row's states and finish the row before.
     fn deferred(&self) -> bool {
@@ -2085,6 +2101,7 @@ impl NormSpec {
             second_pass: self.second_pass(),
             split_asks_early: self.split_asks_early(),
             ticket_beside_epoch: self.ticket_beside_epoch(),
+            ticket_ahead: self.ticket_ahead(),
             sum_pair: self.sum_pair(),
             prefetch: self.prefetch,
             staged_cols: self.staged_cols(),
@@ -2136,6 +2153,8 @@ struct NormContext {
     split_asks_early: bool,
     /// A one-pass split row loads its epoch beside its first ticket.
     ticket_beside_epoch: bool,
+    /// A two-pass split row takes its next ticket as it starts an item.
+    ticket_ahead: bool,
     sum_pair: bool,
     prefetch: bool,
     staged_cols: bool,
