@@ -661,7 +661,7 @@ fn split_rows_off_the_pack_grid_small() {
     }
 }
 
-/// The paired-pack split twins (16-bit norm rows, a thread's packs in 16-byte
+/// The paired-pack split twins (16-bit residual norms, a thread's packs in 16-byte
 /// pairs, `NormSpec::paired_packs`): rows at every shift from the 8-element
 /// grid (ld = cols + 1 and + 7 over 9 rows), so that lane 0's first pair starts
 /// before the row by 1 to 7 elements; the output on the rows' grid, 4 elements
@@ -683,9 +683,10 @@ fn paired_split_twins_at_every_shift() {
             }
         }
     }
-    // RMS norm + residual, bf16 and f16: the 16-bit one-pass norm.
+    // The 16-bit residual norms, bf16 and f16: RMS norm + residual (one pass)
+    // and layer norm + residual (two).
     assert!(
-        specs.len() >= 2,
+        specs.len() >= 4,
         "{:?}",
         specs.iter().map(|s| s.name()).collect::<Vec<_>>()
     );

@@ -172,6 +172,10 @@ fn two_pass_split_twin_source() {
             "fetch.wait(Op::Split(), fetch.ask(Op::Split(), true));",
             "if (!Red::kApply) rj_row_st<T, kPacks>(rout, c, vec, x);",
             "ticket == 2 * items + gridDim.x - 1",
+            // Paired packs (a residual norm); the tickets in turn (it spilled
+            // with them ahead).
+            "rj_chunk<kLanes, kWhole, true, false, false, 2>",
+            "if (threadIdx.x == 0) ticket_s = rj_atom_add_relaxed(counters, 1u);",
         ],
     );
 }

@@ -1354,26 +1354,32 @@ impl NormSpec {
 
     /// Whether a thread holds its packs in adjacent pairs, each pair inside
     /// the row one 16-byte access rather than two of 8 (rj_chunk's G): the
-    /// one-pass split twins of 16-bit norms, in and out (RMS norm + residual).
-    /// Against packs a lane apart (H100, 2026-11-27, two rounds each alone,
-    /// GB/s, benchmarks/2026-11-27-h100-s31 run3): bf16 RMS norm + residual
-    /// s512x4_o2_g 1454-1462 against 1442-1446 at 4x1000003 and 1730-1731
-    /// against 1714-1715 at 64x1048573, f16 1458-1465 against 1455-1459 and
-    /// 1729-1734 against 1711-1713. The softmax twins (s512x8_g, 64 registers
-    /// either way, 5 % more SASS instructions with pairs) lost: bf16 softmax
-    /// 1063-1071 against 1093-1103 and 1556-1558 against 1658-1662, log-softmax
-    /// and f16 softmax alike.
+    /// split twins of the 16-bit residual norms, in and out (RMS norm +
+    /// residual's one pass, layer norm + residual's two), which move four row
+    /// streams. Against packs a lane apart (H100, 2026-11-27, two rounds each
+    /// alone, GB/s, benchmarks/2026-11-27-h100-s31 run3, run7): bf16 RMS norm +
+    /// residual s512x4_o2_g 1454-1462 against 1442-1446 at 4x1000003 and
+    /// 1730-1731 against 1714-1715 at 64x1048573, f16 1458-1465 against
+    /// 1455-1459 and 1729-1734 against 1711-1713; bf16 layer norm + residual
+    /// 1215-1218 against 1132-1134 and 1352-1354 against 1245, f16 1214-1226
+    /// against 1136-1142 and 1363-1364 against 1252-1253. The others lost
+    /// with pairs: the softmax twins (s512x8_g, 64 registers either way, 5 %
+    /// more SASS instructions) 3-6 % (bf16 softmax 1063-1071 against
+    /// 1093-1103 at 4x1000003, 1556-1558 against 1658-1662 at 64x1048573), the
+    /// two-pass layer norm 6 % and RMS norm 2 % at 64x1048573 (bf16
+    /// 1032-1033 against 1101, 1351-1352 against 1375-1376; at 4x1000003 +2 %
+    /// and level).
     pub fn paired_packs(&self) -> bool {
-        self.one_pass_split()
+        (self.one_pass_split() || self.two_pass())
             && self.general
-            && !self.op.info().softmax
+            && self.residual
             && self.input.info().bytes == 2
             && self.output.info().bytes == 2
             && self.packs.is_multiple_of(2)
     }
 
     /// Elements each of a split row's blocks takes: the row (a general twin's
-    /// reaching its 3 further) in [`NormSpec::splits_for`] equal parts, rounded
+    /// reaching up to `row_grid() - 1` further) in [`NormSpec::splits_for`] equal parts, rounded
     /// up to whole packs, so at most [`NormSpec::chunk`]. The layout's chunks
     /// and a remainder left a row's last block waiting mostly empty: at
     /// 4096x50257 the seventh chunk of 8192 held 1105 elements, where the
