@@ -126,10 +126,10 @@ fn one_pass_flagged_split_twin_source() {
 
 #[test]
 fn two_pass_split_ticket_ahead_source() {
-    // 4x1000003's RMS norm: two passes from one ticket, the next ticket's add
-    // in flight through each item, the tickets in two shared words by turn.
+    // 4x1000003's layer norm: two passes from one ticket, the next ticket's
+    // add in flight through each item, the tickets in two shared words by turn.
     source_of(
-        "norm_rmsnorm_bf16_bf16_s512x4_o2_g",
+        "norm_layernorm_bf16_bf16_s512x4_o2_g",
         &[
             "__shared__ rj_u32 ticket_s[2], epoch_s;",
             "const rj_u64 ticket = ticket_s[i];",

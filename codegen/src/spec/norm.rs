@@ -1155,19 +1155,31 @@ impl NormSpec {
         // A deferred split kernel of fewer packs (its three staged rows'
         // size) has a split twin of its own (softmax: 8 packs; a norm: below).
         let deferred = self.prefetch && self.layout == NormLayout::Split;
-        // A norm's split rows (layer or RMS norm, with or without the
-        // residual): the split twin of 4 packs at 2 blocks an SM (492 items
-        // at 4x1000003 in 264 resident blocks; `two_pass` keeps a block from
-        // waiting on the rest of its row). Measured faster than s512x8_g for
+        // A norm's split rows (layer norm, RMS norm + residual): the split
+        // twin of 4 packs at 2 blocks an SM (492 items at 4x1000003 in 264
+        // resident blocks; `two_pass` keeps a block from waiting on the rest
+        // of its row). Measured faster than s512x8_g for
         // every norm op and dtype at 4x1000003 and 64x1048573 (H100, 2026-11-25,
         // benchmarks/2026-11-25-h100-s11); f32 RMS norm's needs the bound (66
         // registers without it: one block an SM, 17.5-18.7 points below
         // s512x8_g at 4x1000003).
         let split_norm = !twin.op.info().softmax && self.layout == NormLayout::Split;
+        // But RMS norm (without the residual, one dtype in and out): 8 packs
+        // at 2 blocks an SM, one pass (64 registers, none spilled; one wave of
+        // 248 items at 4x1000003). Against s512x4_o2_g's two passes (H100,
+        // 2026-11-27, two rounds each alone, GB/s, benchmarks/2026-11-27-h100-s31
+        // run10): bf16 1113-1116 against 1055-1058 at 4x1000003 and 1478-1479
+        // against 1374-1375 at 64x1048573, f16 1109-1118 against 1055-1057 and
+        // 1476-1477 against 1371-1372, f32 1783-1797 against 1783 and 1989-1993
+        // against 1880-1881. bf16 -> f32 spilled 4 bytes (a mixed norm: 4 packs).
+        let rms_one_pass =
+            split_norm && twin.op == NormOp::RmsNorm && !twin.residual && twin.input == twin.output;
         if twin.packs > GENERAL_MAX_PACKS || mixed_norm || deferred || split_norm {
             twin.layout = NormLayout::Split;
             twin.lanes = 512;
-            twin.packs = if mixed_norm || split_norm {
+            twin.packs = if rms_one_pass {
+                GENERAL_MAX_PACKS
+            } else if mixed_norm || split_norm {
                 4
             } else {
                 GENERAL_MAX_PACKS
@@ -3427,7 +3439,12 @@ mod tests {
         assert!(layer.two_pass() && layer.fetch_wide());
         assert_eq!(layer.partial_bytes(), 32);
         assert_eq!(layer.plan(64, 1 << 20, 132, 2).counters, 2);
-        assert!(twin((NormOp::RmsNorm, None, false)).two_pass());
+        // RMS norm's twin takes one pass of 8 packs at 2 blocks an SM: 62
+        // items a row of 1000003, one wave of 248 in 264 resident blocks.
+        let rms = twin((NormOp::RmsNorm, None, false));
+        assert_eq!(rms.name(), "norm_rmsnorm_bf16_bf16_s512x8_o2_g");
+        assert!(!rms.two_pass() && rms.one_pass_split() && rms.ticket_beside_epoch());
+        assert_eq!(rms.splits_for(1_000_003), 62);
         assert!(!twin((NormOp::RmsNorm, None, true)).two_pass());
         // The twin of a block of 16 packs (rows of 16385..32768) keeps one.
         let block = NormSpec::with(
@@ -3641,7 +3658,7 @@ mod tests {
         assert_eq!(sp.plan(64, 1 << 20, 132, 2).grid, 256);
         assert_eq!(sp.plan(2, 1 << 20, 132, 2).grid, 128);
         assert_eq!(sp.plan(1000, 3 * 16384, 132, 2).grid, 264);
-        assert_eq!(sp.general_twin().name(), "norm_rmsnorm_f32_f32_s512x4_o2_g");
+        assert_eq!(sp.general_twin().name(), "norm_rmsnorm_f32_f32_s512x8_o2_g");
         // A deferred kernel's staging twin, at most 8 packs a thread, from no
         // fixed columns; it reaches 3 elements past the row and takes one
         // pass. A call takes it where its cohorts take 8 rows or more each.
