@@ -108,15 +108,17 @@ fn split_layernorm_residual_source() {
 #[test]
 fn one_pass_flagged_split_twin_source() {
     // 4x1000003's RMS norm + residual: one pass, each block's state published
-    // with the launch's flag and the row's read over the warps, each thread's
-    // first slot asked for as it publishes; the epoch advanced by the last
-    // ticket; the residual's sum stored in the one pass.
+    // with the launch's flag and the row's read over the warps; the epoch
+    // loaded beside the first ticket, advanced by the last; the row held as
+    // raw 16-bit words in 16-byte pairs, h stored before the exchange.
     source_of(
-        "norm_rmsnorm_res_bf16_bf16_s512x4_o2_g",
+        "norm_rmsnorm_res_bf16_bf16_s512x8_o2_g",
         &[
-            "const rj_red_split<kThreads, true> red{row_slots + (rj_u64)split * slot_bytes, {row_slots, splits, slot_bytes, flag}};",
+            "const rj_red_split<kThreads, false> red{row_slots + (rj_u64)split * slot_bytes, {row_slots, splits, slot_bytes, flag}};",
             "if (threadIdx.x == 0 && item == items + gridDim.x - 1) rj_launch_done(counters, flag);",
-            "    rj_row_st<T, kPacks>(rout, c, vec, x);",
+            "rj_row_ld_raw<T, kPacks, RowLoad>(resr, c, vec, res);",
+            "rj_row_st_raw<T, kPacks>(rout, c, vec, h);",
+            "op.row_raw(h, c, red, leader, rj_out_stored<TO, decltype(c)>{outr, c, vec});",
             // Paired packs: 16-byte accesses, chunks on the 8-element grid.
             "rj_chunk<kLanes, kWhole, true, false, false, 2>",
             "% 8 == shift",

@@ -189,7 +189,92 @@ template <class T, class C> struct rj_out_stored {
   const C& c;
   bool vec;
   __device__ __forceinline__ void operator()(int p, const float (&y)[4]) const { rj_pack_st<T>(a, c, vec, p, y); }
+  // Packs p and p + 1 of paired packs: one 16-byte store inside the row.
+  __device__ __forceinline__ void pair(int p, const float (&y0)[4], const float (&y1)[4]) const {
+    if (vec && c.whole_pair(p)) {
+      rj_st4x2<T>(a, c.off(p), y0, y1);
+    } else {
+      rj_pack_st<T>(a, c, vec, p, y0);
+      rj_pack_st<T>(a, c, vec, p + 1, y1);
+    }
+  }
 };
+
+// ---- a row held as raw 16-bit words (NormSpec::raw_rows) ----------------------
+// A 16-bit row whose values are exact in T (x as loaded, h = x + residual rounded
+// to T) is held as T's words, half the registers of widened packs, and widened
+// where a row op reads it. Missing elements are 0.
+template <class T, class L, class C>
+__device__ __forceinline__ void rj_pack_ld_raw(rj_u64 a, const C& c, bool vec, int p, rj_u32 (&w)[T::kWords]) {
+  const rj_u32 e = c.at(p);
+  if ((C::kWhole || vec) && c.whole(p)) {
+    rj_ld_words<L>(a + (rj_u64)c.off(p) * T::kBytes, w);
+  } else {
+    rj_u32 h[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) h[k] = c.ok(p, k) ? (rj_u32)rj_elem_load<L>::type::b16(a + (rj_u64)(e + k) * 2u) : 0u;
+    w[0] = h[0] | (h[1] << 16);
+    w[1] = h[2] | (h[3] << 16);
+  }
+}
+template <class T, int P, class L, class C>
+__device__ __forceinline__ void rj_row_ld_raw(rj_u64 a, const C& c, bool vec, rj_u32 (&w)[P][T::kWords]) {
+  static_assert(T::kBytes == 2 && P % C::kPair == 0, "16-bit words, whole pairs");
+#pragma unroll
+  for (int p = 0; p < P; p += C::kPair) {
+    if (C::kPair == 2 && vec && c.whole_pair(p)) {
+      const rj_b128 b = L::b128(a + (rj_u64)c.off(p) * T::kBytes);
+      w[p][0] = b.x;
+      w[p][1] = b.y;
+      w[p + C::kPair - 1][0] = b.z;
+      w[p + C::kPair - 1][1] = b.w;
+    } else {
+#pragma unroll
+      for (int q = 0; q < C::kPair; ++q) rj_pack_ld_raw<T, L>(a, c, vec, p + q, w[p + q]);
+    }
+  }
+}
+template <class T, class C>
+__device__ __forceinline__ void rj_pack_st_raw(rj_u64 a, const C& c, bool vec, int p, const rj_u32 (&w)[T::kWords]) {
+  const rj_u32 e = c.at(p);
+  if ((C::kWhole || vec) && c.whole(p)) {
+    rj_st_words(a + (rj_u64)c.off(p) * T::kBytes, w);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (c.ok(p, k)) rj_st_b16(a + (rj_u64)(e + k) * 2u, rj_half(w[k / 2], k % 2));
+  }
+}
+template <class T, int P, class C>
+__device__ __forceinline__ void rj_row_st_raw(rj_u64 a, const C& c, bool vec, const rj_u32 (&w)[P][T::kWords]) {
+#pragma unroll
+  for (int p = 0; p < P; p += C::kPair) {
+    if (C::kPair == 2 && vec && c.whole_pair(p)) {
+      rj_st_b128(a + (rj_u64)c.off(p) * T::kBytes, rj_b128{w[p][0], w[p][1], w[p + C::kPair - 1][0], w[p + C::kPair - 1][1]});
+    } else {
+#pragma unroll
+      for (int q = 0; q < C::kPair; ++q) rj_pack_st_raw<T>(a, c, vec, p + q, w[p + q]);
+    }
+  }
+}
+// x = x + r, rounded by R to T, in place (words of T).
+template <class T, class R> __device__ __forceinline__ void rj_add_raw(rj_u32 (&x)[T::kWords], const rj_u32 (&r)[T::kWords]) {
+  float a[4], b[4];
+  T::unpack4(x, a);
+  T::unpack4(r, b);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) a[k] = R::round(a[k] + b[k]);
+  T::pack4(a, x);
+}
+// The words widened again: through a volatile move, so the compiler cannot keep
+// an earlier pass's widened packs live in their place (the registers raw words
+// save).
+template <class T> __device__ __forceinline__ void rj_unpack4_again(const rj_u32 (&w)[T::kWords], float (&v)[4]) {
+  rj_u32 u[T::kWords];
+#pragma unroll
+  for (int i = 0; i < T::kWords; ++i) asm volatile("mov.b32 %0, %1;" : "=r"(u[i]) : "r"(w[i]));
+  T::unpack4(u, v);
+}
 // ---- a row staged in shared memory (the prefetching layouts, `_p`) ----------
 // A thread's own packs only, pack p at slots + p * stride: no other thread reads
 // them, so cp.async.wait_group alone makes them visible, and the thread may
@@ -1204,6 +1289,42 @@ template <class T, class Cols = rj_cols_global> struct rj_norm_rms_t {
       cols.template ld<T, 0>(w, c, p, grid, wv);
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = rj_mul_rn(rj_mul_rn(x[p][k], rstd), wv[k]);
+    }
+  }
+  // The same over a row of raw words (rj_row_ld_raw), its outputs stored through
+  // out as they are made, pairs at once (paired packs): the same sums in the same
+  // order, so the same bits.
+  template <int P, class C, class Red, class Out>
+  __device__ __forceinline__ void row_raw(const rj_u32 (&h)[P][T::kWords], const C& c, const Red& red, bool leader, const Out& out) const {
+    float ss = 0.0f;
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      float v[4];
+      T::unpack4(h[p], v);
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (c.ok(p, k)) ss += rj_mul_rn(v[k], v[k]);
+    }
+    ss = red(rj_red_sum<rj_acc_f32>(), ss);
+    if (!Red::kApply) return;
+    const float rstd = rj_rsqrt_rn(rj_div_rn(ss, (float)c.cols) + param);
+    if (leader && rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
+#pragma unroll
+    for (int p = 0; p < P; p += C::kPair) {
+      float y[C::kPair][4];
+#pragma unroll
+      for (int q = 0; q < C::kPair; ++q) {
+        float wv[4];
+        rj_unpack4_again<T>(h[p + q], y[q]);
+        cols.template ld<T, 0>(w, c, p + q, grid, wv);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) y[q][k] = rj_mul_rn(rj_mul_rn(y[q][k], rstd), wv[k]);
+      }
+      if constexpr (C::kPair == 2) {
+        out.pair(p, y[0], y[C::kPair - 1]);
+      } else {
+        out(p, y[0]);
+      }
     }
   }
 };

@@ -1172,8 +1172,14 @@ impl NormSpec {
         // against 1374-1375 at 64x1048573, f16 1109-1118 against 1055-1057 and
         // 1476-1477 against 1371-1372, f32 1783-1797 against 1783 and 1989-1993
         // against 1880-1881. bf16 -> f32 spilled 4 bytes (a mixed norm: 4 packs).
-        let rms_one_pass =
-            split_norm && twin.op == NormOp::RmsNorm && !twin.residual && twin.input == twin.output;
+        // 16-bit RMS norm + residual's holds its row as raw words (`raw_rows`)
+        // to fit: against s512x4_o2_g (run12), bf16 1745-1753 against 1452-1456
+        // at 4x1000003 and 2142-2148 against 1729-1733 at 64x1048573, f16
+        // 1739-1750 against 1452 and 2159-2167 against 1736-1737.
+        let rms_one_pass = split_norm
+            && twin.op == NormOp::RmsNorm
+            && twin.input == twin.output
+            && (!twin.residual || twin.input.info().bytes == 2);
         if twin.packs > GENERAL_MAX_PACKS || mixed_norm || deferred || split_norm {
             twin.layout = NormLayout::Split;
             twin.lanes = 512;
@@ -1362,6 +1368,23 @@ impl NormSpec {
     /// shift from it: a pack, or a pair of packs (`paired_packs`).
     pub fn row_grid(&self) -> u64 {
         if self.paired_packs() { 8 } else { 4 }
+    }
+
+    /// Whether a split row is held as raw 16-bit words rather than widened
+    /// packs (`rj_row_ld_raw`, `row_raw`): half the registers, so twice the
+    /// packs at the same blocks an SM (h = x + residual is exact in its
+    /// type, and the sums and outputs are the widened kernel's, bit for bit).
+    /// RMS norm + residual's one-pass twins of 16-bit rows, in and out, of 8
+    /// packs: s512x8_o2_g at 63-64 registers, where its widened form spilled
+    /// 164 bytes (ptxas 13.0), one wave at 4x1000003 (`general_twin`).
+    pub fn raw_rows(&self) -> bool {
+        self.one_pass_split()
+            && self.general
+            && self.op == NormOp::RmsNorm
+            && self.residual
+            && self.input.info().bytes == 2
+            && self.output.info().bytes == 2
+            && self.packs == 8
     }
 
     /// Whether a thread holds its packs in adjacent pairs, each pair inside
@@ -2125,6 +2148,7 @@ impl NormSpec {
             staged_cols: self.staged_cols(),
             row_shift: self.row_shift(),
             paired: self.paired_packs(),
+            raw_rows: self.raw_rows(),
             grid: self.row_grid(),
             balanced: self.balances(),
             exact: self.exact,
@@ -2179,6 +2203,8 @@ struct NormContext {
     row_shift: bool,
     /// A thread's packs in adjacent pairs (`paired_packs`).
     paired: bool,
+    /// The row held as raw 16-bit words (`raw_rows`).
+    raw_rows: bool,
     /// Elements of the grid a general twin's chunks start on (`row_grid`).
     grid: u64,
     balanced: bool,
