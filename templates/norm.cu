@@ -220,15 +220,18 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   const Chunk c = rj_chunk_of<Chunk, kBalanced>(first, span, cols, lane);
 {%- endif %}
 {%- if raw_rows %}
-  // The row as raw words of T (NormSpec::raw_rows): x and the residual loaded,
-  // h = x + residual rounded to T (exact in its words) stored, then the row op
+  // The row as raw words of T (NormSpec::raw_rows): x{% if residual %} and the residual loaded,
+  // h = x + residual rounded to T (exact in its words) stored{% else %} as loaded, h{% endif %}, then the row op
   // widens h where it reads it and stores y as it makes it.
-  rj_u32 h[kPacks][T::kWords], res[kPacks][T::kWords];
+  rj_u32 h[kPacks][T::kWords];
   rj_row_ld_raw<T, kPacks, RowLoad>(xr, c, vec, h);
+{%- if residual %}
+  rj_u32 res[kPacks][T::kWords];
   rj_row_ld_raw<T, kPacks, RowLoad>(resr, c, vec, res);
 #pragma unroll
   for (int p = 0; p < kPacks; ++p) rj_add_raw<T, {{ input_round }}>(h[p], res[p]);
   rj_row_st_raw<T, kPacks>(rout, c, vec, h);
+{%- endif %}
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec};
   op.row_raw(h, c, red, leader, rj_out_stored<TO, decltype(c)>{outr, c, vec});
 {%- else %}

@@ -127,11 +127,29 @@ fn one_pass_flagged_split_twin_source() {
 }
 
 #[test]
-fn two_pass_split_ticket_ahead_source() {
-    // 4x1000003's layer norm: two passes from one ticket, the next ticket's
-    // add in flight through each item, the tickets in two shared words by turn.
+fn raw_layer_norm_split_twin_source() {
+    // 4x1000003's bf16 layer norm: one pass over a row of raw 16-bit words in
+    // 16-byte pairs, the Welford states flagged, the ticket taken acq_rel
+    // beside the epoch's load.
     source_of(
-        "norm_layernorm_bf16_bf16_s512x4_o2_g",
+        "norm_layernorm_bf16_bf16_s512x8_o2_g",
+        &[
+            "rj_u32 h[kPacks][T::kWords];",
+            "rj_row_ld_raw<T, kPacks, RowLoad>(xr, c, vec, h);",
+            "op.row_raw(h, c, red, leader, rj_out_stored<TO, decltype(c)>{outr, c, vec});",
+            "item_s = rj_atom_add_acq_rel(counters, 1u);",
+            "rj_chunk<kLanes, kWhole, true, false, false, 2>",
+        ],
+    );
+}
+
+#[test]
+fn two_pass_split_ticket_ahead_source() {
+    // 4x1000003's f32 layer norm: two passes from one ticket, the next
+    // ticket's add in flight through each item, the tickets in two shared
+    // words by turn.
+    source_of(
+        "norm_layernorm_f32_f32_s512x4_o2_g",
         &[
             "__shared__ rj_u32 ticket_s[2], epoch_s;",
             "const rj_u64 ticket = ticket_s[i];",
@@ -162,9 +180,10 @@ fn deferred_split_softmax_source() {
 
 #[test]
 fn two_pass_split_twin_source() {
-    // A long row's layer norm off the pack grid: its general twin publishes
-    // every chunk's state, then loads each chunk again and finishes it, from
-    // one ticket; the residual's sum is stored by the first pass only.
+    // A long row's 16-bit layer norm + residual of 4 packs off the pack grid
+    // (the defaults hold 8 as raw words): it publishes every chunk's state,
+    // then loads each chunk again and finishes it, from one ticket; the
+    // residual's sum is stored by the first pass only.
     source_of(
         "norm_layernorm_res_bf16_bf16_s512x4_o2_g",
         &[

@@ -1260,6 +1260,63 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
       }
     }
   }
+  // The split rows' form over a row of raw words (rj_row_ld_raw), its outputs
+  // stored through out as they are made, pairs at once (paired packs): the
+  // Welford merge of `row`, the same sums in the same order.
+  template <int P, class C, class Red, class Out>
+  __device__ __forceinline__ void row_raw(const rj_u32 (&h)[P][T::kWords], const C& c, const Red& red, bool leader, const Out& out) const {
+    static_assert(!Red::kCheap && !kSums64, "the split rows' Welford merge");
+    float cnt = 0.0f, sum = 0.0f;
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      float v[4];
+      T::unpack4(h[p], v);
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (c.ok(p, k)) {
+          cnt += 1.0f;
+          sum += v[k];
+        }
+    }
+    const float mean_l = cnt > 0.0f ? rj_div_rn(sum, cnt) : 0.0f;
+    float m2 = 0.0f;
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      float v[4];
+      rj_unpack4_again<T>(h[p], v);
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (c.ok(p, k)) {
+          const float d = v[k] - mean_l;
+          m2 += d * d;
+        }
+    }
+    const rj_welford s = red(rj_red_welford<rj_acc_f32>(), rj_welford{cnt, mean_l, m2});
+    if (!Red::kApply) return;
+    const float mean = s.mean, rstd = rj_rsqrt_rn(rj_div_rn(s.m2, (float)c.cols) + param);
+    if (leader) {
+      if (mean_out) rj_st_b32(mean_out + row_index * 4, rj_f32_as_bits(mean));
+      if (rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
+    }
+#pragma unroll
+    for (int p = 0; p < P; p += C::kPair) {
+      float y[C::kPair][4];
+#pragma unroll
+      for (int q = 0; q < C::kPair; ++q) {
+        float wv[4], bv[4];
+        rj_unpack4_again<T>(h[p + q], y[q]);
+        cols.template ld<T, 0>(w, c, p + q, grid, wv);
+        cols.template ld<T, 1>(b, c, p + q, grid, bv);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) y[q][k] = affine(y[q][k], mean, rstd, wv[k], bv[k]);
+      }
+      if constexpr (C::kPair == 2) {
+        out.pair(p, y[0], y[C::kPair - 1]);
+      } else {
+        out(p, y[0]);
+      }
+    }
+  }
 };
 
 // ---- RMS norm ------------------------------------------------------------------

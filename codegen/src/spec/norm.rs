@@ -1177,9 +1177,12 @@ impl NormSpec {
         // at 4x1000003 and 2142-2148 against 1729-1733 at 64x1048573, f16
         // 1739-1750 against 1452 and 2159-2167 against 1736-1737.
         let rms_one_pass = split_norm
-            && twin.op == NormOp::RmsNorm
             && twin.input == twin.output
-            && (!twin.residual || twin.input.info().bytes == 2);
+            && match twin.op {
+                NormOp::RmsNorm => !twin.residual || twin.input.info().bytes == 2,
+                NormOp::LayerNorm => twin.input.info().bytes == 2,
+                NormOp::Softmax | NormOp::LogSoftmax => false,
+            };
         if twin.packs > GENERAL_MAX_PACKS || mixed_norm || deferred || split_norm {
             twin.layout = NormLayout::Split;
             twin.lanes = 512;
@@ -1380,8 +1383,7 @@ impl NormSpec {
     pub fn raw_rows(&self) -> bool {
         self.one_pass_split()
             && self.general
-            && self.op == NormOp::RmsNorm
-            && self.residual
+            && (self.op == NormOp::RmsNorm && self.residual || self.op == NormOp::LayerNorm)
             && self.input.info().bytes == 2
             && self.output.info().bytes == 2
             && self.packs == 8
@@ -1407,7 +1409,7 @@ impl NormSpec {
     pub fn paired_packs(&self) -> bool {
         (self.one_pass_split() || self.two_pass())
             && self.general
-            && self.residual
+            && (self.residual || self.raw_rows())
             && self.input.info().bytes == 2
             && self.output.info().bytes == 2
             && self.packs.is_multiple_of(2)
@@ -3428,13 +3430,15 @@ mod tests {
             "norm_layernorm_res_f32_f32_s512x4_p_x"
         );
         assert_eq!(layout(NormOp::RmsNorm, true, DType::F32, 32768), "b512x16");
+        // 16-bit layer norm's twins hold their rows as raw words: 8 packs at
+        // 2 blocks an SM (thirty-first session).
         assert_eq!(
             long_twin(NormOp::LayerNorm, false, DType::BF16),
-            "norm_layernorm_bf16_bf16_s512x4_o2_g"
+            "norm_layernorm_bf16_bf16_s512x8_o2_g"
         );
         assert_eq!(
             long_twin(NormOp::LayerNorm, true, DType::BF16),
-            "norm_layernorm_res_bf16_bf16_s512x4_o2_g"
+            "norm_layernorm_res_bf16_bf16_s512x8_o2_g"
         );
         // Softmax's general twin keeps the split kernel of 8 packs.
         let sp = NormSpec::default().for_cols(1 << 20);
@@ -3458,13 +3462,24 @@ mod tests {
         assert!(four.one_pass_split() && four.split_asks_early() && !four.ticket_beside_epoch());
         assert_eq!(four.plan(4, 1_000_003, 132, 2).counters, 2);
         assert!(!sp.general_twin().two_pass());
-        // A layer norm's twin goes over its items twice, its states carrying
-        // the launch's flag: a ticket and an epoch.
-        let twin = |ops| NormSpec::with(ops, DType::BF16, DType::BF16, 1 << 20).general_twin();
-        let layer = twin((NormOp::LayerNorm, None, true));
-        assert!(layer.two_pass() && layer.fetch_wide());
+        // An f32 layer norm's twin goes over its items twice, its states
+        // carrying the launch's flag: a ticket and an epoch.
+        let layer = NormSpec::with(
+            (NormOp::LayerNorm, None, true),
+            DType::F32,
+            DType::F32,
+            1 << 20,
+        )
+        .general_twin();
+        assert!(layer.two_pass() && layer.fetch_wide() && !layer.raw_rows());
         assert_eq!(layer.partial_bytes(), 32);
         assert_eq!(layer.plan(64, 1 << 20, 132, 2).counters, 2);
+        // A 16-bit one's takes one pass over a row of raw words, in pairs.
+        let twin = |ops| NormSpec::with(ops, DType::BF16, DType::BF16, 1 << 20).general_twin();
+        let layer16 = twin((NormOp::LayerNorm, None, true));
+        assert!(!layer16.two_pass() && layer16.one_pass_split());
+        assert!(layer16.raw_rows() && layer16.paired_packs() && layer16.row_grid() == 8);
+        assert_eq!(layer16.partial_bytes(), 32);
         // RMS norm's twin takes one pass of 8 packs at 2 blocks an SM: 62
         // items a row of 1000003, one wave of 248 in 264 resident blocks.
         let rms = twin((NormOp::RmsNorm, None, false));
