@@ -1155,28 +1155,26 @@ impl NormSpec {
         // A deferred split kernel of fewer packs (its three staged rows'
         // size) has a split twin of its own (softmax: 8 packs; a norm: below).
         let deferred = self.prefetch && self.layout == NormLayout::Split;
-        // A norm's split rows (layer norm, RMS norm + residual): the split
-        // twin of 4 packs at 2 blocks an SM (492 items at 4x1000003 in 264
-        // resident blocks; `two_pass` keeps a block from waiting on the rest
-        // of its row). Measured faster than s512x8_g for
-        // every norm op and dtype at 4x1000003 and 64x1048573 (H100, 2026-11-25,
-        // benchmarks/2026-11-25-h100-s11); f32 RMS norm's needs the bound (66
-        // registers without it: one block an SM, 17.5-18.7 points below
-        // s512x8_g at 4x1000003).
+        // A norm's split rows: the split twin at 2 blocks an SM. Of 4 packs
+        // (492 items at 4x1000003 in 264 resident blocks; `two_pass` keeps a
+        // block from waiting on the rest of its row) for f32 layer norm and
+        // RMS norm + residual and the norms between dtypes: measured faster
+        // than s512x8_g (one block an SM) for every norm op and dtype at
+        // 4x1000003 and 64x1048573 (H100, 2026-11-25,
+        // benchmarks/2026-11-25-h100-s11).
         let split_norm = !twin.op.info().softmax && self.layout == NormLayout::Split;
-        // But RMS norm (without the residual, one dtype in and out): 8 packs
-        // at 2 blocks an SM, one pass (64 registers, none spilled; one wave of
-        // 248 items at 4x1000003). Against s512x4_o2_g's two passes (H100,
+        // Of 8 packs, one pass, for RMS norm (without the residual, one dtype
+        // in and out: 64 registers, none spilled; one wave of 248 items at
+        // 4x1000003). Against s512x4_o2_g's two passes (H100,
         // 2026-11-27, two rounds each alone, GB/s, benchmarks/2026-11-27-h100-s31
         // run10): bf16 1113-1116 against 1055-1058 at 4x1000003 and 1478-1479
         // against 1374-1375 at 64x1048573, f16 1109-1118 against 1055-1057 and
         // 1476-1477 against 1371-1372, f32 1783-1797 against 1783 and 1989-1993
         // against 1880-1881. bf16 -> f32 spilled 4 bytes (a mixed norm: 4 packs).
-        // 16-bit RMS norm + residual's holds its row as raw words (`raw_rows`)
-        // to fit: against s512x4_o2_g (run12), bf16 1745-1753 against 1452-1456
-        // at 4x1000003 and 2142-2148 against 1729-1733 at 64x1048573, f16
-        // 1739-1750 against 1452 and 2159-2167 against 1736-1737.
-        let rms_one_pass = split_norm
+        // 16-bit RMS norm + residual and layer norm (with and without the
+        // residual) hold their rows as raw words to fit (`raw_rows`, whose
+        // figures are there); f32 layer norm keeps two passes of 4 packs.
+        let one_pass_of_8 = split_norm
             && twin.input == twin.output
             && match twin.op {
                 NormOp::RmsNorm => !twin.residual || twin.input.info().bytes == 2,
@@ -1186,7 +1184,7 @@ impl NormSpec {
         if twin.packs > GENERAL_MAX_PACKS || mixed_norm || deferred || split_norm {
             twin.layout = NormLayout::Split;
             twin.lanes = 512;
-            twin.packs = if rms_one_pass {
+            twin.packs = if one_pass_of_8 {
                 GENERAL_MAX_PACKS
             } else if mixed_norm || split_norm {
                 4
@@ -1375,11 +1373,16 @@ impl NormSpec {
 
     /// Whether a split row is held as raw 16-bit words rather than widened
     /// packs (`rj_row_ld_raw`, `row_raw`): half the registers, so twice the
-    /// packs at the same blocks an SM (h = x + residual is exact in its
-    /// type, and the sums and outputs are the widened kernel's, bit for bit).
-    /// RMS norm + residual's one-pass twins of 16-bit rows, in and out, of 8
-    /// packs: s512x8_o2_g at 63-64 registers, where its widened form spilled
-    /// 164 bytes (ptxas 13.0), one wave at 4x1000003 (`general_twin`).
+    /// packs at the same blocks an SM (x as loaded and h = x + residual are
+    /// exact in their type). The one-pass twins of 16-bit rows, in and out,
+    /// of 8 packs, of RMS norm + residual (its sums and outputs the widened
+    /// kernel's, bit for bit) and layer norm (the split rows' Welford form):
+    /// s512x8_o2_g at 55-64 registers, where the widened forms spilled
+    /// 164-180 bytes (ptxas 13.0), one wave at 4x1000003 (`general_twin`;
+    /// H100, 2026-11-27, GB/s against s512x4_o2_g, benchmarks/2026-11-27-h100-s31
+    /// run12, run13: bf16 RMS norm + residual 1745-1753 against 1452-1456,
+    /// layer norm + residual 1519-1523 against 1218-1222, layer norm
+    /// 1146-1147 against 897-904).
     pub fn raw_rows(&self) -> bool {
         self.one_pass_split()
             && self.general
@@ -1393,7 +1396,7 @@ impl NormSpec {
     /// the row one 16-byte access rather than two of 8 (rj_chunk's G): the
     /// split twins of the 16-bit residual norms, in and out (RMS norm +
     /// residual's one pass, layer norm + residual's two), which move four row
-    /// streams. Against packs a lane apart (H100, 2026-11-27, two rounds each
+    /// streams, and every raw row (`raw_rows`, measured with pairs only). Against packs a lane apart (H100, 2026-11-27, two rounds each
     /// alone, GB/s, benchmarks/2026-11-27-h100-s31 run3, run7): bf16 RMS norm +
     /// residual s512x4_o2_g 1454-1462 against 1442-1446 at 4x1000003 and
     /// 1730-1731 against 1714-1715 at 64x1048573, f16 1458-1465 against
