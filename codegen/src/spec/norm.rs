@@ -3489,7 +3489,29 @@ mod tests {
         assert_eq!(rms.name(), "norm_rmsnorm_bf16_bf16_s512x8_o2_g");
         assert!(!rms.two_pass() && rms.one_pass_split() && rms.ticket_beside_epoch());
         assert_eq!(rms.splits_for(1_000_003), 62);
-        assert!(!twin((NormOp::RmsNorm, None, true)).two_pass());
+        // 16-bit RMS norm + residual's holds raw words in pairs too; f32's and
+        // a 16-bit twin between two types keep widened packs of 4.
+        let rms_res = twin((NormOp::RmsNorm, None, true));
+        assert_eq!(rms_res.name(), "norm_rmsnorm_res_bf16_bf16_s512x8_o2_g");
+        assert!(rms_res.raw_rows() && rms_res.paired_packs() && !rms_res.two_pass());
+        let f32_res = NormSpec::with(
+            (NormOp::RmsNorm, None, true),
+            DType::F32,
+            DType::F32,
+            1 << 20,
+        )
+        .general_twin();
+        assert_eq!(f32_res.name(), "norm_rmsnorm_res_f32_f32_s512x4_o2_g");
+        assert!(!f32_res.raw_rows() && !f32_res.paired_packs());
+        let mixed = NormSpec::with(
+            (NormOp::LayerNorm, None, false),
+            DType::BF16,
+            DType::F16,
+            1 << 20,
+        )
+        .general_twin();
+        assert_eq!(mixed.packs, 4);
+        assert!(!mixed.raw_rows());
         // The twin of a block of 16 packs (rows of 16385..32768) keeps one.
         let block = NormSpec::with(
             (NormOp::LayerNorm, None, false),
