@@ -160,19 +160,23 @@ __device__ __forceinline__ void rj_pack_st(rj_u64 a, const C& c, bool vec, int p
       if (c.ok(p, k)) rj_st1<T>(a, e + k, y[k]);
   }
 }
+// Packs p and p + 1 of paired packs: one 16-byte store where both lie inside
+// the row on the grid, else each as rj_pack_st.
+template <class T, class C>
+__device__ __forceinline__ void rj_pair_st(rj_u64 a, const C& c, bool vec, int p, const float (&y0)[4], const float (&y1)[4]) {
+  if (vec && c.whole_pair(p)) {
+    rj_st4x2<T>(a, c.off(p), y0, y1);
+  } else {
+    rj_pack_st<T>(a, c, vec, p, y0);
+    rj_pack_st<T>(a, c, vec, p + 1, y1);
+  }
+}
 template <class T, int P, class C>
 __device__ __forceinline__ void rj_row_st(rj_u64 a, const C& c, bool vec, const float (&y)[P][4]) {
   if constexpr (C::kPair == 2) {
     static_assert(P % 2 == 0 && T::kWords == 2, "pairs of 16-bit packs");
 #pragma unroll
-    for (int p = 0; p < P; p += 2) {
-      if (vec && c.whole_pair(p)) {
-        rj_st4x2<T>(a, c.off(p), y[p], y[p + 1]);
-      } else {
-        rj_pack_st<T>(a, c, vec, p, y[p]);
-        rj_pack_st<T>(a, c, vec, p + 1, y[p + 1]);
-      }
-    }
+    for (int p = 0; p < P; p += 2) rj_pair_st<T>(a, c, vec, p, y[p], y[p + 1]);
   } else {
 #pragma unroll
     for (int p = 0; p < P; ++p) rj_pack_st<T>(a, c, vec, p, y[p]);
@@ -191,12 +195,7 @@ template <class T, class C> struct rj_out_stored {
   __device__ __forceinline__ void operator()(int p, const float (&y)[4]) const { rj_pack_st<T>(a, c, vec, p, y); }
   // Packs p and p + 1 of paired packs: one 16-byte store inside the row.
   __device__ __forceinline__ void pair(int p, const float (&y0)[4], const float (&y1)[4]) const {
-    if (vec && c.whole_pair(p)) {
-      rj_st4x2<T>(a, c.off(p), y0, y1);
-    } else {
-      rj_pack_st<T>(a, c, vec, p, y0);
-      rj_pack_st<T>(a, c, vec, p + 1, y1);
-    }
+    rj_pair_st<T>(a, c, vec, p, y0, y1);
   }
 };
 
@@ -204,17 +203,21 @@ template <class T, class C> struct rj_out_stored {
 // A 16-bit row whose values are exact in T (x as loaded, h = x + residual rounded
 // to T) is held as T's words, half the registers of widened packs, and widened
 // where a row op reads it. Missing elements are 0.
+// Pack p's elements inside the row one by one, as 16-bit words (0 past it).
+template <class L, class C> __device__ __forceinline__ void rj_pack_ld_raw_elems(rj_u64 a, const C& c, int p, rj_u32 (&w)[2]) {
+  const rj_u32 e = c.at(p);
+  rj_u32 h[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) h[k] = c.ok(p, k) ? (rj_u32)rj_elem_load<L>::type::b16(a + (rj_u64)(e + k) * 2u) : 0u;
+  w[0] = h[0] | (h[1] << 16);
+  w[1] = h[2] | (h[3] << 16);
+}
 template <class T, class L, class C>
 __device__ __forceinline__ void rj_pack_ld_raw(rj_u64 a, const C& c, bool vec, int p, rj_u32 (&w)[T::kWords]) {
-  const rj_u32 e = c.at(p);
   if ((C::kWhole || vec) && c.whole(p)) {
     rj_ld_words<L>(a + (rj_u64)c.off(p) * T::kBytes, w);
   } else {
-    rj_u32 h[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) h[k] = c.ok(p, k) ? (rj_u32)rj_elem_load<L>::type::b16(a + (rj_u64)(e + k) * 2u) : 0u;
-    w[0] = h[0] | (h[1] << 16);
-    w[1] = h[2] | (h[3] << 16);
+    rj_pack_ld_raw_elems<L>(a, c, p, w);
   }
 }
 template <class T, int P, class L, class C>
@@ -392,6 +395,21 @@ struct rj_col_grid {
   rj_u32 m;
 };
 
+// A 16-bit vector on its own grid m elements before the pack's (m != 0), both
+// of its packs that cover pack p inside the row: e - m wraps past cols where
+// pack 0 starts before the row.
+template <class C> __device__ __forceinline__ bool rj_col_shifted(const C& c, int p, rj_u32 e, rj_col_grid g) {
+  return g.vec && g.m != 0 && c.whole(p) && e - g.m + 8u <= c.cols && e >= g.m;
+}
+// The words of such a vector at pack element e: its two packs, shifted into place.
+template <class T>
+__device__ __forceinline__ void rj_col_ld_shifted(rj_u64 a, rj_u32 e, rj_col_grid g, rj_u32 (&w)[T::kWords]) {
+  const rj_u64 at = a + (rj_u64)(e - g.m) * T::kBytes;
+  rj_u32 lo[T::kWords], hi[T::kWords];
+  rj_ld_words<rj_load_nc>(at, lo);
+  rj_ld_words<rj_load_nc>(at + 4u * T::kBytes, hi);
+  rj_funnel(g.m * T::kBytes, lo, hi, w);
+}
 // One pack of a per-column vector (weight, bias) at the pack's elements.
 template <class T, class C>
 __device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, rj_col_grid g, float (&w)[4]) {
@@ -403,11 +421,8 @@ __device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, rj_col_g
     if (g.vec && g.m != 0 && c.whole(p) && e - g.m + 8u <= c.cols && e >= g.m) {
       // Raw words, shifted into place before the widening: fewer registers
       // than two widened packs.
-      const rj_u64 at = a + (rj_u64)(e - g.m) * T::kBytes;
-      rj_u32 lo[T::kWords], hi[T::kWords], v[T::kWords];
-      rj_ld_words<rj_load_nc>(at, lo);
-      rj_ld_words<rj_load_nc>(at + 4u * T::kBytes, hi);
-      rj_funnel(g.m * T::kBytes, lo, hi, v);
+      rj_u32 v[T::kWords];
+      rj_col_ld_shifted<T>(a, e, g, v);
       T::unpack4(v, w);
       return;
     }
@@ -420,6 +435,120 @@ __device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, rj_col_g
   } else {
 #pragma unroll
     for (int k = 0; k < 4; ++k) w[k] = c.ok(p, k) ? rj_ld1<T, rj_load_nc>(a, e + k) : 0.0f;
+  }
+}
+
+// Pack p of a 16-bit per-column vector as raw words (rj_col_ld4's paths
+// unwidened; 0 past the row): a raw row's weight and bias (rj_raw_cols).
+template <class T, class C>
+__device__ __forceinline__ void rj_col_ld_raw(rj_u64 a, const C& c, int p, rj_col_grid g, rj_u32 (&w)[T::kWords]) {
+  static_assert(T::kBytes == 2 && !C::kWhole, "a general chunk's 16-bit vector");
+  const rj_u32 e = c.at(p);
+  if (rj_col_shifted(c, p, e, g)) {
+    rj_col_ld_shifted<T>(a, e, g, w);
+  } else if (g.vec && g.m == 0 && c.whole(p)) {
+    rj_ld_words<rj_load_nc>(a + c.off(p) * T::kBytes, w);
+  } else {
+    rj_pack_ld_raw_elems<rj_load_nc>(a, c, p, w);
+  }
+}
+
+// Calls f(x) for each element of a raw row's packs that lies inside the row,
+// in order, widened (kAgain: through rj_unpack4_again). A thread all of whose
+// packs lie inside (all but those at a row's or a chunk's ends) takes a copy
+// of the pass without a bound test an element: in 16-bit layer norm's raw twin
+// the tests and their predicated adds were 3 of the 5 instructions an element
+// of each pass. With it, H100, 2026-11-28, GB/s, two rounds
+// (benchmarks/2026-11-28-h100-s32 run3, against run1-run2's builds without
+// it): bf16 RMS norm 1305-1320 against 1278-1298 at 4x1000003, layer norm
+// 1170-1172 against 1162-1163. The widened softmax's exp sum took the same
+// copy at 1 % slower for bf16 (1088-1089 against 1092-1096; an f32 twin
+// spilled 4 bytes), and was left as it was.
+template <class T, bool kAgain, bool kInside, int P, class C, class F>
+__device__ __forceinline__ void rj_raw_pass(const rj_u32 (&h)[P][T::kWords], const C& c, const F& f) {
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    float v[4];
+    if constexpr (kAgain) {
+      rj_unpack4_again<T>(h[p], v);
+    } else {
+      T::unpack4(h[p], v);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (kInside || c.ok(p, k)) f(v[k]);
+  }
+}
+template <class T, bool kAgain, int P, class C, class F>
+__device__ __forceinline__ void rj_raw_each(const rj_u32 (&h)[P][T::kWords], const C& c, const F& f) {
+  // Packs go up the row from pack 0: the first inside and the last ending
+  // inside hold all between.
+  if (c.whole(0) && c.whole(P - 1)) {
+    rj_raw_pass<T, kAgain, true>(h, c, f);
+  } else {
+    rj_raw_pass<T, kAgain, false>(h, c, f);
+  }
+}
+// Groups of a raw row's columns in flight at once (rj_raw_cols' D).
+enum : int { kRawColsAhead = 2 };
+// A raw row's columns of V per-column vectors (the weight, then the bias) as
+// raw words, a group of packs (a pair, with paired packs) at a time, in a ring
+// of D groups: rj_raw_out asks for the first D at once after the row's
+// reduction, and for each later group as it stores the group D before it, so
+// that a group's round trip to L2 is not waited for in turn after the one
+// before (stored with its loads volatile, in order: a round trip a group).
+// Measured at 4x1000003 and 64x1048573 (H100, 2026-11-28, GB/s, each kernel
+// alone, two rounds, benchmarks/2026-11-28-h100-s32 run1, run2), D = 2 pairs
+// against loading each pair as it is stored: bf16 layer norm + residual
+// 1603-1613 against 1512-1520 and 1951-1960 against 1747-1748; bf16 layer norm
+// 1168-1176 against 1133-1145 (run1); bf16 RMS norm + residual 1762-1772
+// against 1721-1732 with all its weight loaded before the reduction, and
+// 2254-2267 against 2151 at 64x1048573 (run2; run1's HEAD build, loading each
+// pair: 1740-1759 and 2140-2147). Layer norm with 3 or 4 pairs ahead, or 2
+// before the reduction, ran slower (bf16 1119-1156) and spilled 16-96 bytes
+// in some of its four kernels (ptxas 13.0, 64 registers).
+template <class T, int V, int D, class C> struct rj_raw_cols {
+  enum : int { kGroup = C::kPair };
+  rj_u32 ring[D][kGroup][V][T::kWords];
+  rj_u64 at[V];
+  rj_col_grid grid;
+  __device__ __forceinline__ rj_raw_cols(rj_u64 w, rj_u64 b, rj_col_grid g) : grid(g) {
+    at[0] = w;
+    at[V - 1] = V > 1 ? b : w;
+  }
+  // Group i (of packs i * kGroup ..) into its slot of the ring.
+  __device__ __forceinline__ void load(const C& c, int i) {
+#pragma unroll
+    for (int q = 0; q < kGroup; ++q)
+#pragma unroll
+      for (int v = 0; v < V; ++v) rj_col_ld_raw<T>(at[v], c, i * kGroup + q, grid, ring[i % D][q][v]);
+  }
+  template <int P> __device__ __forceinline__ void first(const C& c) {
+#pragma unroll
+    for (int i = 0; i < D && i * kGroup < P; ++i) load(c, i);
+  }
+};
+// A raw row's outputs: each pack widened again, made into y by f(y, its
+// columns' words) and stored through out as it is made, pairs at once (paired
+// packs); the columns' next group asked for as each is stored.
+template <class T, int P, int V, int D, class C, class Out, class F>
+__device__ __forceinline__ void rj_raw_out(const rj_u32 (&h)[P][T::kWords], const C& c, rj_raw_cols<T, V, D, C>& cols, const Out& out, const F& f) {
+  const int G = C::kPair;
+  cols.template first<P>(c);
+#pragma unroll
+  for (int i = 0; i * G < P; ++i) {
+    float y[G][4];
+#pragma unroll
+    for (int q = 0; q < G; ++q) {
+      rj_unpack4_again<T>(h[i * G + q], y[q]);
+      f(y[q], cols.ring[i % D][q]);
+    }
+    if constexpr (G == 2) {
+      out.pair(i * G, y[0], y[G - 1]);
+    } else {
+      out(i * G, y[0]);
+    }
+    if ((i + D) * G < P) cols.load(c, i + D);
   }
 }
 
@@ -1261,61 +1390,38 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
     }
   }
   // The split rows' form over a row of raw words (rj_row_ld_raw), its outputs
-  // stored through out as they are made, pairs at once (paired packs): the
-  // Welford merge of `row`, the same sums in the same order.
+  // stored through out as they are made (rj_raw_out), the weight and bias
+  // asked for two pairs ahead of them (rj_raw_cols): the Welford merge of
+  // `row`, the same sums in the same order.
   template <int P, class C, class Red, class Out>
   __device__ __forceinline__ void row_raw(const rj_u32 (&h)[P][T::kWords], const C& c, const Red& red, bool leader, const Out& out) const {
-    static_assert(!Red::kCheap && !kSums64, "the split rows' Welford merge");
+    static_assert(!Red::kCheap && !kSums64 && rj_same<Cols, rj_cols_global>::value, "the split rows' Welford merge");
     float cnt = 0.0f, sum = 0.0f;
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      float v[4];
-      T::unpack4(h[p], v);
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        if (c.ok(p, k)) {
-          cnt += 1.0f;
-          sum += v[k];
-        }
-    }
+    rj_raw_each<T, false>(h, c, [&](float v) {
+      cnt += 1.0f;
+      sum += v;
+    });
     const float mean_l = cnt > 0.0f ? rj_div_rn(sum, cnt) : 0.0f;
     float m2 = 0.0f;
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      float v[4];
-      rj_unpack4_again<T>(h[p], v);
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        if (c.ok(p, k)) {
-          const float d = v[k] - mean_l;
-          m2 += d * d;
-        }
-    }
+    rj_raw_each<T, true>(h, c, [&](float v) {
+      const float d = v - mean_l;
+      m2 += d * d;
+    });
     const rj_welford s = red(rj_red_welford<rj_acc_f32>(), rj_welford{cnt, mean_l, m2});
     if (!Red::kApply) return;
+    rj_raw_cols<T, 2, kRawColsAhead, C> cols_raw(w, b, grid);
     const float mean = s.mean, rstd = rj_rsqrt_rn(rj_div_rn(s.m2, (float)c.cols) + param);
     if (leader) {
       if (mean_out) rj_st_b32(mean_out + row_index * 4, rj_f32_as_bits(mean));
       if (rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
     }
+    rj_raw_out<T>(h, c, cols_raw, out, [&](float (&y)[4], const rj_u32 (&wb)[2][T::kWords]) {
+      float wv[4], bv[4];
+      T::unpack4(wb[0], wv);
+      T::unpack4(wb[1], bv);
 #pragma unroll
-    for (int p = 0; p < P; p += C::kPair) {
-      float y[C::kPair][4];
-#pragma unroll
-      for (int q = 0; q < C::kPair; ++q) {
-        float wv[4], bv[4];
-        rj_unpack4_again<T>(h[p + q], y[q]);
-        cols.template ld<T, 0>(w, c, p + q, grid, wv);
-        cols.template ld<T, 1>(b, c, p + q, grid, bv);
-#pragma unroll
-        for (int k = 0; k < 4; ++k) y[q][k] = affine(y[q][k], mean, rstd, wv[k], bv[k]);
-      }
-      if constexpr (C::kPair == 2) {
-        out.pair(p, y[0], y[C::kPair - 1]);
-      } else {
-        out(p, y[0]);
-      }
-    }
+      for (int k = 0; k < 4; ++k) y[k] = affine(y[k], mean, rstd, wv[k], bv[k]);
+    });
   }
 };
 
@@ -1349,39 +1455,23 @@ template <class T, class Cols = rj_cols_global> struct rj_norm_rms_t {
     }
   }
   // The same over a row of raw words (rj_row_ld_raw), its outputs stored through
-  // out as they are made, pairs at once (paired packs): the same sums in the same
-  // order, so the same bits.
+  // out as they are made (rj_raw_out), the weight asked for two pairs ahead of
+  // them (rj_raw_cols): the same sums in the same order, so the same bits.
   template <int P, class C, class Red, class Out>
   __device__ __forceinline__ void row_raw(const rj_u32 (&h)[P][T::kWords], const C& c, const Red& red, bool leader, const Out& out) const {
+    static_assert(rj_same<Cols, rj_cols_global>::value, "a raw row holds its own columns");
     float ss = 0.0f;
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      float v[4];
-      T::unpack4(h[p], v);
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        if (c.ok(p, k)) ss += rj_mul_rn(v[k], v[k]);
-    }
+    rj_raw_each<T, false>(h, c, [&](float v) { ss += rj_mul_rn(v, v); });
     ss = red(rj_red_sum<rj_acc_f32>(), ss);
     if (!Red::kApply) return;
+    rj_raw_cols<T, 1, kRawColsAhead, C> cols_raw(w, 0, grid);
     const float rstd = rj_rsqrt_rn(rj_div_rn(ss, (float)c.cols) + param);
     if (leader && rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
+    rj_raw_out<T>(h, c, cols_raw, out, [&](float (&y)[4], const rj_u32 (&wv_raw)[1][T::kWords]) {
+      float wv[4];
+      T::unpack4(wv_raw[0], wv);
 #pragma unroll
-    for (int p = 0; p < P; p += C::kPair) {
-      float y[C::kPair][4];
-#pragma unroll
-      for (int q = 0; q < C::kPair; ++q) {
-        float wv[4];
-        rj_unpack4_again<T>(h[p + q], y[q]);
-        cols.template ld<T, 0>(w, c, p + q, grid, wv);
-#pragma unroll
-        for (int k = 0; k < 4; ++k) y[q][k] = rj_mul_rn(rj_mul_rn(y[q][k], rstd), wv[k]);
-      }
-      if constexpr (C::kPair == 2) {
-        out.pair(p, y[0], y[C::kPair - 1]);
-      } else {
-        out(p, y[0]);
-      }
-    }
+      for (int k = 0; k < 4; ++k) y[k] = rj_mul_rn(rj_mul_rn(y[k], rstd), wv[k]);
+    });
   }
 };

@@ -1172,8 +1172,9 @@ impl NormSpec {
         // 1476-1477 against 1371-1372, f32 1783-1797 against 1783 and 1989-1993
         // against 1880-1881. bf16 -> f32 spilled 4 bytes (a mixed norm: 4 packs).
         // 16-bit RMS norm + residual and layer norm (with and without the
-        // residual) hold their rows as raw words to fit (`raw_rows`, whose
-        // figures are there); f32 layer norm keeps two passes of 4 packs.
+        // residual) hold their rows as raw words to fit, and 16-bit RMS norm
+        // too, for its weight's registers (`raw_rows`, whose figures are
+        // there); f32 layer norm keeps two passes of 4 packs.
         let one_pass_of_8 = split_norm
             && twin.input == twin.output
             && match twin.op {
@@ -1375,18 +1376,22 @@ impl NormSpec {
     /// packs (`rj_row_ld_raw`, `row_raw`): half the registers, so twice the
     /// packs at the same blocks an SM (x as loaded and h = x + residual are
     /// exact in their type). The one-pass twins of 16-bit rows, in and out,
-    /// of 8 packs, of RMS norm + residual (its sums and outputs the widened
-    /// kernel's, bit for bit) and layer norm (the split rows' Welford form):
-    /// s512x8_o2_g at 55-64 registers, where the widened forms spilled
-    /// 164-180 bytes (ptxas 13.0), one wave at 4x1000003 (`general_twin`;
-    /// H100, 2026-11-27, GB/s against s512x4_o2_g, benchmarks/2026-11-27-h100-s31
-    /// run12, run13: bf16 RMS norm + residual 1745-1753 against 1452-1456,
-    /// layer norm + residual 1519-1523 against 1218-1222, layer norm
-    /// 1146-1147 against 897-904).
+    /// of 8 packs, of RMS norm (with and without the residual; its sums and
+    /// outputs the widened kernel's, bit for bit) and layer norm (the split
+    /// rows' Welford form): s512x8_o2_g at 56-64 registers, where the widened
+    /// residual norms spilled 164-180 bytes (ptxas 13.0), one wave at
+    /// 4x1000003 (`general_twin`; H100, 2026-11-27, GB/s against s512x4_o2_g,
+    /// benchmarks/2026-11-27-h100-s31 run12, run13: bf16 RMS norm + residual
+    /// 1745-1753 against 1452-1456, layer norm + residual 1519-1523 against
+    /// 1218-1222, layer norm 1146-1147 against 897-904). Plain RMS norm fit
+    /// widened, and held raw it asks for its weight ahead of the stores in
+    /// the registers that frees (rj_raw_cols; 2026-11-28,
+    /// benchmarks/2026-11-28-h100-s32 run3: bf16 1305-1320 against 1109-1116
+    /// at 4x1000003, 1848-1851 against 1476-1478 at 64x1048573).
     pub fn raw_rows(&self) -> bool {
         self.one_pass_split()
             && self.general
-            && (self.op == NormOp::RmsNorm && self.residual || self.op == NormOp::LayerNorm)
+            && matches!(self.op, NormOp::RmsNorm | NormOp::LayerNorm)
             && self.input.info().bytes == 2
             && self.output.info().bytes == 2
             && self.packs == 8
@@ -3488,6 +3493,7 @@ mod tests {
         let rms = twin((NormOp::RmsNorm, None, false));
         assert_eq!(rms.name(), "norm_rmsnorm_bf16_bf16_s512x8_o2_g");
         assert!(!rms.two_pass() && rms.one_pass_split() && rms.ticket_beside_epoch());
+        assert!(rms.raw_rows() && rms.paired_packs() && rms.row_grid() == 8);
         assert_eq!(rms.splits_for(1_000_003), 62);
         // 16-bit RMS norm + residual's holds raw words in pairs too; f32's and
         // a 16-bit twin between two types keep widened packs of 4.
