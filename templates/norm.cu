@@ -232,8 +232,13 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   for (int p = 0; p < kPacks; ++p) rj_add_raw<T, {{ input_round }}>(h[p], res[p]);
   rj_row_st_raw<T, kPacks>(rout, c, vec, h);
 {%- endif %}
+{%- if softmax %}
+  const Op op{a.param};
+  op.template row_raw<T>(h, c, red, leader, rj_out_stored<TO, decltype(c)>{outr, c, vec});
+{%- else %}
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec};
   op.row_raw(h, c, red, leader, rj_out_stored<TO, decltype(c)>{outr, c, vec});
+{%- endif %}
 {%- else %}
   float x[kPacks][4];
 {%- if prefetch %}

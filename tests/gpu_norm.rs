@@ -580,6 +580,18 @@ fn layer_norm_rows_off_zero() {
     }
 }
 
+/// A softmax op's rows three ways: special values (some -Inf, all -Inf, a
+/// +Inf, a NaN), magnitudes of 1e4 (the max decides) and a scale of 0.125.
+fn check_softmax_values(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec, m: Matrix) {
+    for (values, scale) in [
+        (Values::Special, 1.0),
+        (Values::Large, 1.0),
+        (Values::Normal, 0.125),
+    ] {
+        check(rt, rng, spec, m, values, scale, false, 1, Place::default());
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn softmax_special_values_large_magnitudes_and_scale() {
@@ -594,39 +606,34 @@ fn softmax_special_values_large_magnitudes_and_scale() {
                     cols,
                     ld: cols,
                 };
-                check(
-                    &rt,
-                    &mut rng,
-                    &spec,
-                    m,
-                    Values::Special,
-                    1.0,
-                    false,
-                    1,
-                    Place::default(),
-                );
-                check(
-                    &rt,
-                    &mut rng,
-                    &spec,
-                    m,
-                    Values::Large,
-                    1.0,
-                    false,
-                    1,
-                    Place::default(),
-                );
-                check(
-                    &rt,
-                    &mut rng,
-                    &spec,
-                    m,
-                    Values::Normal,
-                    0.125,
-                    false,
-                    1,
-                    Place::default(),
-                );
+                check_softmax_values(&rt, &mut rng, &spec, m);
+            }
+        }
+    }
+}
+
+/// The softmax ops' split general twins (16-bit: rows of raw words, each
+/// output's exponential made from the row's state) on rows off the pack grid:
+/// special values (some -Inf, all -Inf, a +Inf, a NaN), magnitudes of 1e4 and
+/// a scale, each row 5 elements past three chunks and 1-3 elements off the
+/// grid.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_softmax_twins_special_values() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("split_softmax_twins_special_values");
+    for ops in row_ops().into_iter().filter(|o| o.0.info().softmax) {
+        for d in DType::stores() {
+            let spec = NormSpec::with(ops, d, d, 1 << 20).general_twin();
+            assert_eq!(spec.layout, NormLayout::Split);
+            let cols = 3 * spec.chunk() as usize + 5;
+            for pad in 1..=3 {
+                let m = Matrix {
+                    rows: 6,
+                    cols,
+                    ld: cols + pad,
+                };
+                check_softmax_values(&rt, &mut rng, &spec, m);
             }
         }
     }

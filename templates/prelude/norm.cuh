@@ -528,28 +528,38 @@ template <class T, int V, int D, class C> struct rj_raw_cols {
     for (int i = 0; i < D && i * kGroup < P; ++i) load(c, i);
   }
 };
-// A raw row's outputs: each pack widened again, made into y by f(y, its
-// columns' words) and stored through out as it is made, pairs at once (paired
-// packs); the columns' next group asked for as each is stored.
-template <class T, int P, int V, int D, class C, class Out, class F>
-__device__ __forceinline__ void rj_raw_out(const rj_u32 (&h)[P][T::kWords], const C& c, rj_raw_cols<T, V, D, C>& cols, const Out& out, const F& f) {
+// A raw row's outputs: each pack widened again, made into y by f(i, q, y)
+// (pack i * G + q of G a group) and stored through out as it is made, pairs
+// at once (paired packs); after(i) once group i is stored.
+template <class T, int P, class C, class Out, class F, class A>
+__device__ __forceinline__ void rj_raw_out_each(const rj_u32 (&h)[P][T::kWords], const C& c, const Out& out, const F& f, const A& after) {
   const int G = C::kPair;
-  cols.template first<P>(c);
 #pragma unroll
   for (int i = 0; i * G < P; ++i) {
     float y[G][4];
 #pragma unroll
     for (int q = 0; q < G; ++q) {
       rj_unpack4_again<T>(h[i * G + q], y[q]);
-      f(y[q], cols.ring[i % D][q]);
+      f(i, q, y[q]);
     }
     if constexpr (G == 2) {
       out.pair(i * G, y[0], y[G - 1]);
     } else {
       out(i * G, y[0]);
     }
-    if ((i + D) * G < P) cols.load(c, i + D);
+    after(i);
   }
+}
+// The same with a row op's columns: f(y, the pack's columns' words), the
+// columns' next group asked for as each is stored.
+template <class T, int P, int V, int D, class C, class Out, class F>
+__device__ __forceinline__ void rj_raw_out(const rj_u32 (&h)[P][T::kWords], const C& c, rj_raw_cols<T, V, D, C>& cols, const Out& out, const F& f) {
+  cols.template first<P>(c);
+  rj_raw_out_each<T>(
+      h, c, out, [&](int i, int q, float (&y)[4]) { f(y, cols.ring[i % D][q]); },
+      [&](int i) {
+        if ((i + D) * C::kPair < P) cols.load(c, i + D);
+      });
 }
 
 // Where a row op's per-column vectors (weight, bias) come from: global memory
@@ -1201,6 +1211,50 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
       for (int p = 0; p < P; ++p)
 #pragma unroll
         for (int k = 0; k < 4; ++k) x[p][k] = rj_mul_rn(x[p][k], f);
+    }
+  }
+  // The one-pass split rows' online form over a row of raw words of T
+  // (rj_row_ld_raw), its outputs stored through out as they are made
+  // (rj_raw_out_each): x = scale * v rounded once, as the widened row's, at
+  // each widening; the thread's max, then its sum of e^(x - max), exchanged,
+  // and each output e^(x - row max) / sum made from the row's state (a second
+  // exponential an element, where the widened row keeps e^(x - thread max)
+  // in the registers raw words save). Log-softmax: (x - max) - ln sum.
+  template <class T, int P, class C, class Red, class Out>
+  __device__ __forceinline__ void row_raw(const rj_u32 (&h)[P][T::kWords], const C& c, const Red& red, bool, const Out& out) const {
+    static_assert(kOnline && Red::kApply && !Red::kKnown, "a one-pass split row");
+    float m = rj_neg_inf();
+    rj_raw_each<T, false>(h, c, [&](float v) { m = rj_max_nan(m, rj_mul_rn(v, param)); });
+    // A finite max keeps its sum; -Inf (nothing, or only -Inf) is the empty
+    // state; +Inf or NaN keeps d = 1 as rj_red_lse does.
+    float dl = m == rj_neg_inf() ? 0.0f : 1.0f;
+    if (m - m == 0.0f) {
+      dl = 0.0f;
+      rj_raw_each<T, true>(h, c, [&](float v) { dl += rj_exp(rj_mul_rn(v, param) - m); });
+    }
+    const rj_md s = red(rj_red_lse<rj_acc_f32>(), rj_md{m, dl});
+    const float mx = s.m;
+    // NaN or +Inf in the row: NaN everywhere; only -Inf: e^(-Inf - -Inf) is NaN.
+    const float d = (mx == rj_pos_inf() || mx != mx) ? rj_nan() : s.d;
+    const auto none = [](int) {};
+    if constexpr (kLog) {
+      const float lnd = rj_log(d);
+      rj_raw_out_each<T>(
+          h, c, out,
+          [&](int, int, float (&y)[4]) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) y[k] = (rj_mul_rn(y[k], param) - mx) - lnd;
+          },
+          none);
+    } else {
+      const float f = rj_div_rn(1.0f, d);
+      rj_raw_out_each<T>(
+          h, c, out,
+          [&](int, int, float (&y)[4]) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) y[k] = rj_mul_rn(rj_exp(rj_mul_rn(y[k], param) - mx), f);
+          },
+          none);
     }
   }
 };

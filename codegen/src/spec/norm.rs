@@ -1387,11 +1387,16 @@ impl NormSpec {
     /// widened, and held raw it asks for its weight ahead of the stores in
     /// the registers that frees (rj_raw_cols; 2026-11-28,
     /// benchmarks/2026-11-28-h100-s32 run3: bf16 1305-1320 against 1109-1116
-    /// at 4x1000003, 1848-1851 against 1476-1478 at 64x1048573).
+    /// at 4x1000003, 1848-1851 against 1476-1478 at 64x1048573). Softmax and
+    /// log-softmax (s512x8_g) too, in pairs, each output's exponential made
+    /// again from the row's state (run8, against the widened twin, which
+    /// keeps e^(x - thread max)): bf16 softmax 1164-1171 against 1096-1098,
+    /// log-softmax 1174-1181 against 1091-1094, f16 1164-1178 against
+    /// 1089-1110; 64x1048573 bf16 softmax 1764-1781 against 1657-1660,
+    /// log-softmax 1794-1808 against 1650-1659.
     pub fn raw_rows(&self) -> bool {
         self.one_pass_split()
             && self.general
-            && matches!(self.op, NormOp::RmsNorm | NormOp::LayerNorm)
             && self.input.info().bytes == 2
             && self.output.info().bytes == 2
             && self.packs == 8
@@ -1408,8 +1413,8 @@ impl NormSpec {
     /// 1455-1459 and 1729-1734 against 1711-1713; bf16 layer norm + residual
     /// 1215-1218 against 1132-1134 and 1352-1354 against 1245, f16 1214-1226
     /// against 1136-1142 and 1363-1364 against 1252-1253. The others lost
-    /// with pairs: the softmax twins (s512x8_g, 64 registers either way, 5 %
-    /// more SASS instructions) 3-6 % (bf16 softmax 1063-1071 against
+    /// with pairs: the softmax twins (s512x8_g, widened, before they held raw
+    /// words; 64 registers either way, 5 % more SASS instructions) 3-6 % (bf16 softmax 1063-1071 against
     /// 1093-1103 at 4x1000003, 1556-1558 against 1658-1662 at 64x1048573), the
     /// two-pass layer norm 6 % and RMS norm 2 % at 64x1048573 (bf16
     /// 1032-1033 against 1101, 1351-1352 against 1375-1376; at 4x1000003 +2 %
@@ -3465,6 +3470,17 @@ mod tests {
         assert_eq!((p.grid, p.splits, p.counters), (264, 65, 2));
         assert!(sp.general_twin().one_pass_split() && !sp.general_twin().split_asks_early());
         assert!(sp.general_twin().ticket_beside_epoch());
+        // f32 rows stay widened; a 16-bit one's holds raw words, in pairs.
+        assert!(!sp.general_twin().raw_rows() && !sp.general_twin().paired_packs());
+        let sp16 = NormSpec::with(
+            (NormOp::LogSoftmax, Some(SoftmaxAlgo::Online), false),
+            DType::F16,
+            DType::F16,
+            1 << 20,
+        )
+        .general_twin();
+        assert_eq!(sp16.name(), "norm_logsoftmax_online_f16_f16_s512x8_g");
+        assert!(sp16.raw_rows() && sp16.paired_packs() && sp16.row_grid() == 8);
         // Of 4 packs, it asks for its first slots as it publishes.
         let four: NormSpec = "norm_rmsnorm_res_bf16_bf16_s512x4_o2_g".parse().unwrap();
         assert!(four.one_pass_split() && four.split_asks_early() && !four.ticket_beside_epoch());
