@@ -418,6 +418,9 @@ __device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, rj_col_g
   if constexpr (!C::kWhole && T::kBytes < 4) {
     // Both packs of the vector's own grid inside the row: e - m wraps past
     // cols where pack 0 starts before the row.
+    // rj_col_shifted's test, written out: through the helper NVVM emitted
+    // other PTX (more setp) for the widened split and staging twins, which
+    // were measured as they are (2026-11-28).
     if (g.vec && g.m != 0 && c.whole(p) && e - g.m + 8u <= c.cols && e >= g.m) {
       // Raw words, shifted into place before the widening: fewer registers
       // than two widened packs.
@@ -1236,26 +1239,18 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
     const float mx = s.m;
     // NaN or +Inf in the row: NaN everywhere; only -Inf: e^(-Inf - -Inf) is NaN.
     const float d = (mx == rj_pos_inf() || mx != mx) ? rj_nan() : s.d;
-    const auto none = [](int) {};
-    if constexpr (kLog) {
-      const float lnd = rj_log(d);
-      rj_raw_out_each<T>(
-          h, c, out,
-          [&](int, int, float (&y)[4]) {
+    // Log-softmax: ln sum; softmax: 1 / sum.
+    const float g = kLog ? rj_log(d) : rj_div_rn(1.0f, d);
+    rj_raw_out_each<T>(
+        h, c, out,
+        [&](int, int, float (&y)[4]) {
 #pragma unroll
-            for (int k = 0; k < 4; ++k) y[k] = (rj_mul_rn(y[k], param) - mx) - lnd;
-          },
-          none);
-    } else {
-      const float f = rj_div_rn(1.0f, d);
-      rj_raw_out_each<T>(
-          h, c, out,
-          [&](int, int, float (&y)[4]) {
-#pragma unroll
-            for (int k = 0; k < 4; ++k) y[k] = rj_mul_rn(rj_exp(rj_mul_rn(y[k], param) - mx), f);
-          },
-          none);
-    }
+          for (int k = 0; k < 4; ++k) {
+            const float x = rj_mul_rn(y[k], param) - mx;
+            y[k] = kLog ? x - g : rj_mul_rn(rj_exp(x), g);
+          }
+        },
+        [](int) {});
   }
 };
 
