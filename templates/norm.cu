@@ -565,20 +565,33 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   const rj_u64 items = rows * splits;
 {%- if flagged %}
   const rj_u32 slot_bytes = {{ partial_bytes }};
+{%- if one_wave %}
+  // An item a block: the launcher launched the grid cooperatively
+  // (Plan::cooperative), so every block runs at once and a block's item is
+  // its index (NormSpec::one_wave). No ticket stands before its first row
+  // load, and each thread loads the epoch itself, in flight beside the row.
+  const bool one_wave = gridDim.x == items;
+  rj_u64 item = blockIdx.x;
+  rj_u32 flag = 0;
+  if (one_wave) flag = rj_launch_epoch(counters) + 1u;
+{%- endif %}
 {%- if ticket_beside_epoch %}
   // The epoch's load and the first ticket's add in flight together: stored to
   // shared memory first, the epoch held the ticket back a round trip before
   // the first row load (NormSpec::ticket_beside_epoch).
-  if (threadIdx.x == 0) {
+  if ({% if one_wave %}!one_wave && {% endif %}threadIdx.x == 0) {
     const rj_u32 epoch = rj_launch_epoch(counters);
     item_s = {{ ticket_add }}(counters, 1u);
     epoch_s = epoch;
   }
 {%- else %}
-  if (threadIdx.x == 0) epoch_s = rj_launch_epoch(counters);
+  if ({% if one_wave %}!one_wave && {% endif %}threadIdx.x == 0) epoch_s = rj_launch_epoch(counters);
 {%- endif %}
 {%- endif %}
   for (;;) {
+{%- if one_wave %}
+    if (!one_wave) {
+{%- endif %}
     // No barrier before the ticket: every row op reduces once an item, and
     // every thread read the last item_s before the reducer's barriers. The
     // ticket orders no data. Taken acq_rel (a release after the block's
@@ -591,15 +604,25 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     if (threadIdx.x == 0) item_s = {{ ticket_add }}(counters, 1u);
 {%- endif %}
     __syncthreads();
+{%- if one_wave %}
+    item = item_s;
+    flag = epoch_s + 1u;
+{%- else %}
     const rj_u64 item = item_s;
+{%- endif %}
 {%- if flagged %}
+{%- if not one_wave %}
     const rj_u32 flag = epoch_s + 1u;
+{%- endif %}
     if (item >= items) {
       // Each block takes exactly one ticket past the items: the last one taken
       // (every block has finished) ends the launch.
       if (threadIdx.x == 0 && item == items + gridDim.x - 1) rj_launch_done(counters, flag);
       return;
     }
+{%- if one_wave %}
+    }
+{%- endif %}
 {%- else %}
     if (item >= items) {
       // Each block takes exactly one ticket past the items: the last one taken
@@ -617,6 +640,13 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     const rj_red_split_counted<kThreads> red{counters + 4 + r * 8, counters + 8 + r * 8, partials + r * splits * {{ partial_bytes }}, split, splits, {{ partial_bytes }}};
 {%- endif %}
     run_row(a, r, split * span, span, (rj_u32)cols, threadIdx.x, red, threadIdx.x == 0 && split == 0);
+{%- if one_wave %}
+    if (one_wave) {
+      // The last block to leave ends the launch.
+      if (threadIdx.x == 0 && rj_atom_add_relaxed(counters, 1u) == gridDim.x - 1) rj_launch_done(counters, flag);
+      return;
+    }
+{%- endif %}
 {%- if ticket_beside_epoch %}
     // The next ticket: every thread read item_s before the reducer's barriers.
     if (threadIdx.x == 0) item_s = {{ ticket_add }}(counters, 1u);

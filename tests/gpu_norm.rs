@@ -13,6 +13,7 @@ mod common;
 
 use std::sync::Arc;
 
+use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::{bf16, f16};
 use redjit::codegen::spec::norm::{row_ops, variants};
@@ -20,7 +21,7 @@ use redjit::reference::{HostBuffer, par_map};
 use redjit::reference_norm::{NormInputs, RowWant, expect_rows};
 use redjit::{
     DType, KernelInput, KernelOutput, KernelSpec, Matrix, NormArgs, NormLayout, NormOp, NormSpec,
-    Runtime, SoftmaxAlgo,
+    Runtime, RuntimeOptions, SoftmaxAlgo,
 };
 
 /// Poisoned elements on each side of every output: a pack of any type, so an
@@ -92,6 +93,27 @@ impl Dev {
             ),
             other => panic!("a norm kernel reads no {}", other.dtype()),
         }
+    }
+
+    /// Writes `h` over the buffer's first elements, in place (a captured
+    /// graph keeps the buffer's address).
+    fn write(&mut self, s: &Arc<CudaStream>, h: &HostBuffer) {
+        match (self, h) {
+            (Dev::F32(b), HostBuffer::F32(v)) => s.memcpy_htod(v, b).unwrap(),
+            (Dev::BF16(b), HostBuffer::BF16(v)) => s.memcpy_htod(v, b).unwrap(),
+            (Dev::F16(b), HostBuffer::F16(v)) => s.memcpy_htod(v, b).unwrap(),
+            (_, h) => panic!("a buffer of another type than {}", h.dtype()),
+        }
+    }
+
+    /// Every element poisoned again, in place.
+    fn poison(&mut self, s: &Arc<CudaStream>) {
+        match self {
+            Dev::F32(b) => s.memcpy_htod(&vec![f32::from_bits(u32::MAX); b.len()], b),
+            Dev::BF16(b) => s.memcpy_htod(&vec![bf16::from_bits(u16::MAX); b.len()], b),
+            Dev::F16(b) => s.memcpy_htod(&vec![f16::from_bits(u16::MAX); b.len()], b),
+        }
+        .unwrap();
     }
 
     fn input(&self) -> Box<dyn KernelInput + '_> {
@@ -1630,11 +1652,14 @@ fn split_workspace_serves_calls_of_other_row_counts() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("split_workspace_serves_calls_of_other_row_counts");
     // Counters a row (whole packs), flagged states in one pass (without and
-    // with the early ask), a deferred kernel.
+    // with the early ask; raw 16-bit layer norm launched cooperatively where
+    // its items are one wave, 7 x 49152, and from a ticket at the others), a
+    // deferred kernel.
     for name in [
         "norm_rmsnorm_f32_f32_s512x8",
         "norm_layernorm_bf16_bf16_s512x8_g",
         "norm_rmsnorm_res_bf16_bf16_s512x4_o2_g",
+        "norm_layernorm_bf16_bf16_s512x8_o2_g",
         "norm_softmax_online_bf16_bf16_s512x8_p",
     ] {
         let spec: NormSpec = name.parse().unwrap();
@@ -1651,6 +1676,99 @@ fn split_workspace_serves_calls_of_other_row_counts() {
                 ld: cols,
             };
             check_with_stats(&rt, &mut rng, &spec, m);
+        }
+    }
+}
+
+/// Split rows captured into a CUDA graph and replayed, each replay on fresh x
+/// written into the captured buffer: a launch's flag lives in the workspace,
+/// not in its captured arguments, so every replay must match the reference.
+/// Raw 16-bit layer norm of one wave (4 x 100003) is launched cooperatively,
+/// the other calls hand their items out from a ticket.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_rows_replayed_from_a_captured_graph() {
+    if gpu().is_none() {
+        return;
+    }
+    // cudarc's event waits and records have no place in a capture.
+    let rt = Runtime::with_options(RuntimeOptions {
+        no_event_tracking: true,
+        ..RuntimeOptions::default()
+    })
+    .expect("a runtime without event tracking");
+    let mut rng = common::Rng::fresh("split_rows_replayed_from_a_captured_graph");
+    let s = rt.stream();
+    for (name, rows, cols) in [
+        ("norm_layernorm_bf16_bf16_s512x8_o2_g", 4, 100_003),
+        ("norm_layernorm_bf16_bf16_s512x8_o2_g", 300, 40_000),
+        ("norm_softmax_online_bf16_bf16_s512x8_g", 4, 100_003),
+        ("norm_layernorm_f32_f32_s512x4_o2_g", 4, 100_003),
+    ] {
+        let spec: NormSpec = name.parse().unwrap();
+        let m = Matrix {
+            rows,
+            cols,
+            ld: cols,
+        };
+        let what = format!("{name} {rows}x{cols}, replayed");
+        let n = rows * cols;
+        let info = spec.op.info();
+        let fresh = |rng: &mut common::Rng| {
+            let v = host_values(rng, rows, cols, cols, Values::Normal);
+            HostBuffer::from_fn(spec.input, n, |i| v[i])
+        };
+        let column = |rng: &mut common::Rng, centre: f32, spread: f32| {
+            let v = host_values(rng, 1, cols, cols, Values::Normal);
+            HostBuffer::from_fn(spec.input, cols, |i| centre + spread * v[i])
+        };
+        let w_h = (!info.softmax).then(|| column(&mut rng, 1.0, 0.25));
+        let b_h = info.bias.then(|| column(&mut rng, 0.0, 0.5));
+        let mut x = Dev::upload(s, &fresh(&mut rng));
+        let w = w_h.as_ref().map(|h| Dev::upload(s, h));
+        let b = b_h.as_ref().map(|h| Dev::upload(s, h));
+        let mut out = Dev::poisoned(s, spec.output, n);
+        let kernel = rt.norm(&spec).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let param = param_of(&spec);
+        let launch = |x: &Dev, out: &mut Dev| {
+            let xi = x.input();
+            let wi = w.as_ref().map(|d| d.input());
+            let bi = b.as_ref().map(|d| d.input());
+            let mut oo = out.output(n, 0);
+            let args = match &wi {
+                Some(wi) => NormArgs::norm(
+                    xi.as_ref(),
+                    wi.as_ref(),
+                    bi.as_deref(),
+                    oo.as_mut(),
+                    m,
+                    param,
+                ),
+                None => NormArgs::softmax(xi.as_ref(), oo.as_mut(), m, param),
+            };
+            kernel
+                .launch(s, args)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        };
+        // Eager first: the workspace is allocated outside the capture.
+        launch(&x, &mut out);
+        s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .unwrap();
+        launch(&x, &mut out);
+        let graph = s
+            .end_capture(CUgraphInstantiate_flags(0))
+            .unwrap()
+            .expect("a graph of the captured launch");
+        for _ in 0..3 {
+            let xh = fresh(&mut rng);
+            x.write(s, &xh);
+            out.poison(s);
+            graph.launch().unwrap();
+            let got = vec![out.bits(s), Vec::new(), Vec::new(), Vec::new()];
+            let mut inputs = NormInputs::new(&xh, rows, cols, cols, param);
+            inputs.weight = w_h.as_ref();
+            inputs.bias = b_h.as_ref();
+            compare(&what, &spec, m, SLACK, &expect_rows(&spec, &inputs), &got);
         }
     }
 }

@@ -474,8 +474,14 @@ impl<'rt> NormKernel<'rt> {
         // fit the device at once; the workspace holds `plan.counters` zeroed
         // counters and `plan.partials` slots. A whole-pack kernel runs only when
         // `for_call` found cols and ld multiples of 4 and every buffer aligned to
-        // 4 elements.
-        unsafe { args.launch(cfg) }.during(|| format!("launching {}", k.spec.name()))?;
+        // 4 elements. A cooperative plan's grid is every item of a one-pass
+        // split kernel, at most the blocks resident at once.
+        if plan.cooperative {
+            unsafe { args.launch_cooperative(cfg) }
+        } else {
+            unsafe { args.launch(cfg) }
+        }
+        .during(|| format!("launching {}", k.spec.name()))?;
         Ok(())
     }
 }

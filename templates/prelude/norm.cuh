@@ -1085,8 +1085,8 @@ template <int kThreads> struct rj_red_fetch_wide {
 // whole-pack kernels keep the counters (rj_red_split_counted,
 // NormSpec::row_counters), for their registers. The wait needs every block of
 // a row resident at once: the launcher hands items out in order through a
-// ticket (a block takes an item only when it runs) and checks splits <=
-// resident blocks.
+// ticket (a block takes an item only when it runs), or launches a grid of an
+// item a block cooperatively, and checks splits <= resident blocks.
 template <int kThreads, bool kAsk> struct rj_red_split {
   enum : bool { kCheap = false, kApply = true, kKnown = false };
   rj_u64 slot;                       // this block's slot of the row

@@ -925,6 +925,12 @@ pub struct Plan {
     pub counters: usize,
     /// Partial states (`NormSpec::partial_bytes` each) the launch writes.
     pub partials: usize,
+    /// Launched cooperatively, so that every block of the grid runs at once:
+    /// a one-pass split kernel whose grid holds every item (an item a block,
+    /// one resident wave). Such a kernel takes its item from its block index,
+    /// with no ticket before its first row load, and only when `grid` is the
+    /// item count; the plan launches it so exactly then.
+    pub cooperative: bool,
 }
 
 /// The operations a row can get, in matrix order: each softmax with each
@@ -1850,6 +1856,24 @@ impl NormSpec {
         self.one_pass_split() && !self.split_asks_early()
     }
 
+    /// Whether a one-pass split kernel whose grid holds every item (an item a
+    /// block, one resident wave) is launched cooperatively and takes its item
+    /// from its block index (`Plan::cooperative`): no ticket before its first
+    /// row load, each thread's epoch load in flight beside the row, and a
+    /// leaving count to end the launch. Every block then runs at once by the
+    /// driver's promise, not by the order of tickets. Taken by layer norm
+    /// (H100, 2026-11-28, 4x1000003, two rounds each alone, GB/s,
+    /// benchmarks/2026-11-28-h100-s33 run2: bf16 layer norm s512x8_o2_g
+    /// 1233-1234 against 1173-1178); the other one-pass kernels ran within
+    /// 1.3 % of their ticket either way (bf16 softmax s512x8_g 1149-1170
+    /// against 1163-1164, bf16 RMS norm s512x8_o2_g 1317-1324 against
+    /// 1307-1313, f32 softmax 1634-1657 against 1646-1675), and with it f16
+    /// softmax and log-softmax spilled 12 bytes and bf16 layer norm + residual
+    /// 32 (ptxas 13.0), so they keep their tickets.
+    pub fn one_wave(&self) -> bool {
+        self.one_pass_split() && self.op == NormOp::LayerNorm && !self.residual
+    }
+
     /// Whether a two-pass split kernel takes its next ticket as it starts an
     /// item, the add's round trip hidden behind the item, rather than before
     /// the next item's first load (its first ticket beside the epoch's load).
@@ -2042,6 +2066,7 @@ impl NormSpec {
                     span: cols.min(u64::from(u32::MAX)) as u32,
                     counters: 0,
                     partials: 0,
+                    cooperative: false,
                 }
             }
             // A prefetching block takes rows in turn: one resident wave.
@@ -2055,6 +2080,7 @@ impl NormSpec {
                 span: cols.min(u64::from(u32::MAX)) as u32,
                 counters: 0,
                 partials: 0,
+                cooperative: false,
             },
             NormLayout::Split if self.cluster.is_some() => {
                 let splits = self.splits_for(cols);
@@ -2069,6 +2095,7 @@ impl NormSpec {
                     span: self.split_span(cols).min(u64::from(u32::MAX)) as u32,
                     counters: 0,
                     partials: 0,
+                    cooperative: false,
                 }
             }
             NormLayout::Split => {
@@ -2080,9 +2107,10 @@ impl NormSpec {
                     (resident / splits).clamp(1, rows.max(1)) * splits
                 } else {
                     items
-                };
+                }
+                .clamp(1, resident.min(MAX_GRID));
                 Plan {
-                    grid: grid.clamp(1, resident.min(MAX_GRID)) as u32,
+                    grid: grid as u32,
                     splits: splits.min(u64::from(u32::MAX)) as u32,
                     span: self.split_span(cols).min(u64::from(u32::MAX)) as u32,
                     // A split kernel of flagged states keeps only its ticket
@@ -2093,6 +2121,7 @@ impl NormSpec {
                         1 + 2 * rows as usize
                     },
                     partials: items as usize,
+                    cooperative: self.one_wave() && grid == items,
                 }
             }
         }
@@ -2157,6 +2186,7 @@ impl NormSpec {
             second_pass: self.second_pass(),
             split_asks_early: self.split_asks_early(),
             ticket_beside_epoch: self.ticket_beside_epoch(),
+            one_wave: self.one_wave(),
             ticket_ahead: self.ticket_ahead(),
             sum_pair: self.sum_pair(),
             prefetch: self.prefetch,
@@ -2210,6 +2240,8 @@ struct NormContext {
     split_asks_early: bool,
     /// A one-pass split row loads its epoch beside its first ticket.
     ticket_beside_epoch: bool,
+    /// A one-pass split row of one wave takes its item from its block index.
+    one_wave: bool,
     /// A two-pass split row takes its next ticket as it starts an item.
     ticket_ahead: bool,
     sum_pair: bool,
@@ -3511,6 +3543,15 @@ mod tests {
         assert!(!rms.two_pass() && rms.one_pass_split() && rms.ticket_beside_epoch());
         assert!(rms.raw_rows() && rms.paired_packs() && rms.row_grid() == 8);
         assert_eq!(rms.splits_for(1_000_003), 62);
+        // Of one wave, 16-bit layer norm's twin is launched cooperatively and
+        // takes its item from its block index; with more items than resident
+        // blocks, and for the other row ops, a ticket hands them out.
+        let layer_plain = twin((NormOp::LayerNorm, None, false));
+        assert!(layer_plain.one_wave() && !rms.one_wave() && !layer16.one_wave());
+        let p = layer_plain.plan(4, 1_000_003, 132, 2);
+        assert!(p.cooperative && u64::from(p.grid) == 4 * u64::from(p.splits));
+        assert!(!layer_plain.plan(64, 1_048_573, 132, 2).cooperative);
+        assert!(!rms.plan(4, 1_000_003, 132, 2).cooperative);
         // 16-bit RMS norm + residual's holds raw words in pairs too; f32's and
         // a 16-bit twin between two types keep widened packs of 4.
         let rms_res = twin((NormOp::RmsNorm, None, true));
