@@ -552,7 +552,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
 {%- endif %}
   }
 {%- else %}
-{%- if op == "layernorm" %}{% set ticket_add = "rj_atom_add_acq_rel" %}{% else %}{% set ticket_add = "rj_atom_add_relaxed" %}{% endif %}
+{%- if op == "layernorm" and not raw_rows %}{% set ticket_add = "rj_atom_add_acq_rel" %}{% else %}{% set ticket_add = "rj_atom_add_relaxed" %}{% endif %}
 {%- if flagged %}
   // counters[0] is the ticket, counters[1] the launches' epoch (the flag, as
   // the deferred kernel's).
@@ -599,7 +599,11 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     // row's wait, faster and the other row ops slower (H100, 2026-11-25,
     // 64x1048576: layer norm f32 73.1-73.2 % of copy against 61.5-61.7 %
     // relaxed; softmax bf16 52.0-52.2 against 55.1-55.4, RMS norm bf16 63.5
-    // against 66.1-66.8).
+    // against 66.1-66.8). The layer norms of raw rows, which ask for their
+    // columns ahead of their stores, take it relaxed (H100, 2026-11-28, GB/s:
+    // bf16 layer norm + residual 1680-1685 against 1608-1612 at 4x1000003,
+    // 1975-1985 against 1953-1957 at 64x1048573; bf16 layer norm 1522-1528
+    // against 1481-1486 at 64x1048573).
 {%- if not ticket_beside_epoch %}
     if (threadIdx.x == 0) item_s = {{ ticket_add }}(counters, 1u);
 {%- endif %}

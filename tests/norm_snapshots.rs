@@ -129,7 +129,8 @@ fn one_pass_flagged_split_twin_source() {
 #[test]
 fn raw_layer_norm_split_twin_source() {
     // 4x1000003's bf16 layer norm: one pass over a row of raw 16-bit words in
-    // 16-byte pairs, the Welford states flagged, the ticket taken acq_rel
+    // 16-byte pairs, the Welford states flagged; of one wave, an item a block
+    // from its index (a cooperative launch), else the ticket, taken relaxed
     // beside the epoch's load.
     source_of(
         "norm_layernorm_bf16_bf16_s512x8_o2_g",
@@ -137,7 +138,8 @@ fn raw_layer_norm_split_twin_source() {
             "rj_u32 h[kPacks][T::kWords];",
             "rj_row_ld_raw<T, kPacks, RowLoad>(xr, c, vec, h);",
             "op.row_raw(h, c, red, leader, rj_out_stored<TO, decltype(c)>{outr, c, vec});",
-            "item_s = rj_atom_add_acq_rel(counters, 1u);",
+            "const bool one_wave = gridDim.x == items;",
+            "item_s = rj_atom_add_relaxed(counters, 1u);",
             "rj_chunk<kLanes, kWhole, true, false, false, 2>",
         ],
     );
