@@ -926,10 +926,10 @@ pub struct Plan {
     /// Partial states (`NormSpec::partial_bytes` each) the launch writes.
     pub partials: usize,
     /// Launched cooperatively, so that every block of the grid runs at once:
-    /// a one-pass split kernel whose grid holds every item (an item a block,
-    /// one resident wave). Such a kernel takes its item from its block index,
-    /// with no ticket before its first row load, and only when `grid` is the
-    /// item count; the plan launches it so exactly then.
+    /// a [`NormSpec::one_wave`] kernel whose grid holds every item (an item a
+    /// block, one resident wave). Such a kernel takes its item from its block
+    /// index, with no ticket before its first row load, exactly when `grid` is
+    /// the item count, which is when the plan launches it so.
     pub cooperative: bool,
 }
 
@@ -1862,14 +1862,15 @@ impl NormSpec {
     /// row load, each thread's epoch load in flight beside the row, and a
     /// leaving count to end the launch. Every block then runs at once by the
     /// driver's promise, not by the order of tickets. Taken by layer norm
-    /// (H100, 2026-11-28, 4x1000003, two rounds each alone, GB/s,
-    /// benchmarks/2026-11-28-h100-s33 run2: bf16 layer norm s512x8_o2_g
-    /// 1233-1234 against 1173-1178); the other one-pass kernels ran within
-    /// 1.3 % of their ticket either way (bf16 softmax s512x8_g 1149-1170
-    /// against 1163-1164, bf16 RMS norm s512x8_o2_g 1317-1324 against
-    /// 1307-1313, f32 softmax 1634-1657 against 1646-1675), and with it f16
-    /// softmax and log-softmax spilled 12 bytes and bf16 layer norm + residual
-    /// 32 (ptxas 13.0), so they keep their tickets.
+    /// (H100, 2026-11-28, two rounds each alone, GB/s,
+    /// benchmarks/2026-11-28-h100-s33 run3: bf16 layer norm s512x8_o2_g
+    /// 1216-1221 against 1157-1177 at 4x1000003, 943-945 against 876-877 at
+    /// 2x1000003; f16 1234-1235 against 1170-1175). Given to every one-pass
+    /// kernel (run2), the others ran within 1.3 % of their ticket either way
+    /// (bf16 softmax s512x8_g 1149-1170 against 1163-1164, bf16 RMS norm
+    /// s512x8_o2_g 1317-1324 against 1307-1313, f32 softmax 1634-1657 against
+    /// 1646-1675), and f16 softmax and log-softmax spilled 12 bytes with it and
+    /// bf16 layer norm + residual 32 (ptxas 13.0), so they keep their tickets.
     pub fn one_wave(&self) -> bool {
         self.one_pass_split() && self.op == NormOp::LayerNorm && !self.residual
     }
