@@ -613,11 +613,11 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     flag = epoch_s + 1u;
 {%- else %}
     const rj_u64 item = item_s;
-{%- endif %}
 {%- if flagged %}
-{%- if not one_wave %}
     const rj_u32 flag = epoch_s + 1u;
 {%- endif %}
+{%- endif %}
+{%- if flagged %}
     if (item >= items) {
       // Each block takes exactly one ticket past the items: the last one taken
       // (every block has finished) ends the launch.
