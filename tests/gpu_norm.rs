@@ -264,14 +264,7 @@ fn check(
         let v = host_values(rng, m.rows, m.cols, m.ld, Values::Normal);
         HostBuffer::from_fn(spec.input, n, |i| v[i])
     });
-    let w_h = (!info.softmax).then(|| {
-        let v = host_values(rng, 1, m.cols, m.cols, Values::Normal);
-        HostBuffer::from_fn(spec.input, m.cols, |i| 1.0 + 0.25 * v[i])
-    });
-    let b_h = info.bias.then(|| {
-        let v = host_values(rng, 1, m.cols, m.cols, Values::Normal);
-        HostBuffer::from_fn(spec.input, m.cols, |i| 0.5 * v[i])
-    });
+    let (w_h, b_h) = host_columns(rng, spec, m.cols);
     let x = Dev::upload(s, &xh);
     let res = res_h.as_ref().map(|h| Dev::upload(s, h));
     let w = w_h.as_ref().map(|h| Dev::upload_at(s, h, place.weight));
@@ -408,6 +401,25 @@ fn compare(what: &str, spec: &NormSpec, m: Matrix, at: usize, want: &[RowWant], 
     bad.extend(rows.into_iter().flatten());
     bad.truncate(8);
     assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
+}
+
+/// The row op's weight (1 + N(0, 1) / 4 a column) and bias (N(0, 1) / 2),
+/// those it takes, drawn in that order.
+fn host_columns(
+    rng: &mut common::Rng,
+    spec: &NormSpec,
+    cols: usize,
+) -> (Option<HostBuffer>, Option<HostBuffer>) {
+    let info = spec.op.info();
+    let w = (!info.softmax).then(|| {
+        let v = host_values(rng, 1, cols, cols, Values::Normal);
+        HostBuffer::from_fn(spec.input, cols, |i| 1.0 + 0.25 * v[i])
+    });
+    let b = info.bias.then(|| {
+        let v = host_values(rng, 1, cols, cols, Values::Normal);
+        HostBuffer::from_fn(spec.input, cols, |i| 0.5 * v[i])
+    });
+    (w, b)
 }
 
 fn param_of(spec: &NormSpec) -> f32 {
@@ -1713,17 +1725,11 @@ fn split_rows_replayed_from_a_captured_graph() {
         };
         let what = format!("{name} {rows}x{cols}, replayed");
         let n = rows * cols;
-        let info = spec.op.info();
         let fresh = |rng: &mut common::Rng| {
             let v = host_values(rng, rows, cols, cols, Values::Normal);
             HostBuffer::from_fn(spec.input, n, |i| v[i])
         };
-        let column = |rng: &mut common::Rng, centre: f32, spread: f32| {
-            let v = host_values(rng, 1, cols, cols, Values::Normal);
-            HostBuffer::from_fn(spec.input, cols, |i| centre + spread * v[i])
-        };
-        let w_h = (!info.softmax).then(|| column(&mut rng, 1.0, 0.25));
-        let b_h = info.bias.then(|| column(&mut rng, 0.0, 0.5));
+        let (w_h, b_h) = host_columns(&mut rng, &spec, cols);
         let mut x = Dev::upload(s, &fresh(&mut rng));
         let w = w_h.as_ref().map(|h| Dev::upload(s, h));
         let b = b_h.as_ref().map(|h| Dev::upload(s, h));
