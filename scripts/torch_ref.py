@@ -9,6 +9,14 @@ by one), and the device-to-device copy of n float32 (b.copy_(a)). Eager runs the
 one natural single-kernel expression; torch.compile is given every candidate
 expression and the fastest is reported (all are kept in compile_variants_us).
 
+Timed calls take their inputs from rotated copies covering at least 4x L2 (at
+most 256 copies and a quarter of the device's memory), as `redjit bench` rotates
+its buffers, so that no call finds its inputs in L2 from the call before; the
+norms' weight and bias are one copy, as in `redjit bench`; outputs that PyTorch
+allocates come from its caching allocator. Each entry records "rotations".
+--l2-rotate 0 times every call on the same buffers (how this script timed before
+2026-11-28's thirty-fourth session: inputs that fit in L2 stayed there).
+
 GB/s counts the bytes redjit counts: every input read once, the output written
 once (1e9 bytes/s). Config numbering: src0_is_accum*4 | src1_is_accum*2 |
 dst0_is_accum; one-source forms have config null.
@@ -134,12 +142,14 @@ def reduce_entries(sizes, shapes, a, dev):
     log(header)
     log("-" * len(header))
 
-    def measure(name, n, shape, fn, ins, nbytes, expr):
+    def measure(name, n, shape, fn, sets, nbytes, expr):
+        ins = Rotation(sets[:rotation_count(nbytes, dev)])
         eager_us = time_us(fn, ins, a.warmup, a.iters)
         e = {
             "family": "reduce",
             "name": name,
             "n": n,
+            "rotations": len(ins),
             "eager_us": eager_us,
             "eager_gbps": gbps(nbytes, eager_us),
             "eager_expr": expr,
@@ -162,21 +172,23 @@ def reduce_entries(sizes, shapes, a, dev):
 
     for iname, dt in REDUCE_INPUTS.items():
         for n in sizes:
-            xs = [torch.randn(n, device=dev, dtype=dt) for _ in range(2)]
+            esize = torch.tensor([], dtype=dt).element_size()
+            xs = rotation(lambda: tuple(torch.randn(n, device=dev, dtype=dt) for _ in range(2)), n * esize, dev)  # noqa: B023
             for op, nin, expr, fn in REDUCE_OPS:
                 out_bytes = 8 if op == "argmax" else 4
-                nbytes = nin * n * xs[0].element_size() + out_bytes
-                measure(f"reduce_all_{op}_{iname}_f32", n, None, fn, tuple(xs[:nin]), nbytes, expr)
+                nbytes = nin * n * esize + out_bytes
+                measure(f"reduce_all_{op}_{iname}_f32", n, None, fn, [x[:nin] for x in xs], nbytes, expr)
             del xs
             torch.cuda.empty_cache()
         for rows, cols in shapes:
-            x = torch.randn(rows, cols, device=dev, dtype=dt)
+            esize = torch.tensor([], dtype=dt).element_size()
+            xs = rotation(lambda: (torch.randn(rows, cols, device=dev, dtype=dt),), rows * cols * esize, dev)  # noqa: B023
             for axis, dim, results in (("rows", 1, rows), ("cols", 0, cols)):
                 fn = (lambda d: (lambda m: torch.sum(m, dim=d, dtype=torch.float32)))(dim)
                 expr = f"torch.sum(x, dim={dim}, dtype=torch.float32)"
-                nbytes = rows * cols * x.element_size() + 4 * results
-                measure(f"reduce_{axis}_sum_{iname}_f32", rows * cols, f"{rows}x{cols}", fn, (x,), nbytes, expr)
-            del x
+                nbytes = rows * cols * esize + 4 * results
+                measure(f"reduce_{axis}_sum_{iname}_f32", rows * cols, f"{rows}x{cols}", fn, xs, nbytes, expr)
+            del xs
             torch.cuda.empty_cache()
     return entries
 
@@ -260,19 +272,24 @@ def norm_entries(shapes, a, dev):
         esize = torch.tensor([], dtype=dt).element_size()
         for rows, cols in shapes:
             n = rows * cols
-            x = torch.randn(rows, cols, device=dev, dtype=dt)
-            r = torch.randn(rows, cols, device=dev, dtype=dt)
+            # x and the residual rotate (as many sets as the op moving the fewest
+            # bytes takes); the weight and bias are one copy, as in `redjit bench`.
+            xr = rotation(lambda: (torch.randn(rows, cols, device=dev, dtype=dt),  # noqa: B023
+                                   torch.randn(rows, cols, device=dev, dtype=dt)), 2 * n * esize, dev)
             w = torch.randn(cols, device=dev, dtype=dt)
             b = torch.randn(cols, device=dev, dtype=dt)
             for key, expr, fn, res, has_w, has_b in ops:
-                ins = (x,) + ((r,) if res else ()) + ((w,) if has_w else ()) + ((b,) if has_b else ())
                 nbytes = n * esize * (4 if res else 2) + cols * esize * (int(has_w) + int(has_b))
+                sets = xr[:rotation_count(nbytes, dev)]
+                ins = Rotation((x,) + ((r,) if res else ()) + ((w,) if has_w else ()) + ((b,) if has_b else ())
+                               for x, r in sets)
                 e_us = time_us(fn, ins, a.warmup, a.iters)
                 e = {
                     "family": "norm",
                     "name": f"norm_{key}_{dname}_{dname}",
                     "n": n,
                     "shape": f"{rows}x{cols}",
+                    "rotations": len(ins),
                     "eager_us": e_us,
                     "eager_gbps": gbps(nbytes, e_us),
                     "eager_expr": expr,
@@ -288,19 +305,19 @@ def norm_entries(shapes, a, dev):
                     if c_err:
                         e["compile_error"] = c_err
                 if tri and key in tri and cols <= TRITON_MAX_COLS:
-                    y = torch.empty_like(x)
-                    targs = (x, y) if key == "softmax" else (x, w, y)
+                    ys = [torch.empty_like(x) for x, _ in sets]
+                    targs = Rotation((x, y) if key == "softmax" else (x, w, y) for (x, _), y in zip(sets, ys))
                     try:
                         t_us = time_us(tri[key], targs, a.warmup, a.iters)
                         e["triton_us"], e["triton_gbps"] = t_us, gbps(nbytes, t_us)
                     except Exception as err:  # noqa: BLE001 -- recorded, not fatal
                         e["triton_error"] = f"{type(err).__name__}: {err}"[:500]
-                    del y
+                    del ys, targs
                 fmt = lambda v, wd: f"{v:>{wd}.1f}" if v is not None else f"{'-':>{wd}}"  # noqa: E731
                 log(f"{e['name']:<30} {e['shape']:>14} {fmt(e['eager_gbps'], 10)} "
                     f"{fmt(e['compile_gbps'], 12)} {fmt(e['triton_gbps'], 11)}")
                 entries.append(e)
-            del x, r, w, b
+            del xr, sets, ins, w, b
             torch.cuda.empty_cache()
     return entries
 
@@ -360,14 +377,15 @@ def softmax_all_entries(sizes, a, dev):
     ]
     for dname, dt in NORM_DTYPES.items():
         for n in sizes:
-            x = torch.randn(n, device=dev, dtype=dt)
-            nbytes = 2 * n * x.element_size()
+            nbytes = 2 * n * torch.tensor([], dtype=dt).element_size()
+            xs = rotation(lambda: (torch.randn(n, device=dev, dtype=dt),), nbytes, dev)  # noqa: B023
             for key, expr, fn in ops:
-                e_us = time_us(fn, (x,), a.warmup, a.iters)
+                e_us = time_us(fn, xs, a.warmup, a.iters)
                 e = {
                     "family": "softmax_all",
                     "name": f"softmax_all_{key}_{dname}_{dname}",
                     "n": n,
+                    "rotations": len(xs),
                     "eager_us": e_us,
                     "eager_gbps": gbps(nbytes, e_us),
                     "eager_expr": expr,
@@ -376,7 +394,7 @@ def softmax_all_entries(sizes, a, dev):
                     "compile_expr": None,
                 }
                 if not a.no_compile:
-                    c_us, c_expr, variants, c_err = compiled_time([(expr, fn)], (x,), a.warmup, a.iters)
+                    c_us, c_expr, variants, c_err = compiled_time([(expr, fn)], xs, a.warmup, a.iters)
                     e.update(compile_us=c_us, compile_gbps=gbps(nbytes, c_us), compile_expr=c_expr,
                              compile_variants_us=variants)
                     if c_err:
@@ -385,7 +403,7 @@ def softmax_all_entries(sizes, a, dev):
                 log(f"{e['name']:<36} {n:>11} {fmt(e_us, 10)} {fmt(e['eager_gbps'], 10)} "
                     f"{fmt(e['compile_gbps'], 12)}")
                 entries.append(e)
-            del x
+            del xs
             torch.cuda.empty_cache()
     return entries
 
@@ -447,24 +465,62 @@ def calibrate_hold():
     log(f"launch gap hidden: each timed call after a {HOLD_US} us hold ({HOLD_CYCLES} cycles of torch.cuda._sleep)")
 
 
+class Rotation(list):
+    """Argument tuples that successive timed calls take in turn, so that no call
+    finds its inputs left in L2 by the one before (see `rotation`)."""
+
+
+# As `redjit bench`: the rotated sets cover at least ROTATE_L2_TIMES x L2 (0: one
+# set, every call on the same buffers), at most MAX_ROTATIONS sets and a quarter
+# of the device's memory. Set from --l2-rotate in main.
+ROTATE_L2_TIMES = 4
+MAX_ROTATIONS = 256
+
+
+def set_l2_rotate(times):
+    global ROTATE_L2_TIMES  # noqa: PLW0603
+    ROTATE_L2_TIMES = times
+
+
+def rotation_count(set_bytes, dev):
+    """How many sets of `set_bytes` (the bytes a call moves) `redjit bench`
+    rotates over on this device."""
+    if ROTATE_L2_TIMES == 0:
+        return 1
+    props = torch.cuda.get_device_properties(dev)
+    l2 = getattr(props, "L2_cache_size", 0) or 50 << 20
+    want = -(-ROTATE_L2_TIMES * l2 // max(set_bytes, 1))
+    fit = (props.total_memory // 4) // max(set_bytes, 1)
+    return max(1, min(want, fit, MAX_ROTATIONS))
+
+
+def rotation(make, set_bytes, dev):
+    """A Rotation of fresh argument tuples from `make()`, as many as
+    `rotation_count` gives."""
+    return Rotation(make() for _ in range(rotation_count(set_bytes, dev)))
+
+
 def time_us(fn, args, warmup, iters):
     """Median microseconds of `iters` calls, each between its own CUDA events
-    (after a hold of HOLD_US, if calibrated)."""
+    (after a hold of HOLD_US, if calibrated). `args` is one argument tuple, or a
+    Rotation whose tuples the calls take in turn."""
     import time  # noqa: PLC0415
 
-    for _ in range(warmup):
-        fn(*args)
+    sets = args if isinstance(args, Rotation) else [args]
+    for i in range(warmup):
+        fn(*sets[i % len(sets)])
     torch.cuda.synchronize()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     times = []
     leaked = 0
-    for _ in range(iters):
+    for i in range(iters):
+        call_args = sets[(warmup + i) % len(sets)]
         t0 = time.perf_counter()
         if HOLD_CYCLES:
             torch.cuda._sleep(HOLD_CYCLES)
         start.record()
-        fn(*args)
+        fn(*call_args)
         end.record()
         if HOLD_CYCLES and (time.perf_counter() - t0) * 1e6 >= HOLD_US:
             leaked += 1
@@ -797,6 +853,10 @@ def main():
     ap.add_argument("--launch-gap", default="hidden", choices=("hidden", "counted"),
                     help="hidden: hold the GPU busy while each timed call is issued (the events time the GPU alone); "
                          "counted: issue it to an idle GPU (host time counts)")
+    ap.add_argument("--l2-rotate", type=int, default=ROTATE_L2_TIMES,
+                    help="timed calls take their inputs (and outputs, where the call is given them) from rotated "
+                         "copies covering at least this many times L2, as `redjit bench` does; "
+                         "0: every call on the same buffers (warm in L2 where they fit)")
     ap.add_argument("--out", required=True, help="JSON output path")
     ap.add_argument("--no-compile", action="store_true", help="eager only")
     ap.add_argument(
@@ -812,6 +872,10 @@ def main():
         if t not in TRANSPORTS:
             log(f"error: unknown transport {t!r}: expected one of {', '.join(TRANSPORTS)}")
             return 2
+    if a.l2_rotate < 0:
+        log(f"error: --l2-rotate {a.l2_rotate} must be 0 or more")
+        return 2
+    set_l2_rotate(a.l2_rotate)
     if a.n < 1 or a.iters < 1:
         log("error: --n and --iters must be at least 1")
         return 2
@@ -862,18 +926,20 @@ def main():
         triton_version = None
     n = max(sizes)
     log(f"GPU: {gpu}, torch {torch.__version__}, triton {triton_version}")
-    log(f"sizes {sizes}, median of {a.iters} launches after {a.warmup} warm-up")
+    rotated = f"inputs rotated over {a.l2_rotate}x L2" if a.l2_rotate else "inputs not rotated (--l2-rotate 0)"
+    log(f"sizes {sizes}, median of {a.iters} launches after {a.warmup} warm-up, {rotated}")
     if a.launch_gap == "hidden":
         calibrate_hold()
 
     copies = []
     for cn in sorted(sizes):
-        src = torch.randn(cn, dtype=torch.float32, device=dev)
-        dst = torch.empty_like(src)
-        c_us = time_us(lambda: dst.copy_(src), (), a.warmup, a.iters)  # noqa: B023
-        copies.append({"n": cn, "us": c_us, "gbps": gbps(2 * 4 * cn, c_us)})
-        log(f"d2d copy of {4 * cn} bytes f32: {c_us:.1f} us, {copies[-1]['gbps']:.1f} GB/s (read + write)")
-        del src, dst
+        bufs = rotation(lambda: (torch.randn(cn, dtype=torch.float32, device=dev),  # noqa: B023
+                                 torch.empty(cn, dtype=torch.float32, device=dev)), 2 * 4 * cn, dev)
+        c_us = time_us(lambda src, dst: dst.copy_(src), bufs, a.warmup, a.iters)
+        copies.append({"n": cn, "us": c_us, "gbps": gbps(2 * 4 * cn, c_us), "rotations": len(bufs)})
+        log(f"d2d copy of {4 * cn} bytes f32: {c_us:.1f} us, {copies[-1]['gbps']:.1f} GB/s (read + write, "
+            f"{len(bufs)} rotation(s))")
+        del bufs
         torch.cuda.empty_cache()
     copy_gbps = copies[-1]["gbps"]
 
@@ -890,10 +956,10 @@ def main():
     for tname, n in [(t, n) for t in transports for n in rc_sizes]:
         t = TRANSPORTS[tname]
         for config, srcs, dsts in forms():
-            ins = [torch.randn(n, device=dev, dtype=dtype_of(s, t)) for s in srcs]
-            out = torch.empty(n, device=dev, dtype=dtype_of(dsts, t))
-            args = (*ins, out)
-            nbytes = sum(x.element_size() for x in ins) * n + out.element_size() * n
+            size_of = lambda letter: torch.tensor([], dtype=dtype_of(letter, t)).element_size()  # noqa: B023, E731
+            nbytes = sum(size_of(s) for s in srcs) * n + size_of(dsts) * n
+            args = rotation(lambda: (*(torch.randn(n, device=dev, dtype=dtype_of(s, t)) for s in srcs),  # noqa: B023
+                                     torch.empty(n, device=dev, dtype=dtype_of(dsts, t))), nbytes, dev)
             bpe = nbytes // n
             if len(ins) == 2:
                 eager_fn, eager_expr = reduce2_add_out, "torch.add(src0, src1, out=dst)"
@@ -913,6 +979,7 @@ def main():
                 "srcs": srcs,
                 "dsts": dsts,
                 "bytes_per_elem": bpe,
+                "rotations": len(args),
                 "eager_us": eager_us,
                 "eager_gbps": gbps(nbytes, eager_us),
                 "eager_expr": eager_expr,
@@ -939,7 +1006,7 @@ def main():
                 f"{fmt(eager_us, 10)} {fmt(entry['eager_gbps'], 10)} "
                 f"{fmt(entry['compile_us'], 10)} {fmt(entry['compile_gbps'], 12)}"
             )
-            del ins, out, args
+            del args
             torch.cuda.empty_cache()
 
     if "reduce" in families:
@@ -970,6 +1037,7 @@ def main():
         "n": max(sizes),
         "iters": a.iters,
         "launch_gap": a.launch_gap,
+        "l2_rotate": a.l2_rotate,
         "sizes": sizes,
         "copy_gbps": copy_gbps,
         "copy": copies,
