@@ -1899,7 +1899,8 @@ impl NormSpec {
 
     /// Bytes of one partial state in the split layout's workspace: a split
     /// row but a cluster's sends each word of its state in a 64-bit word with
-    /// the launch's flag, rounded up to 16 bytes; else `PARTIAL_BYTES`.
+    /// the launch's flag, rounded up to 16 bytes (the kernel stores and loads
+    /// the words in 16-byte pairs, which must be aligned); else `PARTIAL_BYTES`.
     pub fn partial_bytes(&self) -> usize {
         if self.flagged_states() {
             (8 * self.split_state_words() as usize).next_multiple_of(16)
