@@ -849,7 +849,8 @@ __device__ __forceinline__ rj_u64 rj_ld_relaxed_b64(rj_u64 a) {
 // memory instructions: at 4x1000003 (H100, 2026-11-28, each kernel alone, two
 // rounds) bf16 softmax 1174-1181 GB/s against 1159-1161, log-softmax
 // 1192-1193 against 1171-1179, f32 softmax 1676-1688 against 1654-1667,
-// bf16 layer norm 1245-1250 against 1225-1238. A slot is whole 16 bytes
+// bf16 layer norm 1245-1250 against 1225-1238; at 64x1048576 f32 layer norm
+// + residual's four-word f64 sums 2785-2788 against 2573-2587. A slot is whole 16 bytes
 // (NormSpec::partial_bytes) from a 16-byte-aligned base, so every pair is
 // aligned.
 __device__ __forceinline__ void rj_st_relaxed_b64x2(rj_u64 a, rj_u64 v0, rj_u64 v1) {
