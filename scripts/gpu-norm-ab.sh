@@ -12,6 +12,9 @@
 # SHARED=1: instead, one process a shape and round for all of that shape's
 # kernels (the launch gap hidden, a sweep repeated within 0.5 %; twentieth
 # session), the first binary of BINS.
+# DEFAULTS=1: instead, every default kernel of each shape of SHAPES="4x1000003
+# ...", one process a binary, shape and round, alternating through BINS (two
+# builds' defaults side by side; thirty-fourth session, runs 5 and 7).
 set -uo pipefail
 RESULTS="${OUT:-/tmp/redjit-out}"
 W=$(mktemp -d)
@@ -25,6 +28,21 @@ for k in d["kernels"]:
     print(f"{sys.argv[2]} {k['name']} {k['shape']} {k['gbps']:.0f} GB/s {k['pct_of_copy']:.1f} %")
 PY
 }
+if [ "${DEFAULTS:-0}" = 1 ]; then
+  for round in $(seq 1 "${ROUNDS:-2}"); do
+    for shape in ${SHAPES:?set SHAPES}; do
+      for bin in ${BINS:-redjit}; do
+        j="$W/r$round-$bin-$shape"
+        REDJIT_REQUIRE_GPU=1 "stage/bin/$bin" bench norm --shapes "$shape" ${EXTRA:-} \
+          --json "$j.json" > "$j.log" 2>&1 || echo "$bin $shape round $round rc=$?"
+        lines "$j.json" "${TAG:+$TAG }r$round $bin"
+      done
+    done
+  done
+  mkdir -p "$RESULTS"
+  tar -C "$W" -czf "$RESULTS/norm-ab.tgz" .
+  exit 0
+fi
 if [ "${SHARED:-0}" = 1 ]; then
   bin=${BINS:-redjit}
   bin=${bin%% *}
