@@ -961,7 +961,7 @@ def main():
             args = rotation(lambda: (*(torch.randn(n, device=dev, dtype=dtype_of(s, t)) for s in srcs),  # noqa: B023
                                      torch.empty(n, device=dev, dtype=dtype_of(dsts, t))), nbytes, dev)
             bpe = nbytes // n
-            if len(ins) == 2:
+            if len(srcs) == 2:
                 eager_fn, eager_expr = reduce2_add_out, "torch.add(src0, src1, out=dst)"
                 candidates = [
                     ("torch.add(src0, src1, out=dst)", reduce2_add_out),
