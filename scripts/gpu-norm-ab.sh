@@ -28,20 +28,31 @@ for k in d["kernels"]:
     print(f"{sys.argv[2]} {k['name']} {k['shape']} {k['gbps']:.0f} GB/s {k['pct_of_copy']:.1f} %")
 PY
 }
+# One `bench norm` process: $1 the JSON/log path without extension, $2 the
+# binary, $3 the shape, $4 the label its lines and a failure name, the rest
+# more `bench norm` arguments; prints its lines, each led by round and binary.
+bench() {
+  local j=$1 bin=$2 shape=$3 label=$4
+  shift 4
+  # shellcheck disable=SC2086 # EXTRA is several words
+  REDJIT_REQUIRE_GPU=1 "stage/bin/$bin" bench norm --shapes "$shape" "$@" ${EXTRA:-} \
+    --json "$j.json" > "$j.log" 2>&1 || echo "$bin $label round $round rc=$?"
+  lines "$j.json" "${TAG:+$TAG }r$round $bin"
+}
+finish() {
+  mkdir -p "$RESULTS"
+  tar -C "$W" -czf "$RESULTS/norm-ab.tgz" .
+  exit 0
+}
 if [ "${DEFAULTS:-0}" = 1 ]; then
   for round in $(seq 1 "${ROUNDS:-2}"); do
     for shape in ${SHAPES:?set SHAPES}; do
       for bin in ${BINS:-redjit}; do
-        j="$W/r$round-$bin-$shape"
-        REDJIT_REQUIRE_GPU=1 "stage/bin/$bin" bench norm --shapes "$shape" ${EXTRA:-} \
-          --json "$j.json" > "$j.log" 2>&1 || echo "$bin $shape round $round rc=$?"
-        lines "$j.json" "${TAG:+$TAG }r$round $bin"
+        bench "$W/r$round-$bin-$shape" "$bin" "$shape" "$shape"
       done
     done
   done
-  mkdir -p "$RESULTS"
-  tar -C "$W" -czf "$RESULTS/norm-ab.tgz" .
-  exit 0
+  finish
 fi
 if [ "${SHARED:-0}" = 1 ]; then
   bin=${BINS:-redjit}
@@ -53,16 +64,10 @@ if [ "${SHARED:-0}" = 1 ]; then
       for item in $LIST; do
         [ "${item%%@*}" = "$shape" ] && args+=(--spec "${item#*@}")
       done
-      j="$W/r$round-$bin-$shape"
-      # shellcheck disable=SC2086 # EXTRA is several words
-      REDJIT_REQUIRE_GPU=1 "stage/bin/$bin" bench norm --shapes "$shape" "${args[@]}" ${EXTRA:-} \
-        --json "$j.json" > "$j.log" 2>&1 || echo "$bin $shape round $round rc=$?"
-      lines "$j.json" "${TAG:+$TAG }r$round $bin"
+      bench "$W/r$round-$bin-$shape" "$bin" "$shape" "$shape" "${args[@]}"
     done
   done
-  mkdir -p "$RESULTS"
-  tar -C "$W" -czf "$RESULTS/norm-ab.tgz" .
-  exit 0
+  finish
 fi
 for round in $(seq 1 "${ROUNDS:-3}"); do
   for item in ${LIST:?set LIST}; do
@@ -72,13 +77,8 @@ for round in $(seq 1 "${ROUNDS:-3}"); do
     bins=${BINS:-redjit}
     [ "$rest" != "$spec" ] && bins=${rest#*@}
     for bin in $bins; do
-      j="$W/r$round-$bin-$spec-$shape"
-      # shellcheck disable=SC2086 # EXTRA is several words
-      REDJIT_REQUIRE_GPU=1 "stage/bin/$bin" bench norm --shapes "$shape" --spec "$spec" ${EXTRA:-} \
-        --json "$j.json" > "$j.log" 2>&1 || echo "$bin $item round $round rc=$?"
-      lines "$j.json" "${TAG:+$TAG }r$round $bin"
+      bench "$W/r$round-$bin-$spec-$shape" "$bin" "$shape" "$item" --spec "$spec"
     done
   done
 done
-mkdir -p "$RESULTS"
-tar -C "$W" -czf "$RESULTS/norm-ab.tgz" .
+finish
