@@ -2,7 +2,7 @@
 """Sweeps the norm kernels' launch bound (.minnctapersm 1, 2, 3, 4, 6, 8) through
 ptxas for sm_90 and prints, per kernel, the most blocks per SM that compile
 without a stack frame or a spill, with (registers, spill + stack bytes) at each.
-codegen/src/spec/norm.rs's OCCUPANCY table (whole-pack kernels) and
+codegen/src/spec/norm/measured.rs's OCCUPANCY table (whole-pack kernels) and
 OCCUPANCY_GENERAL table (the general twins, `--general`) are the minimum of these
 over the dtype pairs of each (op, layout, same/mixed dtypes) group.
 

@@ -1,0 +1,515 @@
+//! `NormSpec` as a kernel: validation (the one place a configuration is
+//! accepted or rejected), its name and parsing, and the template's context.
+
+use super::*;
+
+impl NormSpec {
+    fn context(&self) -> NormContext {
+        NormContext {
+            name: self.name(),
+            op: self.op.slug(),
+            softmax: self.op.info().softmax,
+            algo: self.algo.map_or("", |a| a.slug()),
+            residual: self.residual,
+            functor: self.functor(),
+            input: self.input.slug(),
+            output: self.output.slug(),
+            // The input type's rounding policy: the residual sum is rounded to it.
+            input_round: self.input.info().reduce_accum.unwrap_or("rj_acc_f32"),
+            layout: self.layout.slug(),
+            threads: self.threads(),
+            min_blocks: self.min_blocks(),
+            lanes: self.lanes,
+            packs: self.packs,
+            general: self.general,
+            partial_bytes: self.partial_bytes(),
+            fetch_ahead: self.fetch_ahead(),
+            fetch_early: self.fetch_early(),
+            fetch_wide: self.fetch_wide(),
+            two_pass: self.two_pass(),
+            flagged: self.flagged_states(),
+            second_pass: self.second_pass(),
+            split_asks_early: self.split_asks_early(),
+            ticket_beside_epoch: self.ticket_beside_epoch(),
+            one_wave: self.one_wave(),
+            ticket_ahead: self.ticket_ahead(),
+            sum_pair: self.sum_pair(),
+            prefetch: self.prefetch,
+            staged_cols: self.staged_cols(),
+            row_shift: self.row_shift(),
+            paired: self.paired_packs(),
+            raw_rows: self.raw_rows(),
+            grid: self.row_grid(),
+            balanced: self.balances(),
+            exact: self.exact,
+            cluster: self.cluster.unwrap_or(0),
+            stages_next: self.prefetch
+                && (self.layout == NormLayout::Block || self.cluster.is_some()),
+            stores_each_pack: self.stores_each_pack(),
+            held: self.held_cols(),
+            row_load: self.row_load(),
+        }
+    }
+}
+
+/// What the `norm.cu` template is rendered from.
+#[derive(Serialize)]
+struct NormContext {
+    name: String,
+    op: &'static str,
+    softmax: bool,
+    algo: &'static str,
+    residual: bool,
+    functor: String,
+    input: &'static str,
+    output: &'static str,
+    input_round: &'static str,
+    layout: &'static str,
+    threads: u32,
+    min_blocks: u32,
+    lanes: u32,
+    packs: u32,
+    general: bool,
+    partial_bytes: usize,
+    fetch_ahead: u32,
+    fetch_early: u32,
+    fetch_wide: bool,
+    two_pass: bool,
+    /// Split rows whose states carry the launch's flag (all but a cluster's
+    /// and the one-pass whole-pack kernels, which count arrivals).
+    flagged: bool,
+    /// Split rows that publish their states and finish them in a second pass
+    /// (deferred `_p`, or two passes).
+    second_pass: bool,
+    /// A one-pass split row asks for its first slots as it publishes.
+    split_asks_early: bool,
+    /// A one-pass split row loads its epoch beside its first ticket.
+    ticket_beside_epoch: bool,
+    /// A one-pass split row of one wave takes its item from its block index.
+    one_wave: bool,
+    /// A two-pass split row takes its next ticket as it starts an item.
+    ticket_ahead: bool,
+    sum_pair: bool,
+    prefetch: bool,
+    staged_cols: bool,
+    row_shift: bool,
+    /// A thread's packs in adjacent pairs (`paired_packs`).
+    paired: bool,
+    /// The row held as raw 16-bit words (`raw_rows`).
+    raw_rows: bool,
+    /// Elements of the grid a general twin's chunks start on (`row_grid`).
+    grid: u64,
+    balanced: bool,
+    exact: bool,
+    /// Blocks of a cluster row, 0 for none.
+    cluster: u32,
+    /// A prefetching block that stages its next row (or chunk) as it reads
+    /// this one: the block layout's, and a cluster row's.
+    stages_next: bool,
+    stores_each_pack: bool,
+    /// Packs of the weight and bias held in registers (`held_cols`), 0 for none.
+    held: u32,
+    row_load: &'static str,
+}
+
+fn list(values: &[u32]) -> String {
+    values
+        .iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl KernelSpec for NormSpec {
+    fn family(&self) -> Family {
+        Family::Norm
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        for (field, d) in [("input", self.input), ("output", self.output)] {
+            if !d.info().store {
+                return Err(SpecError::invalid(
+                    field,
+                    d,
+                    format!(
+                        "a norm kernel's input and output must be one of: {} (types with loads and stores; {d} is a reduction input only)",
+                        DType::store_types()
+                    ),
+                ));
+            }
+        }
+        let softmax = self.op.info().softmax;
+        match (softmax, self.algo) {
+            (true, None) => {
+                return Err(SpecError::invalid(
+                    "algo",
+                    "none",
+                    format!(
+                        "{} needs an algorithm: one of {}",
+                        self.op,
+                        SoftmaxAlgo::allowed()
+                    ),
+                ));
+            }
+            (false, Some(a)) => {
+                return Err(SpecError::invalid(
+                    "algo",
+                    a,
+                    format!("{} takes no softmax algorithm", self.op),
+                ));
+            }
+            _ => {}
+        }
+        if softmax && self.residual {
+            return Err(SpecError::invalid(
+                "residual",
+                "true",
+                format!(
+                    "{} has no fused residual add (layernorm and rmsnorm do)",
+                    self.op
+                ),
+            ));
+        }
+        let lanes_ok = match self.layout {
+            NormLayout::Warp => GROUP_LANES,
+            NormLayout::Block | NormLayout::Split | NormLayout::Loop => BLOCK_THREADS,
+        };
+        if !lanes_ok.contains(&self.lanes) {
+            return Err(SpecError::invalid(
+                "lanes",
+                self.lanes,
+                format!(
+                    "the {} layout takes {} threads per row",
+                    self.layout,
+                    list(lanes_ok)
+                ),
+            ));
+        }
+        if !PACKS.contains(&self.packs) {
+            return Err(SpecError::invalid(
+                "packs",
+                self.packs,
+                format!(
+                    "a thread holds {} packs of 4 elements in registers",
+                    list(PACKS)
+                ),
+            ));
+        }
+        if self.layout == NormLayout::Warp && self.packs > WARP_MAX_PACKS {
+            return Err(SpecError::invalid(
+                "packs",
+                self.packs,
+                format!("a lane of the warp layout holds at most {WARP_MAX_PACKS} packs"),
+            ));
+        }
+        if let Some(b) = self.bound
+            && (b == 0 || b * self.threads() > MAX_THREADS_PER_SM)
+        {
+            return Err(SpecError::invalid(
+                "bound",
+                b,
+                format!(
+                    "a launch bound is 1 to {} blocks of {} threads per SM",
+                    MAX_THREADS_PER_SM / self.threads(),
+                    self.threads()
+                ),
+            ));
+        }
+        if self.algo == Some(SoftmaxAlgo::Safe) {
+            let why = match self.layout {
+                NormLayout::Split => {
+                    Some("the split layout exchanges one state per row across blocks")
+                }
+                NormLayout::Loop => {
+                    Some("the loop layout reduces a row once, between its two passes")
+                }
+                NormLayout::Warp | NormLayout::Block => None,
+            };
+            if let Some(why) = why {
+                return Err(SpecError::invalid(
+                    "algo",
+                    "safe",
+                    format!("{why}: use the online softmax"),
+                ));
+            }
+        }
+        if self.layout == NormLayout::Loop && self.packs > GENERAL_MAX_PACKS {
+            return Err(SpecError::invalid(
+                "packs",
+                self.packs,
+                format!(
+                    "a loop's thread holds at most {GENERAL_MAX_PACKS} packs of a chunk (its general twin's)"
+                ),
+            ));
+        }
+        if let Some(n) = self.cluster {
+            if self.layout != NormLayout::Split {
+                return Err(SpecError::invalid(
+                    "cluster",
+                    n,
+                    format!(
+                        "only the split layout spreads a row over a cluster of blocks (this is the {} layout)",
+                        self.layout
+                    ),
+                ));
+            }
+            if !(2..=MAX_CLUSTER).contains(&n) {
+                return Err(SpecError::invalid(
+                    "cluster",
+                    n,
+                    format!(
+                        "a cluster row is 2 to {MAX_CLUSTER} blocks (the portable cluster size)"
+                    ),
+                ));
+            }
+            if self.packs > GENERAL_MAX_PACKS {
+                return Err(SpecError::invalid(
+                    "packs",
+                    self.packs,
+                    format!(
+                        "a cluster row's thread holds at most {GENERAL_MAX_PACKS} packs (its general twin's)"
+                    ),
+                ));
+            }
+            if self.exact {
+                return Err(SpecError::invalid(
+                    "exact",
+                    "true",
+                    "a cluster row (`_c<n>`) cuts its rows in equal parts: it has no exact form",
+                ));
+            }
+        }
+        // `_x` and `_p` are forms of the block or split layout's whole-pack kernel;
+        // `what` says what the form does.
+        let whole_only = |field: &'static str, layouts: &str, what: &str| {
+            SpecError::invalid(
+                field,
+                "true",
+                format!(
+                    "only the {layouts} whole-pack kernel {what} (this is the {} layout{})",
+                    self.layout,
+                    if self.general { ", general twin" } else { "" }
+                ),
+            )
+        };
+        if self.exact && (self.layout == NormLayout::Warp || self.general) {
+            return Err(whole_only(
+                "exact",
+                "block or split layout's",
+                "has an exact-length form",
+            ));
+        }
+        if self.prefetch {
+            if matches!(self.layout, NormLayout::Warp | NormLayout::Loop) {
+                return Err(whole_only(
+                    "prefetch",
+                    "block or split layout's",
+                    "stages its next row or chunk",
+                ));
+            }
+            if self.general && self.layout != NormLayout::Split {
+                return Err(SpecError::invalid(
+                    "prefetch",
+                    "true",
+                    "of the general twins only the split layout's stages its chunks (`_p_g`); the block layout's loads its rows directly",
+                ));
+            }
+            if self.no_l1 {
+                return Err(SpecError::invalid(
+                    "no_l1",
+                    "true",
+                    "a prefetching block stages its rows with cp.async, which takes no L1-bypassing load form for 8-byte packs: ask for one or the other",
+                ));
+            }
+            let bytes = self.stage_bytes();
+            if bytes > MAX_STAGE_BYTES {
+                return Err(SpecError::invalid(
+                    "prefetch",
+                    format!("{bytes} bytes of staged row"),
+                    format!(
+                        "a block stages at most {MAX_STAGE_BYTES} bytes of shared memory: ({} row(s) x {} stream(s) + {} vector(s)) x {} threads x {} packs x 4 {} elements",
+                        self.staged_rows(),
+                        self.streams(),
+                        self.staged_vectors(),
+                        self.lanes,
+                        self.packs,
+                        self.input
+                    ),
+                ));
+            }
+        }
+        if let Some(h) = self.held {
+            if !self.can_hold_cols() {
+                return Err(SpecError::invalid(
+                    "held",
+                    h,
+                    "only a deferred split kernel's whole-pack form (`_p`, no `_c<n>` or `_g`) of layer or RMS norm holds its weight and bias in registers (`_h<n>`)",
+                ));
+            }
+            if h > self.packs {
+                return Err(SpecError::invalid(
+                    "held",
+                    h,
+                    format!(
+                        "a thread holds 0 to {} packs of the weight and bias (its packs a chunk)",
+                        self.packs
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn name(&self) -> String {
+        let mut s = format!("{}_{}", Family::Norm.slug(), self.op);
+        if let Some(a) = self.algo {
+            s += &format!("_{a}");
+        }
+        if self.residual {
+            s += "_res";
+        }
+        format!(
+            "{s}_{}_{}_{}{}x{}{}{}{}{}{}{}{}",
+            self.input,
+            self.output,
+            self.layout.info().letter,
+            self.lanes,
+            self.packs,
+            self.bound.map_or(String::new(), |b| format!("_o{b}")),
+            self.cluster.map_or(String::new(), |n| format!("_c{n}")),
+            if self.prefetch { "_p" } else { "" },
+            if self.no_l1 { "_n" } else { "" },
+            if self.exact { "_x" } else { "" },
+            if self.general { "_g" } else { "" },
+            self.held.map_or(String::new(), |h| format!("_h{h}"))
+        )
+    }
+
+    fn min_arch(&self) -> Arch {
+        // max.NaN and the 16-bit cvt are sm_80+; acquire loads and nanosleep sm_70+.
+        // A cluster row's barrier and distributed shared memory are sm_90+.
+        [
+            if self.cluster.is_some() {
+                Arch::SM90
+            } else {
+                Arch::SM80
+            },
+            self.input.info().min_arch,
+            self.output.info().min_arch,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(Arch::SM80)
+    }
+
+    fn render_body(&self) -> Result<String, SpecError> {
+        render::render_body(self, &self.context())
+    }
+}
+
+impl fmt::Display for NormSpec {
+    /// The kernel name; it parses back with `FromStr`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl FromStr for NormSpec {
+    type Err = SpecError;
+
+    /// Parses a kernel name, e.g. `norm_softmax_online_bf16_bf16_w32x4` or
+    /// `norm_rmsnorm_res_f16_f16_b256x2`, and validates it.
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        let parse_err = |rule: &str| SpecError::Parse {
+            what: "norm kernel name",
+            input: s.to_string(),
+            rule: rule.to_string(),
+        };
+        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s|l><lanes>x<packs>[_o<blocks per SM>][_c<cluster blocks>][_p][_n][_x][_g][_h<packs held>], e.g. norm_softmax_online_bf16_bf16_w32x4";
+        let rest = s
+            .strip_prefix(Family::Norm.slug())
+            .and_then(|r| r.strip_prefix('_'))
+            .ok_or_else(|| parse_err(format))?;
+        let mut parts: Vec<&str> = rest.split('_').collect();
+        let mut held = None;
+        if let Some(h) = parts.last().and_then(|p| p.strip_prefix('h')) {
+            held = Some(h.parse::<u32>().map_err(|_| parse_err(format))?);
+            parts.pop();
+        }
+        // The flag suffixes, last first: `_g`, `_x`, `_n`, `_p`.
+        let mut suffix = |flag: &str| {
+            let present = parts.last() == Some(&flag);
+            if present {
+                parts.pop();
+            }
+            present
+        };
+        let general = suffix("g");
+        let exact = suffix("x");
+        let no_l1 = suffix("n");
+        let prefetch = suffix("p");
+        let mut cluster = None;
+        if let Some(n) = parts.last().and_then(|p| p.strip_prefix('c')) {
+            cluster = Some(n.parse::<u32>().map_err(|_| parse_err(format))?);
+            parts.pop();
+        }
+        let mut bound = None;
+        if let Some(b) = parts.last().and_then(|p| p.strip_prefix('o')) {
+            bound = Some(b.parse::<u32>().map_err(|_| parse_err(format))?);
+            parts.pop();
+        }
+        if parts.len() < 4 {
+            return Err(parse_err(format));
+        }
+        let layout_part = parts.pop().ok_or_else(|| parse_err(format))?;
+        let output: DType = parts.pop().ok_or_else(|| parse_err(format))?.parse()?;
+        let input: DType = parts.pop().ok_or_else(|| parse_err(format))?.parse()?;
+        let op: NormOp = parts.first().ok_or_else(|| parse_err(format))?.parse()?;
+        let mut algo = None;
+        let mut residual = false;
+        for p in &parts[1..] {
+            if *p == "res" && !residual {
+                residual = true;
+            } else if algo.is_none() && !residual {
+                algo = Some(p.parse::<SoftmaxAlgo>()?);
+            } else {
+                return Err(parse_err(format));
+            }
+        }
+        let mut chars = layout_part.chars();
+        let layout = chars
+            .next()
+            .and_then(NormLayout::from_letter)
+            .ok_or_else(|| parse_err(format))?;
+        let (lanes, packs) = chars
+            .as_str()
+            .split_once('x')
+            .and_then(|(l, p)| Some((l.parse::<u32>().ok()?, p.parse::<u32>().ok()?)))
+            .ok_or_else(|| parse_err(format))?;
+        let spec = NormSpec {
+            op,
+            algo,
+            residual,
+            input,
+            output,
+            layout,
+            lanes,
+            packs,
+            general,
+            bound,
+            prefetch,
+            no_l1,
+            exact,
+            cluster,
+            held,
+        };
+        spec.validate()?;
+        if spec.name() != s {
+            return Err(parse_err(&format!(
+                "not the canonical spelling; did you mean {}?",
+                spec.name()
+            )));
+        }
+        Ok(spec)
+    }
+}

@@ -1,0 +1,1513 @@
+//! `norm`: row-wise softmax (safe or online), log-softmax, layer norm and RMS
+//! norm, with fused residual-add variants of the norms (issue 11, seed 002).
+//! Inputs and outputs f32, bf16 or f16 (independently), math in f32; the row is
+//! held in registers (packs of 4 elements per thread) in every layout: a group
+//! of 1..32 lanes per row for short rows, a block per row for medium rows, and
+//! several blocks per row (a deterministic exchange of partial states) for
+//! long rows.
+//!
+//! ```
+//! use redjit_codegen::{KernelSpec, NormSpec};
+//!
+//! let spec: NormSpec = "norm_softmax_online_bf16_bf16_w32x4".parse().unwrap();
+//! assert_eq!(spec.capacity(), Some(512));
+//! let src = spec.render().unwrap();
+//! assert!(src.code.contains("rj_norm_softmax<true, false>"));
+//! // The launcher's default variant for a row length.
+//! assert_eq!(spec.for_cols(4000).name(), "norm_softmax_online_bf16_bf16_b256x4");
+//! // Rows that fill a layout exactly take its kernel without bounds tests where
+//! // measured faster.
+//! assert_eq!(spec.for_cols(4096).name(), "norm_softmax_online_bf16_bf16_b256x4_x");
+//! // Long rows: several blocks a row, here in cohorts that stage their next row;
+//! // rows of a whole number of chunks without bounds tests.
+//! assert_eq!(spec.for_cols(1 << 20).name(), "norm_softmax_online_bf16_bf16_s512x8_p_x");
+//! assert_eq!(spec.for_cols((1 << 20) + 4).name(), "norm_softmax_online_bf16_bf16_s512x8_p");
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::error::SpecError;
+use crate::registry::{Arch, DType, Family, NormLayout, NormOp, SoftmaxAlgo};
+use crate::render;
+use crate::spec::KernelSpec;
+
+mod kernel;
+mod measured;
+
+use measured::{
+    Form, HELD_CAPS, LayoutTypes, MEASURED_LAYOUTS, OCCUPANCY, OCCUPANCY_GENERAL, RowTypes,
+};
+
+/// Threads per block of the warp layout (its groups take rows in turn).
+pub const WARP_LAYOUT_THREADS: u32 = 256;
+/// Block sizes of the block and split layouts.
+/// (1024-thread blocks leave 64 registers a thread: the row and the rest spill.)
+pub const BLOCK_THREADS: &[u32] = &[64, 128, 256, 512];
+/// Lane-group sizes of the warp layout.
+pub const GROUP_LANES: &[u32] = &[1, 2, 4, 8, 16, 32];
+/// Packs of 4 elements a thread holds in registers (16 in the block and split
+/// layouts only: a 512-thread block then holds a row of 32768).
+pub const PACKS: &[u32] = &[1, 2, 4, 8, 16];
+/// The most blocks of a cluster row (`NormSpec::cluster`): the portable
+/// cluster size.
+pub const MAX_CLUSTER: u32 = 8;
+/// The most packs a thread of a general twin (`_g`) holds.
+pub const GENERAL_MAX_PACKS: u32 = 8;
+
+/// Rows a cohort of a deferred kernel's staging twin must take at least for a
+/// call off the pack grid to run on it (`NormSpec::general_twin_for`):
+/// measured ahead at 16 rows a cohort and more, behind or level at 4 and fewer.
+pub const STAGED_TWIN_ROWS: u64 = 8;
+/// And the chunks its rows must span: measured ahead at 65 and more, as often
+/// behind as ahead at 4-7 (between them, not measured).
+pub const STAGED_TWIN_SPLITS: u64 = 16;
+/// Rows up to this long take their op's short staging twin, where it has one
+/// (`NormSpec::staged_twin_for_cols`), whatever their chunk count.
+pub const STAGED_SHORT_COLS: u64 = 65537;
+/// The most packs a lane of the warp layout holds.
+pub const WARP_MAX_PACKS: u32 = 8;
+/// Bytes of one partial state in the split layout's workspace (the largest
+/// state, four words: layer norm's f64 sums).
+pub const PARTIAL_BYTES: usize = 16;
+/// Resident threads an SM holds (sm_80 and sm_90): the largest launch bound.
+pub const MAX_THREADS_PER_SM: u32 = 2048;
+/// Most bytes a prefetching block stages its next row in (`NormSpec::prefetch`,
+/// dynamic shared memory): sm_90 gives a block up to 227 KiB, and the block
+/// reduction's static scratch takes a little of it. The launcher also checks
+/// the device's own limit.
+pub const MAX_STAGE_BYTES: u64 = 224 * 1024;
+/// Shared memory an SM holds for its blocks (sm_90: 228 KiB).
+pub const SM_SHARED_BYTES: u64 = 228 * 1024;
+/// gridDim.x's limit.
+pub const MAX_GRID: u64 = i32::MAX as u64;
+/// Longest row the default ladder (`for_cols`) and the tests target; a split
+/// kernel takes longer rows while its chunks fit the device at once.
+pub const MAX_COLS: u64 = 1 << 20;
+/// One norm kernel configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NormSpec {
+    /// What the kernel computes over each row.
+    pub op: NormOp,
+    /// Softmax ops: safe or online; norms: `None`.
+    pub algo: Option<SoftmaxAlgo>,
+    /// Norms only: `h = x + residual` (rounded to the input type) is written to
+    /// the residual output and normalised (`_res` in names).
+    pub residual: bool,
+    /// The element type of x (and of residual, weight and bias).
+    pub input: DType,
+    /// The element type of the output y.
+    pub output: DType,
+    /// How a row is spread over threads.
+    pub layout: NormLayout,
+    /// Threads per row: the group size (warp layout) or the block size.
+    pub lanes: u32,
+    /// Packs of 4 elements each thread holds.
+    pub packs: u32,
+    /// The general twin (`_g` in names): any buffer alignment, `ld` and row
+    /// length. Without it the kernel takes whole packs only (`cols` and `ld`
+    /// multiples of 4, every buffer 4-element aligned), with no element path
+    /// and the registers that saves. Ask for the kernel without it: the
+    /// launcher takes the twin for calls the kernel does not fit.
+    pub general: bool,
+    /// The launch bound's blocks per SM (`_o<n>` in names), instead of the
+    /// `OCCUPANCY` table's: what `redjit bench norm --bounds` measures.
+    pub bound: Option<u32>,
+    /// Block or split layout (`_p` in names), whole packs only but for a
+    /// deferred split kernel's staging twin (`_p_g`, `staged_twin`): blocks stay
+    /// resident and take rows in turn (split: in cohorts of a row's blocks),
+    /// and each copies its next row or chunk (x, and the residual) into shared
+    /// memory with cp.async while it reduces and stores this one, so those
+    /// loads are in flight through the reductions, a split row's wait on its
+    /// other blocks, and the stores. A block's columns of the weight and bias
+    /// are staged there once where they fit (`staged_cols`); else a split
+    /// block holds its chunk's in registers (`held_cols`) or reads them from
+    /// global memory. All of it must fit `MAX_STAGE_BYTES`.
+    pub prefetch: bool,
+    /// The row streams' whole-pack loads (x, and the residual) allocate no L1
+    /// line (`ld.global.nc.L1::no_allocate`, `_n` in names): L1 then keeps the
+    /// per-column weight and bias every row reads again, which rows of 32768
+    /// otherwise evict.
+    pub no_l1: bool,
+    /// Block or split layout, whole packs only (`_x` in names): rows of exactly
+    /// the block's capacity, or of a whole number of the split layout's chunks
+    /// (`fills_exactly`), so no pack needs a bounds test (27-39 % fewer SASS
+    /// instructions in the 16-bit block kernels of 16 packs counted, 15-22 % in
+    /// the 16-bit deferred split kernels), and its packs are addressed from
+    /// one base (layer norm's block kernels also store each pack as they make
+    /// it: `stores_each_pack`). `for_cols` asks for it where
+    /// measured faster and the row fills the layout; the launcher takes the
+    /// kernel without it (its ragged twin) for a call of other rows.
+    pub exact: bool,
+    /// Split layout (`_c<n>` in names, sm_90+): each row's blocks are one
+    /// thread-block cluster of `n` (2 to `MAX_CLUSTER`), each a chunk of the
+    /// row in `n` equal parts, which exchange their states through distributed
+    /// shared memory: no workspace, and no block waits on one that is not
+    /// running. The kernel holds rows of at most `n` chunks.
+    pub cluster: Option<u32>,
+    /// Packs of its chunk's weight and bias a deferred split kernel loads
+    /// into registers once and holds for the launch (`_h<n>` in names, 0 to
+    /// `packs`), instead of `held_cols`'s rule: what the benchmarks compare.
+    pub held: Option<u32>,
+}
+
+impl Default for NormSpec {
+    /// Online softmax of f32 rows up to 512 long.
+    fn default() -> Self {
+        NormSpec {
+            op: NormOp::Softmax,
+            algo: Some(SoftmaxAlgo::Online),
+            residual: false,
+            input: DType::F32,
+            output: DType::F32,
+            layout: NormLayout::Warp,
+            lanes: 32,
+            packs: 4,
+            general: false,
+            bound: None,
+            prefetch: false,
+            no_l1: false,
+            exact: false,
+            cluster: None,
+            held: None,
+        }
+    }
+}
+
+/// How a launch is laid out: derived from the spec, the shape and the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// gridDim.x; blockDim.x is `threads()`.
+    pub grid: u32,
+    /// Blocks per row (split layout); 1 otherwise.
+    pub splits: u32,
+    /// Elements of a row each of its blocks takes (split layout: the row in
+    /// `splits` equal parts, [`NormSpec::split_span`]); the row's length
+    /// otherwise.
+    pub span: u32,
+    /// u32 counters the launch needs, zeroed when allocated: a work ticket and
+    /// two per row (split layout), a ticket and the launches' epoch (deferred
+    /// split layout, `_p`); 0 otherwise.
+    pub counters: usize,
+    /// Partial states (`NormSpec::partial_bytes` each) the launch writes.
+    pub partials: usize,
+    /// Launched cooperatively, so that every block of the grid runs at once:
+    /// a [`NormSpec::one_wave`] kernel whose grid holds every item (an item a
+    /// block, one resident wave). Such a kernel takes its item from its block
+    /// index, with no ticket before its first row load, exactly when `grid` is
+    /// the item count, which is when the plan launches it so.
+    pub cooperative: bool,
+}
+
+/// The operations a row can get, in matrix order: each softmax with each
+/// algorithm, then each norm without and with the residual add.
+pub fn row_ops() -> Vec<(NormOp, Option<SoftmaxAlgo>, bool)> {
+    let mut out = Vec::new();
+    for &op in NormOp::ALL {
+        if op.info().softmax {
+            for &a in SoftmaxAlgo::ALL {
+                out.push((op, Some(a), false));
+            }
+        } else {
+            out.push((op, None, false));
+            out.push((op, None, true));
+        }
+    }
+    out
+}
+
+impl NormSpec {
+    /// The spec of `op` (with `algo` and `residual`) for `input` -> `output`,
+    /// laid out by the default ladder for rows of `cols`.
+    pub fn with(
+        (op, algo, residual): (NormOp, Option<SoftmaxAlgo>, bool),
+        input: DType,
+        output: DType,
+        cols: u64,
+    ) -> NormSpec {
+        NormSpec {
+            op,
+            algo,
+            residual,
+            input,
+            output,
+            ..NormSpec::default()
+        }
+        .for_cols(cols)
+    }
+
+    /// Threads per block.
+    pub fn threads(&self) -> u32 {
+        match self.layout {
+            NormLayout::Warp => WARP_LAYOUT_THREADS,
+            NormLayout::Block | NormLayout::Split | NormLayout::Loop => self.lanes,
+        }
+    }
+
+    /// How the measured layouts group this kernel's element types.
+    fn layout_types(&self) -> LayoutTypes {
+        let (i, o) = (self.input.info().bytes, self.output.info().bytes);
+        if self.input == self.output {
+            if i == 4 {
+                LayoutTypes::F32
+            } else {
+                LayoutTypes::Sixteen
+            }
+        } else {
+            match (i, o) {
+                (2, 4) => LayoutTypes::Widening,
+                (4, 2) => LayoutTypes::Narrowing,
+                _ => LayoutTypes::Other,
+            }
+        }
+    }
+
+    /// How the tables group this kernel's element types.
+    fn row_types(&self) -> RowTypes {
+        match self.layout_types() {
+            LayoutTypes::F32 => RowTypes::F32,
+            LayoutTypes::Sixteen => RowTypes::Sixteen,
+            LayoutTypes::Widening | LayoutTypes::Narrowing | LayoutTypes::Other => RowTypes::Mixed,
+        }
+    }
+
+    /// The launch bound's blocks per SM: `bound`, else from `OCCUPANCY` or
+    /// `OCCUPANCY_GENERAL` (the most at which
+    /// ptxas compiled the kernel's op and layout without a stack frame or a
+    /// spill), else 1 (registers up to 65536 / threads, 255 at most). Without a
+    /// minimum ptxas aimed some kernels at 32..64 registers and spilled the
+    /// row; with a minimum of 1 it spent up to 96 registers on rows of 4 packs,
+    /// which left 2..4 blocks of 256 on an SM, too few rows in flight for a
+    /// 16-bit row (half the bytes a row) to cover memory latency.
+    pub fn min_blocks(&self) -> u32 {
+        if let Some(b) = self.bound {
+            return b;
+        }
+        let mut op = self.op.to_string();
+        if let Some(a) = self.algo {
+            op += &format!("_{a}");
+        }
+        if self.residual {
+            op += "_res";
+        }
+        // A warp-layout block is 256 threads whatever its group size: its
+        // registers a thread mostly follow the packs, so the 32-lane entry
+        // stands for a group size without an entry of its own.
+        let letter = self.layout.info().letter;
+        let plain = format!("{letter}{}x{}", self.lanes, self.packs);
+        // A prefetching or exact kernel's own entry, where it has one.
+        let staged = format!("{plain}_p");
+        let exact = format!("{plain}_x");
+        let warp32 = format!("{letter}32x{}", self.packs);
+        // The table's column: f32 rows, 16-bit rows, or different dtypes.
+        let column = self.row_types() as usize;
+        // A deferred general twin (`_p_g`) stages its rows as the deferred
+        // kernel does, at that kernel's bound.
+        let table = if self.general && !self.prefetch {
+            OCCUPANCY_GENERAL
+        } else {
+            OCCUPANCY
+        };
+        let entry = |layout: &str| {
+            table
+                .iter()
+                .find(|(o, l, ..)| *o == op && *l == layout)
+                .map(|&(_, _, f32_rows, b16_rows, mixed)| [f32_rows, b16_rows, mixed][column])
+        };
+        let bound = self
+            .prefetch
+            .then(|| entry(&staged))
+            .flatten()
+            .or_else(|| self.exact.then(|| entry(&exact)).flatten())
+            .or_else(|| entry(&plain))
+            .or_else(|| {
+                (self.layout == NormLayout::Warp)
+                    .then(|| entry(&warp32))
+                    .flatten()
+            })
+            .unwrap_or(1);
+        // No more blocks than the SM's shared memory holds staged rows of:
+        // registers a bound leaves unused are registers a thread could have.
+        match self.stage_bytes() {
+            0 => bound,
+            stage => bound.min((SM_SHARED_BYTES / stage).max(1) as u32),
+        }
+    }
+
+    /// How the kernel loads whole packs of its row streams (x, the
+    /// residual): past L1 (`no_l1`), or, in the warp layout, each L2 miss
+    /// filled as a whole 128-byte line (a warp's pack loads cover several rows
+    /// a piece each: w8x4, 64 bytes of each of four rows). H100, 2026-11-27,
+    /// 262144x128, three rounds, % of copy (BENCHMARKS.md, twenty-ninth
+    /// session): bf16 layer norm w8x4 94.9-95.2 -> 95.2-95.4, RMS norm
+    /// 95.2-95.5 -> 95.4-95.8, log-softmax 95.2-95.3 -> 95.4-95.8, safe
+    /// softmax 95.3-95.7 -> 95.8-95.9; the f32 kernels and bf16 layer norm +
+    /// residual within their spread (f32 layer norm w16x2 99.0 against
+    /// 98.9-99.6); 256-byte lines lost up to 0.5 (f32 online softmax
+    /// 98.8-98.9 against 99.3).
+    fn row_load(&self) -> &'static str {
+        if self.no_l1 {
+            "rj_load_stream"
+        } else if self.layout == NormLayout::Warp {
+            "rj_load_nc_line"
+        } else {
+            "rj_load_nc"
+        }
+    }
+
+    /// Whether the row op stores each pack as it makes it, the next packs'
+    /// weight and bias loaded ahead (`rj_out_stored`), rather than leaving the
+    /// row for the kernel to store: layer norm's exact block kernels. With
+    /// every pack's weight and bias loaded before the first store, f32
+    /// b512x16_x spilled 80 bytes (ptxas 13.0); storing as it goes, it ran at
+    /// 98.9-99.1 % of copy at 8192x32768, against 95.1-95.2 % for b512x16_n,
+    /// and bf16 b512x16_x level with the kernel before (96.5-96.6 % against
+    /// 96.4-96.6; H100, 2026-11-27, BENCHMARKS.md twenty-sixth session).
+    pub fn stores_each_pack(&self) -> bool {
+        self.op == NormOp::LayerNorm && self.layout == NormLayout::Block && self.exact
+    }
+
+    /// Whether a block per row reduces layer norm's (sum, sum of squares) in
+    /// f32, a second time only for a row far from zero, rather than Chan's
+    /// merge of (n, mean, m2). The two plain sums it replaced (the row's sum,
+    /// then its squares about the mean) won everywhere but at 16-bit rows in
+    /// 512-thread blocks (H100, BENCHMARKS.md, 2026-11-24 run7: bf16
+    /// 8192x32768 b512x16 73.2 % of copy against 88.6 %; b512x8 at
+    /// 8192x16384, where Chan's merge also compiles clean at 2 blocks an SM,
+    /// 84.4 % against 61.5 % at the 1 block the two sums compile clean at;
+    /// with the residual the two sums won there too, bf16 b512x16 81.4 %
+    /// against 74.9 %, b512x8 98.2 % against 97.0 %). The pair spills those
+    /// 16-bit kernels without the residual as well (2026-11-25: bf16 b512x8_x
+    /// 24 bytes, f16 b512x16_x 64), so they keep Chan's merge. Groups (warp
+    /// layout) always take the pair; split rows exchange one state.
+    pub fn sum_pair(&self) -> bool {
+        self.residual
+            || !(self.layout == NormLayout::Block
+                && self.lanes >= 512
+                && self.input.info().bytes < 4)
+    }
+
+    /// The general twin of this kernel (`_g`): any alignment, `ld` and length.
+    ///
+    /// A kernel of 16 packs has a split twin of 8 (`s512x8_g`): with the
+    /// element path, 16 packs a thread spilled 100–300 bytes under ptxas 13.0
+    /// for every op at 512 threads, and the twin serves only ragged or
+    /// misaligned rows.
+    /// A general kernel is its own twin.
+    pub fn general_twin(&self) -> NormSpec {
+        if self.general {
+            return self.clone();
+        }
+        // A cluster row's twin keeps its layout (`validate` holds its packs
+        // to a general twin's), as a loop's does (its packs are few: its
+        // point).
+        if self.cluster.is_some() || self.layout == NormLayout::Loop {
+            return NormSpec {
+                general: true,
+                exact: false,
+                held: None,
+                ..self.clone()
+            };
+        }
+        // Staging is for whole packs: the twin loads its rows directly.
+        let mut twin = NormSpec {
+            general: true,
+            prefetch: false,
+            exact: false,
+            held: None,
+            ..self.clone()
+        };
+        // RMS norm between two dtypes spilled 80 bytes at b512x8_g too (ptxas
+        // 13.0, at 1 block an SM), f32 -> bf16 layer norm 336: their twin is
+        // the split s512x4_g.
+        let mixed_norm = (twin.op == NormOp::RmsNorm || twin.op == NormOp::LayerNorm)
+            && !twin.residual
+            && twin.input != twin.output
+            && twin.lanes * twin.packs >= 512 * GENERAL_MAX_PACKS;
+        // A deferred split kernel of fewer packs (its three staged rows'
+        // size) has a split twin of its own (softmax: 8 packs; a norm: below).
+        let deferred = self.prefetch && self.layout == NormLayout::Split;
+        // A norm's split rows: the split twin at 2 blocks an SM. Of 4 packs
+        // (492 items at 4x1000003 in 264 resident blocks; `two_pass` keeps a
+        // block from waiting on the rest of its row) for f32 layer norm and
+        // RMS norm + residual and the norms between dtypes: measured faster
+        // than s512x8_g (one block an SM) for every norm op and dtype at
+        // 4x1000003 and 64x1048573 (H100, 2026-11-25,
+        // benchmarks/2026-11-25-h100-s11).
+        let split_norm = !twin.op.info().softmax && self.layout == NormLayout::Split;
+        // Of 8 packs, one pass, for RMS norm (without the residual, one dtype
+        // in and out: 64 registers, none spilled; one wave of 248 items at
+        // 4x1000003). Against s512x4_o2_g's two passes (H100,
+        // 2026-11-27, two rounds each alone, GB/s, benchmarks/2026-11-27-h100-s31
+        // run10): bf16 1113-1116 against 1055-1058 at 4x1000003 and 1478-1479
+        // against 1374-1375 at 64x1048573, f16 1109-1118 against 1055-1057 and
+        // 1476-1477 against 1371-1372, f32 1783-1797 against 1783 and 1989-1993
+        // against 1880-1881. bf16 -> f32 spilled 4 bytes (a mixed norm: 4 packs).
+        // 16-bit RMS norm + residual and layer norm (with and without the
+        // residual) hold their rows as raw words to fit, and 16-bit RMS norm
+        // too, for its weight's registers (`raw_rows`, whose figures are
+        // there); f32 layer norm keeps two passes of 4 packs.
+        let one_pass_of_8 = split_norm
+            && twin.input == twin.output
+            && match twin.op {
+                NormOp::RmsNorm => !twin.residual || twin.input.info().bytes == 2,
+                NormOp::LayerNorm => twin.input.info().bytes == 2,
+                NormOp::Softmax | NormOp::LogSoftmax => false,
+            };
+        if twin.packs > GENERAL_MAX_PACKS || mixed_norm || deferred || split_norm {
+            twin.layout = NormLayout::Split;
+            twin.lanes = 512;
+            twin.packs = if one_pass_of_8 {
+                GENERAL_MAX_PACKS
+            } else if mixed_norm || split_norm {
+                4
+            } else {
+                GENERAL_MAX_PACKS
+            };
+            if split_norm {
+                twin.bound = Some(2);
+            }
+            if twin.algo == Some(SoftmaxAlgo::Safe) {
+                twin.algo = Some(SoftmaxAlgo::Online);
+            }
+        }
+        twin
+    }
+
+    /// A deferred split kernel's staging general twin (`_p_g`): its cohorts
+    /// stage each row's chunks at the row's own shift from the pack grid, so
+    /// all but a row's first and last packs are whole cp.async copies. Other
+    /// kernels, and f32 layer norm (58.4-58.7 % of copy against 60.1-60.4 %
+    /// for its direct twin at 64x1048573), have none: `general_twin`.
+    pub fn staged_twin(&self) -> NormSpec {
+        if self.general || !self.deferred() || self.f32_layer_norm() {
+            return self.general_twin();
+        }
+        // 16-bit log-softmax's spilled 16 bytes at its kernel's 2 blocks an
+        // SM (ptxas 13.0): one block an SM.
+        let log16 = self.op == NormOp::LogSoftmax && self.sixteen();
+        NormSpec {
+            general: true,
+            exact: false,
+            packs: self.packs.min(GENERAL_MAX_PACKS),
+            bound: if log16 { Some(1) } else { self.bound },
+            held: None,
+            ..self.clone()
+        }
+    }
+
+    /// The staging twin for rows of `cols`: rows of up to `STAGED_SHORT_COLS`
+    /// take a short staging twin laid out for them (`short_staged_layout`),
+    /// where an op has one, else `staged_twin`.
+    pub fn staged_twin_for_cols(&self, cols: u64) -> NormSpec {
+        let aligned_split = self.deferred() && !self.general;
+        match self.short_staged_layout_for(cols) {
+            Some((lanes, packs, bound)) if aligned_split => NormSpec {
+                general: true,
+                exact: false,
+                lanes,
+                packs,
+                bound,
+                held: None,
+                ..self.clone()
+            },
+            _ => self.staged_twin(),
+        }
+    }
+
+    /// This op's short staging layout for rows of `cols`: none past
+    /// `STAGED_SHORT_COLS`.
+    fn short_staged_layout_for(&self, cols: u64) -> Option<(u32, u32, Option<u32>)> {
+        self.short_staged_layout()
+            .filter(|_| cols <= STAGED_SHORT_COLS)
+    }
+
+    /// The short staging twin's (threads, packs, launch bound), if this op has
+    /// one (for rows of up to `STAGED_SHORT_COLS`, a few chunks each, where a
+    /// long rows' layout (`staged_twin`) left blocks waiting on their row's
+    /// few others and the direct twin (`_g`) loads each chunk twice, the
+    /// norms' two passes). H100, % of copy at 4096 rows of 40001, 50257 and
+    /// 65537.
+    ///
+    /// The softmaxes (twenty-first session, runs 7-8), s256x8_p_g against
+    /// s512x8_p_g and the direct twin s512x8_g:
+    /// - bf16 softmax 74.0 / 67.5 / 69.7 against 61.9 / 58.0 / 62.6 and
+    ///   54.7 / 52.4 / 54.2; balanced (`balances`), at 3 blocks an SM, as
+    ///   at 4 it spilled 8 bytes: 75.6-75.7 / 67.0-67.4 / 69.7-69.9 against
+    ///   73.6-73.7 / 66.7-67.4 / 69.1-69.4 at 4 unbalanced (2026-11-27, run4);
+    /// - bf16 log-softmax at 3 blocks an SM (16 bytes spilled at 4) 87.4 /
+    ///   71.8 / 77.2 against 68.3 / 63.4 / 69.0 and 58.1 / 55.2 / 57.2;
+    /// - f32 softmax 89.1 / 87.4 / 88.6 against 82.5 / 78.4 / 81.0 and 85.7
+    ///   / 81.9 / 84.0;
+    /// - f32 log-softmax has none (its direct twin 89.7-90.1 / 87.2-87.3 /
+    ///   88.4-88.5 against 90.8-91.3 / 87.4-87.9 / 89.3).
+    ///
+    /// The norms (2026-11-27, twenty-second session, run5: balanced chunks in
+    /// every split kernel, the direct twins' 1-2 points slower than as they
+    /// run now; 40001 / 50257, two rounds within 0.7 points), the best of s128x8,
+    /// s256x4, s256x8 (bounds 2, 3, 4), s512x4 and s512x8 against the
+    /// direct twin s512x4_o2_g:
+    /// - RMS norm, both widths, and 16-bit RMS norm + residual: s512x4 (f32
+    ///   86.7 / 85.7 against 66.4 / 65.1; bf16 67.3 / 62.2 against 43.4 /
+    ///   39.4; bf16 + residual 81.1 / 77.5 against 63.3 / 58.8);
+    /// - layer norm: s256x8, 16-bit at 2 blocks an SM (72 bytes spilled at
+    ///   3): f32 66.7 / 62.9 against 62.8 / 60.4, bf16 38.4 / 36.2 against
+    ///   32.0 / 28.9;
+    /// - f32 layer norm + residual: s256x4, 80.1 / 80.2 against 63.5 / 62.6;
+    /// - 16-bit layer norm + residual: s512x4 with Chan's f32 state (`f64_sums`;
+    ///   run8, at 50257: 58.0-58.2 against 42.4-42.5; run5 had left it out, as
+    ///   it spilled with the f64 sums);
+    /// - none for f32 RMS norm + residual (86.6 / 86.2 at best, against 94.9
+    ///   / 92.0).
+    fn short_staged_layout(&self) -> Option<(u32, u32, Option<u32>)> {
+        // The norms' staged stream is the input's; the softmaxes' measured
+        // forms are 16-bit in and out.
+        let narrow_in = self.input.info().bytes < 4;
+        match (self.op, self.residual) {
+            (NormOp::Softmax, _) => Some((256, 8, self.sixteen().then_some(3))),
+            (NormOp::LogSoftmax, _) if self.sixteen() => Some((256, 8, Some(3))),
+            (NormOp::RmsNorm, false) => Some((512, 4, None)),
+            (NormOp::RmsNorm, true) if narrow_in => Some((512, 4, None)),
+            (NormOp::LayerNorm, false) => Some((256, 8, narrow_in.then_some(2))),
+            (NormOp::LayerNorm, true) if narrow_in => Some((512, 4, None)),
+            (NormOp::LayerNorm, true) => Some((256, 4, None)),
+            _ => None,
+        }
+    }
+
+    /// 16-bit rows in and out.
+    fn sixteen(&self) -> bool {
+        self.input.info().bytes < 4 && self.output.info().bytes < 4
+    }
+
+    /// Layer norm of f32 input without the residual (any output type).
+    fn f32_layer_norm(&self) -> bool {
+        self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes == 4
+    }
+
+    /// The general twin a call of `rows` x `cols` off the pack grid takes, this
+    /// kernel holding `resident` blocks on the device: the staging twin where
+    /// a row spans `STAGED_TWIN_SPLITS` chunks or more and its cohorts take
+    /// `STAGED_TWIN_ROWS` rows or more each, else the direct one. H100,
+    /// 2026-11-26 (BENCHMARKS.md, twenty-first session), % of copy, staging
+    /// against direct twin:
+    /// - 64x1048573 (65-129 chunks a row, 16-64 rows a cohort): ahead for
+    ///   every op it has, e.g. 16-bit softmax 74.3-74.6 against 52.7-53.4, f32
+    ///   RMS norm 77.6-78.6 against 63.9-64.1;
+    /// - 4096x50257 (4-7 chunks a row): ahead for five ops (f32 RMS norm
+    ///   77.2-77.5 against 65.2-65.3), behind for five (f32 RMS norm +
+    ///   residual 84.4 against 92.2, bf16 RMS norm + residual 54.0-54.1
+    ///   against 59.4-59.7);
+    /// - 4x1000003 (1-4 rows a cohort): within 1.5 points for 16-bit rows,
+    ///   behind for f32 (softmax 81.4-82.2 against 86.0-86.9).
+    ///
+    /// A short staging twin (`short_staged_layout`) takes rows of any chunk
+    /// count.
+    pub fn general_twin_for(&self, rows: u64, cols: u64, resident: u64) -> NormSpec {
+        let staged = self.staged_twin_for_cols(cols);
+        if !staged.prefetch {
+            return staged;
+        }
+        let short = self.short_staged_layout_for(cols).is_some();
+        let splits = staged.splits_for(cols);
+        let cohorts = (resident / splits).max(1);
+        if (short || splits >= STAGED_TWIN_SPLITS) && rows >= STAGED_TWIN_ROWS * cohorts {
+            staged
+        } else {
+            self.general_twin()
+        }
+    }
+
+    /// Blocks a split row of `cols` takes: a general twin's row may start up
+    /// to `row_grid() - 1` elements past its grid (rj_chunk's shift), which
+    /// its chunks then cover too.
+    pub fn splits_for(&self, cols: u64) -> u64 {
+        if let Some(n) = self.cluster {
+            return n.into();
+        }
+        self.reach(cols).div_ceil(self.chunk()).max(1)
+    }
+
+    /// The elements a row of `cols` spans from its chunks' first: a general
+    /// twin's up to `row_grid() - 1` more (its packs' shift).
+    fn reach(&self, cols: u64) -> u64 {
+        if self.general {
+            cols + self.row_grid() - 1
+        } else {
+            cols
+        }
+    }
+
+    /// Elements of the grid a general twin's chunks start on, at the row's
+    /// shift from it: a pack, or a pair of packs (`paired_packs`).
+    pub fn row_grid(&self) -> u64 {
+        if self.paired_packs() { 8 } else { 4 }
+    }
+
+    /// Whether a split row is held as raw 16-bit words rather than widened
+    /// packs (`rj_row_ld_raw`, `row_raw`): half the registers, so twice the
+    /// packs at the same blocks an SM (x as loaded and h = x + residual are
+    /// exact in their type). The one-pass twins of 16-bit rows, in and out,
+    /// of 8 packs, of RMS norm (with and without the residual; its sums and
+    /// outputs the widened kernel's, bit for bit) and layer norm (the split
+    /// rows' Welford form): s512x8_o2_g at 56-64 registers, where the widened
+    /// residual norms spilled 164-180 bytes (ptxas 13.0), one wave at
+    /// 4x1000003 (`general_twin`; H100, 2026-11-27, GB/s against s512x4_o2_g,
+    /// benchmarks/2026-11-27-h100-s31 run12, run13: bf16 RMS norm + residual
+    /// 1745-1753 against 1452-1456, layer norm + residual 1519-1523 against
+    /// 1218-1222, layer norm 1146-1147 against 897-904). Plain RMS norm fit
+    /// widened, and held raw it asks for its weight ahead of the stores in
+    /// the registers that frees (rj_raw_cols; 2026-11-28,
+    /// benchmarks/2026-11-28-h100-s32 run3: bf16 1305-1320 against 1109-1116
+    /// at 4x1000003, 1848-1851 against 1476-1478 at 64x1048573). Softmax and
+    /// log-softmax (s512x8_g) too, in pairs, each output's exponential made
+    /// again from the row's state (run8, against the widened twin, which
+    /// keeps e^(x - thread max)): bf16 softmax 1164-1171 against 1096-1098,
+    /// log-softmax 1174-1181 against 1091-1094, f16 1164-1178 against
+    /// 1089-1110; 64x1048573 bf16 softmax 1764-1781 against 1657-1660,
+    /// log-softmax 1794-1808 against 1650-1659.
+    pub fn raw_rows(&self) -> bool {
+        self.one_pass_split()
+            && self.general
+            && self.input.info().bytes == 2
+            && self.output.info().bytes == 2
+            && self.packs == 8
+    }
+
+    /// Whether a thread holds its packs in adjacent pairs, each pair inside
+    /// the row one 16-byte access rather than two of 8 (rj_chunk's G): the
+    /// split twins of the 16-bit residual norms, in and out (RMS norm +
+    /// residual's one pass, layer norm + residual's two), which move four row
+    /// streams, and every raw row (`raw_rows`, measured with pairs only). Against packs a lane apart (H100, 2026-11-27, two rounds each
+    /// alone, GB/s, benchmarks/2026-11-27-h100-s31 run3, run7): bf16 RMS norm +
+    /// residual s512x4_o2_g 1454-1462 against 1442-1446 at 4x1000003 and
+    /// 1730-1731 against 1714-1715 at 64x1048573, f16 1458-1465 against
+    /// 1455-1459 and 1729-1734 against 1711-1713; bf16 layer norm + residual
+    /// 1215-1218 against 1132-1134 and 1352-1354 against 1245, f16 1214-1226
+    /// against 1136-1142 and 1363-1364 against 1252-1253. The others lost
+    /// with pairs: the softmax twins (s512x8_g, widened, before they held raw
+    /// words; 64 registers either way, 5 % more SASS instructions) 3-6 % (bf16 softmax 1063-1071 against
+    /// 1093-1103 at 4x1000003, 1556-1558 against 1658-1662 at 64x1048573), the
+    /// two-pass layer norm 6 % and RMS norm 2 % at 64x1048573 (bf16
+    /// 1032-1033 against 1101, 1351-1352 against 1375-1376; at 4x1000003 +2 %
+    /// and level).
+    pub fn paired_packs(&self) -> bool {
+        (self.one_pass_split() || self.two_pass())
+            && self.general
+            && (self.residual || self.raw_rows())
+            && self.input.info().bytes == 2
+            && self.output.info().bytes == 2
+            && self.packs.is_multiple_of(2)
+    }
+
+    /// Elements each of a split row's blocks takes: the row (a general twin's
+    /// reaching up to `row_grid() - 1` further) in [`NormSpec::splits_for`] equal parts, rounded
+    /// up to whole packs, so at most [`NormSpec::chunk`]. The layout's chunks
+    /// and a remainder left a row's last block waiting mostly empty: at
+    /// 4096x50257 the seventh chunk of 8192 held 1105 elements, where the
+    /// balanced seven hold 7180 each.
+    pub fn split_span(&self, cols: u64) -> u64 {
+        if !self.balances() {
+            return self.chunk();
+        }
+        self.reach(cols)
+            .div_ceil(self.splits_for(cols))
+            .next_multiple_of(4)
+    }
+
+    /// Whether this kernel cuts a split row in equal chunks (`split_span`):
+    /// the deferred kernels (`_p`) and the short staging twins, whose rows
+    /// may span a few chunks. The direct twins (`_g`) and the long rows'
+    /// staging twins (taken at 16 chunks a row or more) keep the layout's
+    /// chunks: the chunk's own bound cost them a register, and at 4x1000003
+    /// (62 chunks a row) and 64x1048573 (64, every chunk whole) they ran
+    /// behind (H100, 2026-11-27, run3, % of copy against 722aea2: bf16
+    /// softmax s512x8_p_g 67.8-68.2 against 73.7-74.6, spilling 8 bytes;
+    /// bf16 softmax s512x8_g 55.1-55.3 against 56.1-56.2).
+    pub fn balances(&self) -> bool {
+        self.layout == NormLayout::Split
+            && (self.cluster.is_some() || self.prefetch && (!self.general || self.is_short_twin()))
+    }
+
+    /// A general deferred kernel laid out as its op's short staging twin
+    /// (`short_staged_layout`).
+    fn is_short_twin(&self) -> bool {
+        self.general
+            && self.deferred()
+            && self.short_staged_layout() == Some((self.lanes, self.packs, self.bound))
+    }
+
+    /// The same kernel for rows of any length up to its capacity: without
+    /// `exact` (the launcher takes it for the rows an exact kernel does not
+    /// fit), its columns held by the rule (`held_cols`).
+    pub fn ragged_twin(&self) -> NormSpec {
+        let ragged = NormSpec {
+            exact: false,
+            held: None,
+            ..self.clone()
+        };
+        // An exact-only layout (its ragged form spills): other rows take the
+        // ladder's layout, as for a row a pack past the entry's first length.
+        if !(self.exact && self.prefetch) {
+            return ragged;
+        }
+        let exact_only = MEASURED_LAYOUTS.iter().find(|m| {
+            m.form == Form::PrefetchExactOnly
+                && m.serves(self)
+                && (m.layout, m.lanes, m.packs) == (self.layout, self.lanes, self.packs)
+        });
+        match exact_only {
+            Some(m) => ragged.for_cols(m.cols.start() + 4),
+            None => ragged,
+        }
+    }
+
+    /// Whether the whole-pack kernel (not the general twin) takes rows of
+    /// `cols` with leading dimension `ld` from buffers at the (address, element
+    /// bytes) of `buffers`, which are read only while everything before fits.
+    pub fn whole_packs_fit(
+        cols: u64,
+        ld: u64,
+        buffers: impl IntoIterator<Item = (u64, u64)>,
+    ) -> bool {
+        cols.is_multiple_of(4)
+            && ld.is_multiple_of(4)
+            && buffers
+                .into_iter()
+                .all(|(a, bytes)| a.is_multiple_of(4 * bytes))
+    }
+
+    /// Row streams a kernel loads: x, and the residual.
+    fn streams(&self) -> u64 {
+        1 + u64::from(self.residual)
+    }
+
+    /// Per-column vectors a row op reads: weight, and bias.
+    fn vectors(&self) -> u64 {
+        let info = self.op.info();
+        if info.softmax {
+            0
+        } else {
+            1 + u64::from(info.bias)
+        }
+    }
+
+    /// Whether this kernel can hold its columns of the weight and bias in
+    /// registers: a deferred split kernel's whole-pack form (a block keeps its
+    /// chunk, so its columns, in every row).
+    fn can_hold_cols(&self) -> bool {
+        self.deferred() && !self.general && self.vectors() > 0
+    }
+
+    /// Packs of its chunk's weight and bias a deferred split kernel loads into
+    /// registers once and holds for the launch (0: none; the rest it loads
+    /// each row it finishes): `held`, else every pack (at most `HELD_CAPS`'s)
+    /// for layer norm and f32 RMS norm without the residual, where the columns
+    /// are not staged in shared memory (`staged_cols`; f32 layer norm holds
+    /// them where they would be). Loaded each row, they reached the finishing
+    /// pass from L2 after the row's states came in. H100, 2026-11-27, % of
+    /// copy, each kernel alone against its `_h0` (BENCHMARKS.md, twenty-ninth
+    /// session): at 64x1048576 f32 layer norm s512x8_p_x 81.2-81.5 ->
+    /// 88.6-88.8, bf16 s512x16_p_x 85.4-85.8 -> 88.7-89.1, f16 83.4-84.1 ->
+    /// 86.7-86.9, f32 RMS norm s512x8_p 87.6-88.1 -> 91.0-91.3; at 4096x65536
+    /// f32 layer norm 86.1 -> 91.3-91.5. 16-bit RMS norm (bf16 s512x16_p_x
+    /// 90.8-91.5 -> 89.9-90.5 at 64x1048576) and the RMS norms with the
+    /// residual (within a point either way) keep loading them.
+    pub fn held_cols(&self) -> u32 {
+        if !self.can_hold_cols() {
+            return 0;
+        }
+        if let Some(h) = self.held {
+            return h;
+        }
+        // Where the columns fit beside the staged rows, f32 layer norm
+        // holds them rather than stage them (s512x4_p 71.9-72.0 % of copy
+        // against 71.0-71.2 at 64x1000000, 85.7-85.8 against 84.8-84.9 at
+        // 256x262144); 16-bit layer norm s512x8_p stages them (63.1-63.6
+        // against 60.4 at 64x1000000).
+        if self.cols_fit_staged() && !self.f32_layer_norm() {
+            return 0;
+        }
+        let holds = match self.op {
+            NormOp::LayerNorm => true,
+            NormOp::RmsNorm => !self.residual && self.input.info().bytes == 4,
+            NormOp::Softmax | NormOp::LogSoftmax => false,
+        };
+        if !holds {
+            return 0;
+        }
+        HELD_CAPS
+            .iter()
+            .find(|&&(op, residual, input, packs, _)| {
+                (op, residual, input, packs) == (self.op, self.residual, self.input, self.packs)
+            })
+            .map_or(self.packs, |&(.., held)| held)
+    }
+
+    /// Whether a prefetching kernel with a weight stages its columns of the
+    /// weight and bias once: the block layout (every row of a block has the
+    /// same columns), and
+    /// the split layout's cohorts (a block keeps its chunk in every row) where
+    /// they fit beside the three staged rows, but for 16-bit RMS norm with the
+    /// residual. At 64x1048576 (H100, 2026-11-25, run19, three rounds) staged
+    /// columns made 16-bit layer norm s512x8_p 66.4-67.7 % of copy against
+    /// 61.3-63.2 % and f32 RMS norm + residual s512x4_p 86.6-86.8 % against
+    /// 80.8-80.9 %, and 16-bit RMS norm + residual s512x8_p 85.6-85.8 % against
+    /// 89.6-90.1 %.
+    fn staged_cols(&self) -> bool {
+        self.cols_fit_staged() && self.held_cols() == 0
+    }
+
+    /// Whether `staged_cols` would stage the columns, but for holding them.
+    fn cols_fit_staged(&self) -> bool {
+        let beside_rows = (self.staged_rows() * self.streams() + self.vectors())
+            * self.chunk()
+            * self.input.info().bytes as u64;
+        let rms_res_16 = self.op == NormOp::RmsNorm && self.residual && self.input.info().bytes < 4;
+        // A general twin's chunk moves with its row's shift: no fixed columns.
+        self.prefetch
+            && !self.general
+            && self.vectors() > 0
+            && match self.layout {
+                NormLayout::Block => true,
+                // A cluster row's block keeps its chunk in every row.
+                NormLayout::Split => {
+                    beside_rows <= MAX_STAGE_BYTES && (self.cluster.is_some() || !rms_res_16)
+                }
+                NormLayout::Warp | NormLayout::Loop => false,
+            }
+    }
+
+    /// Vectors (weight, bias) a prefetching kernel stages.
+    fn staged_vectors(&self) -> u64 {
+        if self.staged_cols() {
+            self.vectors()
+        } else {
+            0
+        }
+    }
+
+    /// Rows a prefetching block holds staged at once: the block layout its
+    /// next; the split layout three, the row it publishes, the row before (to
+    /// finish) and the row after (in flight).
+    fn staged_rows(&self) -> u64 {
+        match self.layout {
+            NormLayout::Split if self.cluster.is_none() => 3,
+            _ => 1,
+        }
+    }
+
+    /// Dynamic shared memory a launch takes: a prefetching kernel's staged rows
+    /// or chunks (every stream it loads) and, in the block layout, its columns
+    /// of the weight and bias, else 0.
+    pub fn stage_bytes(&self) -> u64 {
+        if self.prefetch {
+            (self.staged_rows() * self.streams() + self.staged_vectors())
+                * self.chunk()
+                * self.input.info().bytes as u64
+        } else {
+            0
+        }
+    }
+
+    /// Slots of a row's states a lane reads at once in a deferred split row
+    /// (`_p`): 4 where a block has an SM's registers to itself (bound 1), else
+    /// one. At 64x1048576 (64 blocks a row, H100, 2026-11-25, run9) 4 made f32
+    /// softmax 83.9-84.7 % of copy against 77.5-78.7 %; at bound 2 the 16-bit
+    /// softmax spilled with it (36 bytes) and fell from 75.6-76.8 % to
+    /// 64.6-64.7 %.
+    pub fn fetch_ahead(&self) -> u32 {
+        if self.min_blocks() == 1 { 4 } else { 1 }
+    }
+
+    /// Of those, the slots asked for before the block publishes its next row:
+    /// all of them where their registers held (under 32 chunks a row of 2^20;
+    /// not a layer norm's three words a slot beside a residual), else 1. With all 4
+    /// early, 16-bit RMS norm of 16 packs spilled 8 bytes and 16-bit layer
+    /// norm with the residual 20. 16-bit layer norm ran at 61.1-62.8 % of copy
+    /// with 4 early (H100, 64x1048576, run11) and 53.9-54.3 % with 1 (run13).
+    pub fn fetch_early(&self) -> u32 {
+        let wide_state_beside_residual = self.split_state_words() >= 3 && self.residual;
+        if self.chunk() < (1 << 20) / 32 && !wide_state_beside_residual {
+            self.fetch_ahead()
+        } else {
+            1
+        }
+    }
+
+    /// A deferred split row's second pass spreads the row's states over the
+    /// warps (`rj_red_fetch_wide`) rather than warp 0's batches: where it
+    /// measured faster (f32 RMS norm, with and without the residual, and 16-bit
+    /// layer norm; the numbers are in the prelude beside it), and for f32 layer
+    /// norm of 8 packs, which spills without it (below).
+    pub fn fetch_wide(&self) -> bool {
+        let f32_rms = self.op == NormOp::RmsNorm && self.input.info().bytes == 4;
+        let layer = self.op == NormOp::LayerNorm && !self.residual;
+        let layer_16 = layer && self.input.info().bytes < 4;
+        // f32 layer norm of 8 packs: warp 0's batches spilled s512x8_p_x (16
+        // bytes, ptxas 13.0), the warps' slots do not. Of 4 packs, wide lost
+        // (s512x4_p_x 74.3-74.5 % of copy against 77.2-77.6 % for s512x4_p,
+        // H100, 64x1048576, 2026-11-27).
+        let layer_f32_wide_rows = layer && self.input.info().bytes == 4 && self.packs >= 8;
+        (self.deferred() && (f32_rms || layer_16 || layer_f32_wide_rows)) || self.two_pass()
+    }
+
+    /// A deferred split row, or a loop row, of 16-bit layer norm exchanges
+    /// its sum and sum of squares in f64 (`rj_red_sum_sq64`) rather than
+    /// Chan's (n, mean, m2). The loop's (H100, 2026-11-27, twenty-fifth
+    /// session, run9, two rounds, 4096 rows, % of copy): bf16 l512x4 72.7 /
+    /// 75.4-75.5 / 68.9-69.0 at 33000 / 36864 / 50256 against 68.8-68.9 /
+    /// 72.1-72.2 / 66.0-66.1; f32 layer norm l512x8 lost with them (71.1-71.2
+    /// / 67.5 against 81.0-81.1 / 76.0-76.1 at 36864 / 50256). The split's: At
+    /// 64x1048576 (H100, 2026-11-25, three rounds, % of the copy of n f32):
+    /// bf16 s512x8_p 75.6-77.2 against 70.0-70.9 (one round 52.3), and
+    /// 75.2-75.6 against 69.2-71.1 in another call; f16 75.8-77.1 against
+    /// 72.6-75.4; with the residual, bf16 82.8-84.0 against 75.1-76.1 and f16
+    /// 83.7-85.0 against 77.9-79.1 (run9). Not the short staging twin of
+    /// 16-bit layer norm + residual, s512x4, which spilled 4 bytes with them
+    /// and ran faster without (4096x50257, 2026-11-27, run8: 58.0-58.2 %
+    /// against 56.9; its staging twins without the residual, and the long
+    /// ones, ran 2-4 points behind without them). It lost elsewhere (f32 layer norm s512x4_p 75.6-76.3
+    /// against 77.6-79.3, f32 layer norm + residual s512x4_p 79.5-80.3 against
+    /// 83.1-83.6, bf16 layer norm + residual s512x8 77.0-77.9 against
+    /// 78.7-79.1) and spilled f32 layer norm s512x8 and s256x8 at their bounds.
+    ///
+    /// With its columns held in registers (`held_cols`), f32 layer norm +
+    /// residual's exact deferred kernel takes them too (H100, 2026-11-27,
+    /// twenty-ninth session, run14-run15, three rounds, % of copy):
+    /// s512x4_p_x 86.5-87.0 against 83.5-84.8 at 64x1048576, 96.2-96.3
+    /// against 95.5-95.6 at 4096x65536, 96.6-96.8 against 96.3-96.7 at
+    /// 256x262144; its ragged s512x4_p lost at 64x1000000 (73.6-74.3 against
+    /// 75.1-77.0), and f32 layer norm s512x8_p_x, holding a pack fewer for
+    /// their registers, ran level (88.0-88.6 against 88.4-88.9).
+    pub fn f64_sums(&self) -> bool {
+        let f32_res_exact = self.residual
+            && self.exact
+            && self.deferred()
+            && self.input == DType::F32
+            && self.output == DType::F32;
+        self.op == NormOp::LayerNorm
+            && (f32_res_exact
+                || self.input.info().bytes < 4
+                    && (self.layout == NormLayout::Loop
+                        || self.deferred() && !(self.residual && self.is_short_twin())))
+    }
+
+    /// 32-bit words of the state a split row's blocks exchange.
+    fn split_state_words(&self) -> u32 {
+        if self.f64_sums() {
+            4
+        } else {
+            self.op.info().split_state_words
+        }
+    }
+
+    /// A general twin's split rows of layer norm (with or without the
+    /// residual) and RMS norm (without) go over the items twice, from one
+    /// ticket: every chunk's state is published first, then each chunk is
+    /// loaded again and finished once its row's states are all in. No block
+    /// waits while a chunk of the first pass is unpublished. Against one pass
+    /// (H100, 2026-11-25, three rounds each, % of the copy of n f32): layer
+    /// norm bf16 45.5-47.1 against 43.0-43.6 at 4x1000003 and 32.3-32.4
+    /// against 28.8-29.2 at 64x1048573, f32 89.3-93.9 against 76.1-77.7 and
+    /// 59.9-60.5 against 50.7-51.0, RMS norm f32 95.7-97.4 against 85.5-86.4
+    /// and 63.8-65.0 against 62.6-63.2; f32 layer norm + residual lost at
+    /// 4x1000003 (96.4-100.7 against 101.6-102.8) and won at 64x1048573
+    /// (64.8-65.1 against 60.6-60.8). The softmax twins (one wave at
+    /// 4x1000003 already) and RMS norm + residual lost with it where the
+    /// second load of a long row comes from memory (f32 RMS norm + residual
+    /// 67.6-67.9 against 74.0-74.1 at 64x1048573, f32 softmax 66.9-67.2
+    /// against 78.4-79.0): they keep one pass.
+    ///
+    /// Only the long rows' twins (4 packs: rows past 32768 columns, many
+    /// chunks a row) take it. The twins of 16385..32768 columns (s512x8_g, 2
+    /// or 3 chunks a row, whose waits overlap) lost with it where the rows
+    /// outgrow L2 (8192x32767, two rounds: bf16 layer norm 17.5-17.6 against
+    /// 20.1, bf16 RMS norm 25.1 against 28.4, bf16 layer norm + residual
+    /// 24.1-24.2 against 27.6; f32 layer norm 48.3-48.4 against 46.8-46.9).
+    pub fn two_pass(&self) -> bool {
+        let norm = match self.op {
+            NormOp::LayerNorm => true,
+            NormOp::RmsNorm => !self.residual,
+            NormOp::Softmax | NormOp::LogSoftmax => false,
+        };
+        self.layout == NormLayout::Split
+            && self.general
+            && !self.prefetch
+            && self.cluster.is_none()
+            && norm
+            && self.packs <= 4
+    }
+
+    /// Whether a general twin starts each row's chunks at the row's shift
+    /// from the pack grid (`row_grid`), so that all but its first and last
+    /// packs are whole vector accesses: the split layout's, and the loop's
+    /// RMS norm. The other loop twins ran slower with it (H100, 2026-11-27,
+    /// run13, two rounds, % of copy): bf16 RMS norm l512x4_g 62.9-63.1 against
+    /// 51.0-51.1 at 4096x36865; bf16 layer norm 38.1-38.2 against 42.3 at
+    /// 4096x50257, f32 layer norm l512x8_g 52.8 against 59.5-59.6 at 4096x36865,
+    /// f32 -> bf16 50.2 against 53.1 at 4096x45001, bf16 layer norm + residual
+    /// 45.0 against 45.4.
+    fn row_shift(&self) -> bool {
+        self.general
+            && match self.layout {
+                NormLayout::Split => true,
+                NormLayout::Loop => self.op == NormOp::RmsNorm && !self.residual,
+                NormLayout::Warp | NormLayout::Block => false,
+            }
+    }
+
+    /// Split rows whose states carry the launch's flag (every split row but a
+    /// cluster's, which exchanges through distributed shared memory, and the
+    /// one-pass kernels that count arrivals): no per-row counters.
+    fn flagged_states(&self) -> bool {
+        self.layout == NormLayout::Split && self.cluster.is_none() && !self.row_counters()
+    }
+
+    /// One-pass split kernels that count their rows' arrivals rather than flag
+    /// their states (`rj_red_split_counted`): the whole-pack ones, for their
+    /// registers. With flagged states four of them spilled 4-52 bytes (ptxas
+    /// 13.0: f32 softmax and RMS norm + residual s512x4 at 40 registers, f32
+    /// -> 16-bit layer norm + residual s512x8 at 64), the general twins none.
+    fn row_counters(&self) -> bool {
+        self.layout == NormLayout::Split
+            && self.cluster.is_none()
+            && !self.second_pass()
+            && !self.general
+    }
+
+    /// Split rows whose blocks publish their states and finish the row in a
+    /// second pass over it (deferred `_p`, or two passes), a reducer apart.
+    fn second_pass(&self) -> bool {
+        self.deferred() || self.two_pass()
+    }
+
+    /// Split rows whose blocks publish flagged states and wait for their
+    /// row's in one pass (`rj_red_split`), the row's states read over the
+    /// warps. Against counters a row (H100, 2026-11-27, two or three rounds
+    /// each alone, GB/s; benchmarks/2026-11-27-h100-s30 run4, run5): bf16 RMS
+    /// norm + residual s512x4_o2_g 1449-1462 against 1329-1345 at 4x1000003,
+    /// bf16 softmax s512x8_g 1057-1063 against 1016-1021, f32 softmax
+    /// s512x8_g 1613-1614 against 1570-1577, bf16 log-softmax s512x8_g level
+    /// (1055-1062 against 1057-1066); whole-pack kernels at 4x1000008, which
+    /// keep counting: bf16 softmax s512x8 1096-1100 against 1055-1057, f32 RMS
+    /// norm s512x8 1858-1873 against 1837-1849.
+    fn one_pass_split(&self) -> bool {
+        self.flagged_states() && !self.second_pass()
+    }
+
+    /// Whether a one-pass split row asks for each thread's first slot of the
+    /// row as the block publishes (`rj_red_split`'s kAsk): its general twins
+    /// of 4 packs or fewer. bf16 RMS norm + residual s512x4_o2_g ran
+    /// 1454-1462 GB/s with it against 1415-1425 without (H100, 2026-11-27,
+    /// 4x1000003, run5); the twins of 8 packs at 64 registers spilled 16-76
+    /// bytes with it (softmax and log-softmax s512x8_g, ptxas 13.0), none
+    /// without.
+    pub fn split_asks_early(&self) -> bool {
+        self.one_pass_split() && self.general && self.packs <= 4
+    }
+
+    /// Whether a one-pass split kernel loads its launch's epoch beside its
+    /// first ticket, both in flight at once, and takes each later ticket at
+    /// the end of an item: stored to shared memory before the ticket's add,
+    /// the epoch's load held the first row load back a round trip. Taken by
+    /// the kernels that do not ask early (H100, 2026-11-27, 4x1000003, two
+    /// rounds, GB/s, run10: bf16 softmax s512x8_g 1093-1096 against
+    /// 1048-1064, f32 softmax 1665-1676 against 1612-1621, bf16 log-softmax
+    /// 1091-1095 against 1055-1057); bf16 RMS norm + residual s512x4_o2_g,
+    /// which asks early, ran 1420-1427 with it against 1451-1457. The
+    /// two-pass kernel's layer norm + residual spilled 8-12 bytes at its 64
+    /// registers with it (ptxas 13.0), so that kernel keeps its order.
+    pub fn ticket_beside_epoch(&self) -> bool {
+        self.one_pass_split() && !self.split_asks_early()
+    }
+
+    /// Whether a one-pass split kernel whose grid holds every item (an item a
+    /// block, one resident wave) is launched cooperatively and takes its item
+    /// from its block index (`Plan::cooperative`): no ticket before its first
+    /// row load, each thread's epoch load in flight beside the row, and a
+    /// leaving count to end the launch. Every block then runs at once by the
+    /// driver's promise, not by the order of tickets. Taken by layer norm
+    /// (H100, 2026-11-28, two rounds each alone, GB/s,
+    /// benchmarks/2026-11-28-h100-s33 run3: bf16 layer norm s512x8_o2_g
+    /// 1216-1221 against 1157-1177 at 4x1000003, 943-945 against 876-877 at
+    /// 2x1000003; f16 1234-1235 against 1170-1175). Given to every one-pass
+    /// kernel (run2), the others ran within 1.3 % of their ticket either way
+    /// (bf16 softmax s512x8_g 1149-1170 against 1163-1164, bf16 RMS norm
+    /// s512x8_o2_g 1317-1324 against 1307-1313, f32 softmax 1634-1657 against
+    /// 1646-1675), and f16 softmax and log-softmax spilled 12 bytes with it and
+    /// bf16 layer norm + residual 32 (ptxas 13.0), so they keep their tickets.
+    pub fn one_wave(&self) -> bool {
+        self.one_pass_split() && self.op == NormOp::LayerNorm && !self.residual
+    }
+
+    /// Whether a two-pass split kernel takes its next ticket as it starts an
+    /// item, the add's round trip hidden behind the item, rather than before
+    /// the next item's first load (its first ticket beside the epoch's load).
+    /// Against the order before (H100, 2026-11-27, two rounds each alone,
+    /// GB/s, benchmarks/2026-11-27-h100-s31 run4), at 4x1000003: bf16 RMS
+    /// norm s512x4_o2_g 1053-1061 against 1005-1019, f16 1046-1052 against
+    /// 1005-1011, bf16 layer norm 901-903 against 875, f16 897-907 against
+    /// 869-878, f32 layer norm 1678-1691 against 1636-1638, f32 RMS norm
+    /// 1790-1796 against 1780-1784; at 64x1048573 bf16 RMS norm 1376 against
+    /// 1326, bf16 layer norm 1100-1101 against 1060-1061, f32 level to +0.7 %.
+    /// Layer norm + residual's twins spilled 12-20 bytes at their 64
+    /// registers with it (ptxas 13.0) and keep their order.
+    pub fn ticket_ahead(&self) -> bool {
+        self.two_pass() && !(self.op == NormOp::LayerNorm && self.residual)
+    }
+
+    /// A deferred split kernel (`_p`, not a cluster row's): cohorts that
+    /// publish a row's states and finish the row before.
+    fn deferred(&self) -> bool {
+        self.prefetch && self.layout == NormLayout::Split && self.cluster.is_none()
+    }
+
+    /// Bytes of one partial state in the split layout's workspace: a split
+    /// row but a cluster's sends each word of its state in a 64-bit word with
+    /// the launch's flag, rounded up to 16 bytes (the kernel stores and loads
+    /// the words in 16-byte pairs, which must be aligned); else `PARTIAL_BYTES`.
+    pub fn partial_bytes(&self) -> usize {
+        if self.flagged_states() {
+            (8 * self.split_state_words() as usize).next_multiple_of(16)
+        } else {
+            PARTIAL_BYTES
+        }
+    }
+
+    /// Elements one row (warp, block) or one chunk (split) holds.
+    pub fn chunk(&self) -> u64 {
+        u64::from(self.lanes) * u64::from(self.packs) * 4
+    }
+
+    /// Whether rows of `cols` fill this layout's chunks exactly, as its exact
+    /// form (`_x`) needs: the block's one chunk, or a whole number of a split
+    /// row's chunks.
+    pub fn fills_exactly(&self, cols: u64) -> bool {
+        let chunk = self.chunk();
+        cols > 0 && cols.is_multiple_of(chunk) && self.capacity().is_none_or(|c| cols <= c)
+    }
+
+    /// The longest row this kernel takes (`None`: a split row, while its
+    /// chunks fit the device at once, or a loop row, of any length the
+    /// launcher takes).
+    pub fn capacity(&self) -> Option<u64> {
+        match self.layout {
+            NormLayout::Loop => None,
+            // A general twin's chunks reach before its row (`reach`).
+            NormLayout::Split => self
+                .cluster
+                .map(|n| u64::from(n) * self.chunk() - self.reach(0)),
+            _ => Some(self.chunk()),
+        }
+    }
+
+    /// The same operation laid out by the default ladder for rows of `cols`
+    /// (the smallest register footprint that holds the row), or by
+    /// `MEASURED_LAYOUTS` where a measurement on the H100 chose another.
+    pub fn for_cols(&self, cols: u64) -> NormSpec {
+        self.laid_out(cols, true)
+    }
+
+    /// The kernel the ladder gives this kernel's op and types without
+    /// clusters, for rows up to this kernel's capacity: what a cluster row
+    /// (`_c<n>`) hands the calls it does not take (rows off the pack grid,
+    /// and devices below sm_90). Other kernels are their own.
+    pub fn unclustered(&self) -> NormSpec {
+        match (self.cluster, self.capacity()) {
+            (Some(_), Some(cap)) => NormSpec {
+                cluster: None,
+                ..self.clone()
+            }
+            .laid_out(cap, false),
+            _ => self.clone(),
+        }
+    }
+
+    /// The kernel this one hands its calls off the pack grid to (odd `cols`
+    /// or `ld`, misaligned buffers), with its own twins, if any: a cluster
+    /// row's `unclustered()`, and a loop row's long-row split kernel (the
+    /// ladder's for `MAX_COLS`), whose staging twins ran faster there than
+    /// the loop's general twin (H100, 2026-11-27, run15, two rounds, % of
+    /// copy): f32 layer norm s256x8_p_g 64.5-64.7 against 59.3-59.4 at
+    /// 4096x36865, f32 -> bf16 55.7-55.8 against 53.0-53.1 at 4096x45001,
+    /// bf16 layer norm + residual s512x4_p_g 52.1-52.2 against 45.6-45.7 at
+    /// 4096x33001, bf16 RMS norm 67.3 against 64.5-64.6 at 4096x40001 (62.0-62.3
+    /// against 62.9 at 36865). 16-bit layer norm keeps its loop twin
+    /// (42.2-42.3 against 36.1-36.2 for s256x8_o2_p_g at 4096x50257).
+    pub fn off_grid_kernel(&self) -> Option<NormSpec> {
+        let layer_16 =
+            self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes < 4;
+        match self.layout {
+            _ if self.general => None,
+            NormLayout::Split if self.cluster.is_some() => Some(self.unclustered()),
+            NormLayout::Loop if !layer_16 => Some(self.laid_out(MAX_COLS, false).ragged_twin()),
+            _ => None,
+        }
+    }
+
+    /// `for_cols`, with or without the measured cluster layouts.
+    fn laid_out(&self, cols: u64, clusters: bool) -> NormSpec {
+        let packs_for = |lanes: u64| {
+            let p = cols.div_ceil(lanes * 4).next_power_of_two();
+            p.clamp(1, 16) as u32
+        };
+        let measured = MEASURED_LAYOUTS
+            .iter()
+            .find(|m| m.serves(self) && m.takes(cols) && (clusters || m.form != Form::Cluster));
+        let (layout, lanes, packs) = if let Some(m) = measured {
+            (m.layout, m.lanes, m.packs)
+        } else if cols <= 128 {
+            // Up to 4 packs a lane and a group of lanes per row, several rows a
+            // warp: at 262144 x 128 on the H100, 8 lanes x 4 packs beat a warp
+            // of 1 pack for layer norm (f32: 95.6 % of copy against 65.3 %) and
+            // the online softmax (bf16: 72.9 % against 58.7 %), and were within
+            // 1.2 points of it for the other f32 row ops (BENCHMARKS.md, third
+            // session, norm variants).
+            let packs = cols.div_ceil(4).next_power_of_two().clamp(1, 4);
+            let lanes = cols.div_ceil(4 * packs).next_power_of_two().clamp(1, 32);
+            (NormLayout::Warp, lanes as u32, packs as u32)
+        } else if cols <= 1024 {
+            (NormLayout::Warp, 32, packs_for(32))
+        } else if cols <= 4096 {
+            (NormLayout::Block, 256, packs_for(256))
+        } else if cols > 8192
+            && cols <= 16384
+            && self.op == NormOp::RmsNorm
+            && !self.residual
+            && self.input.info().bytes < 4
+        {
+            // 16-bit RMS norm: 256 threads of 16 packs, 94.6 % of copy against
+            // 79.8 % for 512 x 8 (bf16 8192x16384, H100, 2026-11-24 run11);
+            // softmax and layer norm measured slower so (93.3 %, 82.0 %).
+            // Rows of exactly 16384 take 512 x 8's exact kernel at 2 blocks
+            // an SM (MEASURED_LAYOUTS).
+            (NormLayout::Block, 256, packs_for(256))
+        } else if cols <= 32768 && !(self.op == NormOp::LayerNorm && self.input != self.output) {
+            // 16 packs at 16384 < cols: one block of 512 holds the row, as
+            // Triton's one-row-per-program kernel does (2974 GB/s at
+            // 8192 x 32768 f32 on the H100, the issue's table) where the split
+            // layout, waiting on the row's other blocks, reached 86.9 % of copy.
+            // Layer norm between two dtypes spilled 152-176 bytes there
+            // (ptxas 13.0) and stays split.
+            (NormLayout::Block, 512, packs_for(512))
+        } else {
+            (NormLayout::Split, 512, 8)
+        };
+        let mut spec = NormSpec {
+            layout,
+            lanes,
+            packs,
+            prefetch: measured.is_some_and(|m| m.form.prefetches()),
+            no_l1: measured.is_some_and(|m| m.form == Form::NoL1),
+            exact: false,
+            cluster: None,
+            held: None,
+            ..self.clone()
+        };
+        // A cluster of the row's chunks.
+        if measured.is_some_and(|m| m.form == Form::Cluster) {
+            spec.cluster = Some(cols.div_ceil(spec.chunk()).clamp(2, MAX_CLUSTER.into()) as u32);
+        }
+        // Exact where measured, and only for rows that fill the layout.
+        spec.exact =
+            measured.is_some_and(|m| m.form.exact()) && !spec.general && spec.fills_exactly(cols);
+        // Safe softmax needs two exchanges across blocks; the split layout does one.
+        if layout == NormLayout::Split && spec.algo == Some(SoftmaxAlgo::Safe) {
+            spec.algo = Some(SoftmaxAlgo::Online);
+        }
+        spec
+    }
+
+    /// The launch layout for `rows` rows of `cols` on a device with `sm_count`
+    /// SMs holding `blocks_per_sm` of this kernel at once. The split layout needs
+    /// every block of a row resident at once: `splits <= resident` (the launcher
+    /// checks it and errs otherwise).
+    pub fn plan(&self, rows: u64, cols: u64, sm_count: u32, blocks_per_sm: u32) -> Plan {
+        let resident = u64::from(sm_count.max(1)) * u64::from(blocks_per_sm.max(1));
+        match self.layout {
+            NormLayout::Warp => {
+                let per_block = u64::from(WARP_LAYOUT_THREADS / self.lanes);
+                Plan {
+                    grid: rows.div_ceil(per_block).clamp(1, MAX_GRID) as u32,
+                    splits: 1,
+                    span: cols.min(u64::from(u32::MAX)) as u32,
+                    counters: 0,
+                    partials: 0,
+                    cooperative: false,
+                }
+            }
+            // A prefetching block takes rows in turn: one resident wave.
+            NormLayout::Block | NormLayout::Loop => Plan {
+                grid: if self.prefetch {
+                    rows.clamp(1, resident.min(MAX_GRID))
+                } else {
+                    rows.clamp(1, MAX_GRID)
+                } as u32,
+                splits: 1,
+                span: cols.min(u64::from(u32::MAX)) as u32,
+                counters: 0,
+                partials: 0,
+                cooperative: false,
+            },
+            NormLayout::Split if self.cluster.is_some() => {
+                let splits = self.splits_for(cols);
+                // Clusters take rows in turn; they wait on no other cluster,
+                // so a grid of more than are resident is only queued.
+                let clusters = (resident / splits)
+                    .clamp(1, rows.max(1))
+                    .min(MAX_GRID / splits);
+                Plan {
+                    grid: (clusters * splits) as u32,
+                    splits: splits as u32,
+                    span: self.split_span(cols).min(u64::from(u32::MAX)) as u32,
+                    counters: 0,
+                    partials: 0,
+                    cooperative: false,
+                }
+            }
+            NormLayout::Split => {
+                let splits = self.splits_for(cols);
+                let items = rows.saturating_mul(splits);
+                // Prefetching: cohorts of a row's blocks, as many as are
+                // resident at once and have a row.
+                let grid = if self.prefetch {
+                    (resident / splits).clamp(1, rows.max(1)) * splits
+                } else {
+                    items
+                }
+                .clamp(1, resident.min(MAX_GRID));
+                Plan {
+                    grid: grid as u32,
+                    splits: splits.min(u64::from(u32::MAX)) as u32,
+                    span: self.split_span(cols).min(u64::from(u32::MAX)) as u32,
+                    // A split kernel of flagged states keeps only its ticket
+                    // and epoch.
+                    counters: if self.flagged_states() {
+                        2
+                    } else {
+                        1 + 2 * rows as usize
+                    },
+                    partials: items as usize,
+                    cooperative: self.one_wave() && grid == items,
+                }
+            }
+        }
+    }
+
+    fn functor(&self) -> String {
+        match self.op {
+            NormOp::Softmax | NormOp::LogSoftmax => format!(
+                "rj_norm_softmax<{}, {}>",
+                self.algo == Some(SoftmaxAlgo::Online),
+                self.op == NormOp::LogSoftmax
+            ),
+            NormOp::LayerNorm | NormOp::RmsNorm => {
+                // A prefetching kernel may read weight and bias from its
+                // staged slots; a layer norm may exchange f64 sums.
+                let f = self.op.info().functor;
+                let cols = |staged| {
+                    if staged {
+                        "rj_cols_staged"
+                    } else {
+                        "rj_cols_global"
+                    }
+                };
+                let cols = if self.held_cols() > 0 {
+                    "Held"
+                } else {
+                    cols(self.staged_cols())
+                };
+                match (cols, self.f64_sums()) {
+                    ("rj_cols_global", false) => format!("{f}<T>"),
+                    (cols, false) => format!("{f}<T, {cols}>"),
+                    (cols, true) => format!("{f}<T, {cols}, true>"),
+                }
+            }
+        }
+    }
+}
+
+/// Every layout variant the ladder (`for_cols`) and the benchmarks' candidate
+/// lists use for one operation and dtype pair.
+pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
+    let mut out: Vec<NormSpec> = Vec::new();
+    let mut push = |layout, lanes, packs, prefetch, no_l1| {
+        let s = NormSpec {
+            layout,
+            lanes,
+            packs,
+            prefetch,
+            no_l1,
+            exact: false,
+            ..base.clone()
+        };
+        let fits = s.validate().is_ok();
+        if fits && !out.contains(&s) {
+            out.push(s);
+        }
+        fits
+    };
+    for &lanes in GROUP_LANES {
+        push(NormLayout::Warp, lanes, 1, false, false);
+    }
+    for &packs in &PACKS[1..] {
+        push(NormLayout::Warp, 32, packs, false, false);
+    }
+    // Several rows a warp with more bytes a lane in flight (narrow rows).
+    for lanes in [4, 8, 16] {
+        for packs in [2, 4] {
+            push(NormLayout::Warp, lanes, packs, false, false);
+        }
+    }
+    // Smaller blocks a row: more rows an SM in flight (16-bit rows).
+    for (lanes, packs) in [(128, 4), (128, 8)] {
+        push(NormLayout::Block, lanes, packs, false, false);
+    }
+    for (lanes, packs) in [
+        (256, 2),
+        (256, 4),
+        (256, 8),
+        (256, 16),
+        (512, 4),
+        (512, 8),
+        (512, 16),
+    ] {
+        push(NormLayout::Block, lanes, packs, false, false);
+    }
+    for (lanes, packs) in [(256, 8), (512, 4), (512, 8), (512, 16)] {
+        push(NormLayout::Split, lanes, packs, false, false);
+    }
+    // A block going over its row twice, a chunk at a time (any length).
+    for packs in [4, 8] {
+        push(NormLayout::Loop, 512, packs, false, false);
+    }
+    // Split rows in cohorts, three rows' chunks staged: 8 packs, or 4 where
+    // three rows of 8 do not fit (f32 with the residual) or 8 spilled (f32
+    // layer norm, 28 bytes at ptxas 13.0). 16 packs for 16-bit softmax,
+    // log-softmax and RMS norm only: 16-bit layer norm spills so (192 bytes);
+    // three rows of 16 packs with the residual, or of f32, are 384 KiB.
+    let spills8 = base.op == NormOp::LayerNorm && base.input.info().bytes == 4;
+    if spills8 || !push(NormLayout::Split, 512, 8, true, false) {
+        push(NormLayout::Split, 512, 4, true, false);
+    }
+    let sixteen_packs = base.op.info().softmax || (base.op == NormOp::RmsNorm && !base.residual);
+    if base.input.info().bytes < 4 && sixteen_packs {
+        push(NormLayout::Split, 512, 16, true, false);
+    }
+    // Long rows a block: the next row staged (16-bit rows: f32 rows lost
+    // at all four ops measured, BENCHMARKS.md fifth session of 2026-11-25),
+    // or the row streams kept out of L1.
+    for (lanes, packs) in [(256, 8), (256, 16), (512, 8), (512, 16)] {
+        if base.input.info().bytes < 4 {
+            push(NormLayout::Block, lanes, packs, true, false);
+        }
+        push(NormLayout::Block, lanes, packs, false, true);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
