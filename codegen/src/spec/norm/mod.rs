@@ -1396,38 +1396,6 @@ impl NormSpec {
             }
         }
     }
-
-    fn functor(&self) -> String {
-        match self.op {
-            NormOp::Softmax | NormOp::LogSoftmax => format!(
-                "rj_norm_softmax<{}, {}>",
-                self.algo == Some(SoftmaxAlgo::Online),
-                self.op == NormOp::LogSoftmax
-            ),
-            NormOp::LayerNorm | NormOp::RmsNorm => {
-                // A prefetching kernel may read weight and bias from its
-                // staged slots; a layer norm may exchange f64 sums.
-                let f = self.op.info().functor;
-                let cols = |staged| {
-                    if staged {
-                        "rj_cols_staged"
-                    } else {
-                        "rj_cols_global"
-                    }
-                };
-                let cols = if self.held_cols() > 0 {
-                    "Held"
-                } else {
-                    cols(self.staged_cols())
-                };
-                match (cols, self.f64_sums()) {
-                    ("rj_cols_global", false) => format!("{f}<T>"),
-                    (cols, false) => format!("{f}<T, {cols}>"),
-                    (cols, true) => format!("{f}<T, {cols}, true>"),
-                }
-            }
-        }
-    }
 }
 
 /// Every layout variant the ladder (`for_cols`) and the benchmarks' candidate
