@@ -62,7 +62,6 @@
 
 #![warn(missing_docs)]
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::Serialize;
@@ -70,7 +69,7 @@ use serde::Serialize;
 use crate::error::SpecError;
 use crate::registry::{AllReduceAlgo, Arch, DType, Family, Op};
 use crate::render;
-use crate::spec::KernelSpec;
+use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
 /// Fewest and most ranks a kernel is generated for (one host: up to 8 GPUs).
 pub const MIN_WORLD: u32 = 2;
@@ -496,28 +495,16 @@ impl KernelSpec for AllReduceSpec {
     }
 }
 
-impl fmt::Display for AllReduceSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
-    }
-}
-
 impl FromStr for AllReduceSpec {
     type Err = SpecError;
 
     /// Parses a kernel name, e.g. `all_reduce_r8_f16_max_twostage_cpasync`, and
     /// validates it; only the canonical spelling parses.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let parse_err = |rule: &str| SpecError::Parse {
-            what: "all_reduce kernel name",
-            input: s.to_string(),
-            rule: rule.to_string(),
-        };
+        let what = "all_reduce kernel name";
+        let parse_err = |rule: &str| parse_error(what, s, rule);
         let format = "expected all_reduce_r<world>_<dtype>_<op>_<algorithm>[_cpasync][_rs|_ag][_q_<transport>_sr], e.g. all_reduce_r4_bf16_sum_twostage";
-        let rest = s
-            .strip_prefix(Family::AllReduce.slug())
-            .and_then(|r| r.strip_prefix('_'))
-            .ok_or_else(|| parse_err(format))?;
+        let rest = name_rest(s, Family::AllReduce, what, format)?;
         let (rest, transport) = match rest
             .strip_suffix(SR_SUFFIX)
             .and_then(|r| r.rsplit_once(Q_MARK))
@@ -552,12 +539,7 @@ impl FromStr for AllReduceSpec {
             stage,
         };
         spec.validate()?;
-        if spec.name() != s {
-            return Err(parse_err(&format!(
-                "not the canonical spelling; did you mean {}?",
-                spec.name()
-            )));
-        }
+        canonical_spelling(&spec, s, what)?;
         Ok(spec)
     }
 }

@@ -84,3 +84,63 @@ impl<S: KernelSpec + ?Sized> KernelSpec for &S {
         (**self).check_arch(arch)
     }
 }
+
+/// Each family's kernel name is its `Display`: it parses back with `FromStr`.
+macro_rules! display_as_kernel_name {
+    ($($spec:ty),+ $(,)?) => {$(
+        impl std::fmt::Display for $spec {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&KernelSpec::name(self))
+            }
+        }
+    )+};
+}
+display_as_kernel_name!(
+    all_reduce::AllReduceSpec,
+    nms::NmsSpec,
+    norm::NormSpec,
+    reduce::ReduceSpec,
+    reduce_copy::ReduceCopySpec,
+    softmax_all::SoftmaxAllSpec,
+);
+
+/// A kernel name that does not parse: `what` says whose names (e.g. "norm
+/// kernel name"), `rule` the form expected or the part that broke it.
+pub(crate) fn parse_error(what: &'static str, input: &str, rule: &str) -> SpecError {
+    SpecError::Parse {
+        what,
+        input: input.to_string(),
+        rule: rule.to_string(),
+    }
+}
+
+/// The part of a kernel name after its family's `<slug>_`; else the parse
+/// error naming the `format` the family's names take.
+pub(crate) fn name_rest<'a>(
+    s: &'a str,
+    family: Family,
+    what: &'static str,
+    format: &str,
+) -> Result<&'a str, SpecError> {
+    s.strip_prefix(family.slug())
+        .and_then(|r| r.strip_prefix('_'))
+        .ok_or_else(|| parse_error(what, s, format))
+}
+
+/// Only the spelling the family prints parses back (no upper- for lower-case
+/// roles, no leading zeros), so that names in logs, caches and PTX agree.
+pub(crate) fn canonical_spelling(
+    spec: &impl KernelSpec,
+    s: &str,
+    what: &'static str,
+) -> Result<(), SpecError> {
+    let name = spec.name();
+    if name != s {
+        return Err(parse_error(
+            what,
+            s,
+            &format!("not the canonical spelling; did you mean {name}?"),
+        ));
+    }
+    Ok(())
+}

@@ -25,7 +25,6 @@
 //! assert!(src.code.contains("nms_walk_t256("));
 //! ```
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::Serialize;
@@ -33,7 +32,7 @@ use serde::Serialize;
 use crate::error::SpecError;
 use crate::registry::{Arch, Family, NmsStage};
 use crate::render;
-use crate::spec::KernelSpec;
+use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
 /// Boxes per column block of the mask: one bit each in a u64.
 pub const COL_BLOCK: u64 = 64;
@@ -150,31 +149,19 @@ impl KernelSpec for NmsSpec {
     }
 }
 
-impl fmt::Display for NmsSpec {
-    /// The kernel name; it parses back with `FromStr`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
-    }
-}
-
 impl FromStr for NmsSpec {
     type Err = SpecError;
 
     /// Parses a kernel name, e.g. `nms_walk_t256` or `nms_sort_t1024`, and
     /// validates it.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let parse_err = || SpecError::Parse {
-            what: "nms kernel name",
-            input: s.to_string(),
-            rule: format!(
-                "expected nms_<stage>_t<threads>, stage one of: {}, e.g. nms_walk_t256",
-                NmsStage::allowed()
-            ),
-        };
-        let rest = s
-            .strip_prefix(Family::Nms.slug())
-            .and_then(|r| r.strip_prefix('_'))
-            .ok_or_else(parse_err)?;
+        let what = "nms kernel name";
+        let format = format!(
+            "expected nms_<stage>_t<threads>, stage one of: {}, e.g. nms_walk_t256",
+            NmsStage::allowed()
+        );
+        let parse_err = || parse_error(what, s, &format);
+        let rest = name_rest(s, Family::Nms, what, &format)?;
         let (stage, threads) = rest.rsplit_once('_').ok_or_else(parse_err)?;
         let stage: NmsStage = stage.parse()?;
         let threads: u32 = threads
@@ -183,13 +170,7 @@ impl FromStr for NmsSpec {
             .ok_or_else(parse_err)?;
         let spec = NmsSpec { stage, threads };
         spec.validate()?;
-        if spec.name() != s {
-            return Err(SpecError::Parse {
-                what: "nms kernel name",
-                input: s.to_string(),
-                rule: format!("not the canonical spelling; did you mean {}?", spec.name()),
-            });
-        }
+        canonical_spelling(&spec, s, what)?;
         Ok(spec)
     }
 }

@@ -18,7 +18,6 @@
 //! assert_eq!(plan.grid, (132 * 8, 1));
 //! ```
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::Serialize;
@@ -26,7 +25,7 @@ use serde::Serialize;
 use crate::error::SpecError;
 use crate::registry::{Arch, DType, Family, ReduceAxis, ReduceOp};
 use crate::render;
-use crate::spec::KernelSpec;
+use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
 /// Threads per block of every reduce kernel (its launch bound).
 pub const THREADS: u32 = 256;
@@ -595,30 +594,17 @@ impl KernelSpec for ReduceSpec {
     }
 }
 
-impl fmt::Display for ReduceSpec {
-    /// The kernel name; it parses back with `FromStr`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
-    }
-}
-
 impl FromStr for ReduceSpec {
     type Err = SpecError;
 
     /// Parses a kernel name, e.g. `reduce_rows_varsamp_bf16_f32` or
     /// `reduce_rows_sum_f16_f16_w`, and validates it.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let parse_err = |rule: &str| SpecError::Parse {
-            what: "reduce kernel name",
-            input: s.to_string(),
-            rule: rule.to_string(),
-        };
+        let what = "reduce kernel name";
+        let parse_err = |rule: &str| parse_error(what, s, rule);
         let format =
             "expected reduce_<axis>_<op>_<input>_<accum>[_w|_c], e.g. reduce_all_sum_bf16_f32";
-        let rest = s
-            .strip_prefix(Family::Reduce.slug())
-            .and_then(|r| r.strip_prefix('_'))
-            .ok_or_else(|| parse_err(format))?;
+        let rest = name_rest(s, Family::Reduce, what, format)?;
         let (rest, warp_per_row) = match rest.strip_suffix("_w") {
             Some(r) => (r, true),
             None => (rest, false),
@@ -640,12 +626,7 @@ impl FromStr for ReduceSpec {
             cluster,
         };
         spec.validate()?;
-        if spec.name() != s {
-            return Err(parse_err(&format!(
-                "not the canonical spelling; did you mean {}?",
-                spec.name()
-            )));
-        }
+        canonical_spelling(&spec, s, what)?;
         Ok(spec)
     }
 }

@@ -27,7 +27,7 @@ use serde::Serialize;
 use crate::error::SpecError;
 use crate::registry::{Arch, DType, Family, Op, Role, Rounding, Src};
 use crate::render;
-use crate::spec::KernelSpec;
+use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
 /// Unroll factors the kernel is generated for.
 pub const UNROLLS: &[u32] = &[1, 2, 4, 8];
@@ -502,29 +502,16 @@ impl KernelSpec for ReduceCopySpec {
     }
 }
 
-impl fmt::Display for ReduceCopySpec {
-    /// The kernel name; it parses back with `FromStr`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
-    }
-}
-
 impl FromStr for ReduceCopySpec {
     type Err = SpecError;
 
     /// Parses a kernel name as the runtime prints it, e.g.
     /// `reduce_copy_u4_f32_bf16_TA_T_sum_rn`, and validates it.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let parse_err = |rule: &str| SpecError::Parse {
-            what: "reduce_copy kernel name",
-            input: s.to_string(),
-            rule: rule.to_string(),
-        };
+        let what = "reduce_copy kernel name";
+        let parse_err = |rule: &str| parse_error(what, s, rule);
         let format = "expected reduce_copy_u<unroll>_<accum>_<transport>_<src roles>_<dst roles>_<op>_<rounding>[_m<offset per buffer>], e.g. reduce_copy_u4_f32_bf16_TA_T_sum_rn (source letters: upper case volatile, lower case read-only)";
-        let rest = s
-            .strip_prefix(Family::ReduceCopy.slug())
-            .and_then(|r| r.strip_prefix('_'))
-            .ok_or_else(|| parse_err(format))?;
+        let rest = name_rest(s, Family::ReduceCopy, what, format)?;
         let mut parts: Vec<&str> = rest.split('_').collect();
         let misalignment = match parts.last().and_then(|p| p.strip_prefix('m')) {
             Some(digits) if parts.len() == 8 => {
@@ -579,14 +566,7 @@ impl FromStr for ReduceCopySpec {
             misalignment,
         };
         spec.validate()?;
-        // One spelling per kernel: a name parses only if it prints back the same
-        // (no "TA" vs "ta", no "u04"), so names in logs, caches and PTX agree.
-        if spec.name() != s {
-            return Err(parse_err(&format!(
-                "not the canonical spelling; did you mean {}?",
-                spec.name()
-            )));
-        }
+        canonical_spelling(&spec, s, what)?;
         Ok(spec)
     }
 }

@@ -45,7 +45,6 @@
 //! or only -Inf, gives NaN everywhere; -Inf elements of any other array give 0
 //! (log-softmax: -Inf).
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::Serialize;
@@ -53,8 +52,8 @@ use serde::Serialize;
 use crate::error::SpecError;
 use crate::registry::{Arch, DType, Family, NormOp, ReduceAxis, ReduceOp, SoftmaxAllStage};
 use crate::render;
-use crate::spec::KernelSpec;
 use crate::spec::reduce::{Plan, ReduceSpec, Shape};
+use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
 /// Threads per block of both stages (the stats stage's is the `reduce`
 /// family's, whose plan it uses).
@@ -327,29 +326,16 @@ impl KernelSpec for SoftmaxAllSpec {
     }
 }
 
-impl fmt::Display for SoftmaxAllSpec {
-    /// The kernel name; it parses back with `FromStr`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
-    }
-}
-
 impl FromStr for SoftmaxAllSpec {
     type Err = SpecError;
 
     /// Parses a kernel name, `softmax_all_<op>_<input>_<output>` or
     /// `softmax_all_stats_<input>`, and validates it.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let parse_err = |rule: &str| SpecError::Parse {
-            what: "softmax_all kernel name",
-            input: s.to_string(),
-            rule: rule.to_string(),
-        };
+        let what = "softmax_all kernel name";
+        let parse_err = |rule: &str| parse_error(what, s, rule);
         let format = "expected softmax_all_<op>_<input>_<output> or softmax_all_stats_<input>, e.g. softmax_all_softmax_bf16_bf16";
-        let rest = s
-            .strip_prefix(Family::SoftmaxAll.slug())
-            .and_then(|r| r.strip_prefix('_'))
-            .ok_or_else(|| parse_err(format))?;
+        let rest = name_rest(s, Family::SoftmaxAll, what, format)?;
         let parts: Vec<&str> = rest.split('_').collect();
         let spec = match parts.as_slice() {
             [stage, input] if stage.parse::<SoftmaxAllStage>() == Ok(SoftmaxAllStage::Stats) => {
@@ -361,12 +347,7 @@ impl FromStr for SoftmaxAllSpec {
             _ => return Err(parse_err(format)),
         };
         spec.validate()?;
-        if spec.name() != s {
-            return Err(parse_err(&format!(
-                "not the canonical spelling; did you mean {}?",
-                spec.name()
-            )));
-        }
+        canonical_spelling(&spec, s, what)?;
         Ok(spec)
     }
 }

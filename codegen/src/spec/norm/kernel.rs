@@ -2,6 +2,7 @@
 //! accepted or rejected), its name and parsing, and the template's context.
 
 use super::*;
+use crate::spec::{canonical_spelling, name_rest, parse_error};
 
 impl NormSpec {
     pub(super) fn functor(&self) -> String {
@@ -439,29 +440,16 @@ impl KernelSpec for NormSpec {
     }
 }
 
-impl fmt::Display for NormSpec {
-    /// The kernel name; it parses back with `FromStr`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
-    }
-}
-
 impl FromStr for NormSpec {
     type Err = SpecError;
 
     /// Parses a kernel name, e.g. `norm_softmax_online_bf16_bf16_w32x4` or
     /// `norm_rmsnorm_res_f16_f16_b256x2`, and validates it.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let parse_err = |rule: &str| SpecError::Parse {
-            what: "norm kernel name",
-            input: s.to_string(),
-            rule: rule.to_string(),
-        };
+        let what = "norm kernel name";
+        let parse_err = |rule: &str| parse_error(what, s, rule);
         let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s|l><lanes>x<packs>[_o<blocks per SM>][_c<cluster blocks>][_p][_n][_x][_g][_h<packs held>], e.g. norm_softmax_online_bf16_bf16_w32x4";
-        let rest = s
-            .strip_prefix(Family::Norm.slug())
-            .and_then(|r| r.strip_prefix('_'))
-            .ok_or_else(|| parse_err(format))?;
+        let rest = name_rest(s, Family::Norm, what, format)?;
         let mut parts: Vec<&str> = rest.split('_').collect();
         let mut held = None;
         if let Some(h) = parts.last().and_then(|p| p.strip_prefix('h')) {
@@ -536,12 +524,7 @@ impl FromStr for NormSpec {
             held,
         };
         spec.validate()?;
-        if spec.name() != s {
-            return Err(parse_err(&format!(
-                "not the canonical spelling; did you mean {}?",
-                spec.name()
-            )));
-        }
+        canonical_spelling(&spec, s, what)?;
         Ok(spec)
     }
 }

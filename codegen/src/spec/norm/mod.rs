@@ -24,7 +24,6 @@
 //! assert_eq!(spec.for_cols((1 << 20) + 4).name(), "norm_softmax_online_bf16_bf16_s512x8_p");
 //! ```
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::Serialize;
