@@ -29,6 +29,11 @@ use redjit::{
 /// runs where cols and ld allow), and one at 1..3 moves them off it.
 const SLACK: usize = 4;
 
+/// What poisoned elements hold: all bits set, a NaN no kernel writes.
+const POISON_F32: f32 = f32::from_bits(u32::MAX);
+const POISON_BF16: bf16 = bf16::from_bits(u16::MAX);
+const POISON_F16: f16 = f16::from_bits(u16::MAX);
+
 /// Where a call's buffers start past the pack grid, in elements: the outputs
 /// (`out`, inside their poisoned buffers), the weight and the bias; x and the
 /// residual start on it.
@@ -63,9 +68,9 @@ impl Dev {
     fn poisoned(s: &Arc<CudaStream>, dtype: DType, n: usize) -> Dev {
         let n = n + 2 * SLACK;
         match dtype {
-            DType::F32 => Dev::F32(s.clone_htod(&vec![f32::from_bits(u32::MAX); n]).unwrap()),
-            DType::BF16 => Dev::BF16(s.clone_htod(&vec![bf16::from_bits(u16::MAX); n]).unwrap()),
-            DType::F16 => Dev::F16(s.clone_htod(&vec![f16::from_bits(u16::MAX); n]).unwrap()),
+            DType::F32 => Dev::F32(s.clone_htod(&vec![POISON_F32; n]).unwrap()),
+            DType::BF16 => Dev::BF16(s.clone_htod(&vec![POISON_BF16; n]).unwrap()),
+            DType::F16 => Dev::F16(s.clone_htod(&vec![POISON_F16; n]).unwrap()),
             other => panic!("a norm kernel writes no {other}"),
         }
     }
@@ -79,18 +84,9 @@ impl Dev {
             all
         }
         match h {
-            HostBuffer::F32(v) => Dev::F32(
-                s.clone_htod(&after(at, f32::from_bits(u32::MAX), v))
-                    .unwrap(),
-            ),
-            HostBuffer::BF16(v) => Dev::BF16(
-                s.clone_htod(&after(at, bf16::from_bits(u16::MAX), v))
-                    .unwrap(),
-            ),
-            HostBuffer::F16(v) => Dev::F16(
-                s.clone_htod(&after(at, f16::from_bits(u16::MAX), v))
-                    .unwrap(),
-            ),
+            HostBuffer::F32(v) => Dev::F32(s.clone_htod(&after(at, POISON_F32, v)).unwrap()),
+            HostBuffer::BF16(v) => Dev::BF16(s.clone_htod(&after(at, POISON_BF16, v)).unwrap()),
+            HostBuffer::F16(v) => Dev::F16(s.clone_htod(&after(at, POISON_F16, v)).unwrap()),
             other => panic!("a norm kernel reads no {}", other.dtype()),
         }
     }
@@ -109,9 +105,9 @@ impl Dev {
     /// Every element poisoned again, in place.
     fn poison(&mut self, s: &Arc<CudaStream>) {
         match self {
-            Dev::F32(b) => s.memcpy_htod(&vec![f32::from_bits(u32::MAX); b.len()], b),
-            Dev::BF16(b) => s.memcpy_htod(&vec![bf16::from_bits(u16::MAX); b.len()], b),
-            Dev::F16(b) => s.memcpy_htod(&vec![f16::from_bits(u16::MAX); b.len()], b),
+            Dev::F32(b) => s.memcpy_htod(&vec![POISON_F32; b.len()], b),
+            Dev::BF16(b) => s.memcpy_htod(&vec![POISON_BF16; b.len()], b),
+            Dev::F16(b) => s.memcpy_htod(&vec![POISON_F16; b.len()], b),
         }
         .unwrap();
     }
@@ -165,10 +161,10 @@ impl Dev {
 }
 
 fn poison(dtype: DType) -> u32 {
-    if dtype == DType::F32 {
-        u32::MAX
-    } else {
-        0xffff
+    match dtype {
+        DType::F32 => POISON_F32.to_bits(),
+        DType::F16 => u32::from(POISON_F16.to_bits()),
+        _ => u32::from(POISON_BF16.to_bits()),
     }
 }
 
