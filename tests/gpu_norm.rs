@@ -1775,6 +1775,50 @@ fn split_rows_replayed_from_a_captured_graph() {
     }
 }
 
+/// Where the runtime launches nothing cooperatively (a partition of the
+/// device that refuses it), the one-wave 16-bit layer norm takes its items by
+/// ticket, one block more than items (`Plan::by_ticket`), and its rows still
+/// match the reference, run after run on one workspace.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn one_wave_rows_without_a_cooperative_launch() {
+    let Some(cooperative) = gpu() else { return };
+    let rt = Runtime::with_options(RuntimeOptions {
+        no_cooperative_launch: true,
+        ..RuntimeOptions::default()
+    })
+    .expect("a runtime that launches nothing cooperatively");
+    assert!(!rt.device().cooperative_launch);
+    let mut rng = common::Rng::fresh("one_wave_rows_without_a_cooperative_launch");
+    for name in [
+        "norm_layernorm_bf16_bf16_s512x8_o2_g",
+        "norm_layernorm_f16_f16_s512x8_o2_g",
+    ] {
+        let spec: NormSpec = name.parse().unwrap();
+        assert!(spec.one_wave(), "{name}");
+        let (k, k_coop) = (rt.norm(&spec).unwrap(), cooperative.norm(&spec).unwrap());
+        for (rows, cols) in [(4, 1_000_003), (4, 100_003), (1, 300_001)] {
+            let (p, p_coop) = (k.plan(rows, cols), k_coop.plan(rows, cols));
+            let items = rows as u64 * u64::from(p.splits);
+            assert!(
+                !p.cooperative && u64::from(p.grid) == items + 1,
+                "{name} {rows}x{cols}: {p:?}"
+            );
+            assert_eq!(
+                p_coop.cooperative,
+                cooperative.device().cooperative_launch,
+                "{name} {rows}x{cols} on the default runtime: {p_coop:?}"
+            );
+            let m = Matrix {
+                rows,
+                cols,
+                ld: cols,
+            };
+            check_runs(&rt, &mut rng, &spec, m, 3);
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn split_rows_are_bit_identical_run_to_run() {

@@ -19,7 +19,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use cudarc::driver::sys::CUfunction_attribute;
+use cudarc::driver::sys::{CUfunction_attribute, CUresult};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use redjit_codegen::spec::norm::Plan;
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormSpec, SpecError};
@@ -394,12 +394,22 @@ impl<'rt> NormKernel<'rt> {
 
     /// The launch layout for `rows` x `cols` on this device.
     pub fn plan(&self, rows: usize, cols: usize) -> Plan {
-        self.spec.plan(
+        self.on_this_device(self.spec.plan(
             rows as u64,
             cols as u64,
             self.rt.device().sm_count,
             self.main.blocks_per_sm,
-        )
+        ))
+    }
+
+    /// `plan` as this runtime launches it: by ticket where it launches
+    /// nothing cooperatively (`DeviceInfo::cooperative_launch`).
+    fn on_this_device(&self, plan: Plan) -> Plan {
+        if self.rt.device().cooperative_launch {
+            plan
+        } else {
+            plan.by_ticket()
+        }
     }
 
     /// Checks the call, then launches it on `stream`.
@@ -409,7 +419,7 @@ impl<'rt> NormKernel<'rt> {
             Route::HandOff(k) => return k.launch(stream, a),
         };
         let resident = u64::from(self.rt.device().sm_count) * u64::from(k.blocks_per_sm);
-        let plan = check_call(&k.spec, &NormCall::of(&a), resident)?;
+        let plan = self.on_this_device(check_call(&k.spec, &NormCall::of(&a), resident)?);
         let ws = k.workspace.hold(
             stream,
             plan.counters,
@@ -475,13 +485,24 @@ impl<'rt> NormKernel<'rt> {
         // counters and `plan.partials` slots. A whole-pack kernel runs only when
         // `for_call` found cols and ld multiples of 4 and every buffer aligned to
         // 4 elements. A cooperative plan's grid is every item of a one-pass
-        // split kernel, at most the blocks resident at once.
-        if plan.cooperative {
-            unsafe { args.launch_cooperative(cfg) }
+        // split kernel, at most the blocks resident at once; its ticket plan
+        // (`Plan::by_ticket`) the same kernel with one block more, which
+        // takes every item by ticket.
+        let launched = if plan.cooperative {
+            match unsafe { args.launch_cooperative(cfg) } {
+                // A partition of the device (MPS) may hold fewer blocks than
+                // the occupancy its SM count gives; the ticket needs only a
+                // row's blocks at once. Nothing ran: the workspace is as it was.
+                Err(e) if e.0 == CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE => {
+                    let grid_dim = (plan.by_ticket().grid, 1, 1);
+                    unsafe { args.launch(LaunchConfig { grid_dim, ..cfg }) }
+                }
+                r => r,
+            }
         } else {
             unsafe { args.launch(cfg) }
-        }
-        .during(|| format!("launching {}", k.spec.name()))?;
+        };
+        launched.during(|| format!("launching {}", k.spec.name()))?;
         Ok(())
     }
 }

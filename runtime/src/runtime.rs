@@ -45,6 +45,10 @@ pub struct DeviceInfo {
     pub total_mem: u64,
     /// The driver's CUDA version as `cuDriverGetVersion` reports it (13000 for 13.0).
     pub driver_version: i32,
+    /// Whether kernels are launched cooperatively where a launcher asks for it
+    /// (`CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH`, unless
+    /// [`RuntimeOptions::no_cooperative_launch`]).
+    pub cooperative_launch: bool,
 }
 
 /// How a runtime is set up.
@@ -64,6 +68,13 @@ pub struct RuntimeOptions {
     /// uses the buffers, or when you order your streams yourself (events,
     /// `join`).
     pub no_event_tracking: bool,
+    /// Launch nothing cooperatively. The one kernel that asks for it (16-bit
+    /// layer norm's long rows, when every item of the call fits one resident
+    /// wave) then takes its items by ticket, a few per cent slower. For a
+    /// partition of the device (MPS) whose driver refuses or cannot keep the
+    /// promise of a cooperative launch; a launch the driver refuses as too
+    /// large falls back to the ticket by itself.
+    pub no_cooperative_launch: bool,
 }
 
 /// What `prepare` did.
@@ -186,6 +197,8 @@ impl Runtime {
                 .total_mem()
                 .during(|| "reading the memory size".into())? as u64,
             driver_version: driver_version()?,
+            cooperative_launch: !opts.no_cooperative_launch
+                && attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? != 0,
         };
         let cache = match (&opts.cache_dir, opts.no_disk_cache) {
             (_, true) => CompileCache::in_memory(),

@@ -200,6 +200,28 @@ pub struct Plan {
     pub cooperative: bool,
 }
 
+impl Plan {
+    /// This plan launched as an ordinary grid where a cooperative launch is
+    /// not to be had (the device or its partition refuses it, or
+    /// `RuntimeOptions::no_cooperative_launch`): one block more than the
+    /// items, so that the one-wave kernel, which takes its item from its block
+    /// index only when the grid is exactly the item count, takes every item by
+    /// ticket (the spare block's ticket is past the items, and it leaves). A
+    /// ticket kernel needs only a row's blocks resident at once, not the
+    /// grid's, which the launcher checks as it checks every split launch. Any
+    /// other plan is returned as it is.
+    pub fn by_ticket(self) -> Plan {
+        if !self.cooperative {
+            return self;
+        }
+        Plan {
+            grid: self.grid + 1,
+            cooperative: false,
+            ..self
+        }
+    }
+}
+
 /// The operations a row can get, in matrix order: each softmax with each
 /// algorithm, then each norm without and with the residual add.
 pub fn row_ops() -> Vec<(NormOp, Option<SoftmaxAlgo>, bool)> {

@@ -801,6 +801,16 @@ fn plans() {
     assert!(p.cooperative && u64::from(p.grid) == 4 * u64::from(p.splits));
     assert!(!layer_plain.plan(64, 1_048_573, 132, 2).cooperative);
     assert!(!rms.plan(4, 1_000_003, 132, 2).cooperative);
+    // Where no cooperative launch is to be had, the same kernel takes its
+    // items by ticket: a grid of one more block than items, all else as is.
+    let t = p.by_ticket();
+    assert!(!t.cooperative && t.grid == p.grid + 1);
+    assert_eq!(
+        (t.splits, t.span, t.counters, t.partials),
+        (p.splits, p.span, p.counters, p.partials)
+    );
+    let q = rms.plan(4, 1_000_003, 132, 2);
+    assert_eq!(q.by_ticket(), q);
     // 16-bit RMS norm + residual's holds raw words in pairs too; f32's and
     // a 16-bit twin between two types keep widened packs of 4.
     let rms_res = twin((NormOp::RmsNorm, None, true));
