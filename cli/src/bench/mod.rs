@@ -117,6 +117,12 @@ pub struct Common {
     /// alone), `counted` issues it to an idle GPU.
     #[arg(long, value_enum, default_value_t = LaunchGap::Hidden)]
     pub launch_gap: LaunchGap,
+
+    /// Launch nothing cooperatively (`RuntimeOptions::no_cooperative_launch`):
+    /// the one-wave layer norm's long rows then take their items by ticket,
+    /// as on a partition of the device that refuses the cooperative launch.
+    #[arg(long)]
+    pub no_cooperative_launch: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -148,6 +154,7 @@ impl Common {
             plot: None,
             untracked: false,
             launch_gap: LaunchGap::Hidden,
+            no_cooperative_launch: false,
         }
     }
 
@@ -348,6 +355,9 @@ pub struct BenchReport {
     /// did).
     #[serde(default = "LaunchGap::before_the_field")]
     pub launch_gap: LaunchGap,
+    /// Whether nothing was launched cooperatively (`--no-cooperative-launch`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_cooperative_launch: bool,
     /// The largest size measured (older readers take it as the size).
     pub n: u64,
     /// The copy's GB/s at `n`.
@@ -382,6 +392,7 @@ fn run(
         .map_err(|e| CliError::failure(format!("`redjit bench {what}` cannot run: {e}")))?;
     let rt = Runtime::with_options(RuntimeOptions {
         no_event_tracking: common.untracked,
+        no_cooperative_launch: common.no_cooperative_launch,
         ..RuntimeOptions::default()
     })?;
     let dev = rt.device().clone();
@@ -408,6 +419,9 @@ fn run(
             ""
         }
     );
+    if common.no_cooperative_launch {
+        println!("no cooperative launch: one-wave kernels take their items by ticket");
+    }
     if let Some(t) = &torch {
         let m = &t.meta;
         println!(
@@ -462,6 +476,7 @@ fn run(
             iters: common.iters,
             warmup: common.warmup,
             launch_gap: common.launch_gap,
+            no_cooperative_launch: common.no_cooperative_launch,
             n: largest.as_ref().map_or(0, |c| c.n),
             copy_gbps: largest.as_ref().map_or(0.0, |c| c.gbps),
             copy: copy.clone(),
