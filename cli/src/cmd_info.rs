@@ -32,6 +32,14 @@ fn print_gpu() {
             println!("  L2:      {}", fmt_bytes(d.l2_bytes));
             println!("  memory:  {}", fmt_bytes(d.total_mem));
             println!(
+                "  cooperative launch: {}",
+                if d.cooperative_launch {
+                    "yes"
+                } else {
+                    "no (one-wave kernels by ticket)"
+                }
+            );
+            println!(
                 "  driver:  CUDA {}.{} ({})",
                 d.driver_version / 1000,
                 (d.driver_version % 1000) / 10,
