@@ -17,6 +17,7 @@ use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::{bf16, f16};
 use redjit::codegen::spec::norm::{row_ops, variants};
+use redjit::partition::{SmPartition, stream_sm_count};
 use redjit::reference::{HostBuffer, par_map};
 use redjit::reference_norm::{NormInputs, RowWant, expect_rows};
 use redjit::{
@@ -241,6 +242,35 @@ fn check(
     runs: usize,
     place: Place,
 ) {
+    check_on(
+        rt,
+        rt.stream(),
+        rng,
+        spec,
+        m,
+        values,
+        param,
+        stats,
+        runs,
+        place,
+    );
+}
+
+/// `check` with the kernel launched on `launch` (the buffers made, and read
+/// back, on the runtime's stream; cudarc's events order the two).
+#[allow(clippy::too_many_arguments)]
+fn check_on(
+    rt: &Runtime,
+    launch: &Arc<CudaStream>,
+    rng: &mut common::Rng,
+    spec: &NormSpec,
+    m: Matrix,
+    values: Values,
+    param: f32,
+    stats: bool,
+    runs: usize,
+    place: Place,
+) {
     let s = rt.stream();
     let out_shift = place.out;
     let what = format!(
@@ -295,7 +325,7 @@ fn check(
                 param,
             };
             kernel
-                .launch(s, args)
+                .launch(launch, args)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
         }
         let got: Vec<Vec<u32>> = [Some(&out), res_out.as_ref(), mean.as_ref(), rstd.as_ref()]
@@ -1817,6 +1847,93 @@ fn one_wave_rows_without_a_cooperative_launch() {
             check_runs(&rt, &mut rng, &spec, m, 3);
         }
     }
+}
+
+/// On a stream of an SM partition (a green context) the split rows plan for
+/// the partition's SMs: every call still matches the reference (the one-wave
+/// layer norm by ticket where its items outnumber the partition's blocks), and
+/// a row of more blocks than the partition holds is refused before launch,
+/// never left waiting for blocks that cannot start.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_rows_on_an_sm_partition() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("split_rows_on_an_sm_partition");
+    let dev = rt.device();
+    assert_eq!(stream_sm_count(rt.stream(), dev).unwrap(), dev.sm_count);
+    let part = SmPartition::new(&rt, 64).expect("a partition of 64 SMs");
+    let sms = part.sm_count();
+    assert!(
+        sms >= 64 && sms < dev.sm_count,
+        "{sms} SMs of {}",
+        dev.sm_count
+    );
+    assert_eq!(stream_sm_count(part.stream(), dev).unwrap(), sms);
+    for name in [
+        "norm_layernorm_bf16_bf16_s512x8_o2_g",
+        "norm_softmax_online_bf16_bf16_s512x8_g",
+        "norm_rmsnorm_res_bf16_bf16_s512x8_o2_g",
+        "norm_layernorm_f32_f32_s512x4_o2_g",
+    ] {
+        let spec: NormSpec = name.parse().unwrap();
+        for (rows, cols) in [(4, 1_000_003), (4, 100_003), (64, 40_000)] {
+            let m = Matrix {
+                rows,
+                cols,
+                ld: cols,
+            };
+            let param = param_of(&spec);
+            let place = Place::default();
+            check_on(
+                &rt,
+                part.stream(),
+                &mut rng,
+                &spec,
+                m,
+                Values::Normal,
+                param,
+                true,
+                2,
+                place,
+            );
+        }
+    }
+    // 16 SMs hold 32 blocks of s512x8_o2: a row of 10^6 takes 62.
+    let small = SmPartition::new(&rt, 16).expect("a partition of 16 SMs");
+    let spec: NormSpec = "norm_layernorm_bf16_bf16_s512x8_o2_g".parse().unwrap();
+    let kernel = rt.norm(&spec).unwrap();
+    let held = u64::from(small.sm_count()) * u64::from(kernel.blocks_per_sm());
+    let (rows, cols) = (4, 1_000_003);
+    assert!(
+        u64::from(kernel.plan(rows, cols).splits) > held,
+        "{held} blocks held"
+    );
+    let s = rt.stream();
+    let n = rows * cols;
+    let x = Dev::upload(s, &HostBuffer::from_fn(spec.input, n, |i| (i % 7) as f32));
+    let w = Dev::upload(s, &HostBuffer::from_fn(spec.input, cols, |_| 1.0));
+    let b = Dev::upload(s, &HostBuffer::from_fn(spec.input, cols, |_| 0.5));
+    let mut out = Dev::poisoned(s, spec.output, n);
+    let (xi, wi, bi) = (x.input(), w.input(), b.input());
+    let mut oo = out.output(n, 0);
+    let m = Matrix {
+        rows,
+        cols,
+        ld: cols,
+    };
+    let args = NormArgs::norm(
+        xi.as_ref(),
+        wi.as_ref(),
+        Some(bi.as_ref()),
+        oo.as_mut(),
+        m,
+        1e-5,
+    );
+    let e = kernel
+        .launch(small.stream(), args)
+        .expect_err("a row of more blocks than the partition holds")
+        .to_string();
+    assert!(e.contains("must all be resident"), "{e}");
 }
 
 #[test]

@@ -29,6 +29,7 @@ pub mod jit;
 mod nms;
 mod norm;
 pub mod nvrtc;
+pub mod partition;
 pub mod peer;
 pub mod philox;
 mod reduce;

@@ -26,6 +26,7 @@ use redjit_codegen::{DType, KernelSpec, NormLayout, NormSpec, SpecError};
 
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
+use crate::partition;
 use crate::reduce::Matrix;
 use crate::runtime::{Runtime, blocks_per_sm};
 use crate::workspace::Workspace;
@@ -418,7 +419,10 @@ impl<'rt> NormKernel<'rt> {
             Route::Here(k) => k,
             Route::HandOff(k) => return k.launch(stream, a),
         };
-        let resident = u64::from(self.rt.device().sm_count) * u64::from(k.blocks_per_sm);
+        // A stream of an SM partition (green context) holds that many blocks,
+        // not the device's: the plan and the check count on its SMs.
+        let sms = partition::stream_sm_count(stream, self.rt.device())?;
+        let resident = u64::from(sms) * u64::from(k.blocks_per_sm);
         let plan = self.on_this_device(check_call(&k.spec, &NormCall::of(&a), resident)?);
         let ws = k.workspace.hold(
             stream,
@@ -481,7 +485,7 @@ impl<'rt> NormKernel<'rt> {
         // `check_call` proved each present buffer has its dtype and holds the
         // shape (row buffers (rows - 1) * ld + cols, vectors cols, statistics
         // rows), the row fits the kernel, and a split launch's blocks of a row
-        // fit the device at once; the workspace holds `plan.counters` zeroed
+        // fit the launch's SMs at once; the workspace holds `plan.counters` zeroed
         // counters and `plan.partials` slots. A whole-pack kernel runs only when
         // `for_call` found cols and ld multiples of 4 and every buffer aligned to
         // 4 elements. A cooperative plan's grid is every item of a one-pass
@@ -508,8 +512,8 @@ impl<'rt> NormKernel<'rt> {
 }
 
 /// Checks a call of `spec`'s kernel without a GPU (`resident`: blocks of the
-/// kernel the device holds at once). Returns the launch plan. Every launch goes
-/// through here.
+/// kernel the SMs the launch runs on hold at once, the device's or an SM
+/// partition's). Returns the launch plan. Every launch goes through here.
 pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> {
     spec.validate()?;
     let err = Error::launch_of(|| spec.name());
@@ -664,7 +668,7 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> 
                 "cols",
                 m.cols.to_string(),
                 format!(
-                    "a row takes {} blocks and the device holds {resident} of this kernel at once; the blocks of a row must all be resident",
+                    "a row takes {} blocks and the SMs the launch runs on hold {resident} of this kernel at once; the blocks of a row must all be resident",
                     plan.splits
                 ),
             ));
