@@ -448,6 +448,15 @@ fn host_columns(
     (w, b)
 }
 
+/// Rows of `cols` back to back (ld = cols).
+fn dense(rows: usize, cols: usize) -> Matrix {
+    Matrix {
+        rows,
+        cols,
+        ld: cols,
+    }
+}
+
 fn param_of(spec: &NormSpec) -> f32 {
     if spec.op.info().softmax { 1.0 } else { 1e-5 }
 }
@@ -553,12 +562,7 @@ fn every_op_and_dtype_pair_at_odd_row_lengths() {
             for output in DType::stores() {
                 for (rows, cols) in SHAPES {
                     let spec = NormSpec::with(ops, input, output, cols as u64);
-                    let m = Matrix {
-                        rows,
-                        cols,
-                        ld: cols,
-                    };
-                    check_with_stats(&rt, &mut rng, &spec, m);
+                    check_with_stats(&rt, &mut rng, &spec, dense(rows, cols));
                 }
             }
         }
@@ -1034,11 +1038,7 @@ fn the_launcher_picks_the_staging_twin_for_many_long_rows() {
                 (8 * cohorts, twin.clone()),
                 (8 * cohorts - 1, spec.general_twin()),
             ] {
-                let m = Matrix {
-                    rows,
-                    cols,
-                    ld: cols,
-                };
+                let m = dense(rows, cols);
                 assert_eq!(
                     kernel.spec_for_aligned(m).unwrap(),
                     want,
@@ -1708,12 +1708,7 @@ fn split_workspace_serves_calls_of_other_row_counts() {
             (300, 40_000),
             (64, 1 << 20),
         ] {
-            let m = Matrix {
-                rows,
-                cols,
-                ld: cols,
-            };
-            check_with_stats(&rt, &mut rng, &spec, m);
+            check_with_stats(&rt, &mut rng, &spec, dense(rows, cols));
         }
     }
 }
@@ -1744,11 +1739,7 @@ fn split_rows_replayed_from_a_captured_graph() {
         ("norm_layernorm_f32_f32_s512x4_o2_g", 4, 100_003),
     ] {
         let spec: NormSpec = name.parse().unwrap();
-        let m = Matrix {
-            rows,
-            cols,
-            ld: cols,
-        };
+        let m = dense(rows, cols);
         let what = format!("{name} {rows}x{cols}, replayed");
         let n = rows * cols;
         let fresh = |rng: &mut common::Rng| {
@@ -1839,12 +1830,7 @@ fn one_wave_rows_without_a_cooperative_launch() {
                 cooperative.device().cooperative_launch,
                 "{name} {rows}x{cols} on the default runtime: {p_coop:?}"
             );
-            let m = Matrix {
-                rows,
-                cols,
-                ld: cols,
-            };
-            check_runs(&rt, &mut rng, &spec, m, 3);
+            check_runs(&rt, &mut rng, &spec, dense(rows, cols), 3);
         }
     }
 }
@@ -1877,11 +1863,7 @@ fn split_rows_on_an_sm_partition() {
     ] {
         let spec: NormSpec = name.parse().unwrap();
         for (rows, cols) in [(4, 1_000_003), (4, 100_003), (64, 40_000)] {
-            let m = Matrix {
-                rows,
-                cols,
-                ld: cols,
-            };
+            let m = dense(rows, cols);
             let param = param_of(&spec);
             let place = Place::default();
             check_on(
@@ -1916,11 +1898,7 @@ fn split_rows_on_an_sm_partition() {
     let mut out = Dev::poisoned(s, spec.output, n);
     let (xi, wi, bi) = (x.input(), w.input(), b.input());
     let mut oo = out.output(n, 0);
-    let m = Matrix {
-        rows,
-        cols,
-        ld: cols,
-    };
+    let m = dense(rows, cols);
     let args = NormArgs::norm(
         xi.as_ref(),
         wi.as_ref(),
@@ -1945,12 +1923,7 @@ fn split_rows_are_bit_identical_run_to_run() {
         let spec = NormSpec::with(ops, DType::BF16, DType::BF16, 1 << 20);
         assert_eq!(spec.layout, NormLayout::Split);
         for (rows, cols) in [(4, 1_000_003), (64, 1 << 20), (300, 40_000)] {
-            let m = Matrix {
-                rows,
-                cols,
-                ld: cols,
-            };
-            check_runs(&rt, &mut rng, &spec, m, 3);
+            check_runs(&rt, &mut rng, &spec, dense(rows, cols), 3);
         }
     }
 }
@@ -1973,11 +1946,7 @@ fn the_issue_shapes() {
         for &(rows, cols) in shapes {
             for d in [DType::BF16, DType::F32] {
                 let spec = NormSpec::with(ops, d, d, cols as u64);
-                let m = Matrix {
-                    rows,
-                    cols,
-                    ld: cols,
-                };
+                let m = dense(rows, cols);
                 check(
                     &rt,
                     &mut rng,
