@@ -420,8 +420,16 @@ impl<'rt> NormKernel<'rt> {
             Route::HandOff(k) => return k.launch(stream, a),
         };
         // A stream of an SM partition (green context) holds that many blocks,
-        // not the device's: the plan and the check count on its SMs.
-        let sms = partition::stream_sm_count(stream, self.rt.device())?;
+        // not the device's: a split row's blocks wait on each other, so its
+        // plan and check count on the stream's SMs. The other layouts' blocks
+        // wait on none (a grid past the partition only queues), and their
+        // launches, the short rows', skip the driver call.
+        let dev = self.rt.device();
+        let sms = if k.spec.layout == NormLayout::Split {
+            partition::stream_sm_count(stream, dev)?
+        } else {
+            dev.sm_count
+        };
         let resident = u64::from(sms) * u64::from(k.blocks_per_sm);
         let plan = self.on_this_device(check_call(&k.spec, &NormCall::of(&a), resident)?);
         let ws = k.workspace.hold(
