@@ -423,7 +423,7 @@ impl<'rt> NormKernel<'rt> {
         // not the device's: a split row's blocks wait on each other, so its
         // plan and check count on the stream's SMs. The other layouts' blocks
         // wait on none (a grid past the partition only queues), and their
-        // launches, the short rows', skip the driver call.
+        // launches skip the driver call.
         let dev = self.rt.device();
         let sms = if k.spec.layout == NormLayout::Split {
             partition::stream_sm_count(stream, dev)?
