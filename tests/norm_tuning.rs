@@ -13,6 +13,7 @@ mod common;
 use std::fmt::Write;
 
 use redjit::codegen::spec::norm::{MAX_COLS, row_ops};
+use redjit::codegen::tuning::Tuning;
 use redjit::{DType, KernelSpec, NormSpec};
 
 /// Row lengths where a pick can change: both sides of every power of two and
@@ -25,8 +26,8 @@ fn cols_grid() -> Vec<u64> {
         p *= 2;
     }
     for edge in [
-        2048, 4096, 8192, 16383, 16384, 32768, 33792, 36864, 38912, 40960, 49151, 49152,
-        53248, 57343, 57344, 65535, 65536,
+        2048, 4096, 8192, 16383, 16384, 32768, 33792, 36864, 38912, 40960, 49151, 49152, 53248,
+        57343, 57344, 65535, 65536,
     ] {
         out.extend([edge - 1, edge, edge + 1]);
     }
@@ -69,6 +70,9 @@ fn picks(pick: impl Fn(&NormSpec, u64) -> NormSpec) -> String {
 
 #[test]
 fn the_h100_table_keeps_every_pick() {
-    let text = picks(|base, cols| base.for_cols(cols));
+    let h100 = Tuning::shipped("h100-sxm").unwrap();
+    let text = picks(|base, cols| base.for_shape(None, cols, &h100));
+    // What a derivation without a device takes is the same table.
+    assert_eq!(text, picks(|base, cols| base.for_cols(cols)));
     snapshot!("norm_picks_h100", text.as_str());
 }

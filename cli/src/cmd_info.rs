@@ -45,6 +45,8 @@ fn print_gpu() {
                 (d.driver_version % 1000) / 10,
                 d.driver_version
             );
+            let t = rt.tuning();
+            println!("  tuning:  {} ({})", t.tuning.chain().join(" -> "), t.why);
             println!(
                 "  context: {:.1} ms to create",
                 rt.context_time().as_secs_f64() * 1e3

@@ -12,6 +12,7 @@ mod cmd_gen;
 mod cmd_info;
 mod cmd_report;
 mod cmd_sass;
+mod cmd_tune;
 mod devbuf;
 mod error;
 mod plot;
@@ -52,6 +53,9 @@ enum Command {
     Cache(cmd_cache::CacheArgs),
     /// Benchmarks (GPU only).
     Bench(bench::BenchArgs),
+    /// Time each candidate strategy of a family on this GPU and write its
+    /// tuning table (GPU only).
+    Tune(cmd_tune::TuneArgs),
     /// A BENCHMARKS.md section (and plot) from a `redjit bench --json` file (no GPU needed).
     Report(cmd_report::ReportArgs),
     /// Check every kernel family against its CPU twin on the GPU (without one:
@@ -71,6 +75,7 @@ fn run(cli: &Cli) -> CliResult {
         Command::Report(a) => cmd_report::report_cmd(a),
         Command::Cache(a) => cmd_cache::cache_cmd(a),
         Command::Bench(a) => bench::bench_cmd(a),
+        Command::Tune(a) => cmd_tune::tune_cmd(a),
         Command::Selftest(a) => selftest::selftest_cmd(a),
         Command::CompileWorker(a) => selftest::compile::worker_cmd(a),
     }

@@ -44,6 +44,17 @@ pub enum SpecError {
         /// The oldest architecture that runs it.
         needs: Arch,
     },
+    /// A tuning table could not be read, or a row of it names a strategy
+    /// that makes no valid kernel.
+    #[error("{file}:{line}: {rule}")]
+    Table {
+        /// The table (a shipped table's name, or the file's path).
+        file: String,
+        /// The 1-based line of the offending row (0: the table as a whole).
+        line: usize,
+        /// What is wrong, naming the value and the rule.
+        rule: String,
+    },
     /// The template engine failed; a bug in redjit, not in the caller's spec.
     #[error("rendering template {template} failed: {message}")]
     Render {

@@ -25,6 +25,7 @@ pub mod error;
 pub mod registry;
 mod render;
 pub mod spec;
+pub mod tuning;
 
 pub use error::SpecError;
 pub use registry::{

@@ -40,6 +40,7 @@ pub mod reference_norm;
 pub mod reference_reduce;
 mod runtime;
 mod softmax_all;
+pub mod tuning;
 mod workspace;
 
 pub use cache::{CacheKey, CacheStats, CompileCache, Origin};

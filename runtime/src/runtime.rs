@@ -13,13 +13,15 @@
 //! ```
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
-use redjit_codegen::{Arch, KernelSpec};
+use redjit_codegen::tuning::Selection;
+use redjit_codegen::{Arch, KernelSpec, NormSpec};
 
 use crate::cache::{CacheKey, CompileCache, Origin};
 use crate::error::{DriverContext, Error, Result};
@@ -111,6 +113,7 @@ pub struct Runtime {
     /// one batch share one module.
     modules: Mutex<HashMap<CacheKey, Arc<CudaModule>>>,
     context_time: Duration,
+    tuning: Selection,
 }
 
 /// Blocks of `threads` threads of `func` an SM keeps resident when each
@@ -207,8 +210,17 @@ impl Runtime {
             (Some(dir), false) => CompileCache::on_disk(dir)?,
             (None, false) => CompileCache::from_env()?,
         };
+        let tuning = crate::tuning::select(
+            &device,
+            cache
+                .dir()
+                .map(Path::to_path_buf)
+                .or_else(crate::cache::default_dir)
+                .as_deref(),
+        );
         let jit = Jit::new(device.arch, cache);
         Ok(Runtime {
+            tuning,
             ctx,
             stream,
             device,
@@ -217,6 +229,19 @@ impl Runtime {
             modules: Mutex::default(),
             context_time,
         })
+    }
+
+    /// The tuning table kernels are laid out by on this device, and why it
+    /// was chosen.
+    pub fn tuning(&self) -> &Selection {
+        &self.tuning
+    }
+
+    /// `spec`'s operation laid out for `rows` x `cols` by this device's
+    /// tuning table ([`NormSpec::for_shape`]): the kernel to ask
+    /// [`Runtime::norm`] for.
+    pub fn norm_layout(&self, spec: &NormSpec, rows: usize, cols: usize) -> NormSpec {
+        spec.for_shape(Some(rows as u64), cols as u64, &self.tuning.tuning)
     }
 
     /// The CUDA context (primary context of the device).

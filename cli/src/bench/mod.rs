@@ -10,8 +10,8 @@
 
 mod all_reduce;
 pub(crate) mod nms;
-mod norm;
-mod reduce;
+pub mod norm;
+pub mod reduce;
 mod reduce_copy;
 mod softmax_all;
 
@@ -195,8 +195,11 @@ pub fn bench_cmd(args: &BenchArgs) -> CliResult {
         }
         BenchCmd::Norm(a) => {
             let torch = a.common.check()?;
-            let cases = norm::cases(a)?;
+            // Flags checked before the GPU is looked for; the device's table
+            // lays the cases out once it is.
+            norm::cases(a, &redjit_codegen::tuning::Tuning::ladder())?;
             run(&a.common, torch, "norm", |b| {
+                let cases = norm::cases(a, &b.rt.tuning().tuning)?;
                 norm::bench(b, &cases, a.offset)
             })
         }
@@ -220,10 +223,11 @@ pub fn bench_cmd(args: &BenchArgs) -> CliResult {
             let rc_specs = reduce_copy::specs(&rc)?;
             let red = ReduceBenchArgs::defaults(a.common.clone());
             let cases = reduce::cases(&red, &sizes)?;
-            let norm_cases = norm::cases(&NormBenchArgs::defaults(a.common.clone()))?;
+            let norm_args = NormBenchArgs::defaults(a.common.clone());
             run(&a.common, torch, "all", |b| {
                 reduce_copy::bench(b, &rc, &rc_specs, &sizes)?;
                 reduce::bench(b, &cases)?;
+                let norm_cases = norm::cases(&norm_args, &b.rt.tuning().tuning)?;
                 norm::bench(b, &norm_cases, 0.0)
             })
         }
@@ -382,7 +386,7 @@ pub struct Bench<'rt> {
     header_printed: bool,
 }
 
-fn run(
+pub fn run(
     common: &Common,
     torch: Option<TorchTable>,
     what: &str,

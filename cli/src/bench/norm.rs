@@ -9,8 +9,9 @@
 
 use clap::Args;
 use redjit_codegen::spec::norm::{row_ops, variants};
+use redjit_codegen::tuning::Tuning;
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAlgo};
-use redjit_runtime::{KernelOutput, Matrix, NormArgs};
+use redjit_runtime::{KernelOutput, Matrix, NormArgs, NormKernel};
 
 use super::reduce::parse_shapes;
 use super::{Bench, Common, KernelRow};
@@ -118,7 +119,8 @@ pub fn torch_key(spec: &NormSpec) -> String {
 /// The cases: each row op (the online and the safe softmax, log-softmax online,
 /// each norm with and without residual) x dtype x shape, at the default layout
 /// or every fitting variant; `--spec` names instead.
-pub fn cases(a: &NormBenchArgs) -> CliResult<Vec<Case>> {
+/// `tuning`: the table the default layouts come from (the device's).
+pub fn cases(a: &NormBenchArgs, tuning: &Tuning) -> CliResult<Vec<Case>> {
     let shapes = parse_shapes(&a.shapes)?;
     if shapes.iter().any(|&(r, c)| r == 0 || c == 0) {
         return Err(CliError::usage("a shape has no rows or no columns"));
@@ -164,7 +166,8 @@ pub fn cases(a: &NormBenchArgs) -> CliResult<Vec<Case>> {
                 continue;
             }
             for &(rows, cols) in &shapes {
-                let base = NormSpec::with(ops, d, d, cols as u64);
+                let base =
+                    NormSpec::with(ops, d, d, 1).for_shape(Some(rows as u64), cols as u64, tuning);
                 if a.variants {
                     // Layouts far wider than the row only idle (run4: blocks and
                     // splits at 128 columns ran at 1-27 % of copy and took most
@@ -216,7 +219,6 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case], offset: f32) -> CliResult {
         prep.from_disk
     ));
     b.expect(cases.len() as u64);
-    let stream = rt.stream();
     let mut order: Vec<&Case> = cases.iter().collect();
     order.sort_by_key(|c| c.m.rows * c.m.cols);
     for case in order {
@@ -242,68 +244,11 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case], offset: f32) -> CliResult {
             }
         }
         let same_bytes_gbps = b.copy_gbps((case.row_bytes() / 8).max(1) as usize)?;
-        let rotations = b.rotations(bytes);
-        let info = case.spec.op.info();
-        struct Set {
-            x: DevBuf,
-            res: Option<DevBuf>,
-            out: DevBuf,
-            res_out: Option<DevBuf>,
-        }
-        let mut sets = Vec::new();
-        for _ in 0..rotations {
-            let input = inputs.as_ref().unwrap_or(&b.filler);
-            sets.push(Set {
-                x: input.alloc(case.spec.input, n)?,
-                res: case
-                    .spec
-                    .residual
-                    .then(|| input.alloc(case.spec.input, n))
-                    .transpose()?,
-                out: b.filler.alloc(case.spec.output, n)?,
-                res_out: case
-                    .spec
-                    .residual
-                    .then(|| b.filler.alloc(case.spec.input, n))
-                    .transpose()?,
-            });
-        }
-        let w = (!info.softmax)
-            .then(|| b.filler.alloc(case.spec.input, case.m.cols))
-            .transpose()?;
-        let bias = info
-            .bias
-            .then(|| b.filler.alloc(case.spec.input, case.m.cols))
-            .transpose()?;
-        let param = if info.softmax { 1.0 } else { 1e-5 };
-        let mut i = 0usize;
-        let cols = case.m.cols;
-        let us = b.median_us(|| {
-            let set = &mut sets[i % rotations as usize];
-            i += 1;
-            let xv = set.x.view(0, n);
-            let rv = set.res.as_ref().map(|r| r.view(0, n));
-            let wv = w.as_ref().map(|w| w.view(0, cols));
-            let bv = bias.as_ref().map(|b| b.view(0, cols));
-            let mut ov = set.out.view_mut(0, n);
-            let mut rov = set.res_out.as_mut().map(|r| r.view_mut(0, n));
-            let args = NormArgs {
-                x: xv.input(),
-                residual: rv.as_ref().map(|v| v.input()),
-                weight: wv.as_ref().map(|v| v.input()),
-                bias: bv.as_ref().map(|v| v.input()),
-                out: ov.output(),
-                residual_out: rov.as_mut().map(|v| v.output() as &mut dyn KernelOutput),
-                mean: None,
-                rstd: None,
-                shape: case.m,
-                param,
-            };
-            kernel.launch(stream, args)?;
-            Ok(())
-        })?;
-        drop(sets);
-        stream
+        let mut bufs = Buffers::new(b, case, inputs.as_ref(), bytes)?;
+        let rotations = bufs.sets.len() as u64;
+        let us = time_case(b, &kernel, case, &mut bufs)?;
+        drop(bufs);
+        b.rt.stream()
             .synchronize()
             .during(|| format!("finishing {name}"))?;
         let reference = b
@@ -327,6 +272,113 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case], offset: f32) -> CliResult {
     Ok(())
 }
 
+/// One rotated set of a call's row buffers.
+struct Set {
+    x: DevBuf,
+    res: Option<DevBuf>,
+    out: DevBuf,
+    res_out: Option<DevBuf>,
+}
+
+/// The buffers a norm call is timed over: rotated row buffers (the residual
+/// ones where the case has a residual), one weight and one bias.
+pub struct Buffers {
+    sets: Vec<Set>,
+    w: Option<DevBuf>,
+    bias: Option<DevBuf>,
+}
+
+impl Buffers {
+    /// Buffers for `case`, rotated past L2 for a call moving `set_bytes`;
+    /// inputs from `inputs` (else the bench's filler).
+    pub fn new(
+        b: &Bench<'_>,
+        case: &Case,
+        inputs: Option<&Filler>,
+        set_bytes: u64,
+    ) -> CliResult<Buffers> {
+        let n = case.m.rows * case.m.cols;
+        let rotations = b.rotations(set_bytes);
+        let info = case.spec.op.info();
+        let input = inputs.unwrap_or(&b.filler);
+        let mut sets = Vec::new();
+        for _ in 0..rotations {
+            sets.push(Set {
+                x: input.alloc(case.spec.input, n)?,
+                res: case
+                    .spec
+                    .residual
+                    .then(|| input.alloc(case.spec.input, n))
+                    .transpose()?,
+                out: b.filler.alloc(case.spec.output, n)?,
+                res_out: case
+                    .spec
+                    .residual
+                    .then(|| b.filler.alloc(case.spec.input, n))
+                    .transpose()?,
+            });
+        }
+        let w = (!info.softmax)
+            .then(|| b.filler.alloc(case.spec.input, case.m.cols))
+            .transpose()?;
+        let bias = info
+            .bias
+            .then(|| b.filler.alloc(case.spec.input, case.m.cols))
+            .transpose()?;
+        Ok(Buffers { sets, w, bias })
+    }
+}
+
+/// The median time of `kernel` over `case`'s shape, the calls rotating over
+/// `bufs` (which must hold what the case's op takes).
+pub fn time_case(
+    b: &Bench<'_>,
+    kernel: &NormKernel<'_>,
+    case: &Case,
+    bufs: &mut Buffers,
+) -> CliResult<f64> {
+    let info = case.spec.op.info();
+    let n = case.m.rows * case.m.cols;
+    let cols = case.m.cols;
+    let param = if info.softmax { 1.0 } else { 1e-5 };
+    let stream = b.rt.stream();
+    let rotations = bufs.sets.len();
+    let (w, bias) = (bufs.w.as_ref(), bufs.bias.as_ref());
+    let mut i = 0usize;
+    b.median_us(|| {
+        let set = &mut bufs.sets[i % rotations];
+        i += 1;
+        let xv = set.x.view(0, n);
+        let rv = case
+            .spec
+            .residual
+            .then(|| set.res.as_ref().map(|r| r.view(0, n)))
+            .flatten();
+        let wv = w.filter(|_| !info.softmax).map(|w| w.view(0, cols));
+        let bv = bias.filter(|_| info.bias).map(|b| b.view(0, cols));
+        let mut ov = set.out.view_mut(0, n);
+        let mut rov = case
+            .spec
+            .residual
+            .then(|| set.res_out.as_mut().map(|r| r.view_mut(0, n)))
+            .flatten();
+        let args = NormArgs {
+            x: xv.input(),
+            residual: rv.as_ref().map(|v| v.input()),
+            weight: wv.as_ref().map(|v| v.input()),
+            bias: bv.as_ref().map(|v| v.input()),
+            out: ov.output(),
+            residual_out: rov.as_mut().map(|v| v.output() as &mut dyn KernelOutput),
+            mean: None,
+            rstd: None,
+            shape: case.m,
+            param,
+        };
+        kernel.launch(stream, args)?;
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,7 +389,7 @@ mod tests {
 
     #[test]
     fn default_cases_cover_the_issue_shapes() {
-        let c = cases(&args()).unwrap();
+        let c = cases(&args(), Tuning::builtin()).unwrap();
         // 7 row ops (online and safe softmax, online log-softmax, 2 norms x
         // residual) x 2 dtypes x 6 shapes.
         assert_eq!(c.len(), 7 * 2 * 6);
@@ -371,7 +423,7 @@ mod tests {
         let mut a = args();
         a.variants = true;
         a.shapes = "262144x128".into();
-        let c = cases(&a).unwrap();
+        let c = cases(&a, Tuning::builtin()).unwrap();
         assert!(c.iter().all(|c| c.spec.capacity().is_none_or(|k| k >= 128)));
         assert!(
             c.iter()
@@ -379,6 +431,6 @@ mod tests {
         );
         a.specs = vec!["norm_softmax_online_bf16_bf16_w32x1".into()];
         a.shapes = "10x100,10x200".into();
-        assert_eq!(cases(&a).unwrap().len(), 1);
+        assert_eq!(cases(&a, Tuning::builtin()).unwrap().len(), 1);
     }
 }

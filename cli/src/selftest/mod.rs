@@ -18,7 +18,7 @@
 mod all_reduce;
 pub mod compile;
 mod nms;
-mod norm;
+pub mod norm;
 mod reduce;
 mod reduce_copy;
 mod softmax_all;

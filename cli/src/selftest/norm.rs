@@ -75,89 +75,98 @@ pub fn check(rt: &Runtime) -> CliResult<FamilyResult> {
         kernels: compile_list(&cases).len(),
         ..FamilyResult::default()
     };
-    let s = rt.stream();
     for (k, (spec, m)) in cases.iter().enumerate() {
         let what = format!("{} {}x{} ld {}", spec.name(), m.rows, m.cols, m.ld);
-        let info = spec.op.info();
-        let n = (m.rows - 1) * m.ld + m.cols;
-        let seed = 0x0a11_5e1f ^ ((k as u64) << 20);
-        let param = if info.softmax { 1.0 } else { 1e-5 };
-        let x = values(spec.input, n, seed, 2.0, 0.0);
-        let res = spec
-            .residual
-            .then(|| values(spec.input, n, seed ^ 1, 1.0, 0.0));
-        let w = (!info.softmax).then(|| values(spec.input, m.cols, seed ^ 2, 0.25, 1.0));
-        let b = info
-            .bias
-            .then(|| values(spec.input, m.cols, seed ^ 3, 0.5, 0.0));
-        let verdict = (|| -> CliResult<Result<(), String>> {
-            let kernel = rt.norm(spec)?;
-            let up = |h: &HostBuffer| DevBuf::upload_padded(s, h, 0, SLACK);
-            let xd = up(&x)?;
-            let rd = res.as_ref().map(up).transpose()?;
-            let wd = w.as_ref().map(up).transpose()?;
-            let bd = b.as_ref().map(up).transpose()?;
-            let poison = |d: DType, len: usize| {
-                DevBuf::upload_padded(s, &HostBuffer::from_fn(d, 0, |_| 0.0), 0, len + SLACK)
-            };
-            let mut yd = poison(spec.output, n)?;
-            let mut rod = spec.residual.then(|| poison(spec.input, n)).transpose()?;
-            {
-                let xv = xd.view(0, n);
-                let rv = rd.as_ref().map(|d| d.view(0, n));
-                let wv = wd.as_ref().map(|d| d.view(0, m.cols));
-                let bv = bd.as_ref().map(|d| d.view(0, m.cols));
-                let mut yv = yd.view_mut(0, n);
-                let mut rov = rod.as_mut().map(|d| d.view_mut(0, n));
-                let args = NormArgs {
-                    x: xv.input(),
-                    residual: rv.as_ref().map(|v| v.input()),
-                    weight: wv.as_ref().map(|v| v.input()),
-                    bias: bv.as_ref().map(|v| v.input()),
-                    out: yv.output(),
-                    residual_out: rov.as_mut().map(|v| v.output()),
-                    mean: None,
-                    rstd: None,
-                    shape: *m,
-                    param,
-                };
-                kernel.launch(s, args)?;
-            }
-            let got = yd.download(s)?;
-            let got_res = rod.as_ref().map(|d| d.download(s)).transpose()?;
-            let mut inputs = NormInputs::new(&x, m.rows, m.cols, m.ld, param);
-            inputs.residual = res.as_ref();
-            inputs.weight = w.as_ref();
-            inputs.bias = b.as_ref();
-            let want = expect_rows(spec, &inputs);
-            // Poison between the rows and after the last stays.
-            for i in 0..n + SLACK {
-                let inside = i < n && i % m.ld < m.cols;
-                if !inside && !got.get_f32(i).is_nan() {
-                    return Ok(Err(format!("wrote outside its elements at {i}")));
-                }
-            }
-            for (row, rw) in want.iter().enumerate() {
-                for (c, e) in rw.out.iter().enumerate() {
-                    if let Err(msg) = e.check(spec.output, got.bits(row * m.ld + c)) {
-                        return Ok(Err(format!("out[{row}][{c}]: {msg}")));
-                    }
-                }
-                if let (Some(bits), Some(g)) = (&rw.residual_out, &got_res) {
-                    for (c, &wb) in bits.iter().enumerate() {
-                        let gb = g.bits(row * m.ld + c);
-                        if gb != wb {
-                            return Ok(Err(format!(
-                                "residual_out[{row}][{c}]: {gb:#x}, want {wb:#x}"
-                            )));
-                        }
-                    }
-                }
-            }
-            Ok(Ok(()))
-        })();
+        let verdict = check_case(rt, spec, m, 0x0a11_5e1f ^ ((k as u64) << 20));
         r.record(&what, verdict);
     }
     r.time = t0.elapsed();
     Ok(r)
+}
+
+/// One launch of `spec` over `m` from random inputs (`seed`), its output
+/// poisoned first, against the CPU twin: `Ok(Err(why))` where they differ
+/// or the kernel wrote outside its elements.
+pub fn check_case(
+    rt: &Runtime,
+    spec: &NormSpec,
+    m: &Matrix,
+    seed: u64,
+) -> CliResult<Result<(), String>> {
+    let s = rt.stream();
+    let info = spec.op.info();
+    let n = (m.rows - 1) * m.ld + m.cols;
+    let param = if info.softmax { 1.0 } else { 1e-5 };
+    let x = values(spec.input, n, seed, 2.0, 0.0);
+    let res = spec
+        .residual
+        .then(|| values(spec.input, n, seed ^ 1, 1.0, 0.0));
+    let w = (!info.softmax).then(|| values(spec.input, m.cols, seed ^ 2, 0.25, 1.0));
+    let b = info
+        .bias
+        .then(|| values(spec.input, m.cols, seed ^ 3, 0.5, 0.0));
+    let kernel = rt.norm(spec)?;
+    let up = |h: &HostBuffer| DevBuf::upload_padded(s, h, 0, SLACK);
+    let xd = up(&x)?;
+    let rd = res.as_ref().map(up).transpose()?;
+    let wd = w.as_ref().map(up).transpose()?;
+    let bd = b.as_ref().map(up).transpose()?;
+    let poison = |d: DType, len: usize| {
+        DevBuf::upload_padded(s, &HostBuffer::from_fn(d, 0, |_| 0.0), 0, len + SLACK)
+    };
+    let mut yd = poison(spec.output, n)?;
+    let mut rod = spec.residual.then(|| poison(spec.input, n)).transpose()?;
+    {
+        let xv = xd.view(0, n);
+        let rv = rd.as_ref().map(|d| d.view(0, n));
+        let wv = wd.as_ref().map(|d| d.view(0, m.cols));
+        let bv = bd.as_ref().map(|d| d.view(0, m.cols));
+        let mut yv = yd.view_mut(0, n);
+        let mut rov = rod.as_mut().map(|d| d.view_mut(0, n));
+        let args = NormArgs {
+            x: xv.input(),
+            residual: rv.as_ref().map(|v| v.input()),
+            weight: wv.as_ref().map(|v| v.input()),
+            bias: bv.as_ref().map(|v| v.input()),
+            out: yv.output(),
+            residual_out: rov.as_mut().map(|v| v.output()),
+            mean: None,
+            rstd: None,
+            shape: *m,
+            param,
+        };
+        kernel.launch(s, args)?;
+    }
+    let got = yd.download(s)?;
+    let got_res = rod.as_ref().map(|d| d.download(s)).transpose()?;
+    let mut inputs = NormInputs::new(&x, m.rows, m.cols, m.ld, param);
+    inputs.residual = res.as_ref();
+    inputs.weight = w.as_ref();
+    inputs.bias = b.as_ref();
+    let want = expect_rows(spec, &inputs);
+    // Poison between the rows and after the last stays.
+    for i in 0..n + SLACK {
+        let inside = i < n && i % m.ld < m.cols;
+        if !inside && !got.get_f32(i).is_nan() {
+            return Ok(Err(format!("wrote outside its elements at {i}")));
+        }
+    }
+    for (row, rw) in want.iter().enumerate() {
+        for (c, e) in rw.out.iter().enumerate() {
+            if let Err(msg) = e.check(spec.output, got.bits(row * m.ld + c)) {
+                return Ok(Err(format!("out[{row}][{c}]: {msg}")));
+            }
+        }
+        if let (Some(bits), Some(g)) = (&rw.residual_out, &got_res) {
+            for (c, &wb) in bits.iter().enumerate() {
+                let gb = g.bits(row * m.ld + c);
+                if gb != wb {
+                    return Ok(Err(format!(
+                        "residual_out[{row}][{c}]: {gb:#x}, want {wb:#x}"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(Ok(()))
 }

@@ -36,9 +36,9 @@ use crate::spec::KernelSpec;
 mod kernel;
 mod measured;
 
-use measured::{
-    Form, HELD_CAPS, LayoutTypes, MEASURED_LAYOUTS, OCCUPANCY, OCCUPANCY_GENERAL, RowTypes,
-};
+use measured::{HELD_CAPS, OCCUPANCY, OCCUPANCY_GENERAL, RowTypes};
+
+use crate::tuning::{Form, Tuning, TypePair};
 
 /// Threads per block of the warp layout (its groups take rows in turn).
 pub const WARP_LAYOUT_THREADS: u32 = 256;
@@ -267,30 +267,12 @@ impl NormSpec {
         }
     }
 
-    /// How the measured layouts group this kernel's element types.
-    fn layout_types(&self) -> LayoutTypes {
-        let (i, o) = (self.input.info().bytes, self.output.info().bytes);
-        if self.input == self.output {
-            if i == 4 {
-                LayoutTypes::F32
-            } else {
-                LayoutTypes::Sixteen
-            }
-        } else {
-            match (i, o) {
-                (2, 4) => LayoutTypes::Widening,
-                (4, 2) => LayoutTypes::Narrowing,
-                _ => LayoutTypes::Other,
-            }
-        }
-    }
-
     /// How the tables group this kernel's element types.
     fn row_types(&self) -> RowTypes {
-        match self.layout_types() {
-            LayoutTypes::F32 => RowTypes::F32,
-            LayoutTypes::Sixteen => RowTypes::Sixteen,
-            LayoutTypes::Widening | LayoutTypes::Narrowing | LayoutTypes::Other => RowTypes::Mixed,
+        match TypePair::of(self.input, self.output) {
+            TypePair::F32 => RowTypes::F32,
+            TypePair::Sixteen => RowTypes::Sixteen,
+            TypePair::Widening | TypePair::Narrowing | TypePair::Other => RowTypes::Mixed,
         }
     }
 
@@ -774,10 +756,11 @@ impl NormSpec {
         if !(self.exact && self.prefetch) {
             return ragged;
         }
-        let exact_only = MEASURED_LAYOUTS.iter().find(|m| {
-            m.form == Form::PrefetchExactOnly
+        let exact_only = Tuning::builtin().norm_rules().iter().find(|m| {
+            let s = m.strategy;
+            s.form == Form::PrefetchExactOnly
                 && m.serves(self)
-                && (m.layout, m.lanes, m.packs) == (self.layout, self.lanes, self.packs)
+                && (s.layout, s.lanes, s.packs) == (self.layout, self.lanes, self.packs)
         });
         match exact_only {
             Some(m) => ragged.for_cols(m.cols.start() + 4),
@@ -1225,11 +1208,18 @@ impl NormSpec {
         }
     }
 
-    /// The same operation laid out by the default ladder for rows of `cols`
-    /// (the smallest register footprint that holds the row), or by
-    /// `MEASURED_LAYOUTS` where a measurement on the H100 chose another.
+    /// The same operation laid out for rows of `cols` by the built-in (H100)
+    /// table ([`Tuning::builtin`]), else the heuristic ladder. A launcher on a
+    /// known device takes [`NormSpec::for_shape`] with the device's table.
     pub fn for_cols(&self, cols: u64) -> NormSpec {
-        self.laid_out(cols, true)
+        self.laid_out(None, cols, true, Tuning::builtin())
+    }
+
+    /// The same operation laid out for `rows` (`None`: unknown) rows of
+    /// `cols` by the first row of `tuning` that serves it, else the heuristic
+    /// ladder (the smallest register footprint that holds the row).
+    pub fn for_shape(&self, rows: Option<u64>, cols: u64, tuning: &Tuning) -> NormSpec {
+        self.laid_out(rows, cols, true, tuning)
     }
 
     /// The kernel the ladder gives this kernel's op and types without
@@ -1242,7 +1232,7 @@ impl NormSpec {
                 cluster: None,
                 ..self.clone()
             }
-            .laid_out(cap, false),
+            .laid_out(None, cap, false, Tuning::builtin()),
             _ => self.clone(),
         }
     }
@@ -1264,20 +1254,29 @@ impl NormSpec {
         match self.layout {
             _ if self.general => None,
             NormLayout::Split if self.cluster.is_some() => Some(self.unclustered()),
-            NormLayout::Loop if !layer_16 => Some(self.laid_out(MAX_COLS, false).ragged_twin()),
+            NormLayout::Loop if !layer_16 => Some(
+                self.laid_out(None, MAX_COLS, false, Tuning::builtin())
+                    .ragged_twin(),
+            ),
             _ => None,
         }
     }
 
-    /// `for_cols`, with or without the measured cluster layouts.
-    fn laid_out(&self, cols: u64, clusters: bool) -> NormSpec {
+    /// `for_shape`, with or without the table's cluster layouts.
+    fn laid_out(&self, rows: Option<u64>, cols: u64, clusters: bool, tuning: &Tuning) -> NormSpec {
         let packs_for = |lanes: u64| {
             let p = cols.div_ceil(lanes * 4).next_power_of_two();
             p.clamp(1, 16) as u32
         };
-        let measured = MEASURED_LAYOUTS
+        let measured = tuning
+            .norm_rules()
             .iter()
-            .find(|m| m.serves(self) && m.takes(cols) && (clusters || m.form != Form::Cluster));
+            .find(|m| {
+                m.serves(self)
+                    && m.takes(rows, cols)
+                    && (clusters || m.strategy.form != Form::Cluster)
+            })
+            .map(|m| m.strategy);
         let (layout, lanes, packs) = if let Some(m) = measured {
             (m.layout, m.lanes, m.packs)
         } else if cols <= 128 {
@@ -1304,7 +1303,7 @@ impl NormSpec {
             // 79.8 % for 512 x 8 (bf16 8192x16384, H100, 2026-11-24 run11);
             // softmax and layer norm measured slower so (93.3 %, 82.0 %).
             // Rows of exactly 16384 take 512 x 8's exact kernel at 2 blocks
-            // an SM (MEASURED_LAYOUTS).
+            // an SM (the H100 table).
             (NormLayout::Block, 256, packs_for(256))
         } else if cols <= 32768 && !(self.op == NormOp::LayerNorm && self.input != self.output) {
             // 16 packs at 16384 < cols: one block of 512 holds the row, as

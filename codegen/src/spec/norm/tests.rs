@@ -1,5 +1,5 @@
-use super::measured::MeasuredLayout;
 use super::*;
+use crate::tuning::NormRule;
 
 #[test]
 fn names_round_trip() {
@@ -299,7 +299,7 @@ fn measured_layouts_by_direction_and_clusters() {
     assert_eq!(c.unclustered().name(), "norm_layernorm_bf16_bf16_l512x4");
     let c: NormSpec = "norm_layernorm_f32_bf16_s256x8_c7_p".parse().unwrap();
     assert_eq!(c.unclustered().name(), "norm_layernorm_f32_bf16_s512x4_p");
-    let spec = |m: &MeasuredLayout, input, output| NormSpec {
+    let spec = |m: &NormRule, input, output| NormSpec {
         op: m.op,
         algo: m.algo,
         residual: m.residual,
@@ -307,11 +307,12 @@ fn measured_layouts_by_direction_and_clusters() {
         output,
         ..NormSpec::default()
     };
-    for m in MEASURED_LAYOUTS.iter().filter(|m| m.form == Form::Cluster) {
+    let builtin = Tuning::builtin().norm_rules();
+    for m in builtin.iter().filter(|m| m.strategy.form == Form::Cluster) {
         let (i, o) = match m.types {
-            LayoutTypes::Widening => (b, f),
-            LayoutTypes::Narrowing => (f, b),
-            LayoutTypes::Sixteen => (b, b),
+            TypePair::Widening => (b, f),
+            TypePair::Narrowing => (f, b),
+            TypePair::Sixteen => (b, b),
             other => panic!("no cluster rows measured for {other:?}"),
         };
         for cols in [*m.cols.start(), *m.cols.end()] {

@@ -1,0 +1,536 @@
+//! `redjit tune`: on the present GPU, times each candidate strategy of a
+//! family at each shape with `bench`'s method (rotated over 4x L2, the launch
+//! gap hidden, alternating rounds), keeps the fastest that matches the CPU
+//! twin, and writes a tuning table the runtime then takes for this device.
+//!
+//! Each finished shape is appended to `<out>.partial.jsonl`, so a killed run
+//! starts where it stopped; the table is written when every shape is done.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use redjit_codegen::spec::norm::{row_ops, variants};
+use redjit_codegen::tuning::{
+    NormRule, NormStrategy, TableDevice, Tuning, TuningTable, TypePair, write_table,
+};
+use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAlgo};
+use redjit_runtime::Matrix;
+use serde::{Deserialize, Serialize};
+
+use crate::bench::norm::{Buffers, Case, time_case};
+use crate::bench::{Bench, Common};
+use crate::error::{CliError, CliResult};
+
+/// The shapes a one-GPU tune covers by default: the norm benchmark's main
+/// shapes and the token counts x hidden sizes of LLM serving.
+pub const DEFAULT_SHAPES: &str = "32768x4096,8192x16384,8192x32768,262144x128,\
+1x4096,16x4096,128x4096,512x4096,4096x4096,1x8192,16x8192,128x8192,512x8192,4096x8192";
+
+/// Row-count classes a tuned row serves: latency-bound calls, a few waves,
+/// and many.
+const ROW_CLASSES: &[(u64, u64)] = &[(1, 32), (33, 256), (257, 2048), (2049, u64::MAX)];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TuneFamily {
+    /// Softmax, log-softmax, layer norm and RMS norm (and the residual forms).
+    Norm,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TuneArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    /// The family to tune.
+    #[arg(long, value_enum, default_value_t = TuneFamily::Norm)]
+    pub family: TuneFamily,
+
+    /// Shapes ROWSxCOLS, comma-separated.
+    #[arg(long, default_value = DEFAULT_SHAPES)]
+    pub shapes: String,
+
+    /// Element types (input = output), comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_dtype, default_values_t = vec![DType::F32, DType::BF16])]
+    pub dtypes: Vec<DType>,
+
+    /// Where to write the table [default: the cache directory's table for
+    /// this device, which the runtime then takes].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+
+    /// Rounds over each shape's candidates, in alternating order.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+
+    /// The `result` each row names (e.g. the committed JSON of this run).
+    #[arg(long)]
+    pub result: Option<String>,
+}
+
+/// One shape's measurement: every candidate's median per round, and the pick.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Cell {
+    key: String,
+    op: String,
+    algo: Option<String>,
+    residual: bool,
+    dtype: String,
+    rows: u64,
+    cols: u64,
+    /// (kernel name, median µs of each round)
+    times: Vec<(String, Vec<f64>)>,
+    /// The kernel the table in use picked before the tune.
+    before: String,
+    /// The fastest that matched the CPU twin.
+    pick: String,
+}
+
+fn cell_key(ops: (NormOp, Option<SoftmaxAlgo>, bool), d: DType, rows: u64, cols: u64) -> String {
+    let algo = ops.1.map_or(String::new(), |a| format!("_{a}"));
+    let res = if ops.2 { "_res" } else { "" };
+    format!("{}{algo}{res}_{d}_{rows}x{cols}", ops.0)
+}
+
+/// The median of a candidate's round medians.
+fn middle(times: &[f64]) -> f64 {
+    let mut t = times.to_vec();
+    t.sort_by(f64::total_cmp);
+    t.get(t.len() / 2).copied().unwrap_or(f64::INFINITY)
+}
+
+/// The candidates at `rows` x `cols`: the current pick, the ladder's, every
+/// layout variant that holds the row without idling (as `bench norm
+/// --variants` filters them), and the exact form of each that the row fills.
+fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpec> {
+    let mut out = vec![current.clone()];
+    let mut push = |s: NormSpec| {
+        if s.validate().is_ok() && !out.contains(&s) {
+            out.push(s);
+        }
+    };
+    push(base.for_shape(None, cols, &Tuning::ladder()));
+    for v in variants(current) {
+        let idle = v.capacity().is_some_and(|c| c > 8 * cols || c < cols)
+            || (v.layout == NormLayout::Split && current.layout != NormLayout::Split);
+        if idle {
+            continue;
+        }
+        if matches!(v.layout, NormLayout::Block | NormLayout::Split) && v.fills_exactly(cols) {
+            push(NormSpec {
+                exact: true,
+                ..v.clone()
+            });
+        }
+        push(v);
+    }
+    out
+}
+
+fn partial_path(out: &Path) -> PathBuf {
+    let mut p = out.as_os_str().to_owned();
+    p.push(".partial.jsonl");
+    PathBuf::from(p)
+}
+
+fn read_partial(path: &Path) -> CliResult<BTreeMap<String, Cell>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(CliError::failure(format!("{}: {e}", path.display()))),
+    };
+    // A line cut by a kill is measured again.
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Cell>(l).ok())
+        .map(|c| (c.key.clone(), c))
+        .collect())
+}
+
+pub fn tune_cmd(a: &TuneArgs) -> CliResult {
+    if a.rounds == 0 {
+        return Err(CliError::usage("--rounds must be at least 1"));
+    }
+    let shapes = crate::bench::reduce::parse_shapes(&a.shapes)?;
+    if shapes.iter().any(|&(r, c)| r == 0 || c == 0) {
+        return Err(CliError::usage("a shape has no rows or no columns"));
+    }
+    if let Some(out) = &a.out
+        && let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        return Err(CliError::usage(format!(
+            "--out {}: the folder {} does not exist",
+            out.display(),
+            dir.display()
+        )));
+    }
+    crate::bench::run(&a.common, None, "tune", |b| tune_norm(b, a, &shapes))
+}
+
+fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliResult {
+    let rt = b.rt;
+    let selection = rt.tuning().clone();
+    let key = redjit_runtime::tuning::device_key(rt.device());
+    let out = match &a.out {
+        Some(p) => p.clone(),
+        None => {
+            let dir = redjit_runtime::cache::default_dir().ok_or_else(|| {
+                CliError::usage(
+                    "no cache directory (REDJIT_CACHE_DIR, XDG_CACHE_HOME, HOME): give --out",
+                )
+            })?;
+            redjit_runtime::tuning::user_table_path(&dir, &key)
+        }
+    };
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::failure(format!("creating {}: {e}", dir.display())))?;
+    }
+    let partial = partial_path(&out);
+    let mut done = read_partial(&partial)?;
+    b.println(format!(
+        "tune: table in use {} ({}); {} shapes done before, in {}",
+        selection.tuning.chain().join(" -> "),
+        selection.why,
+        done.len(),
+        partial.display()
+    ));
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&partial)
+        .map_err(|e| CliError::failure(format!("{}: {e}", partial.display())))?;
+
+    // Every cell's candidates, compiled at once (in parallel).
+    struct Todo {
+        key: String,
+        ops: (NormOp, Option<SoftmaxAlgo>, bool),
+        d: DType,
+        m: Matrix,
+        current: NormSpec,
+        cands: Vec<NormSpec>,
+    }
+    let mut todo = Vec::new();
+    for &d in &a.dtypes {
+        for ops in row_ops() {
+            if ops.0 == NormOp::LogSoftmax && ops.1 == Some(SoftmaxAlgo::Safe) {
+                continue;
+            }
+            for &(rows, cols) in shapes {
+                let key = cell_key(ops, d, rows as u64, cols as u64);
+                if done.contains_key(&key) {
+                    continue;
+                }
+                let base = NormSpec::with(ops, d, d, 1);
+                let current = base.for_shape(Some(rows as u64), cols as u64, &selection.tuning);
+                let cands = candidates(&base, &current, cols as u64);
+                let m = Matrix {
+                    rows,
+                    cols,
+                    ld: cols,
+                };
+                todo.push(Todo {
+                    key,
+                    ops,
+                    d,
+                    m,
+                    current,
+                    cands,
+                });
+            }
+        }
+    }
+    let mut all: Vec<NormSpec> = Vec::new();
+    for t in &todo {
+        for c in &t.cands {
+            if !all.contains(c) {
+                all.push(c.clone());
+            }
+        }
+    }
+    b.progress
+        .set_message(format!("compiling {} norm kernels", all.len()));
+    let prep = rt.prepare(&all)?;
+    b.println(format!(
+        "tune: {} shapes to measure, {} kernels prepared in {:.1} s",
+        todo.len(),
+        prep.kernels,
+        prep.wall.as_secs_f64()
+    ));
+    b.expect(todo.len() as u64);
+    // Shapes of one dtype and size share their buffers.
+    todo.sort_by_key(|t| (t.d.to_string(), t.m.rows, t.m.cols));
+    let mut bufs: Option<((DType, usize, usize), Buffers)> = None;
+    for t in todo {
+        b.progress.set_message(t.key.clone());
+        let buf_key = (t.d, t.m.rows, t.m.cols);
+        if bufs.as_ref().is_none_or(|(k, _)| *k != buf_key) {
+            drop(bufs.take());
+            // A layer norm with the residual takes every buffer any op does.
+            let widest = Case {
+                spec: NormSpec::with((NormOp::LayerNorm, None, true), t.d, t.d, 1),
+                m: t.m,
+            };
+            let narrowest = Case {
+                spec: NormSpec::with(
+                    (NormOp::Softmax, Some(SoftmaxAlgo::Online), false),
+                    t.d,
+                    t.d,
+                    1,
+                ),
+                m: t.m,
+            };
+            b.check_fits(&t.key, widest.bytes())?;
+            bufs = Some((buf_key, Buffers::new(b, &widest, None, narrowest.bytes())?));
+        }
+        let Some((_, buffers)) = bufs.as_mut() else {
+            continue;
+        };
+        let mut times: Vec<(NormSpec, Vec<f64>)> =
+            t.cands.iter().map(|c| (c.clone(), Vec::new())).collect();
+        for round in 0..a.rounds {
+            let order: Vec<usize> = if round % 2 == 0 {
+                (0..times.len()).collect()
+            } else {
+                (0..times.len()).rev().collect()
+            };
+            for i in order {
+                let spec = times[i].0.clone();
+                let kernel = rt.norm(&spec)?;
+                // A split row that does not fit the device at once is no candidate.
+                if spec.layout == NormLayout::Split
+                    && u64::from(kernel.plan(t.m.rows, t.m.cols).splits) > kernel.resident()
+                {
+                    times[i].1.push(f64::INFINITY);
+                    continue;
+                }
+                let case = Case { spec, m: t.m };
+                let us = time_case(b, &kernel, &case, buffers)?;
+                times[i].1.push(us);
+            }
+        }
+        times.sort_by(|x, y| middle(&x.1).total_cmp(&middle(&y.1)));
+        // The fastest that matches the CPU twin (on a few of its rows).
+        let mut pick = None;
+        for (spec, ts) in &times {
+            if !middle(ts).is_finite() {
+                break;
+            }
+            let m = Matrix {
+                rows: t.m.rows.min(33),
+                ..t.m
+            };
+            match crate::selftest::norm::check_case(rt, spec, &m, 0x7e57 ^ t.m.cols as u64)? {
+                Ok(()) => {
+                    pick = Some(spec.clone());
+                    break;
+                }
+                Err(why) => b.println(format!("tune: {} dropped: {why}", spec.name())),
+            }
+        }
+        let Some(pick) = pick else {
+            return Err(CliError::failure(format!(
+                "{}: no candidate matched the CPU twin",
+                t.key
+            )));
+        };
+        let cell = Cell {
+            key: t.key.clone(),
+            op: t.ops.0.to_string(),
+            algo: t.ops.1.map(|a| a.to_string()),
+            residual: t.ops.2,
+            dtype: t.d.to_string(),
+            rows: t.m.rows as u64,
+            cols: t.m.cols as u64,
+            times: times.iter().map(|(s, ts)| (s.name(), ts.clone())).collect(),
+            before: t.current.name(),
+            pick: pick.name(),
+        };
+        let best = middle(&times[0].1);
+        let before = times
+            .iter()
+            .find(|(s, _)| *s == t.current)
+            .map_or(f64::NAN, |(_, ts)| middle(ts));
+        b.println(format!(
+            "{:<44} {:>12} pick {:<44} {:>9.2} us (before {} {:.2} us)",
+            t.key,
+            format!("{}x{}", t.m.rows, t.m.cols),
+            cell.pick,
+            best,
+            cell.before,
+            before
+        ));
+        let line = serde_json::to_string(&cell).map_err(|e| CliError::failure(e.to_string()))?;
+        writeln!(log, "{line}")
+            .map_err(|e| CliError::failure(format!("{}: {e}", partial.display())))?;
+        b.progress.inc(1);
+        done.insert(cell.key.clone(), cell);
+    }
+    drop(bufs);
+    let dev = rt.device();
+    let table = TuningTable {
+        name: out.display().to_string(),
+        device: TableDevice {
+            name: dev.name.clone(),
+            arch: dev.arch,
+            sms: dev.sm_count,
+            l2_mib: (dev.l2_bytes >> 20).max(1) as u32,
+        },
+        // The root of the chain in use, where it is a shipped table: calls
+        // the tune did not measure keep what they took.
+        base: selection
+            .tuning
+            .chain()
+            .last()
+            .filter(|n| Tuning::shipped(n).is_ok())
+            .cloned(),
+        norm: rules(&done, &selection.tuning, a)?,
+    };
+    let first = format!(
+        "Norm strategies measured on the {} ({}, {} SMs) by `redjit tune`,",
+        dev.name, dev.arch, dev.sm_count
+    );
+    let header = [
+        first.as_str(),
+        "each row the fastest of its candidates over the shapes of its class that",
+        "matched the CPU twin; calls no row serves take the base table's rows.",
+    ];
+    let text = write_table(&table, &header);
+    // The text must read back as a table before it replaces anything.
+    redjit_codegen::tuning::parse_table(&table.name, &text)?;
+    std::fs::write(&out, text).map_err(|e| CliError::failure(format!("{}: {e}", out.display())))?;
+    println!("wrote {} ({} rows)", out.display(), table.norm.len());
+    Ok(())
+}
+
+/// The table's rows: one per (op, types, row-length class, row-count class),
+/// the strategy whose time summed over the class's shapes, each relative to
+/// that shape's fastest, is least.
+fn rules(done: &BTreeMap<String, Cell>, before: &Tuning, a: &TuneArgs) -> CliResult<Vec<NormRule>> {
+    type GroupKey = (String, Option<String>, bool, String, u64, usize);
+    let mut groups: BTreeMap<GroupKey, Vec<&Cell>> = BTreeMap::new();
+    for c in done.values() {
+        let hi = c.cols.next_power_of_two();
+        let class = ROW_CLASSES
+            .iter()
+            .position(|&(lo, hi)| (lo..=hi).contains(&c.rows))
+            .unwrap_or(ROW_CLASSES.len() - 1);
+        groups
+            .entry((
+                c.op.clone(),
+                c.algo.clone(),
+                c.residual,
+                c.dtype.clone(),
+                hi,
+                class,
+            ))
+            .or_default()
+            .push(c);
+    }
+    let mut out = Vec::new();
+    for ((_, _, _, _, hi, class), cells) in groups {
+        // Candidates every cell of the group measured.
+        let mut score: BTreeMap<String, f64> = BTreeMap::new();
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        for c in &cells {
+            let best = c
+                .times
+                .iter()
+                .map(|(_, t)| middle(t))
+                .fold(f64::INFINITY, f64::min);
+            for (name, t) in &c.times {
+                *score.entry(name.clone()).or_default() += middle(t) / best;
+                *seen.entry(name.clone()).or_default() += 1;
+            }
+        }
+        // Only kernels that were some cell's checked pick can win a class.
+        let picks: Vec<&str> = cells.iter().map(|c| c.pick.as_str()).collect();
+        let Some((name, _)) = score
+            .iter()
+            .filter(|(n, _)| seen[*n] == cells.len() && picks.contains(&n.as_str()))
+            .min_by(|x, y| x.1.total_cmp(y.1))
+        else {
+            continue;
+        };
+        let spec: NormSpec = name.parse()?;
+        let c0 = cells[0];
+        // A pick the table in use made keeps that row's form (an exact-only
+        // row's form is not in the kernel's name).
+        let own = NormStrategy::of(&spec);
+        let strategy = before
+            .norm_rule(&spec, Some(c0.rows), c0.cols)
+            .map(|r| r.strategy)
+            .filter(|s| {
+                (s.layout, s.lanes, s.packs) == (own.layout, own.lanes, own.packs)
+                    && spec.for_shape(Some(c0.rows), c0.cols, before) == spec
+            })
+            .unwrap_or(own);
+        let (lo_rows, hi_rows) = ROW_CLASSES[class];
+        let shapes: Vec<String> = cells
+            .iter()
+            .map(|c| format!("{}x{}", c.rows, c.cols))
+            .collect();
+        out.push(NormRule {
+            op: spec.op,
+            algo: c0.algo.as_deref().map(str::parse).transpose()?,
+            residual: spec.residual,
+            types: TypePair::of(spec.input, spec.output),
+            cols: (hi / 2 + 1)..=hi,
+            rows: Some(lo_rows..=hi_rows),
+            strategy,
+            reason: format!(
+                "fastest of {} candidates at {} over {} rounds, and matched the CPU twin",
+                c0.times.len(),
+                shapes.join(", "),
+                a.rounds
+            ),
+            result: a.result.clone(),
+            line: 0,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_hold_the_row_and_start_with_the_pick() {
+        let shapes = crate::bench::reduce::parse_shapes(DEFAULT_SHAPES).unwrap();
+        let mut total = 0;
+        for d in [DType::F32, DType::BF16] {
+            for ops in row_ops() {
+                for &(rows, cols) in &shapes {
+                    let base = NormSpec::with(ops, d, d, 1);
+                    let current = base.for_shape(Some(rows as u64), cols as u64, Tuning::builtin());
+                    let c = candidates(&base, &current, cols as u64);
+                    assert_eq!(c[0], current);
+                    for s in &c {
+                        assert!(s.validate().is_ok(), "{}", s.name());
+                        assert!(
+                            s.capacity().is_none_or(|k| k >= cols as u64),
+                            "{} {cols}",
+                            s.name()
+                        );
+                    }
+                    total += c.len();
+                }
+            }
+        }
+        // Enough to choose among, few enough for one device call.
+        assert!((1000..6000).contains(&total), "{total}");
+    }
+
+    #[test]
+    fn classes_cover_every_row_count() {
+        assert_eq!(ROW_CLASSES[0].0, 1);
+        assert_eq!(ROW_CLASSES.last().unwrap().1, u64::MAX);
+        for w in ROW_CLASSES.windows(2) {
+            assert_eq!(w[0].1 + 1, w[1].0);
+        }
+        assert_eq!(middle(&[3.0, 1.0, 2.0]), 2.0);
+    }
+}

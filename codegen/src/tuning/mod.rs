@@ -1,0 +1,399 @@
+//! Tuning as data: which kernel strategy a family takes for a shape, per
+//! device, read from tables shipped beside this crate (`codegen/tuning/*.toml`)
+//! or written by `redjit tune`.
+//!
+//! A table's rows are tried in order, then its base table's; the first row
+//! that serves the call decides, and a call no row serves takes the family's
+//! heuristic ladder.
+//!
+//! ```
+//! use redjit_codegen::tuning::{DeviceKey, Tuning};
+//! use redjit_codegen::{Arch, NormSpec};
+//!
+//! let h200 = DeviceKey { name: "NVIDIA H200".into(), arch: Arch::SM90, sms: 132, l2_bytes: 60 << 20 };
+//! let pick = Tuning::for_device(&h200);
+//! assert_eq!(pick.tuning.name(), "h200");
+//! let spec: NormSpec = "norm_rmsnorm_bf16_bf16_w32x1".parse().unwrap();
+//! let laid_out = spec.for_shape(Some(4096), 8192, &pick.tuning);
+//! assert!(laid_out.capacity().is_none_or(|c| c >= 8192));
+//! ```
+
+mod device;
+mod parse;
+mod write;
+
+use std::fmt;
+use std::ops::RangeInclusive;
+use std::sync::OnceLock;
+
+use crate::registry::{Arch, DType, NormLayout, NormOp, SoftmaxAlgo};
+use crate::spec::norm::NormSpec;
+
+pub use device::{DeviceKey, Selection, device_slug};
+pub use parse::parse_table;
+pub use write::write_table;
+
+/// The element types of a row, as the norm rows group them. Rows between
+/// f32 and a 16-bit type are apart by direction: a staged row holds the
+/// input, so the two take different layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TypePair {
+    /// f32 in and out.
+    F32,
+    /// One 16-bit type in and out.
+    Sixteen,
+    /// A 16-bit type in, f32 out.
+    Widening,
+    /// f32 in, a 16-bit type out.
+    Narrowing,
+    /// Two different 16-bit types (no row names them).
+    Other,
+}
+
+impl TypePair {
+    /// The group of `input` -> `output`.
+    pub fn of(input: DType, output: DType) -> TypePair {
+        let (i, o) = (input.info().bytes, output.info().bytes);
+        if input == output {
+            if i == 4 {
+                TypePair::F32
+            } else {
+                TypePair::Sixteen
+            }
+        } else {
+            match (i, o) {
+                (2, 4) => TypePair::Widening,
+                (4, 2) => TypePair::Narrowing,
+                _ => TypePair::Other,
+            }
+        }
+    }
+
+    /// The name in tables.
+    pub fn slug(self) -> &'static str {
+        match self {
+            TypePair::F32 => "f32",
+            TypePair::Sixteen => "sixteen",
+            TypePair::Widening => "widening",
+            TypePair::Narrowing => "narrowing",
+            TypePair::Other => "other",
+        }
+    }
+
+    /// The groups a table row may name.
+    pub const NAMED: &[TypePair] = &[
+        TypePair::F32,
+        TypePair::Sixteen,
+        TypePair::Widening,
+        TypePair::Narrowing,
+    ];
+
+    /// A dtype pair of the group, to check a row's strategy against.
+    pub fn example(self) -> (DType, DType) {
+        match self {
+            TypePair::F32 => (DType::F32, DType::F32),
+            TypePair::Sixteen | TypePair::Other => (DType::BF16, DType::BF16),
+            TypePair::Widening => (DType::BF16, DType::F32),
+            TypePair::Narrowing => (DType::F32, DType::BF16),
+        }
+    }
+}
+
+/// Which form of a layout's kernel a norm strategy takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Form {
+    /// The kernel as the layout gives it.
+    Plain,
+    /// The prefetching block or deferred split kernel (`_p`).
+    Prefetch,
+    /// Row loads that allocate no L1 line (`_n`).
+    NoL1,
+    /// The exact-length kernel (`_x`) where the row fills the layout; the
+    /// plain kernel for other rows.
+    Exact,
+    /// The deferred split kernel's exact form (`_p_x`) for rows of a whole
+    /// number of its chunks; other rows take `_p`.
+    PrefetchExact,
+    /// `_p_x` for rows of a whole number of its chunks; the row serves no
+    /// other rows (the layout's ragged `_p` spills).
+    PrefetchExactOnly,
+    /// The row's chunks in one thread-block cluster, staged a row ahead
+    /// (`_c<n>_p`).
+    Cluster,
+}
+
+impl Form {
+    /// Every form, in table order.
+    pub const ALL: &[Form] = &[
+        Form::Plain,
+        Form::Prefetch,
+        Form::NoL1,
+        Form::Exact,
+        Form::PrefetchExact,
+        Form::PrefetchExactOnly,
+        Form::Cluster,
+    ];
+
+    /// The name in tables.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Form::Plain => "plain",
+            Form::Prefetch => "prefetch",
+            Form::NoL1 => "no-l1",
+            Form::Exact => "exact",
+            Form::PrefetchExact => "prefetch-exact",
+            Form::PrefetchExactOnly => "prefetch-exact-only",
+            Form::Cluster => "cluster",
+        }
+    }
+
+    /// The deferred or prefetching kernel (`_p`).
+    pub fn prefetches(self) -> bool {
+        matches!(
+            self,
+            Form::Prefetch | Form::PrefetchExact | Form::PrefetchExactOnly | Form::Cluster
+        )
+    }
+
+    /// The exact-length kernel (`_x`) where the row fills the layout.
+    pub fn exact(self) -> bool {
+        matches!(
+            self,
+            Form::Exact | Form::PrefetchExact | Form::PrefetchExactOnly
+        )
+    }
+}
+
+/// How a norm kernel lays out a row: a layout, its threads a row and packs a
+/// thread, and the kernel's form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NormStrategy {
+    /// How a row is spread over threads.
+    pub layout: NormLayout,
+    /// Lanes (warp layout) or threads (block, split, loop) a row.
+    pub lanes: u32,
+    /// Packs of 4 elements a thread holds.
+    pub packs: u32,
+    /// Which kernel of the layout.
+    pub form: Form,
+}
+
+impl NormStrategy {
+    /// The strategy `spec` was laid out with (its form read back from its
+    /// flags), so that a tuner can write down what it timed.
+    pub fn of(spec: &NormSpec) -> NormStrategy {
+        let form = if spec.cluster.is_some() {
+            Form::Cluster
+        } else if spec.prefetch && spec.exact {
+            Form::PrefetchExact
+        } else if spec.prefetch {
+            Form::Prefetch
+        } else if spec.no_l1 {
+            Form::NoL1
+        } else if spec.exact {
+            Form::Exact
+        } else {
+            Form::Plain
+        };
+        NormStrategy {
+            layout: spec.layout,
+            lanes: spec.lanes,
+            packs: spec.packs,
+            form,
+        }
+    }
+
+    /// `s256x8`: the layout's letter, lanes and packs, as in kernel names.
+    pub fn layout_name(&self) -> String {
+        format!("{}{}x{}", self.layout.info().letter, self.lanes, self.packs)
+    }
+}
+
+impl fmt::Display for NormStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.layout_name(), self.form.slug())
+    }
+}
+
+/// One row of a table's norm section: the calls it serves and the strategy
+/// they take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NormRule {
+    /// The row operation.
+    pub op: NormOp,
+    /// Softmax ops: the algorithm (`None`: either).
+    pub algo: Option<SoftmaxAlgo>,
+    /// The fused residual add.
+    pub residual: bool,
+    /// The element types.
+    pub types: TypePair,
+    /// Row lengths served.
+    pub cols: RangeInclusive<u64>,
+    /// Row counts served (`None`: any, also a call of unknown rows).
+    pub rows: Option<RangeInclusive<u64>>,
+    /// What the calls take.
+    pub strategy: NormStrategy,
+    /// Why, in a line.
+    pub reason: String,
+    /// Where the measurement that decided it is committed.
+    pub result: Option<String>,
+    /// The line of the table it came from.
+    pub line: usize,
+}
+
+impl NormRule {
+    /// Whether the row was written for `spec`'s op, algorithm, residual and
+    /// types (its layout aside).
+    pub fn serves(&self, spec: &NormSpec) -> bool {
+        self.op == spec.op
+            && self.algo.is_none_or(|a| Some(a) == spec.algo)
+            && self.residual == spec.residual
+            && self.types == TypePair::of(spec.input, spec.output)
+    }
+
+    /// Whether it takes `rows` of `cols`: both in range (a row of a row range
+    /// takes no call of unknown rows), and for an exact-only form a whole
+    /// number of its chunks.
+    pub fn takes(&self, rows: Option<u64>, cols: u64) -> bool {
+        let s = &self.strategy;
+        let chunk = u64::from(s.lanes * s.packs) * 4;
+        let rows_ok = match (&self.rows, rows) {
+            (None, _) => true,
+            (Some(r), Some(n)) => r.contains(&n),
+            (Some(_), None) => false,
+        };
+        rows_ok
+            && self.cols.contains(&cols)
+            && (s.form != Form::PrefetchExactOnly || cols.is_multiple_of(chunk))
+    }
+}
+
+/// The device a table was measured on, as its header names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableDevice {
+    /// The device's name as the driver reports it.
+    pub name: String,
+    /// Its compute capability.
+    pub arch: Arch,
+    /// Its SM count.
+    pub sms: u32,
+    /// Its L2 cache, MiB.
+    pub l2_mib: u32,
+}
+
+/// One parsed table: a device and its rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TuningTable {
+    /// The table's name (a shipped table's file stem, or the file's path).
+    pub name: String,
+    /// The device it was measured on.
+    pub device: TableDevice,
+    /// A shipped table whose rows apply after this one's.
+    pub base: Option<String>,
+    /// The norm family's rows, in order.
+    pub norm: Vec<NormRule>,
+}
+
+/// A table with its bases resolved: the rows a lookup tries, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tuning {
+    name: String,
+    chain: Vec<String>,
+    norm: Vec<NormRule>,
+}
+
+impl Tuning {
+    /// No table: every family takes its heuristic ladder.
+    pub fn ladder() -> Tuning {
+        Tuning {
+            name: "ladder".into(),
+            chain: Vec::new(),
+            norm: Vec::new(),
+        }
+    }
+
+    /// `table` with its base tables (shipped ones, by name) behind it.
+    pub fn resolve(table: TuningTable) -> Result<Tuning, crate::SpecError> {
+        let mut chain = vec![table.name.clone()];
+        let mut norm = table.norm;
+        let mut base = table.base;
+        while let Some(b) = base {
+            if chain.contains(&b) {
+                return Err(crate::SpecError::Table {
+                    file: table.name,
+                    line: 0,
+                    rule: format!("base {b:?} names a table already in its chain {chain:?}"),
+                });
+            }
+            let t = device::shipped_table(&b).ok_or_else(|| crate::SpecError::Table {
+                file: table.name.clone(),
+                line: 0,
+                rule: format!(
+                    "base {b:?} is no shipped table (expected one of: {})",
+                    device::shipped_names().join(", ")
+                ),
+            })??;
+            chain.push(b);
+            norm.extend(t.norm);
+            base = t.base;
+        }
+        Ok(Tuning {
+            name: table.name,
+            chain,
+            norm,
+        })
+    }
+
+    /// A shipped table by name (`h100-sxm`, `h200`), resolved.
+    pub fn shipped(name: &str) -> Result<Tuning, crate::SpecError> {
+        let table = device::shipped_table(name).ok_or_else(|| crate::SpecError::Table {
+            file: name.into(),
+            line: 0,
+            rule: format!(
+                "no shipped table of this name (expected one of: {})",
+                device::shipped_names().join(", ")
+            ),
+        })??;
+        Tuning::resolve(table)
+    }
+
+    /// The H100 table: the layouts every kernel derivation without a device
+    /// (`NormSpec::for_cols`, a kernel's twins) takes.
+    pub fn builtin() -> &'static Tuning {
+        static BUILTIN: OnceLock<Tuning> = OnceLock::new();
+        // The shipped tables are checked by tests; were one broken, the
+        // ladder alone is still a valid choice.
+        BUILTIN
+            .get_or_init(|| Tuning::shipped(device::BUILTIN).unwrap_or_else(|_| Tuning::ladder()))
+    }
+
+    /// The table to use on `key`'s device and why (see [`Selection`]).
+    pub fn for_device(key: &DeviceKey) -> Selection {
+        device::select(key)
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The table and its bases, in lookup order.
+    pub fn chain(&self) -> &[String] {
+        &self.chain
+    }
+
+    /// Every norm row, in lookup order.
+    pub fn norm_rules(&self) -> &[NormRule] {
+        &self.norm
+    }
+
+    /// The first norm row that serves `spec` at `rows` x `cols`.
+    pub fn norm_rule(&self, spec: &NormSpec, rows: Option<u64>, cols: u64) -> Option<&NormRule> {
+        self.norm
+            .iter()
+            .find(|r| r.serves(spec) && r.takes(rows, cols))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,270 @@
+//! A tuning table's text -> [`TuningTable`], every row checked: a row that
+//! names an impossible strategy is refused here, with its file and line, so a
+//! table never sends an invalid spec towards a GPU.
+
+use std::ops::RangeInclusive;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{Form, NormRule, NormStrategy, TableDevice, TuningTable, TypePair};
+use crate::SpecError;
+use crate::registry::{Arch, NormLayout, NormOp, SoftmaxAlgo};
+use crate::spec::KernelSpec;
+use crate::spec::norm::{MAX_CLUSTER, NormSpec};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTable {
+    device: Spanned<RawDevice>,
+    base: Option<Spanned<String>>,
+    #[serde(default)]
+    norm: Vec<Spanned<RawNormRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDevice {
+    name: String,
+    arch: String,
+    sms: u32,
+    l2_mib: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNormRule {
+    op: String,
+    algo: Option<String>,
+    residual: bool,
+    types: String,
+    cols: String,
+    rows: Option<String>,
+    strategy: String,
+    form: String,
+    reason: String,
+    result: Option<String>,
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())]
+        .bytes()
+        .filter(|&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// Parses and checks the table `text`, read from `file` (named in errors).
+pub fn parse_table(file: &str, text: &str) -> Result<TuningTable, SpecError> {
+    let err = |line: usize, rule: String| SpecError::Table {
+        file: file.into(),
+        line,
+        rule,
+    };
+    let raw: RawTable = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(0, |s| line_of(text, s.start));
+        err(line, e.message().trim().to_string())
+    })?;
+    let dline = line_of(text, raw.device.span().start);
+    let d = raw.device.into_inner();
+    let device = TableDevice {
+        arch: d
+            .arch
+            .parse::<Arch>()
+            .map_err(|e| err(dline, e.to_string()))?,
+        name: d.name,
+        sms: d.sms,
+        l2_mib: d.l2_mib,
+    };
+    if device.sms == 0 || device.l2_mib == 0 {
+        return Err(err(
+            dline,
+            "device sms and l2_mib must be at least 1".into(),
+        ));
+    }
+    let mut norm = Vec::with_capacity(raw.norm.len());
+    for r in raw.norm {
+        let line = line_of(text, r.span().start);
+        let rule = norm_rule(r.into_inner(), line).map_err(|rule| err(line, rule))?;
+        norm.push(rule);
+    }
+    Ok(TuningTable {
+        name: file.into(),
+        device,
+        base: raw.base.map(Spanned::into_inner),
+        norm,
+    })
+}
+
+/// `"8193..=16384"`, `"32769.."` (no end) or `"4096"` (one value).
+fn range(field: &str, text: &str) -> Result<RangeInclusive<u64>, String> {
+    let bad = || {
+        format!(
+            "{field} = {text:?}: expected a range such as \"8193..=16384\", \"32769..\" or \"4096\""
+        )
+    };
+    let num = |s: &str| s.trim().replace('_', "").parse::<u64>().map_err(|_| bad());
+    let r = if let Some((lo, hi)) = text.split_once("..=") {
+        num(lo)?..=num(hi)?
+    } else if let Some(lo) = text.strip_suffix("..") {
+        num(lo)?..=u64::MAX
+    } else {
+        let v = num(text)?;
+        v..=v
+    };
+    if r.is_empty() || *r.start() == 0 {
+        return Err(format!(
+            "{field} = {text:?}: the range is empty or starts at 0"
+        ));
+    }
+    Ok(r)
+}
+
+/// `s256x8` -> (split, 256, 8).
+fn layout(text: &str) -> Result<(NormLayout, u32, u32), String> {
+    let bad = || {
+        format!(
+            "strategy = {text:?}: expected a layout letter (w, b, s, l), lanes, 'x' and packs, e.g. \"s256x8\""
+        )
+    };
+    let mut chars = text.chars();
+    let l = chars
+        .next()
+        .and_then(NormLayout::from_letter)
+        .ok_or_else(bad)?;
+    let (lanes, packs) = chars.as_str().split_once('x').ok_or_else(bad)?;
+    Ok((
+        l,
+        lanes.parse().map_err(|_| bad())?,
+        packs.parse().map_err(|_| bad())?,
+    ))
+}
+
+fn form(text: &str) -> Result<Form, String> {
+    Form::ALL
+        .iter()
+        .copied()
+        .find(|f| f.slug() == text)
+        .ok_or_else(|| {
+            let all: Vec<_> = Form::ALL.iter().map(|f| f.slug()).collect();
+            format!("form = {text:?}: expected one of: {}", all.join(", "))
+        })
+}
+
+fn types(text: &str) -> Result<TypePair, String> {
+    TypePair::NAMED
+        .iter()
+        .copied()
+        .find(|t| t.slug() == text)
+        .ok_or_else(|| {
+            let all: Vec<_> = TypePair::NAMED.iter().map(|t| t.slug()).collect();
+            format!("types = {text:?}: expected one of: {}", all.join(", "))
+        })
+}
+
+fn norm_rule(r: RawNormRule, line: usize) -> Result<NormRule, String> {
+    let op: NormOp = r.op.parse().map_err(|e: SpecError| e.to_string())?;
+    let algo = r
+        .algo
+        .as_deref()
+        .map(|a| a.parse::<SoftmaxAlgo>().map_err(|e| e.to_string()))
+        .transpose()?;
+    if algo.is_some() && !op.info().softmax {
+        return Err(format!(
+            "algo = {:?}: only softmax ops have an algorithm",
+            r.algo.unwrap_or_default()
+        ));
+    }
+    if r.residual && op.info().softmax {
+        return Err(format!("residual = true: {op} has no residual add"));
+    }
+    let (layout, lanes, packs) = layout(&r.strategy)?;
+    let strategy = NormStrategy {
+        layout,
+        lanes,
+        packs,
+        form: form(&r.form)?,
+    };
+    let rule = NormRule {
+        op,
+        algo,
+        residual: r.residual,
+        types: types(&r.types)?,
+        cols: range("cols", &r.cols)?,
+        rows: r.rows.as_deref().map(|t| range("rows", t)).transpose()?,
+        strategy,
+        reason: r.reason.trim().to_string(),
+        result: r.result,
+        line,
+    };
+    if rule.reason.is_empty() {
+        return Err("reason is empty: say in a line why the row is there".into());
+    }
+    check_strategy(&rule)?;
+    Ok(rule)
+}
+
+/// The strategy must make a valid kernel for the row's op and types, of the
+/// form it names, that holds the row's longest row.
+fn check_strategy(rule: &NormRule) -> Result<(), String> {
+    let s = rule.strategy;
+    let name = s.to_string();
+    let longest_cols = |r: &NormRule| *r.cols.end();
+    let form_needs = match s.form {
+        Form::Exact => (s.layout != NormLayout::Warp && s.layout != NormLayout::Loop)
+            .then_some(())
+            .ok_or("the exact form needs the block or split layout"),
+        Form::PrefetchExact | Form::PrefetchExactOnly | Form::Cluster => (s.layout
+            == NormLayout::Split)
+            .then_some(())
+            .ok_or("this form needs the split layout"),
+        Form::Prefetch => matches!(s.layout, NormLayout::Block | NormLayout::Split)
+            .then_some(())
+            .ok_or("the prefetching form needs the block or split layout"),
+        Form::NoL1 => (s.layout == NormLayout::Block)
+            .then_some(())
+            .ok_or("the no-L1 form needs the block layout"),
+        Form::Plain => Ok(()),
+    };
+    form_needs.map_err(|why| format!("{name}: {why}"))?;
+    let (input, output) = rule.types.example();
+    let spec = NormSpec {
+        op: rule.op,
+        algo: rule
+            .op
+            .info()
+            .softmax
+            .then_some(rule.algo.unwrap_or(SoftmaxAlgo::Online)),
+        residual: rule.residual,
+        input,
+        output,
+        layout: s.layout,
+        lanes: s.lanes,
+        packs: s.packs,
+        prefetch: s.form.prefetches(),
+        no_l1: s.form == Form::NoL1,
+        cluster: (s.form == Form::Cluster).then(|| {
+            let chunk = u64::from(s.lanes) * u64::from(s.packs) * 4;
+            longest_cols(rule)
+                .div_ceil(chunk.max(1))
+                .clamp(2, MAX_CLUSTER.into()) as u32
+        }),
+        ..NormSpec::default()
+    };
+    spec.validate().map_err(|e| format!("{name}: {e}"))?;
+    let longest = longest_cols(rule);
+    if let Some(cap) = spec.capacity()
+        && cap < longest
+    {
+        return Err(format!(
+            "{name} holds rows of at most {cap}, but cols reaches {}",
+            if longest == u64::MAX {
+                "any length".to_string()
+            } else {
+                longest.to_string()
+            }
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,73 @@
+//! A [`TuningTable`] -> its text, in the form the shipped tables are kept in,
+//! so that a table `redjit tune` writes reads back to the same rows.
+
+use std::fmt::Write;
+use std::ops::RangeInclusive;
+
+use super::{NormRule, TuningTable};
+
+fn range(r: &RangeInclusive<u64>) -> String {
+    match (*r.start(), *r.end()) {
+        (lo, u64::MAX) => format!("{lo}.."),
+        (lo, hi) if lo == hi => format!("{lo}"),
+        (lo, hi) => format!("{lo}..={hi}"),
+    }
+}
+
+/// A TOML basic string.
+fn quoted(s: &str) -> String {
+    let mut out = String::from('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' | '\r' | '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn norm_row(out: &mut String, r: &NormRule) {
+    let _ = writeln!(out, "\n[[norm]]\nop = {}", quoted(r.op.slug()));
+    if let Some(a) = r.algo {
+        let _ = writeln!(out, "algo = {}", quoted(a.slug()));
+    }
+    let _ = writeln!(out, "residual = {}", r.residual);
+    let _ = writeln!(out, "types = {}", quoted(r.types.slug()));
+    let _ = writeln!(out, "cols = {}", quoted(&range(&r.cols)));
+    if let Some(rows) = &r.rows {
+        let _ = writeln!(out, "rows = {}", quoted(&range(rows)));
+    }
+    let _ = writeln!(out, "strategy = {}", quoted(&r.strategy.layout_name()));
+    let _ = writeln!(out, "form = {}", quoted(r.strategy.form.slug()));
+    let _ = writeln!(out, "reason = {}", quoted(&r.reason));
+    if let Some(res) = &r.result {
+        let _ = writeln!(out, "result = {}", quoted(res));
+    }
+}
+
+/// The table's text; `header` (comment lines without their `#`) goes first.
+pub fn write_table(t: &TuningTable, header: &[&str]) -> String {
+    let mut out = String::new();
+    for h in header {
+        let _ = writeln!(out, "# {h}");
+    }
+    if let Some(b) = &t.base {
+        let _ = writeln!(out, "\nbase = {}", quoted(b));
+    }
+    let d = &t.device;
+    let _ = writeln!(
+        out,
+        "\n[device]\nname = {}\narch = {}\nsms = {}\nl2_mib = {}",
+        quoted(&d.name),
+        quoted(&d.arch.to_string()),
+        d.sms,
+        d.l2_mib
+    );
+    for r in &t.norm {
+        norm_row(&mut out, r);
+    }
+    out
+}
