@@ -239,11 +239,32 @@ def triton_kernels():
     return {"softmax": softmax, "rmsnorm": rmsnorm}
 
 
+def liger_kernels():
+    """Liger-Kernel's forward norms and softmax (Triton kernels many training
+    stacks use), where the package is importable: key -> fn(x[, r][, w][, b])."""
+    try:
+        from liger_kernel.ops.fused_add_rms_norm import LigerFusedAddRMSNormFunction  # noqa: PLC0415
+        from liger_kernel.ops.layer_norm import LigerLayerNormFunction  # noqa: PLC0415
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction  # noqa: PLC0415
+        from liger_kernel.ops.softmax import LigerSoftmaxFunction  # noqa: PLC0415
+    except Exception as err:  # noqa: BLE001 -- optional anchor
+        log(f"liger: not available ({type(err).__name__}: {err})")
+        return {}
+    eps = 1e-5
+    return {
+        "softmax": lambda x: LigerSoftmaxFunction.apply(x),
+        "rmsnorm": lambda x, w: LigerRMSNormFunction.apply(x, w, eps, 0.0, "llama", False),
+        "layernorm": lambda x, w, b: LigerLayerNormFunction.apply(x, w, b, eps),
+        "rmsnorm_res": lambda x, r, w: LigerFusedAddRMSNormFunction.apply(x, r, w, eps, 0.0, "llama", False),
+    }
+
+
 def norm_entries(shapes, a, dev):
     """The norm family's PyTorch (and Triton) equivalents (see the module doc)."""
     import torch.nn.functional as F  # noqa: PLC0415, N812
 
     tri = triton_kernels()
+    lig = liger_kernels()
     entries = []
     header = f"{'kernel':<30} {'shape':>14} {'eager GB/s':>10} {'compile GB/s':>12} {'triton GB/s':>11}"
     log(header)
@@ -313,6 +334,12 @@ def norm_entries(shapes, a, dev):
                     except Exception as err:  # noqa: BLE001 -- recorded, not fatal
                         e["triton_error"] = f"{type(err).__name__}: {err}"[:500]
                     del ys, targs
+                if key in lig:
+                    try:
+                        l_us = time_us(lig[key], ins, a.warmup, a.iters)
+                        e["liger_us"], e["liger_gbps"] = l_us, gbps(nbytes, l_us)
+                    except Exception as err:  # noqa: BLE001 -- recorded, not fatal
+                        e["liger_error"] = f"{type(err).__name__}: {err}"[:500]
                 fmt = lambda v, wd: f"{v:>{wd}.1f}" if v is not None else f"{'-':>{wd}}"  # noqa: E731
                 log(f"{e['name']:<30} {e['shape']:>14} {fmt(e['eager_gbps'], 10)} "
                     f"{fmt(e['compile_gbps'], 12)} {fmt(e['triton_gbps'], 11)}")

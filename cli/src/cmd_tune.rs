@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use redjit_codegen::spec::norm::{row_ops, variants};
 use redjit_codegen::tuning::{
-    NormRule, NormStrategy, TableDevice, Tuning, TuningTable, TypePair, write_table,
+    DeviceKey, NormRule, NormStrategy, TableDevice, Tuning, TuningTable, TypePair, write_table,
 };
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAlgo};
 use redjit_runtime::Matrix;
@@ -67,12 +67,23 @@ pub struct TuneArgs {
     /// The `result` each row names (e.g. the committed JSON of this run).
     #[arg(long)]
     pub result: Option<String>,
+
+    /// Write the table (`--out`) from a finished tune's per-shape results
+    /// (its `.partial.jsonl`), without a GPU: the tables shipped in the
+    /// repository are made so from their committed results.
+    #[arg(long, value_name = "JSONL")]
+    pub from_results: Option<PathBuf>,
 }
 
 /// One shape's measurement: every candidate's median per round, and the pick.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Cell {
     key: String,
+    /// The device, as the tables key it.
+    gpu: String,
+    arch: String,
+    sms: u32,
+    l2_mib: u32,
     op: String,
     algo: Option<String>,
     residual: bool,
@@ -165,6 +176,33 @@ pub fn tune_cmd(a: &TuneArgs) -> CliResult {
             out.display(),
             dir.display()
         )));
+    }
+    if let Some(results) = &a.from_results {
+        let out = a
+            .out
+            .as_ref()
+            .ok_or_else(|| CliError::usage("--from-results needs --out"))?;
+        let done = read_partial(results)?;
+        let Some(first) = done.values().next() else {
+            return Err(CliError::usage(format!(
+                "--from-results {}: no finished shape in it",
+                results.display()
+            )));
+        };
+        let device = TableDevice {
+            name: first.gpu.clone(),
+            arch: first.arch.parse()?,
+            sms: first.sms,
+            l2_mib: first.l2_mib,
+        };
+        let before = Tuning::for_device(&DeviceKey {
+            name: device.name.clone(),
+            arch: device.arch,
+            sms: device.sms,
+            l2_bytes: u64::from(device.l2_mib) << 20,
+        })
+        .tuning;
+        return write_norm_table(out, device, &before, &done, a);
     }
     crate::bench::run(&a.common, None, "tune", |b| tune_norm(b, a, &shapes))
 }
@@ -338,6 +376,10 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
         };
         let cell = Cell {
             key: t.key.clone(),
+            gpu: rt.device().name.clone(),
+            arch: rt.device().arch.to_string(),
+            sms: rt.device().sm_count,
+            l2_mib: (rt.device().l2_bytes >> 20).max(1) as u32,
             op: t.ops.0.to_string(),
             algo: t.ops.1.map(|a| a.to_string()),
             residual: t.ops.2,
@@ -370,28 +412,39 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
     }
     drop(bufs);
     let dev = rt.device();
+    let device = TableDevice {
+        name: dev.name.clone(),
+        arch: dev.arch,
+        sms: dev.sm_count,
+        l2_mib: (dev.l2_bytes >> 20).max(1) as u32,
+    };
+    write_norm_table(&out, device, &selection.tuning, &done, a)
+}
+
+/// The table of `done`'s picks for `device`, written to `out`; `before`: the
+/// table the tune started from (its root, a shipped table, is the base).
+fn write_norm_table(
+    out: &Path,
+    device: TableDevice,
+    before: &Tuning,
+    done: &BTreeMap<String, Cell>,
+    a: &TuneArgs,
+) -> CliResult {
+    let first = format!(
+        "Norm strategies measured on the {} ({}, {} SMs) by `redjit tune`,",
+        device.name, device.arch, device.sms
+    );
     let table = TuningTable {
         name: out.display().to_string(),
-        device: TableDevice {
-            name: dev.name.clone(),
-            arch: dev.arch,
-            sms: dev.sm_count,
-            l2_mib: (dev.l2_bytes >> 20).max(1) as u32,
-        },
-        // The root of the chain in use, where it is a shipped table: calls
-        // the tune did not measure keep what they took.
-        base: selection
-            .tuning
+        // Calls the tune did not measure keep what they took.
+        base: before
             .chain()
             .last()
             .filter(|n| Tuning::shipped(n).is_ok())
             .cloned(),
-        norm: rules(&done, &selection.tuning, a)?,
+        device,
+        norm: rules(done, before, a)?,
     };
-    let first = format!(
-        "Norm strategies measured on the {} ({}, {} SMs) by `redjit tune`,",
-        dev.name, dev.arch, dev.sm_count
-    );
     let header = [
         first.as_str(),
         "each row the fastest of its candidates over the shapes of its class that",
@@ -400,7 +453,8 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
     let text = write_table(&table, &header);
     // The text must read back as a table before it replaces anything.
     redjit_codegen::tuning::parse_table(&table.name, &text)?;
-    std::fs::write(&out, text).map_err(|e| CliError::failure(format!("{}: {e}", out.display())))?;
+    std::fs::write(out, text)
+        .map_err(|e| CliError::failure(format!("{}: {e}", out.display())))?;
     println!("wrote {} ({} rows)", out.display(), table.norm.len());
     Ok(())
 }

@@ -108,6 +108,8 @@ pub enum Form {
     Prefetch,
     /// Row loads that allocate no L1 line (`_n`).
     NoL1,
+    /// `_n` and, where the row fills the layout, exact (`_n_x`).
+    NoL1Exact,
     /// The exact-length kernel (`_x`) where the row fills the layout; the
     /// plain kernel for other rows.
     Exact,
@@ -128,6 +130,7 @@ impl Form {
         Form::Plain,
         Form::Prefetch,
         Form::NoL1,
+        Form::NoL1Exact,
         Form::Exact,
         Form::PrefetchExact,
         Form::PrefetchExactOnly,
@@ -140,6 +143,7 @@ impl Form {
             Form::Plain => "plain",
             Form::Prefetch => "prefetch",
             Form::NoL1 => "no-l1",
+            Form::NoL1Exact => "no-l1-exact",
             Form::Exact => "exact",
             Form::PrefetchExact => "prefetch-exact",
             Form::PrefetchExactOnly => "prefetch-exact-only",
@@ -159,8 +163,13 @@ impl Form {
     pub fn exact(self) -> bool {
         matches!(
             self,
-            Form::Exact | Form::PrefetchExact | Form::PrefetchExactOnly
+            Form::Exact | Form::NoL1Exact | Form::PrefetchExact | Form::PrefetchExactOnly
         )
+    }
+
+    /// Row loads that allocate no L1 line (`_n`).
+    pub fn no_l1(self) -> bool {
+        matches!(self, Form::NoL1 | Form::NoL1Exact)
     }
 }
 
@@ -188,6 +197,8 @@ impl NormStrategy {
             Form::PrefetchExact
         } else if spec.prefetch {
             Form::Prefetch
+        } else if spec.no_l1 && spec.exact {
+            Form::NoL1Exact
         } else if spec.no_l1 {
             Form::NoL1
         } else if spec.exact {

@@ -215,14 +215,15 @@ fn check_strategy(rule: &NormRule) -> Result<(), String> {
         Form::Exact => (s.layout != NormLayout::Warp && s.layout != NormLayout::Loop)
             .then_some(())
             .ok_or("the exact form needs the block or split layout"),
-        Form::PrefetchExact | Form::PrefetchExactOnly | Form::Cluster => (s.layout
-            == NormLayout::Split)
+        Form::PrefetchExactOnly | Form::Cluster => (s.layout == NormLayout::Split)
             .then_some(())
             .ok_or("this form needs the split layout"),
-        Form::Prefetch => matches!(s.layout, NormLayout::Block | NormLayout::Split)
-            .then_some(())
-            .ok_or("the prefetching form needs the block or split layout"),
-        Form::NoL1 => (s.layout == NormLayout::Block)
+        Form::Prefetch | Form::PrefetchExact => {
+            matches!(s.layout, NormLayout::Block | NormLayout::Split)
+                .then_some(())
+                .ok_or("the prefetching form needs the block or split layout")
+        }
+        Form::NoL1 | Form::NoL1Exact => (s.layout == NormLayout::Block)
             .then_some(())
             .ok_or("the no-L1 form needs the block layout"),
         Form::Plain => Ok(()),
@@ -243,7 +244,7 @@ fn check_strategy(rule: &NormRule) -> Result<(), String> {
         lanes: s.lanes,
         packs: s.packs,
         prefetch: s.form.prefetches(),
-        no_l1: s.form == Form::NoL1,
+        no_l1: s.form.no_l1(),
         cluster: (s.form == Form::Cluster).then(|| {
             let chunk = u64::from(s.lanes) * u64::from(s.packs) * 4;
             longest_cols(rule)

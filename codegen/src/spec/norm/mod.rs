@@ -1321,7 +1321,7 @@ impl NormSpec {
             lanes,
             packs,
             prefetch: measured.is_some_and(|m| m.form.prefetches()),
-            no_l1: measured.is_some_and(|m| m.form == Form::NoL1),
+            no_l1: measured.is_some_and(|m| m.form.no_l1()),
             exact: false,
             cluster: None,
             held: None,
