@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A markdown table of `redjit bench norm --json` beside the PyTorch, torch.compile
-and Triton figures `scripts/torch_ref.py --families norm` wrote in the same call,
+Triton and Liger-Kernel figures `scripts/torch_ref.py --families norm` wrote in the same call,
 with the issue's two bars for each cell (>= 95 % of the copy measured in the run
-for that size, and >= 0.98x the best of PyTorch eager, torch.compile and Triton).
+for that size, and >= 0.98x the best of PyTorch eager, torch.compile, Triton and Liger, where each ran).
 It also compares each kernel with a copy of its own row bytes measured in the same
 call ("% same B": x and out, and a residual's two streams, / 8 f32; the weight and
 bias left out, as `redjit bench norm` does), where the JSON's copy list has that
@@ -47,11 +47,11 @@ def main() -> None:
     refs = {(e["name"], e["shape"]): e for e in torch["entries"]}
     copies = {c["n"]: c["gbps"] for c in bench.get("copy", [])}
     met = met_same = total = 0
-    print("| shape | kernel | GB/s | % copy | % same B | torch eager | torch.compile | Triton | vs best of them | bars (copy of n f32 / same B) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| shape | kernel | GB/s | % copy | % same B | torch eager | torch.compile | Triton | Liger | vs best of them | bars (copy of n f32 / same B) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for k in sorted(bench["kernels"], key=lambda k: (k["n"], k["shape"], "bf16" in k["name"], k["name"])):
         e = refs.get((torch_key(k["name"]), k["shape"]), {})
-        anchors = [v for v in (e.get("eager_gbps"), e.get("compile_gbps"), e.get("triton_gbps")) if v]
+        anchors = [v for v in (e.get("eager_gbps"), e.get("compile_gbps"), e.get("triton_gbps"), e.get("liger_gbps")) if v]
         best = max(anchors) if anchors else None
         vs = k["gbps"] / best if best else None
         fast = vs is None or vs >= 0.98
@@ -66,7 +66,7 @@ def main() -> None:
         word = lambda b: "met" if b else "not met"
         print(f"| {k['shape']} | `{k['name']}` | {k['gbps']:.0f} | {k['pct_of_copy']:.1f} | "
               f"{f'{same:.1f}' if same is not None else '-'} | "
-              f"{fmt(e.get('eager_gbps'))} | {fmt(e.get('compile_gbps'))} | {fmt(e.get('triton_gbps'))} | "
+              f"{fmt(e.get('eager_gbps'))} | {fmt(e.get('compile_gbps'))} | {fmt(e.get('triton_gbps'))} | {fmt(e.get('liger_gbps'))} | "
               f"{f'{vs:.2f}x' if vs else '-'} | {word(ok)} / {word(ok_same) if same is not None else '-'} |")
     print()
     print(f"{met} of {total} cells meet both bars against the copy of n f32.")

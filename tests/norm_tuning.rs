@@ -46,7 +46,7 @@ fn picks(pick: impl Fn(&NormSpec, u64) -> NormSpec) -> String {
             for output in DType::stores() {
                 let base = NormSpec::with(ops, input, output, 1);
                 let mut run: Option<(u64, u64, String)> = None;
-                let mut flush = |run: &Option<(u64, u64, String)>, text: &mut String| {
+                let flush = |run: &Option<(u64, u64, String)>, text: &mut String| {
                     if let Some((lo, hi, name)) = run {
                         writeln!(text, "{lo}..={hi} {name}").unwrap();
                     }

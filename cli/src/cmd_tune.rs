@@ -453,8 +453,7 @@ fn write_norm_table(
     let text = write_table(&table, &header);
     // The text must read back as a table before it replaces anything.
     redjit_codegen::tuning::parse_table(&table.name, &text)?;
-    std::fs::write(out, text)
-        .map_err(|e| CliError::failure(format!("{}: {e}", out.display())))?;
+    std::fs::write(out, text).map_err(|e| CliError::failure(format!("{}: {e}", out.display())))?;
     println!("wrote {} ({} rows)", out.display(), table.norm.len());
     Ok(())
 }
