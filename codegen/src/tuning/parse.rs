@@ -141,25 +141,20 @@ fn layout(text: &str) -> Result<(NormLayout, u32, u32), String> {
     ))
 }
 
-fn form(text: &str) -> Result<Form, String> {
-    Form::ALL
-        .iter()
+/// The one of `all` whose `slug` is `text`, else an error naming `field`
+/// and listing the allowed names.
+fn by_slug<T: Copy>(
+    field: &str,
+    text: &str,
+    all: &[T],
+    slug: fn(T) -> &'static str,
+) -> Result<T, String> {
+    all.iter()
         .copied()
-        .find(|f| f.slug() == text)
+        .find(|&v| slug(v) == text)
         .ok_or_else(|| {
-            let all: Vec<_> = Form::ALL.iter().map(|f| f.slug()).collect();
-            format!("form = {text:?}: expected one of: {}", all.join(", "))
-        })
-}
-
-fn types(text: &str) -> Result<TypePair, String> {
-    TypePair::NAMED
-        .iter()
-        .copied()
-        .find(|t| t.slug() == text)
-        .ok_or_else(|| {
-            let all: Vec<_> = TypePair::NAMED.iter().map(|t| t.slug()).collect();
-            format!("types = {text:?}: expected one of: {}", all.join(", "))
+            let names: Vec<_> = all.iter().map(|&v| slug(v)).collect();
+            format!("{field} = {text:?}: expected one of: {}", names.join(", "))
         })
 }
 
@@ -184,13 +179,13 @@ fn norm_rule(r: RawNormRule, line: usize) -> Result<NormRule, String> {
         layout,
         lanes,
         packs,
-        form: form(&r.form)?,
+        form: by_slug("form", &r.form, Form::ALL, Form::slug)?,
     };
     let rule = NormRule {
         op,
         algo,
         residual: r.residual,
-        types: types(&r.types)?,
+        types: by_slug("types", &r.types, TypePair::NAMED, TypePair::slug)?,
         cols: range("cols", &r.cols)?,
         rows: r.rows.as_deref().map(|t| range("rows", t)).transpose()?,
         strategy,
