@@ -211,6 +211,13 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
     let rt = b.rt;
     let selection = rt.tuning().clone();
     let key = redjit_runtime::tuning::device_key(rt.device());
+    // The device as the table and each result line name it.
+    let device = TableDevice {
+        name: key.name.clone(),
+        arch: key.arch,
+        sms: key.sms,
+        l2_mib: (key.l2_bytes >> 20).max(1) as u32,
+    };
     let out = match &a.out {
         Some(p) => p.clone(),
         None => {
@@ -376,10 +383,10 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
         };
         let cell = Cell {
             key: t.key.clone(),
-            gpu: rt.device().name.clone(),
-            arch: rt.device().arch.to_string(),
-            sms: rt.device().sm_count,
-            l2_mib: (rt.device().l2_bytes >> 20).max(1) as u32,
+            gpu: device.name.clone(),
+            arch: device.arch.to_string(),
+            sms: device.sms,
+            l2_mib: device.l2_mib,
             op: t.ops.0.to_string(),
             algo: t.ops.1.map(|a| a.to_string()),
             residual: t.ops.2,
@@ -411,13 +418,6 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
         done.insert(cell.key.clone(), cell);
     }
     drop(bufs);
-    let dev = rt.device();
-    let device = TableDevice {
-        name: dev.name.clone(),
-        arch: dev.arch,
-        sms: dev.sm_count,
-        l2_mib: (dev.l2_bytes >> 20).max(1) as u32,
-    };
     write_norm_table(&out, device, &selection.tuning, &done, a)
 }
 
@@ -511,15 +511,10 @@ fn rules(done: &BTreeMap<String, Cell>, before: &Tuning, a: &TuneArgs) -> CliRes
         let c0 = cells[0];
         // A pick the table in use made keeps that row's form (an exact-only
         // row's form is not in the kernel's name).
-        let own = NormStrategy::of(&spec);
-        let strategy = before
-            .norm_rule(&spec, Some(c0.rows), c0.cols)
-            .map(|r| r.strategy)
-            .filter(|s| {
-                (s.layout, s.lanes, s.packs) == (own.layout, own.lanes, own.packs)
-                    && spec.for_shape(Some(c0.rows), c0.cols, before) == spec
-            })
-            .unwrap_or(own);
+        let strategy = match before.norm_rule(&spec, Some(c0.rows), c0.cols, true) {
+            Some(r) if spec.for_shape(Some(c0.rows), c0.cols, before) == spec => r.strategy,
+            _ => NormStrategy::of(&spec),
+        };
         let (lo_rows, hi_rows) = ROW_CLASSES[class];
         let shapes: Vec<String> = cells
             .iter()

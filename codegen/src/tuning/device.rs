@@ -1,6 +1,8 @@
 //! The shipped tables and which one a device takes: its own (same name and
 //! SM count), else the nearest table of its arch, else none (the ladder).
 
+use std::sync::OnceLock;
+
 use super::{Tuning, TuningTable, parse_table};
 use crate::SpecError;
 use crate::registry::Arch;
@@ -19,12 +21,24 @@ pub(super) fn shipped_names() -> Vec<&'static str> {
     SHIPPED.iter().map(|(n, _)| *n).collect()
 }
 
+/// Every shipped table, parsed once per process: a runtime's start and each
+/// base a table names then cost no parse.
+fn shipped_tables() -> &'static [(&'static str, Result<TuningTable, SpecError>)] {
+    static PARSED: OnceLock<Vec<(&'static str, Result<TuningTable, SpecError>)>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        SHIPPED
+            .iter()
+            .map(|&(n, text)| (n, parse_table(n, text)))
+            .collect()
+    })
+}
+
 /// A shipped table, parsed (`None`: no table of that name).
 pub(super) fn shipped_table(name: &str) -> Option<Result<TuningTable, SpecError>> {
-    SHIPPED
+    shipped_tables()
         .iter()
         .find(|(n, _)| *n == name)
-        .map(|(n, text)| parse_table(n, text))
+        .map(|(_, t)| t.clone())
 }
 
 /// What identifies a device to the tables.
@@ -71,9 +85,9 @@ fn distance(t: &TuningTable, key: &DeviceKey) -> u64 {
 }
 
 pub(super) fn select(key: &DeviceKey) -> Selection {
-    let tables: Vec<TuningTable> = SHIPPED
+    let tables: Vec<&TuningTable> = shipped_tables()
         .iter()
-        .filter_map(|(n, text)| parse_table(n, text).ok())
+        .filter_map(|(_, t)| t.as_ref().ok())
         .collect();
     let own = tables.iter().find(|t| {
         t.device.name == key.name && t.device.sms == key.sms && t.device.arch == key.arch
@@ -106,7 +120,7 @@ pub(super) fn select(key: &DeviceKey) -> Selection {
             }
         },
     };
-    match Tuning::resolve(table.clone()) {
+    match Tuning::resolve((*table).clone()) {
         Ok(tuning) => Selection { tuning, why },
         Err(e) => Selection {
             tuning: Tuning::ladder(),

@@ -398,11 +398,19 @@ impl Tuning {
         &self.norm
     }
 
-    /// The first norm row that serves `spec` at `rows` x `cols`.
-    pub fn norm_rule(&self, spec: &NormSpec, rows: Option<u64>, cols: u64) -> Option<&NormRule> {
-        self.norm
-            .iter()
-            .find(|r| r.serves(spec) && r.takes(rows, cols))
+    /// The first norm row that serves `spec` at `rows` x `cols`; a cluster
+    /// row only where `clusters` (a derivation that must not cluster skips
+    /// them).
+    pub fn norm_rule(
+        &self,
+        spec: &NormSpec,
+        rows: Option<u64>,
+        cols: u64,
+        clusters: bool,
+    ) -> Option<&NormRule> {
+        self.norm.iter().find(|r| {
+            r.serves(spec) && r.takes(rows, cols) && (clusters || r.strategy.form != Form::Cluster)
+        })
     }
 }
 

@@ -1269,13 +1269,7 @@ impl NormSpec {
             p.clamp(1, 16) as u32
         };
         let measured = tuning
-            .norm_rules()
-            .iter()
-            .find(|m| {
-                m.serves(self)
-                    && m.takes(rows, cols)
-                    && (clusters || m.strategy.form != Form::Cluster)
-            })
+            .norm_rule(self, rows, cols, clusters)
             .map(|m| m.strategy);
         let (layout, lanes, packs) = if let Some(m) = measured {
             (m.layout, m.lanes, m.packs)
