@@ -241,7 +241,7 @@ fn check_full(rt: &Runtime, spec: &ReduceSpec, hosts: &[HostBuffer], offset: usi
     let n = hosts[0].len();
     let devs: Vec<Dev> = hosts.iter().map(|h| Dev::upload(s, h, offset)).collect();
     let got = run(rt, &kernel, &devs, offset, n, None, 1, runs);
-    let chain = kernel.plan(ReduceShape::All { n: n as u64 }).chain;
+    let chain = kernel.plan(ReduceShape::All { n: n as u64 }).unwrap().chain;
     let refs: Vec<&HostBuffer> = hosts.iter().collect();
     let want = reference_reduce::all(spec, chain, &refs);
     check(
@@ -315,7 +315,7 @@ fn full_dot_with_inputs_off_each_others_pack_phase() {
         out.with_view(1, |o| kernel.launch(s, &[v0.as_ref(), v1.as_ref()], o))
             .unwrap();
         let got = out.results(s, 1, kernel.name());
-        let chain = kernel.plan(ReduceShape::All { n: n as u64 }).chain;
+        let chain = kernel.plan(ReduceShape::All { n: n as u64 }).unwrap().chain;
         let want = reference_reduce::all(&spec, chain, &[&hosts[0], &hosts[1]]);
         check(kernel.name(), &[want], &got);
     }
@@ -493,7 +493,7 @@ fn check_matrix(rt: &Runtime, spec: &ReduceSpec, hosts: &[HostBuffer], m: Matrix
         cols: m.cols as u64,
         ld: m.ld as u64,
     };
-    let chain = kernel.plan(shape).chain;
+    let chain = kernel.plan(shape).unwrap().chain;
     let refs: Vec<&HostBuffer> = hosts.iter().collect();
     let dims = (m.rows, m.cols, m.ld);
     let want = if spec.axis == ReduceAxis::Rows {
@@ -693,10 +693,10 @@ fn bad_calls_fail_and_leave_the_kernel_usable() {
     // 976 first appears at index 976.
     assert_eq!(s.clone_dtoh(&at).unwrap(), vec![976]);
     // The plan is the device's: one wave of resident blocks at most.
-    let plan = kernel.plan(ReduceShape::All { n: 1 << 28 });
+    let plan = kernel.plan(ReduceShape::All { n: 1 << 28 }).unwrap();
     assert!(plan.grid.0 >= rt.device().sm_count, "{plan:?}");
     // Small sizes on sm_90+ take the cluster twin, and it finds the same index.
-    let small = kernel.plan(ReduceShape::All { n: 1 << 16 });
+    let small = kernel.plan(ReduceShape::All { n: 1 << 16 }).unwrap();
     assert_eq!(small.cluster, rt.device().arch >= Arch::SM90, "{small:?}");
     kernel.launch(s, &[&x.slice(0..1 << 16)], &mut at).unwrap();
     assert_eq!(s.clone_dtoh(&at).unwrap(), vec![976]);

@@ -444,6 +444,7 @@ fn write_norm_table(
             .cloned(),
         device,
         norm: rules(done, before, a)?,
+        reduce: Vec::new(),
     };
     let header = [
         first.as_str(),

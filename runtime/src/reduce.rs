@@ -18,13 +18,13 @@
 //! # Ok(()) }
 //! ```
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, CudaViewMut, DeviceSlice, LaunchArgs, LaunchConfig,
     PushKernelArg,
 };
-use redjit_codegen::spec::reduce::{PARTIAL_BYTES, Plan, Shape, THREADS};
+use redjit_codegen::spec::reduce::{PARTIAL_BYTES, Plan, ReduceStrategy, Shape};
 use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceSpec, SpecError};
 
 use crate::elem::KernelInput;
@@ -143,16 +143,39 @@ pub struct ReduceKernel<'rt> {
     rt: &'rt Runtime,
     spec: ReduceSpec,
     name: String,
+    main: Loaded,
+    warp_twin: OnceLock<Loaded>,
+    cluster_twin: OnceLock<Loaded>,
+    /// The tuning table's layouts this kernel's calls took, each compiled on
+    /// its first call.
+    tuned: Mutex<Vec<(ReduceStrategy, Loaded)>>,
+    workspace: Workspace,
+}
+
+/// A loaded kernel and the blocks of it an SM holds.
+#[derive(Clone)]
+struct Loaded {
     func: CudaFunction,
     blocks_per_sm: u32,
-    warp_twin: OnceLock<CudaFunction>,
-    cluster_twin: OnceLock<CudaFunction>,
-    workspace: Workspace,
+}
+
+impl Loaded {
+    fn of(rt: &Runtime, spec: &ReduceSpec) -> Result<Loaded> {
+        let func = rt.function(spec)?;
+        let blocks_per_sm = blocks_per_sm(&func, spec.threads(), 0, &spec.name())?;
+        Ok(Loaded {
+            func,
+            blocks_per_sm,
+        })
+    }
 }
 
 impl Runtime {
     /// Compiles (through the cache) and loads the kernel for `spec`. Ask for the
-    /// row kernel without `warp_per_row`: the launcher picks that twin.
+    /// row kernel without `warp_per_row`: the launcher picks that twin. A spec
+    /// without a `strategy` takes, for each call's shape, the layout this
+    /// device's tuning table gives ([`Runtime::tuning`]); one with a strategy
+    /// keeps it.
     pub fn reduce(&self, spec: &ReduceSpec) -> Result<ReduceKernel<'_>> {
         if spec.warp_per_row {
             return Err(Error::Spec(SpecError::Invalid {
@@ -168,16 +191,14 @@ impl Runtime {
                 rule: "ask for the full-array kernel; its launcher picks the cluster twin for small sizes on sm_90+".into(),
             }));
         }
-        let func = self.function(spec)?;
-        let blocks_per_sm = blocks_per_sm(&func, THREADS, 0, &spec.name())?;
         Ok(ReduceKernel {
             rt: self,
             spec: spec.clone(),
             name: spec.name(),
-            func,
-            blocks_per_sm,
+            main: Loaded::of(self, spec)?,
             warp_twin: OnceLock::new(),
             cluster_twin: OnceLock::new(),
+            tuned: Mutex::new(Vec::new()),
             workspace: Workspace::new(),
         })
     }
@@ -194,12 +215,60 @@ impl ReduceKernel<'_> {
         &self.name
     }
 
-    /// The launch layout this kernel uses for `shape` on this device (the
-    /// tests derive tolerances from its `chain`).
-    pub fn plan(&self, shape: Shape) -> Plan {
+    /// The launch layout a call of `shape` takes on this device (the tests
+    /// derive tolerances from its `chain`); compiles the tuned layout it
+    /// names, if not yet loaded.
+    pub fn plan(&self, shape: Shape) -> Result<Plan> {
+        Ok(self.route(shape)?.0)
+    }
+
+    /// The layout the tuning table gives `shape`, where the spec names none
+    /// and it differs from the spec's own.
+    pub fn tuned_strategy(&self, shape: Shape) -> Option<ReduceStrategy> {
+        if self.spec.strategy.is_some() {
+            return None;
+        }
+        let st = self.rt.tuning().tuning.reduce_rule(&self.spec, shape)?.strategy;
+        (st != self.spec.default_strategy()).then_some(st)
+    }
+
+    /// The plan and kernel of a call of `shape`: the tuned layout (or the
+    /// spec's), then its warp-per-row or cluster twin where the plan takes one.
+    fn route(&self, shape: Shape) -> Result<(Plan, Loaded)> {
+        let (spec, main) = match self.tuned_strategy(shape) {
+            None => (self.spec.clone(), self.main.clone()),
+            Some(st) => (self.spec.with_strategy(Some(st)), self.tuned(st)?),
+        };
         let dev = self.rt.device();
-        self.spec
-            .plan_on(shape, dev.sm_count, self.blocks_per_sm.max(1), dev.arch)
+        let plan = spec.plan_on(shape, dev.sm_count, main.blocks_per_sm.max(1), dev.arch);
+        let k = if plan.warp_per_row {
+            self.twin(&self.warp_twin, || self.spec.for_warp_per_row())?
+        } else if plan.cluster {
+            self.twin(&self.cluster_twin, || self.spec.for_cluster())?
+        } else {
+            main
+        };
+        Ok((plan, k))
+    }
+
+    /// The kernel of layout `st`, loaded on its first call.
+    fn tuned(&self, st: ReduceStrategy) -> Result<Loaded> {
+        let mut tuned = self.tuned.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, l)) = tuned.iter().find(|(s, _)| *s == st) {
+            return Ok(l.clone());
+        }
+        let l = Loaded::of(self.rt, &self.spec.with_strategy(Some(st)))?;
+        tuned.push((st, l.clone()));
+        Ok(l)
+    }
+
+    /// A twin kernel, loaded on its first use.
+    fn twin(&self, cell: &OnceLock<Loaded>, spec: impl FnOnce() -> ReduceSpec) -> Result<Loaded> {
+        if let Some(l) = cell.get() {
+            return Ok(l.clone());
+        }
+        let l = Loaded::of(self.rt, &spec())?;
+        Ok(cell.get_or_init(|| l).clone())
     }
 
     /// A full-array reduction of `srcs` (one buffer; dot: two of equal length)
@@ -233,14 +302,7 @@ impl ReduceKernel<'_> {
         out: &mut dyn ReduceOutput,
     ) -> Result<()> {
         let shape = self.check(srcs, m, out)?;
-        let plan = self.plan(shape);
-        let func = if plan.warp_per_row {
-            Self::twin(&self.warp_twin, || self.spec.for_warp_per_row(), self.rt)?
-        } else if plan.cluster {
-            Self::twin(&self.cluster_twin, || self.spec.for_cluster(), self.rt)?
-        } else {
-            &self.func
-        };
+        let (plan, kernel) = self.route(shape)?;
         let ws = self.workspace.hold(
             stream,
             plan.counters,
@@ -249,7 +311,7 @@ impl ReduceKernel<'_> {
             &self.name,
         )?;
         let (counters, partials) = ws.addresses();
-        let mut args = stream.launch_builder(func);
+        let mut args = stream.launch_builder(&kernel.func);
         for s in srcs {
             s.push_input(&mut args);
         }
@@ -266,11 +328,13 @@ impl ReduceKernel<'_> {
         };
         let cfg = LaunchConfig {
             grid_dim: (plan.grid.0, plan.grid.1, 1),
-            block_dim: (THREADS, 1, 1),
+            block_dim: (plan.threads, 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: the kernel was generated from `self.spec` (or its warp-per-row or
-        // cluster twin, which take the same arguments): one pointer per input,
+        // SAFETY: the kernel was generated from `self.spec` (or a tuned layout
+        // of it, or its warp-per-row or cluster twin, which take the same
+        // arguments), and `plan` from that same kernel's spec (its block is the
+        // kernel's launch bound): one pointer per input,
         // the output, the counters and the partials, then n (u64) for the full
         // array, rows, cols, ld (u64) for rows, and rows_per_split (u64) too for
         // columns, in that order. `check` proved every input has the spec's
@@ -280,19 +344,6 @@ impl ReduceKernel<'_> {
         // the size compiled into it), and it is only planned on sm_90+.
         unsafe { args.launch(cfg) }.during(|| format!("launching {}", self.name))?;
         Ok(())
-    }
-
-    /// A twin kernel, compiled and loaded on its first use.
-    fn twin<'a>(
-        cell: &'a OnceLock<CudaFunction>,
-        spec: impl FnOnce() -> ReduceSpec,
-        rt: &Runtime,
-    ) -> Result<&'a CudaFunction> {
-        if let Some(f) = cell.get() {
-            return Ok(f);
-        }
-        let f = rt.function(&spec())?;
-        Ok(cell.get_or_init(|| f))
     }
 
     /// Validates a call; returns the shape to launch.

@@ -214,7 +214,7 @@ fn check_one(
             }
         }
     }
-    let chain = kernel.plan(shape).chain;
+    let chain = kernel.plan(shape)?.chain;
     let refs: Vec<&HostBuffer> = hosts.iter().collect();
     let dims = (mat.rows, mat.cols, mat.ld);
     let want: Vec<Expected> = match spec.axis {

@@ -39,6 +39,9 @@ pub const MAX_ALL_BLOCKS: u32 = 4096;
 pub const COL_PHASES: u32 = THREADS / 32;
 /// Column kernels: rows' 16-byte loads each thread keeps in flight.
 pub const COL_UNROLL: u32 = 4;
+/// Column kernels: most rows' loads in flight a strategy may ask for (each
+/// costs 4 registers, and 16 columns of a 1-byte type 16 more).
+pub const COL_MAX_UNROLL: u32 = 8;
 /// Column kernels: bytes of adjacent columns one thread reads per row (one
 /// vector load); a tile is 32 lanes of them.
 pub const COL_VEC_BYTES: u32 = 16;
@@ -87,6 +90,77 @@ pub struct ReduceSpec {
     /// `CLUSTER` blocks (named with a trailing `_c`). The launcher picks it
     /// itself from the size and the device; ask for `axis: All` without it.
     pub cluster: bool,
+    /// The layout of the block-per-row, column and (non-cluster) full-array
+    /// kernels: `None` takes the family's defaults (`THREADS` and 64 bytes in
+    /// flight per thread). A spec without one takes, at each launch, the
+    /// device's tuning table's choice for the shape (named `_t<threads>u<unroll>`).
+    pub strategy: Option<ReduceStrategy>,
+}
+
+/// Threads per block and loads in flight per thread of a reduce kernel: what
+/// a tuning table chooses per device and shape class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ReduceStrategy {
+    /// Threads per block (the launch bound): a power of two, 64 to 1024.
+    pub threads: u32,
+    /// Loads each thread keeps in flight: packs of 4 elements (full array,
+    /// rows) or 16-byte rows of its columns (columns), 1 to `MAX_UNROLL`.
+    pub unroll: u32,
+}
+
+/// Most loads in flight per thread a strategy may ask for.
+pub const MAX_UNROLL: u32 = 32;
+
+impl ReduceStrategy {
+    /// Checks the strategy against the rules its fields document.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if !(64..=1024).contains(&self.threads) || !self.threads.is_power_of_two() {
+            return Err(SpecError::invalid(
+                "threads",
+                self.threads,
+                "a reduce kernel's threads per block must be a power of two from 64 to 1024",
+            ));
+        }
+        if !(1..=MAX_UNROLL).contains(&self.unroll) {
+            return Err(SpecError::invalid(
+                "unroll",
+                self.unroll,
+                format!("a reduce kernel keeps 1 to {MAX_UNROLL} loads in flight per thread"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for ReduceStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "t{}u{}", self.threads, self.unroll)
+    }
+}
+
+impl FromStr for ReduceStrategy {
+    type Err = SpecError;
+
+    /// `t<threads>u<unroll>`, e.g. `t128u8`.
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        let err = || parse_error("reduce strategy", s, "expected t<threads>u<unroll>, e.g. t128u8");
+        let (t, u) = s
+            .strip_prefix('t')
+            .and_then(|r| r.split_once('u'))
+            .ok_or_else(err)?;
+        let num = |v: &str| {
+            (v.len() <= 4 && !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && !v.starts_with('0'))
+                .then(|| v.parse::<u32>().ok())
+                .flatten()
+                .ok_or_else(err)
+        };
+        let st = ReduceStrategy {
+            threads: num(t)?,
+            unroll: num(u)?,
+        };
+        st.validate()?;
+        Ok(st)
+    }
 }
 
 impl Default for ReduceSpec {
@@ -99,6 +173,7 @@ impl Default for ReduceSpec {
             accum: DType::F32,
             warp_per_row: false,
             cluster: false,
+            strategy: None,
         }
     }
 }
@@ -126,8 +201,10 @@ pub enum Shape {
 /// (SM count and the kernel's resident blocks per SM), never fixed for one GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plan {
-    /// (gridDim.x, gridDim.y); blockDim.x is always `THREADS`.
+    /// (gridDim.x, gridDim.y).
     pub grid: (u32, u32),
+    /// blockDim.x: the kernel's threads per block (`ReduceSpec::threads`).
+    pub threads: u32,
     /// Column kernels: rows per split (gridDim.y splits); else 0.
     pub rows_per_split: u64,
     /// Row kernels: use the warp-per-row twin.
@@ -162,6 +239,7 @@ impl ReduceSpec {
                         accum,
                         warp_per_row: false,
                         cluster: false,
+                        strategy: None,
                     };
                     if spec.validate().is_ok() && !out.contains(&spec) {
                         out.push(spec);
@@ -172,30 +250,72 @@ impl ReduceSpec {
         out
     }
 
-    /// This spec's warp-per-row twin.
+    /// This spec's warp-per-row twin (the family's default block).
     pub fn for_warp_per_row(&self) -> ReduceSpec {
         ReduceSpec {
             warp_per_row: true,
+            strategy: None,
             ..self.clone()
         }
     }
 
-    /// This spec's cluster twin (full-array kernels, sm_90+).
+    /// This spec's cluster twin (full-array kernels, sm_90+; the family's
+    /// default block).
     pub fn for_cluster(&self) -> ReduceSpec {
         ReduceSpec {
             cluster: true,
+            strategy: None,
             ..self.clone()
         }
     }
 
-    /// Pack loads each thread keeps in flight: 64 bytes (4 packs of f32, 8 of a
-    /// 16-bit type, 16 of a 1-byte type, whose pack of 4 is one 32-bit word);
-    /// the cluster twin `CLUSTER_UNROLL` packs.
+    /// This spec laid out by `strategy` (`None`: the defaults).
+    pub fn with_strategy(&self, strategy: Option<ReduceStrategy>) -> ReduceSpec {
+        ReduceSpec {
+            strategy,
+            ..self.clone()
+        }
+    }
+
+    /// The layout the defaults give: `THREADS`, and 64 bytes of packs in
+    /// flight per thread (4 packs of f32, 8 of a 16-bit type, 16 of a 1-byte
+    /// type) or `COL_UNROLL` 16-byte column loads.
+    pub fn default_strategy(&self) -> ReduceStrategy {
+        ReduceStrategy {
+            threads: THREADS,
+            unroll: match self.axis {
+                ReduceAxis::Cols => COL_UNROLL,
+                _ => 64 / (4 * self.input.info().bytes),
+            },
+        }
+    }
+
+    /// Threads per block of this kernel.
+    pub fn threads(&self) -> u32 {
+        if self.warp_per_row || self.cluster {
+            return THREADS;
+        }
+        self.strategy.unwrap_or_else(|| self.default_strategy()).threads
+    }
+
+    /// Pack loads each thread keeps in flight (the strategy's, else 64
+    /// bytes' worth); the cluster twin `CLUSTER_UNROLL` packs.
     pub fn unroll(&self) -> u32 {
         if self.cluster {
             return CLUSTER_UNROLL;
         }
-        64 / (4 * self.input.info().bytes)
+        if self.warp_per_row || self.axis == ReduceAxis::Cols {
+            return 64 / (4 * self.input.info().bytes);
+        }
+        self.strategy.unwrap_or_else(|| self.default_strategy()).unroll
+    }
+
+    /// Column kernels: rows' 16-byte loads each thread keeps in flight.
+    pub fn col_unroll(&self) -> u32 {
+        match (self.axis, self.strategy) {
+            (ReduceAxis::Cols, Some(s)) => s.unroll,
+            _ => COL_UNROLL,
+        }
     }
 
     /// Column kernels: adjacent columns per thread, one 16-byte load (4 of f32, 8
@@ -250,9 +370,10 @@ impl ReduceSpec {
     /// the cluster twin (no workspace, no last-block finish).
     pub fn plan_on(&self, shape: Shape, sm_count: u32, blocks_per_sm: u32, arch: Arch) -> Plan {
         let resident = u64::from(sm_count.max(1)) * u64::from(blocks_per_sm.max(1));
-        let threads = u64::from(THREADS);
+        let block = self.threads();
+        let threads = u64::from(block);
         // Levels of a warp and of a block reduction.
-        let (warp_levels, block_levels) = (5, 5 + u64::from(THREADS / 32).ilog2() as u64);
+        let (warp_levels, block_levels) = (5, 5 + u64::from(block / 32).ilog2() as u64);
         match (self.axis, shape) {
             (ReduceAxis::All, Shape::All { n }) => {
                 // One round of full packs per thread at least, one wave of
@@ -262,10 +383,13 @@ impl ReduceSpec {
                     .div_ceil(per_round)
                     .clamp(1, resident.min(u64::from(MAX_ALL_BLOCKS)));
                 if blocks > 1 && n <= CLUSTER_MAX_N && arch >= Arch::SM90 {
-                    let lanes = u64::from(CLUSTER) * threads;
+                    // The twin has the default block, whatever the strategy.
+                    let lanes = u64::from(CLUSTER) * u64::from(THREADS);
+                    let block_levels = 5 + u64::from(THREADS / 32).ilog2() as u64;
                     let cluster_levels = u64::from(CLUSTER).ilog2() as u64;
                     return Plan {
                         grid: (CLUSTER, 1),
+                        threads: THREADS,
                         rows_per_split: 0,
                         warp_per_row: false,
                         cluster: true,
@@ -283,6 +407,7 @@ impl ReduceSpec {
                 };
                 Plan {
                     grid: (blocks as u32, 1),
+                    threads: block,
                     rows_per_split: 0,
                     warp_per_row: false,
                     cluster: false,
@@ -307,6 +432,7 @@ impl ReduceSpec {
                 };
                 Plan {
                     grid: (grid.max(1) as u32, 1),
+                    threads: if warp { THREADS } else { block },
                     rows_per_split: 0,
                     warp_per_row: warp,
                     cluster: false,
@@ -317,7 +443,7 @@ impl ReduceSpec {
             }
             (ReduceAxis::Cols, Shape::Matrix { rows, cols, .. }) => {
                 let tiles = cols.div_ceil(self.col_tile()).max(1);
-                let phases = u64::from(COL_PHASES);
+                let phases = threads / 32;
                 // As many splits as fit one wave of resident blocks beside the
                 // others' tiles (rounding up put a few blocks in a second wave
                 // that then ran alone: 800 blocks on 792 slots).
@@ -334,6 +460,7 @@ impl ReduceSpec {
                 };
                 Plan {
                     grid: (tiles.min(MAX_GRID) as u32, splits as u32),
+                    threads: block,
                     rows_per_split,
                     warp_per_row: false,
                     cluster: false,
@@ -350,6 +477,7 @@ impl ReduceSpec {
             // first); one block and no workspace is still a safe answer.
             _ => Plan {
                 grid: (1, 1),
+                threads: block,
                 rows_per_split: 0,
                 warp_per_row: false,
                 cluster: false,
@@ -378,11 +506,11 @@ impl ReduceSpec {
                 (false, "i64") => "an exact i64 value",
                 _ => "an f32 value",
             },
-            threads: THREADS,
+            threads: self.threads(),
             unroll: self.unroll(),
             warp_per_row: self.warp_per_row,
-            phases: COL_PHASES,
-            col_unroll: COL_UNROLL,
+            phases: self.threads() / 32,
+            col_unroll: self.col_unroll(),
             col_vec: self.col_vec(),
             cluster: if self.cluster { CLUSTER } else { 0 },
         }
@@ -514,6 +642,23 @@ impl KernelSpec for ReduceSpec {
                 ),
             ));
         }
+        if let Some(st) = self.strategy {
+            st.validate()?;
+            if self.warp_per_row || self.cluster {
+                return Err(SpecError::invalid(
+                    "strategy",
+                    st,
+                    "the warp-per-row and cluster twins have the default layout; a strategy lays out the block kernels",
+                ));
+            }
+            if self.axis == ReduceAxis::Cols && st.unroll > COL_MAX_UNROLL {
+                return Err(SpecError::invalid(
+                    "unroll",
+                    st.unroll,
+                    format!("a column kernel keeps 1 to {COL_MAX_UNROLL} rows' loads in flight per thread"),
+                ));
+            }
+        }
         if self.cluster && self.axis != ReduceAxis::All {
             return Err(SpecError::invalid(
                 "cluster",
@@ -537,6 +682,7 @@ impl KernelSpec for ReduceSpec {
             self.accum
         ) + if self.warp_per_row { "_w" } else { "" }
             + if self.cluster { "_c" } else { "" }
+            + &self.strategy.map_or(String::new(), |st| format!("_{st}"))
     }
 
     fn min_arch(&self) -> Arch {
@@ -602,9 +748,12 @@ impl FromStr for ReduceSpec {
     fn from_str(s: &str) -> Result<Self, SpecError> {
         let what = "reduce kernel name";
         let parse_err = |rule: &str| parse_error(what, s, rule);
-        let format =
-            "expected reduce_<axis>_<op>_<input>_<accum>[_w|_c], e.g. reduce_all_sum_bf16_f32";
+        let format = "expected reduce_<axis>_<op>_<input>_<accum>[_w|_c|_t<threads>u<unroll>], e.g. reduce_all_sum_bf16_f32";
         let rest = name_rest(s, Family::Reduce, what, format)?;
+        let (rest, strategy) = match rest.rsplit_once('_') {
+            Some((r, last)) if last.starts_with('t') && last.contains('u') => (r, Some(last.parse()?)),
+            _ => (rest, None),
+        };
         let (rest, warp_per_row) = match rest.strip_suffix("_w") {
             Some(r) => (r, true),
             None => (rest, false),
@@ -624,6 +773,7 @@ impl FromStr for ReduceSpec {
             accum: accum.parse()?,
             warp_per_row,
             cluster,
+            strategy,
         };
         spec.validate()?;
         canonical_spelling(&spec, s, what)?;

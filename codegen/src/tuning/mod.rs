@@ -20,6 +20,7 @@
 
 mod device;
 mod parse;
+mod reduce;
 mod write;
 
 use std::fmt;
@@ -28,9 +29,11 @@ use std::sync::OnceLock;
 
 use crate::registry::{Arch, DType, NormLayout, NormOp, SoftmaxAlgo};
 use crate::spec::norm::NormSpec;
+use crate::spec::reduce::{ReduceSpec, Shape as ReduceShape};
 
 pub use device::{DeviceKey, Selection, device_slug};
 pub use parse::parse_table;
+pub use reduce::ReduceRule;
 pub use write::write_table;
 
 /// The element types of a row, as the norm rows group them. Rows between
@@ -303,6 +306,8 @@ pub struct TuningTable {
     pub base: Option<String>,
     /// The norm family's rows, in order.
     pub norm: Vec<NormRule>,
+    /// The reduce family's rows, in order.
+    pub reduce: Vec<ReduceRule>,
 }
 
 /// A table with its bases resolved: the rows a lookup tries, in order.
@@ -311,6 +316,7 @@ pub struct Tuning {
     name: String,
     chain: Vec<String>,
     norm: Vec<NormRule>,
+    reduce: Vec<ReduceRule>,
 }
 
 impl Tuning {
@@ -320,6 +326,7 @@ impl Tuning {
             name: "ladder".into(),
             chain: Vec::new(),
             norm: Vec::new(),
+            reduce: Vec::new(),
         }
     }
 
@@ -327,6 +334,7 @@ impl Tuning {
     pub fn resolve(table: TuningTable) -> Result<Tuning, crate::SpecError> {
         let mut chain = vec![table.name.clone()];
         let mut norm = table.norm;
+        let mut reduce = table.reduce;
         let mut base = table.base;
         while let Some(b) = base {
             if chain.contains(&b) {
@@ -346,12 +354,14 @@ impl Tuning {
             })??;
             chain.push(b);
             norm.extend(t.norm);
+            reduce.extend(t.reduce);
             base = t.base;
         }
         Ok(Tuning {
             name: table.name,
             chain,
             norm,
+            reduce,
         })
     }
 
@@ -396,6 +406,16 @@ impl Tuning {
     /// Every norm row, in lookup order.
     pub fn norm_rules(&self) -> &[NormRule] {
         &self.norm
+    }
+
+    /// Every reduce row, in lookup order.
+    pub fn reduce_rules(&self) -> &[ReduceRule] {
+        &self.reduce
+    }
+
+    /// The first reduce row that serves `spec` at `shape`.
+    pub fn reduce_rule(&self, spec: &ReduceSpec, shape: ReduceShape) -> Option<&ReduceRule> {
+        self.reduce.iter().find(|r| r.serves(spec, shape))
     }
 
     /// The first norm row that serves `spec` at `rows` x `cols`; a cluster

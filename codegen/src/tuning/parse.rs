@@ -7,9 +7,10 @@ use std::ops::RangeInclusive;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{Form, NormRule, NormStrategy, TableDevice, TuningTable, TypePair};
+use super::{Form, NormRule, NormStrategy, ReduceRule, TableDevice, TuningTable, TypePair};
 use crate::SpecError;
-use crate::registry::{Arch, NormLayout, NormOp, SoftmaxAlgo};
+use crate::registry::{Arch, DType, NormLayout, NormOp, ReduceAxis, ReduceOp, SoftmaxAlgo};
+use crate::spec::reduce::ReduceSpec;
 use crate::spec::KernelSpec;
 use crate::spec::norm::{MAX_CLUSTER, NormSpec};
 
@@ -20,6 +21,8 @@ struct RawTable {
     base: Option<Spanned<String>>,
     #[serde(default)]
     norm: Vec<Spanned<RawNormRule>>,
+    #[serde(default)]
+    reduce: Vec<Spanned<RawReduceRule>>,
 }
 
 #[derive(Deserialize)]
@@ -42,6 +45,21 @@ struct RawNormRule {
     rows: Option<String>,
     strategy: String,
     form: String,
+    reason: String,
+    result: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReduceRule {
+    axis: String,
+    #[serde(default)]
+    ops: Vec<String>,
+    input: String,
+    n: Option<String>,
+    cols: Option<String>,
+    rows: Option<String>,
+    strategy: String,
     reason: String,
     result: Option<String>,
 }
@@ -89,11 +107,18 @@ pub fn parse_table(file: &str, text: &str) -> Result<TuningTable, SpecError> {
         let rule = norm_rule(r.into_inner(), line).map_err(|rule| err(line, rule))?;
         norm.push(rule);
     }
+    let mut reduce = Vec::with_capacity(raw.reduce.len());
+    for r in raw.reduce {
+        let line = line_of(text, r.span().start);
+        let rule = reduce_rule(r.into_inner(), line).map_err(|rule| err(line, rule))?;
+        reduce.push(rule);
+    }
     Ok(TuningTable {
         name: file.into(),
         device,
         base: raw.base.map(Spanned::into_inner),
         norm,
+        reduce,
     })
 }
 
@@ -197,6 +222,62 @@ fn norm_rule(r: RawNormRule, line: usize) -> Result<NormRule, String> {
         return Err("reason is empty: say in a line why the row is there".into());
     }
     check_strategy(&rule)?;
+    Ok(rule)
+}
+
+fn reduce_rule(r: RawReduceRule, line: usize) -> Result<ReduceRule, String> {
+    let axis: ReduceAxis = r.axis.parse().map_err(|e: SpecError| e.to_string())?;
+    let ops = r
+        .ops
+        .iter()
+        .map(|o| o.parse::<ReduceOp>().map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let input: DType = r.input.parse().map_err(|e: SpecError| e.to_string())?;
+    let size = match (axis, &r.n, &r.cols) {
+        (ReduceAxis::All, Some(n), None) => range("n", n)?,
+        (ReduceAxis::All, _, _) => {
+            return Err("a full-array row names its sizes as n (elements), and no cols".into());
+        }
+        (_, None, Some(c)) => range("cols", c)?,
+        (_, _, _) => {
+            return Err(format!(
+                "a {axis} row names its row lengths as cols, and no n"
+            ));
+        }
+    };
+    if axis == ReduceAxis::All && r.rows.is_some() {
+        return Err("a full-array row has no rows".into());
+    }
+    let rule = ReduceRule {
+        axis,
+        ops,
+        input,
+        size,
+        rows: r.rows.as_deref().map(|t| range("rows", t)).transpose()?,
+        strategy: r.strategy.parse().map_err(|e: SpecError| e.to_string())?,
+        reason: r.reason.trim().to_string(),
+        result: r.result,
+        line,
+    };
+    if rule.reason.is_empty() {
+        return Err("reason is empty: say in a line why the row is there".into());
+    }
+    let examples: Vec<ReduceSpec> = if rule.ops.is_empty() {
+        vec![rule.example()]
+    } else {
+        rule.ops
+            .iter()
+            .map(|&op| ReduceSpec {
+                op,
+                accum: ReduceSpec::default_accum(op, input),
+                ..rule.example()
+            })
+            .collect()
+    };
+    for spec in examples {
+        spec.validate()
+            .map_err(|e| format!("strategy = {:?}: {e}", r.strategy))?;
+    }
     Ok(rule)
 }
 

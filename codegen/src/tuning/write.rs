@@ -4,7 +4,8 @@
 use std::fmt::Write;
 use std::ops::RangeInclusive;
 
-use super::{NormRule, TuningTable};
+use super::{NormRule, ReduceRule, TuningTable};
+use crate::registry::ReduceAxis;
 
 fn range(r: &RangeInclusive<u64>) -> String {
     match (*r.start(), *r.end()) {
@@ -48,6 +49,25 @@ fn norm_row(out: &mut String, r: &NormRule) {
     }
 }
 
+fn reduce_row(out: &mut String, r: &ReduceRule) {
+    let _ = writeln!(out, "\n[[reduce]]\naxis = {}", quoted(&r.axis.to_string()));
+    if !r.ops.is_empty() {
+        let ops: Vec<String> = r.ops.iter().map(|o| quoted(&o.to_string())).collect();
+        let _ = writeln!(out, "ops = [{}]", ops.join(", "));
+    }
+    let _ = writeln!(out, "input = {}", quoted(&r.input.to_string()));
+    let size = if r.axis == ReduceAxis::All { "n" } else { "cols" };
+    let _ = writeln!(out, "{size} = {}", quoted(&range(&r.size)));
+    if let Some(rows) = &r.rows {
+        let _ = writeln!(out, "rows = {}", quoted(&range(rows)));
+    }
+    let _ = writeln!(out, "strategy = {}", quoted(&r.strategy.to_string()));
+    let _ = writeln!(out, "reason = {}", quoted(&r.reason));
+    if let Some(res) = &r.result {
+        let _ = writeln!(out, "result = {}", quoted(res));
+    }
+}
+
 /// The table's text; `header` (comment lines without their `#`) goes first.
 pub fn write_table(t: &TuningTable, header: &[&str]) -> String {
     let mut out = String::new();
@@ -68,6 +88,9 @@ pub fn write_table(t: &TuningTable, header: &[&str]) -> String {
     );
     for r in &t.norm {
         norm_row(&mut out, r);
+    }
+    for r in &t.reduce {
+        reduce_row(&mut out, r);
     }
     out
 }
