@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# One device call: `redjit tune` on this GPU (the norm family at the default
-# shapes), then `redjit bench norm` on the table it wrote beside PyTorch eager
-# and the Triton one-row-per-program kernel (torch_ref.py) at the same shapes.
-# TUNE_SHAPES overrides the shapes; TUNE_ARGS adds flags to `redjit tune`.
+# One device call: `redjit tune --family $FAMILY` (norm or reduce; default
+# norm) on this GPU into the cache directory's table for it, which the runtime
+# then takes; then, for reduce, `redjit bench reduce` and `bench reduce-copy`
+# on that table beside PyTorch (torch_ref.py, eager and torch.compile) in the
+# same call. TUNE_ARGS adds flags to `redjit tune`.
 # Results in $OUT: the table (tuned.toml), the tune's per-shape times
-# (tune-norm.jsonl), the bench JSON and logs.
+# (tune-$FAMILY.jsonl), the bench and torch JSONs, and the logs (logs.tgz).
 set -uo pipefail
 RESULTS="${OUT:-/tmp/redjit-out}"
+FAMILY="${FAMILY:-norm}"
 mkdir -p "$RESULTS"
-export REDJIT_CACHE_DIR=/tmp/redjit-cache
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$RESULTS/gpu.txt"
-stage/bin/redjit info 2>&1 | tee "$RESULTS/info.txt"
-SHAPES_ARG=()
-[ -n "${TUNE_SHAPES:-}" ] && SHAPES_ARG=(--shapes "$TUNE_SHAPES")
-REDJIT_REQUIRE_GPU=1 timeout "${TUNE_TIMEOUT:-420}" stage/bin/redjit tune "${SHAPES_ARG[@]}" \
-  --out "$RESULTS/tuned.toml" ${TUNE_ARGS:-} > "$RESULTS/tune.log" 2>&1
+W=$(mktemp -d)
+export REDJIT_CACHE_DIR=/tmp/redjit-cache PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$W/gpu.txt"
+REDJIT_REQUIRE_GPU=1 timeout "${TUNE_TIMEOUT:-420}" stage/bin/redjit tune --family "$FAMILY" ${TUNE_ARGS:-} > "$W/tune.log" 2>&1
 echo "tune rc=$?"
-cp "$RESULTS/tuned.toml.partial.jsonl" "$RESULTS/tune-norm.jsonl" 2>/dev/null
-rm -f "$RESULTS/tuned.toml.partial.jsonl"
-grep -c pick "$RESULTS/tune.log"
+table=$(ls "$REDJIT_CACHE_DIR"/tuning/*.toml 2>/dev/null | head -1)
+[ -n "$table" ] && cp "$table" "$RESULTS/tuned.toml"
+cp "$table.partial.jsonl" "$RESULTS/tune-$FAMILY.jsonl" 2>/dev/null
+grep -E "pick|dropped" "$W/tune.log" | head -80
+stage/bin/redjit info 2>&1 | grep -E "GPU|tuning" | tee "$W/info.txt"
+if [ "$FAMILY" = reduce ]; then
+  timeout 300 python3 stage/scripts/torch_ref.py --families reduce,reduce_copy --out "$RESULTS/torch-reduce.json" > "$W/torch-reduce.log" 2>&1
+  echo "torch_ref rc=$?"
+  REDJIT_REQUIRE_GPU=1 stage/bin/redjit bench reduce --compare "$RESULTS/torch-reduce.json" --json "$RESULTS/bench-reduce.json" > "$W/bench-reduce.log" 2>&1
+  echo "bench reduce rc=$?"
+  REDJIT_REQUIRE_GPU=1 stage/bin/redjit bench reduce-copy --compare "$RESULTS/torch-reduce.json" --json "$RESULTS/bench-reduce-copy.json" > "$W/bench-reduce-copy.log" 2>&1
+  echo "bench reduce-copy rc=$?"
+  grep -E "^reduce|copy of" "$W"/bench-reduce*.log
+fi
+tar -C "$W" -czf "$RESULTS/logs.tgz" .

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use cudarc::driver::sys::CUstreamCaptureMode;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
+use redjit_codegen::spec::reduce::Shape;
 use redjit_codegen::{Arch, DType, KernelSpec, ReduceAxis, ReduceOp, ReduceSpec};
 use redjit_runtime::{KernelInput, Matrix};
 
@@ -78,7 +79,7 @@ pub fn batch_for(bytes: u64, asked: Option<u64>) -> u64 {
         .clamp(1, MAX_BATCH)
 }
 
-fn default_ops() -> Vec<ReduceOp> {
+pub fn default_ops() -> Vec<ReduceOp> {
     vec![
         ReduceOp::Sum,
         ReduceOp::Max,
@@ -343,6 +344,15 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
         b.progress.set_message(format!("{name} {label}"));
         let copy_gbps = b.copy_gbps(case.n)?;
         let kernel = rt.reduce(&case.spec)?;
+        // A row of a tuned layout names it (a twin's row keeps the spec's name).
+        let launched = kernel.launched(match case.matrix {
+            Some(m) => Shape::Matrix {
+                rows: m.rows as u64,
+                cols: m.cols as u64,
+                ld: m.ld as u64,
+            },
+            None => Shape::All { n: case.n as u64 },
+        });
         let bytes = case.bytes();
         b.check_fits(&format!("{name} at {label}"), bytes)?;
         let rotations = b.rotations(bytes);
@@ -397,7 +407,11 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
             .and_then(|t| t.get_named(&name, case.n as u64, shape.as_deref()));
         b.push(KernelRow::measured(
             "reduce",
-            name,
+            if launched.strategy.is_some() {
+                launched.name()
+            } else {
+                name
+            },
             case.n as u64,
             shape,
             bytes,

@@ -19,7 +19,7 @@ mod all_reduce;
 pub mod compile;
 mod nms;
 pub mod norm;
-mod reduce;
+pub mod reduce;
 mod reduce_copy;
 mod softmax_all;
 

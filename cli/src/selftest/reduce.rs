@@ -154,6 +154,19 @@ pub fn check(rt: &Runtime, n: usize) -> CliResult<FamilyResult> {
     Ok(r)
 }
 
+/// One launch of `spec` over `mat` (a full-array kernel: its one row) from
+/// random inputs (`seed`), its output poisoned first, against the CPU twin:
+/// `Ok(Err(why))` where they differ or it wrote outside its output.
+pub fn check_case(
+    rt: &Runtime,
+    spec: &ReduceSpec,
+    mat: Matrix,
+    seed: u64,
+) -> CliResult<Result<(), String>> {
+    let len = (mat.rows - 1) * mat.ld + mat.cols;
+    check_one(rt, spec, &inputs(spec, len, seed), mat, 0)
+}
+
 /// One launch of `spec` over `hosts` (each `offset` elements into its device
 /// buffer) against the twin. `Err` describes the mismatch.
 fn check_one(

@@ -1,26 +1,16 @@
-//! `redjit tune`: on the present GPU, times each candidate strategy of a
-//! family at each shape with `bench`'s method (rotated over 4x L2, the launch
-//! gap hidden, alternating rounds), keeps the fastest that matches the CPU
-//! twin, and writes a tuning table the runtime then takes for this device.
-//!
-//! Each finished shape is appended to `<out>.partial.jsonl`, so a killed run
-//! starts where it stopped; the table is written when every shape is done.
+//! `redjit tune --family norm`: each row op's layouts at each shape.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
 use redjit_codegen::spec::norm::{row_ops, variants};
-use redjit_codegen::tuning::{
-    DeviceKey, NormRule, NormStrategy, TableDevice, Tuning, TuningTable, TypePair, write_table,
-};
+use redjit_codegen::tuning::{NormRule, NormStrategy, TableDevice, Tuning, TypePair};
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAlgo};
 use redjit_runtime::Matrix;
 use serde::{Deserialize, Serialize};
 
+use super::{Run, TuneArgs, finished, middle, read_cells};
+use crate::bench::Bench;
 use crate::bench::norm::{Buffers, Case, time_case};
-use crate::bench::{Bench, Common};
 use crate::error::{CliError, CliResult};
 
 /// The shapes a one-GPU tune covers by default: the norm benchmark's main
@@ -30,50 +20,7 @@ pub const DEFAULT_SHAPES: &str = "32768x4096,8192x16384,8192x32768,262144x128,\
 
 /// Row-count classes a tuned row serves: latency-bound calls, a few waves,
 /// and many.
-const ROW_CLASSES: &[(u64, u64)] = &[(1, 32), (33, 256), (257, 2048), (2049, u64::MAX)];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TuneFamily {
-    /// Softmax, log-softmax, layer norm and RMS norm (and the residual forms).
-    Norm,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct TuneArgs {
-    #[command(flatten)]
-    pub common: Common,
-
-    /// The family to tune.
-    #[arg(long, value_enum, default_value_t = TuneFamily::Norm)]
-    pub family: TuneFamily,
-
-    /// Shapes ROWSxCOLS, comma-separated.
-    #[arg(long, default_value = DEFAULT_SHAPES)]
-    pub shapes: String,
-
-    /// Element types (input = output), comma-separated.
-    #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_dtype, default_values_t = vec![DType::F32, DType::BF16])]
-    pub dtypes: Vec<DType>,
-
-    /// Where to write the table [default: the cache directory's table for
-    /// this device, which the runtime then takes].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-
-    /// Rounds over each shape's candidates, in alternating order.
-    #[arg(long, default_value_t = 3)]
-    pub rounds: usize,
-
-    /// The `result` each row names (e.g. the committed JSON of this run).
-    #[arg(long)]
-    pub result: Option<String>,
-
-    /// Write the table (`--out`) from a finished tune's per-shape results
-    /// (its `.partial.jsonl`), without a GPU: the tables shipped in the
-    /// repository are made so from their committed results.
-    #[arg(long, value_name = "JSONL")]
-    pub from_results: Option<PathBuf>,
-}
+pub const ROW_CLASSES: &[(u64, u64)] = &[(1, 32), (33, 256), (257, 2048), (2049, u64::MAX)];
 
 /// One shape's measurement: every candidate's median per round, and the pick.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -104,13 +51,6 @@ fn cell_key(ops: (NormOp, Option<SoftmaxAlgo>, bool), d: DType, rows: u64, cols:
     format!("{}{algo}{res}_{d}_{rows}x{cols}", ops.0)
 }
 
-/// The median of a candidate's round medians.
-fn middle(times: &[f64]) -> f64 {
-    let mut t = times.to_vec();
-    t.sort_by(f64::total_cmp);
-    t.get(t.len() / 2).copied().unwrap_or(f64::INFINITY)
-}
-
 /// The candidates at `rows` x `cols`: the current pick, the ladder's, every
 /// layout variant that holds the row without idling (as `bench norm
 /// --variants` filters them), and the exact form of each that the row fills.
@@ -139,115 +79,40 @@ fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpec> {
     out
 }
 
-fn partial_path(out: &Path) -> PathBuf {
-    let mut p = out.as_os_str().to_owned();
-    p.push(".partial.jsonl");
-    PathBuf::from(p)
-}
-
-fn read_partial(path: &Path) -> CliResult<BTreeMap<String, Cell>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(CliError::failure(format!("{}: {e}", path.display()))),
-    };
-    // A line cut by a kill is measured again.
-    Ok(text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Cell>(l).ok())
-        .map(|c| (c.key.clone(), c))
-        .collect())
-}
-
-pub fn tune_cmd(a: &TuneArgs) -> CliResult {
-    if a.rounds == 0 {
-        return Err(CliError::usage("--rounds must be at least 1"));
+impl Cell {
+    fn key_of(c: &Cell) -> String {
+        c.key.clone()
     }
-    let shapes = crate::bench::reduce::parse_shapes(&a.shapes)?;
+
+    fn device_of(c: &Cell) -> CliResult<TableDevice> {
+        Ok(TableDevice {
+            name: c.gpu.clone(),
+            arch: c.arch.parse()?,
+            sms: c.sms,
+            l2_mib: c.l2_mib,
+        })
+    }
+}
+
+/// `redjit tune --family norm`.
+pub fn tune(a: &TuneArgs) -> CliResult {
+    let shapes = crate::bench::reduce::parse_shapes(a.shapes.as_deref().unwrap_or(DEFAULT_SHAPES))?;
     if shapes.iter().any(|&(r, c)| r == 0 || c == 0) {
         return Err(CliError::usage("a shape has no rows or no columns"));
     }
-    if let Some(out) = &a.out
-        && let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty())
-        && !dir.is_dir()
-    {
-        return Err(CliError::usage(format!(
-            "--out {}: the folder {} does not exist",
-            out.display(),
-            dir.display()
-        )));
-    }
     if let Some(results) = &a.from_results {
-        let out = a
-            .out
-            .as_ref()
-            .ok_or_else(|| CliError::usage("--from-results needs --out"))?;
-        let done = read_partial(results)?;
-        let Some(first) = done.values().next() else {
-            return Err(CliError::usage(format!(
-                "--from-results {}: no finished shape in it",
-                results.display()
-            )));
-        };
-        let device = TableDevice {
-            name: first.gpu.clone(),
-            arch: first.arch.parse()?,
-            sms: first.sms,
-            l2_mib: first.l2_mib,
-        };
-        let before = Tuning::for_device(&DeviceKey {
-            name: device.name.clone(),
-            arch: device.arch,
-            sms: device.sms,
-            l2_bytes: u64::from(device.l2_mib) << 20,
-        })
-        .tuning;
-        return write_norm_table(out, device, &before, &done, a);
+        let (done, run) = finished(a, results, Cell::key_of, Cell::device_of)?;
+        return write_rules(&run, &done, a);
     }
     crate::bench::run(&a.common, None, "tune", |b| tune_norm(b, a, &shapes))
 }
 
 fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliResult {
     let rt = b.rt;
+    let mut run = Run::on_gpu(b, a)?;
+    let mut done = read_cells(&run.partial, Cell::key_of)?;
+    let device = run.device.clone();
     let selection = rt.tuning().clone();
-    let key = redjit_runtime::tuning::device_key(rt.device());
-    // The device as the table and each result line name it.
-    let device = TableDevice {
-        name: key.name.clone(),
-        arch: key.arch,
-        sms: key.sms,
-        l2_mib: (key.l2_bytes >> 20).max(1) as u32,
-    };
-    let out = match &a.out {
-        Some(p) => p.clone(),
-        None => {
-            let dir = redjit_runtime::cache::default_dir().ok_or_else(|| {
-                CliError::usage(
-                    "no cache directory (REDJIT_CACHE_DIR, XDG_CACHE_HOME, HOME): give --out",
-                )
-            })?;
-            redjit_runtime::tuning::user_table_path(&dir, &key)
-        }
-    };
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::failure(format!("creating {}: {e}", dir.display())))?;
-    }
-    let partial = partial_path(&out);
-    let mut done = read_partial(&partial)?;
-    b.println(format!(
-        "tune: table in use {} ({}); {} shapes done before, in {}",
-        selection.tuning.chain().join(" -> "),
-        selection.why,
-        done.len(),
-        partial.display()
-    ));
-    let mut log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&partial)
-        .map_err(|e| CliError::failure(format!("{}: {e}", partial.display())))?;
-
     // Every cell's candidates, compiled at once (in parallel).
     struct Todo {
         key: String,
@@ -411,52 +276,18 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
             cell.before,
             before
         ));
-        let line = serde_json::to_string(&cell).map_err(|e| CliError::failure(e.to_string()))?;
-        writeln!(log, "{line}")
-            .map_err(|e| CliError::failure(format!("{}: {e}", partial.display())))?;
+        run.record(&cell)?;
         b.progress.inc(1);
         done.insert(cell.key.clone(), cell);
     }
     drop(bufs);
-    write_norm_table(&out, device, &selection.tuning, &done, a)
+    write_rules(&run, &done, a)
 }
 
-/// The table of `done`'s picks for `device`, written to `out`; `before`: the
-/// table the tune started from (its root, a shipped table, is the base).
-fn write_norm_table(
-    out: &Path,
-    device: TableDevice,
-    before: &Tuning,
-    done: &BTreeMap<String, Cell>,
-    a: &TuneArgs,
-) -> CliResult {
-    let first = format!(
-        "Norm strategies measured on the {} ({}, {} SMs) by `redjit tune`,",
-        device.name, device.arch, device.sms
-    );
-    let table = TuningTable {
-        name: out.display().to_string(),
-        // Calls the tune did not measure keep what they took.
-        base: before
-            .chain()
-            .last()
-            .filter(|n| Tuning::shipped(n).is_ok())
-            .cloned(),
-        device,
-        norm: rules(done, before, a)?,
-        reduce: Vec::new(),
-    };
-    let header = [
-        first.as_str(),
-        "each row the fastest of its candidates over the shapes of its class that",
-        "matched the CPU twin; calls no row serves take the base table's rows.",
-    ];
-    let text = write_table(&table, &header);
-    // The text must read back as a table before it replaces anything.
-    redjit_codegen::tuning::parse_table(&table.name, &text)?;
-    std::fs::write(out, text).map_err(|e| CliError::failure(format!("{}: {e}", out.display())))?;
-    println!("wrote {} ({} rows)", out.display(), table.norm.len());
-    Ok(())
+/// `done`'s picks as the table's norm rows.
+fn write_rules(run: &Run, done: &BTreeMap<String, Cell>, a: &TuneArgs) -> CliResult {
+    let rules = rules(done, &run.before, a)?;
+    run.write(|t| t.norm = rules, |t| t.norm.len())
 }
 
 /// The table's rows: one per (op, types, row-length class, row-count class),

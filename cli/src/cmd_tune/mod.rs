@@ -1,0 +1,279 @@
+//! `redjit tune`: on the present GPU, times each candidate strategy of a
+//! family at each shape with `bench`'s method (rotated over 4x L2, the launch
+//! gap hidden, alternating rounds), keeps the fastest that matches the CPU
+//! twin, and writes a tuning table the runtime then takes for this device.
+//!
+//! Each finished shape is appended to `<out>.partial.jsonl`, so a killed run
+//! starts where it stopped; the table is written when every shape is done.
+//! A table already at `--out` keeps its other families' rows.
+
+mod norm;
+mod reduce;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use redjit_codegen::tuning::{DeviceKey, TableDevice, Tuning, TuningTable, write_table};
+use redjit_codegen::DType;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::bench::{Bench, Common};
+use crate::error::{CliError, CliResult};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TuneFamily {
+    /// Softmax, log-softmax, layer norm and RMS norm (and the residual forms):
+    /// layouts per row length and row count.
+    Norm,
+    /// Full-array, row and column reductions: threads per block and loads in
+    /// flight per size.
+    Reduce,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TuneArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    /// The family to tune.
+    #[arg(long, value_enum, default_value_t = TuneFamily::Norm)]
+    pub family: TuneFamily,
+
+    /// Shapes ROWSxCOLS, comma-separated [default: norm: the benchmark's main
+    /// and LLM shapes; reduce: 32768x4096,8192x16384 for row and column sums].
+    #[arg(long)]
+    pub shapes: Option<String>,
+
+    /// Reduce: full-array sizes, comma-separated (N, NK, NM, 2^P).
+    #[arg(long, default_value = reduce::DEFAULT_SIZES)]
+    pub sizes: String,
+
+    /// Element types, comma-separated (norm: input = output; reduce: the input).
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_dtype, default_values_t = vec![DType::F32, DType::BF16])]
+    pub dtypes: Vec<DType>,
+
+    /// Where to write the table [default: the cache directory's table for
+    /// this device, which the runtime then takes].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+
+    /// Rounds over each shape's candidates, in alternating order.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+
+    /// The `result` each row names (e.g. the committed JSON of this run).
+    #[arg(long)]
+    pub result: Option<String>,
+
+    /// Write the table (`--out`) from a finished tune's per-shape results
+    /// (its `.partial.jsonl`), without a GPU: the tables shipped in the
+    /// repository are made so from their committed results.
+    #[arg(long, value_name = "JSONL")]
+    pub from_results: Option<PathBuf>,
+}
+
+/// The median of a candidate's round medians.
+fn middle(times: &[f64]) -> f64 {
+    let mut t = times.to_vec();
+    t.sort_by(f64::total_cmp);
+    t.get(t.len() / 2).copied().unwrap_or(f64::INFINITY)
+}
+
+/// Where a tune of `out` keeps its finished shapes.
+fn partial_path(out: &Path) -> PathBuf {
+    let mut p = out.as_os_str().to_owned();
+    p.push(".partial.jsonl");
+    PathBuf::from(p)
+}
+
+/// A results file's cells by key; a line cut by a kill is left out (and
+/// measured again).
+fn read_cells<C: DeserializeOwned>(path: &Path, key: fn(&C) -> String) -> CliResult<BTreeMap<String, C>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(CliError::failure(format!("{}: {e}", path.display()))),
+    };
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<C>(l).ok())
+        .map(|c| (key(&c), c))
+        .collect())
+}
+
+/// The device a tune measures, the table it started from and the files it
+/// writes.
+struct Run {
+    device: TableDevice,
+    before: Tuning,
+    out: PathBuf,
+    partial: PathBuf,
+    log: Option<File>,
+}
+
+impl Run {
+    /// A tune on `b`'s GPU: its table's path (`--out`, else the cache
+    /// directory's for this device) and its results file, opened to append.
+    fn on_gpu(b: &Bench<'_>, a: &TuneArgs) -> CliResult<Run> {
+        let rt = b.rt;
+        let key = redjit_runtime::tuning::device_key(rt.device());
+        let out = match &a.out {
+            Some(p) => p.clone(),
+            None => {
+                let dir = redjit_runtime::cache::default_dir().ok_or_else(|| {
+                    CliError::usage(
+                        "no cache directory (REDJIT_CACHE_DIR, XDG_CACHE_HOME, HOME): give --out",
+                    )
+                })?;
+                redjit_runtime::tuning::user_table_path(&dir, &key)
+            }
+        };
+        if let Some(dir) = out.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| CliError::failure(format!("creating {}: {e}", dir.display())))?;
+        }
+        let partial = partial_path(&out);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&partial)
+            .map_err(|e| CliError::failure(format!("{}: {e}", partial.display())))?;
+        let selection = rt.tuning();
+        b.println(format!(
+            "tune: table in use {} ({}); results in {}",
+            selection.tuning.chain().join(" -> "),
+            selection.why,
+            partial.display()
+        ));
+        Ok(Run {
+            device: TableDevice {
+                name: key.name.clone(),
+                arch: key.arch,
+                sms: key.sms,
+                l2_mib: (key.l2_bytes >> 20).max(1) as u32,
+            },
+            before: selection.tuning.clone(),
+            out,
+            partial,
+            log: Some(log),
+        })
+    }
+
+    /// A table written from finished results, without a GPU: `device` is
+    /// the one they were measured on.
+    fn offline(device: TableDevice, out: &Path) -> Run {
+        let before = Tuning::for_device(&DeviceKey {
+            name: device.name.clone(),
+            arch: device.arch,
+            sms: device.sms,
+            l2_bytes: u64::from(device.l2_mib) << 20,
+        })
+        .tuning;
+        Run {
+            device,
+            before,
+            out: out.to_path_buf(),
+            partial: partial_path(out),
+            log: None,
+        }
+    }
+
+    /// Appends one finished shape to the results file.
+    fn record(&mut self, cell: &impl Serialize) -> CliResult {
+        let line = serde_json::to_string(cell).map_err(|e| CliError::failure(e.to_string()))?;
+        if let Some(log) = &mut self.log {
+            writeln!(log, "{line}")
+                .map_err(|e| CliError::failure(format!("{}: {e}", self.partial.display())))?;
+        }
+        Ok(())
+    }
+
+    /// Writes the table at `out`: a table already there keeps its other
+    /// families' rows (`set` replaces this family's); a new one takes the
+    /// root of the table the tune started from as its base.
+    fn write(&self, set: impl FnOnce(&mut TuningTable), rows: impl Fn(&TuningTable) -> usize) -> CliResult {
+        let name = self.out.display().to_string();
+        let kept = std::fs::read_to_string(&self.out)
+            .ok()
+            .and_then(|text| redjit_codegen::tuning::parse_table(&name, &text).ok())
+            .filter(|t| t.device == self.device);
+        let mut table = kept.unwrap_or_else(|| TuningTable {
+            name: name.clone(),
+            // Calls the tune did not measure keep what they took.
+            base: self
+                .before
+                .chain()
+                .last()
+                .filter(|n| Tuning::shipped(n).is_ok())
+                .cloned(),
+            device: self.device.clone(),
+            norm: Vec::new(),
+            reduce: Vec::new(),
+        });
+        set(&mut table);
+        let d = &self.device;
+        let first = format!(
+            "Strategies measured on the {} ({}, {} SMs) by `redjit tune`,",
+            d.name, d.arch, d.sms
+        );
+        let header = [
+            first.as_str(),
+            "each row the fastest of its candidates over the shapes of its class that",
+            "matched the CPU twin; calls no row serves take the base table's rows.",
+        ];
+        let text = write_table(&table, &header);
+        // The text must read back as a table before it replaces anything.
+        redjit_codegen::tuning::parse_table(&name, &text)?;
+        std::fs::write(&self.out, text)
+            .map_err(|e| CliError::failure(format!("{}: {e}", self.out.display())))?;
+        println!("wrote {} ({} rows of this family)", self.out.display(), rows(&table));
+        Ok(())
+    }
+}
+
+pub fn tune_cmd(a: &TuneArgs) -> CliResult {
+    if a.rounds == 0 {
+        return Err(CliError::usage("--rounds must be at least 1"));
+    }
+    if let Some(out) = &a.out
+        && let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        return Err(CliError::usage(format!(
+            "--out {}: the folder {} does not exist",
+            out.display(),
+            dir.display()
+        )));
+    }
+    if a.from_results.is_some() && a.out.is_none() {
+        return Err(CliError::usage("--from-results needs --out"));
+    }
+    match a.family {
+        TuneFamily::Norm => norm::tune(a),
+        TuneFamily::Reduce => reduce::tune(a),
+    }
+}
+
+/// `--from-results`' cells, and the device they were measured on (`device`
+/// reads it from a cell).
+fn finished<C: DeserializeOwned>(
+    a: &TuneArgs,
+    results: &Path,
+    key: fn(&C) -> String,
+    device: fn(&C) -> CliResult<TableDevice>,
+) -> CliResult<(BTreeMap<String, C>, Run)> {
+    let done = read_cells(results, key)?;
+    let Some(first) = done.values().next() else {
+        return Err(CliError::usage(format!(
+            "--from-results {}: no finished shape of this family in it",
+            results.display()
+        )));
+    };
+    let out = a.out.as_deref().ok_or_else(|| CliError::usage("--from-results needs --out"))?;
+    let run = Run::offline(device(first)?, out);
+    Ok((done, run))
+}
