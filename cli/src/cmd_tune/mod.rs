@@ -45,12 +45,10 @@ pub struct TuneArgs {
 
     /// Shapes ROWSxCOLS, comma-separated [default: norm: the benchmark's main
     /// and LLM shapes; reduce: 32768x4096,8192x16384 for row and column sums].
+    /// A reduce tune takes its full-array sizes from --sizes [default:
+    /// 2^20,2^24,2^28].
     #[arg(long)]
     pub shapes: Option<String>,
-
-    /// Reduce: full-array sizes, comma-separated (N, NK, NM, 2^P).
-    #[arg(long, default_value = reduce::DEFAULT_SIZES)]
-    pub sizes: String,
 
     /// Element types, comma-separated (norm: input = output; reduce: the input).
     #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_dtype, default_values_t = vec![DType::F32, DType::BF16])]

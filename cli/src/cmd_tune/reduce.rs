@@ -108,7 +108,10 @@ pub fn tune(a: &TuneArgs) -> CliResult {
         let (done, run) = finished(a, results, Cell::key_of, Cell::device_of)?;
         return write_rules(&run, &done, a);
     }
-    let sizes = crate::sizes::parse_sizes(&a.sizes).map_err(CliError::usage)?;
+    let sizes = match &a.common.sizes {
+        Some(s) => s.0.clone(),
+        None => crate::sizes::parse_sizes(DEFAULT_SIZES).map_err(CliError::usage)?,
+    };
     let shapes =
         crate::bench::reduce::parse_shapes(a.shapes.as_deref().unwrap_or(DEFAULT_SHAPES))?;
     if sizes.contains(&0) || shapes.iter().any(|&(r, c)| r == 0 || c == 0) {
