@@ -932,3 +932,84 @@ fn fp8_is_refused_before_sm89_and_i8_results_are_i64() {
     let err = f32_sum.launch(s, &[&x], &mut o).unwrap_err();
     assert!(err.to_string().contains("src0: i8"), "{err}");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_tuned_layout_matches_the_twin_at_odd_sizes_and_views() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let mut rng = common::Rng::fresh("every_tuned_layout_matches_the_twin_at_odd_sizes_and_views");
+    // Layouts a tuning table may name: the blocks and loads `redjit tune`
+    // tries, and the extremes the table parser allows.
+    let layouts = |axis: ReduceAxis| -> Vec<ReduceStrategy> {
+        let unrolls: &[u32] = if axis == ReduceAxis::Cols {
+            &[1, 2, 4, 8]
+        } else {
+            &[1, 2, 4, 8, 16, 32]
+        };
+        [64u32, 128, 256, 512, 1024]
+            .iter()
+            .flat_map(|&threads| {
+                unrolls
+                    .iter()
+                    .map(move |&unroll| ReduceStrategy { threads, unroll })
+            })
+            .collect()
+    };
+    for input in [DType::F32, DType::BF16] {
+        for op in [
+            ReduceOp::Sum,
+            ReduceOp::ArgMax,
+            ReduceOp::VarSamp,
+            ReduceOp::LogSumExp,
+        ] {
+            let base = ReduceSpec {
+                op,
+                input,
+                ..ReduceSpec::default()
+            };
+            for st in layouts(ReduceAxis::All) {
+                let spec = base.with_strategy(Some(st));
+                // Past the cluster twin's sizes, odd, and one element in.
+                for n in [65_537usize, 1_000_003] {
+                    let hosts = inputs_for(&mut rng, &spec, n);
+                    check_full(&rt, &spec, &hosts, 1, 1);
+                }
+            }
+        }
+        for axis in [ReduceAxis::Rows, ReduceAxis::Cols] {
+            let base = ReduceSpec {
+                axis,
+                input,
+                ..ReduceSpec::default()
+            };
+            for st in layouts(axis) {
+                let spec = base.with_strategy(Some(st));
+                // Rows past the warp twin's length; a strided view off the
+                // vector grid; enough rows for the column kernel's splits.
+                for (m, offset) in [
+                    (
+                        Matrix {
+                            rows: 257,
+                            cols: 4099,
+                            ld: 4099,
+                        },
+                        0,
+                    ),
+                    (
+                        Matrix {
+                            rows: 3001,
+                            cols: 1100,
+                            ld: 1104,
+                        },
+                        1,
+                    ),
+                ] {
+                    let hosts = matrix_inputs(&mut rng, &spec, m);
+                    check_matrix(&rt, &spec, &hosts, m, offset);
+                }
+            }
+        }
+    }
+}

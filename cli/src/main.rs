@@ -127,10 +127,29 @@ mod tests {
         // A flag defined twice across flattened structs panics only here, when
         // clap hands the matches to the structs.
         let calls: &[&[&str]] = &[
-            &["redjit", "tune", "--family", "reduce", "--sizes", "2^20", "--shapes", "64x4096"],
-            &["redjit", "tune", "--family", "norm", "--dtypes", "bf16", "--rounds", "2"],
-            &["redjit", "bench", "reduce", "--sizes", "2^20", "--spec", "reduce_all_sum_f32_f32_t128u4"],
-            &["redjit", "bench", "norm", "--shapes", "4x4096", "--untracked"],
+            &[
+                "redjit", "tune", "--family", "reduce", "--sizes", "2^20", "--shapes", "64x4096",
+            ],
+            &[
+                "redjit", "tune", "--family", "norm", "--dtypes", "bf16", "--rounds", "2",
+            ],
+            &[
+                "redjit",
+                "bench",
+                "reduce",
+                "--sizes",
+                "2^20",
+                "--spec",
+                "reduce_all_sum_f32_f32_t128u4",
+            ],
+            &[
+                "redjit",
+                "bench",
+                "norm",
+                "--shapes",
+                "4x4096",
+                "--untracked",
+            ],
         ];
         for call in calls {
             let cli = Cli::try_parse_from(*call);

@@ -51,7 +51,7 @@ pub use jit::{Compiled, Jit};
 pub use nms::{MASK_BUDGET_BYTES, NmsCall, NmsKernel, NmsPlan, check_call as check_nms_call};
 pub use norm::{NormArgs, NormCall, NormKernel, check_call as check_norm_call};
 pub use nvrtc::{Artifact, Nvrtc, NvrtcFacts, Output, Target};
-pub use redjit_codegen::spec::reduce::{Plan as ReducePlan, Shape as ReduceShape};
+pub use redjit_codegen::spec::reduce::{Plan as ReducePlan, ReduceStrategy, Shape as ReduceShape};
 pub use redjit_codegen::{
     AllReduceAlgo, AllReduceSpec, Arch, DType, KernelSource, KernelSpec, Load, NmsSpec, NmsStage,
     NormLayout, NormOp, NormSpec, Op, ReduceAxis, ReduceCopySpec, ReduceOp, ReduceSpec, Role,

@@ -228,17 +228,29 @@ impl ReduceKernel<'_> {
         if self.spec.strategy.is_some() {
             return None;
         }
-        let st = self.rt.tuning().tuning.reduce_rule(&self.spec, shape)?.strategy;
+        let st = self
+            .rt
+            .tuning()
+            .tuning
+            .reduce_rule(&self.spec, shape)?
+            .strategy;
         (st != self.spec.default_strategy()).then_some(st)
     }
 
     /// The spec of the kernel a call of `shape` launches (a tuned layout or
     /// a twin of this kernel's spec).
     pub fn launched(&self, shape: Shape) -> ReduceSpec {
-        let spec = self.spec.with_strategy(self.spec.strategy.or(self.tuned_strategy(shape)));
+        let spec = self
+            .spec
+            .with_strategy(self.spec.strategy.or(self.tuned_strategy(shape)));
         let dev = self.rt.device();
         // The twins are taken by size alone: any block count says which.
-        let plan = spec.plan_on(shape, dev.sm_count, self.main.blocks_per_sm.max(1), dev.arch);
+        let plan = spec.plan_on(
+            shape,
+            dev.sm_count,
+            self.main.blocks_per_sm.max(1),
+            dev.arch,
+        );
         if plan.warp_per_row {
             spec.for_warp_per_row()
         } else if plan.cluster {

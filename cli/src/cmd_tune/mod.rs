@@ -16,8 +16,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use redjit_codegen::tuning::{DeviceKey, TableDevice, Tuning, TuningTable, write_table};
 use redjit_codegen::DType;
+use redjit_codegen::tuning::{DeviceKey, TableDevice, Tuning, TuningTable, write_table};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -90,7 +90,10 @@ fn partial_path(out: &Path) -> PathBuf {
 
 /// A results file's cells by key; a line cut by a kill is left out (and
 /// measured again).
-fn read_cells<C: DeserializeOwned>(path: &Path, key: fn(&C) -> String) -> CliResult<BTreeMap<String, C>> {
+fn read_cells<C: DeserializeOwned>(
+    path: &Path,
+    key: fn(&C) -> String,
+) -> CliResult<BTreeMap<String, C>> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
@@ -193,7 +196,11 @@ impl Run {
     /// Writes the table at `out`: a table already there keeps its other
     /// families' rows (`set` replaces this family's); a new one takes the
     /// root of the table the tune started from as its base.
-    fn write(&self, set: impl FnOnce(&mut TuningTable), rows: impl Fn(&TuningTable) -> usize) -> CliResult {
+    fn write(
+        &self,
+        set: impl FnOnce(&mut TuningTable),
+        rows: impl Fn(&TuningTable) -> usize,
+    ) -> CliResult {
         let name = self.out.display().to_string();
         let kept = std::fs::read_to_string(&self.out)
             .ok()
@@ -228,7 +235,11 @@ impl Run {
         redjit_codegen::tuning::parse_table(&name, &text)?;
         std::fs::write(&self.out, text)
             .map_err(|e| CliError::failure(format!("{}: {e}", self.out.display())))?;
-        println!("wrote {} ({} rows of this family)", self.out.display(), rows(&table));
+        println!(
+            "wrote {} ({} rows of this family)",
+            self.out.display(),
+            rows(&table)
+        );
         Ok(())
     }
 }
@@ -271,7 +282,10 @@ fn finished<C: DeserializeOwned>(
             results.display()
         )));
     };
-    let out = a.out.as_deref().ok_or_else(|| CliError::usage("--from-results needs --out"))?;
+    let out = a
+        .out
+        .as_deref()
+        .ok_or_else(|| CliError::usage("--from-results needs --out"))?;
     let run = Run::offline(device(first)?, out);
     Ok((done, run))
 }

@@ -112,8 +112,7 @@ pub fn tune(a: &TuneArgs) -> CliResult {
         Some(s) => s.0.clone(),
         None => crate::sizes::parse_sizes(DEFAULT_SIZES).map_err(CliError::usage)?,
     };
-    let shapes =
-        crate::bench::reduce::parse_shapes(a.shapes.as_deref().unwrap_or(DEFAULT_SHAPES))?;
+    let shapes = crate::bench::reduce::parse_shapes(a.shapes.as_deref().unwrap_or(DEFAULT_SHAPES))?;
     if sizes.contains(&0) || shapes.iter().any(|&(r, c)| r == 0 || c == 0) {
         return Err(CliError::usage("a size or shape of no elements"));
     }
@@ -254,7 +253,11 @@ fn tune_reduce(b: &mut Bench<'_>, a: &TuneArgs, todo: Vec<Todo>) -> CliResult {
                 ld: t.n.min((1 << 20) + 3),
             },
             Some(m) => Matrix {
-                rows: m.rows.min(if t.spec.axis == ReduceAxis::Rows { 67 } else { 2051 }),
+                rows: m.rows.min(if t.spec.axis == ReduceAxis::Rows {
+                    67
+                } else {
+                    2051
+                }),
                 ..m
             },
         };
@@ -347,45 +350,54 @@ fn rules(done: &BTreeMap<String, Cell>, a: &TuneArgs) -> CliResult<Vec<ReduceRul
         let input: DType = input.parse()?;
         let rows = (axis != ReduceAxis::All).then(|| ROW_CLASSES[class].0..=ROW_CLASSES[class].1);
         let mut lo = 1u64;
-        let mut group: Vec<ReduceRule> = Vec::new();
+        // (rule, the sizes it was measured at, candidates)
+        let mut group: Vec<(ReduceRule, Vec<String>, usize)> = Vec::new();
         for (i, c) in cells.iter().enumerate() {
             let pick: ReduceSpec = c.pick.parse()?;
             let Some(strategy) = pick.strategy else {
                 continue;
             };
-            let hi = if i + 1 == cells.len() { u64::MAX } else { c.size() };
+            let hi = if i + 1 == cells.len() {
+                u64::MAX
+            } else {
+                c.size()
+            };
             let at = if c.n > 0 {
                 crate::sizes::fmt_size(c.n)
             } else {
                 format!("{}x{}", c.rows, c.cols)
             };
-            let reason = format!(
-                "fastest of {} candidates at {at} over {} rounds, and matched the CPU twin",
-                c.times.len(),
-                a.rounds
-            );
             match group.last_mut() {
-                Some(prev) if prev.strategy == strategy => {
+                Some((prev, ats, _)) if prev.strategy == strategy => {
                     prev.size = *prev.size.start()..=hi;
-                    prev.reason = format!(
-                        "{}, and at {at}",
-                        prev.reason.replace(", and matched the CPU twin", "")
-                    ) + ", and matched the CPU twin";
+                    ats.push(at);
                 }
-                _ => group.push(ReduceRule {
-                    axis,
-                    ops: vec![op.parse()?],
-                    input,
-                    size: RangeInclusive::new(lo, hi),
-                    rows: rows.clone(),
-                    strategy,
-                    reason,
-                    result: a.result.clone(),
-                    line: 0,
-                }),
+                _ => group.push((
+                    ReduceRule {
+                        axis,
+                        ops: vec![op.parse()?],
+                        input,
+                        size: RangeInclusive::new(lo, hi),
+                        rows: rows.clone(),
+                        strategy,
+                        reason: String::new(),
+                        result: a.result.clone(),
+                        line: 0,
+                    },
+                    vec![at],
+                    c.times.len(),
+                )),
             }
             lo = hi.saturating_add(1);
         }
+        let group = group.into_iter().map(|(mut r, ats, n)| {
+            r.reason = format!(
+                "fastest of {n} candidates at {} over {} rounds, and matched the CPU twin",
+                ats.join(" and "),
+                a.rounds
+            );
+            r
+        });
         out.extend(group);
     }
     Ok(out)

@@ -143,16 +143,25 @@ impl FromStr for ReduceStrategy {
 
     /// `t<threads>u<unroll>`, e.g. `t128u8`.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let err = || parse_error("reduce strategy", s, "expected t<threads>u<unroll>, e.g. t128u8");
+        let err = || {
+            parse_error(
+                "reduce strategy",
+                s,
+                "expected t<threads>u<unroll>, e.g. t128u8",
+            )
+        };
         let (t, u) = s
             .strip_prefix('t')
             .and_then(|r| r.split_once('u'))
             .ok_or_else(err)?;
         let num = |v: &str| {
-            (v.len() <= 4 && !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && !v.starts_with('0'))
-                .then(|| v.parse::<u32>().ok())
-                .flatten()
-                .ok_or_else(err)
+            (v.len() <= 4
+                && !v.is_empty()
+                && v.bytes().all(|b| b.is_ascii_digit())
+                && !v.starts_with('0'))
+            .then(|| v.parse::<u32>().ok())
+            .flatten()
+            .ok_or_else(err)
         };
         let st = ReduceStrategy {
             threads: num(t)?,
@@ -295,7 +304,9 @@ impl ReduceSpec {
         if self.warp_per_row || self.cluster {
             return THREADS;
         }
-        self.strategy.unwrap_or_else(|| self.default_strategy()).threads
+        self.strategy
+            .unwrap_or_else(|| self.default_strategy())
+            .threads
     }
 
     /// Pack loads each thread keeps in flight (the strategy's, else 64
@@ -307,7 +318,9 @@ impl ReduceSpec {
         if self.warp_per_row || self.axis == ReduceAxis::Cols {
             return 64 / (4 * self.input.info().bytes);
         }
-        self.strategy.unwrap_or_else(|| self.default_strategy()).unroll
+        self.strategy
+            .unwrap_or_else(|| self.default_strategy())
+            .unroll
     }
 
     /// Column kernels: rows' 16-byte loads each thread keeps in flight.
@@ -655,7 +668,9 @@ impl KernelSpec for ReduceSpec {
                 return Err(SpecError::invalid(
                     "unroll",
                     st.unroll,
-                    format!("a column kernel keeps 1 to {COL_MAX_UNROLL} rows' loads in flight per thread"),
+                    format!(
+                        "a column kernel keeps 1 to {COL_MAX_UNROLL} rows' loads in flight per thread"
+                    ),
                 ));
             }
         }
@@ -751,7 +766,9 @@ impl FromStr for ReduceSpec {
         let format = "expected reduce_<axis>_<op>_<input>_<accum>[_w|_c|_t<threads>u<unroll>], e.g. reduce_all_sum_bf16_f32";
         let rest = name_rest(s, Family::Reduce, what, format)?;
         let (rest, strategy) = match rest.rsplit_once('_') {
-            Some((r, last)) if last.starts_with('t') && last.contains('u') => (r, Some(last.parse()?)),
+            Some((r, last)) if last.starts_with('t') && last.contains('u') => {
+                (r, Some(last.parse()?))
+            }
             _ => (rest, None),
         };
         let (rest, warp_per_row) = match rest.strip_suffix("_w") {
@@ -784,6 +801,67 @@ impl FromStr for ReduceSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strategies_name_their_kernel_and_lay_out_its_launch() {
+        let st = ReduceStrategy {
+            threads: 128,
+            unroll: 16,
+        };
+        let spec: ReduceSpec = "reduce_rows_sum_bf16_f32".parse().unwrap();
+        let tuned = spec.with_strategy(Some(st));
+        assert_eq!(tuned.name(), "reduce_rows_sum_bf16_f32_t128u16");
+        assert_eq!(tuned.name().parse::<ReduceSpec>().unwrap(), tuned);
+        assert_eq!((tuned.threads(), tuned.unroll()), (128, 16));
+        let src = tuned.render().unwrap().code;
+        assert!(src.contains("__launch_bounds__(128)"), "{src}");
+        assert!(src.contains("const int kUnroll = 16;"));
+        let m = Shape::Matrix {
+            rows: 32768,
+            cols: 4096,
+            ld: 4096,
+        };
+        assert_eq!(tuned.plan(m, 132, 16).threads, 128);
+        // Short rows take the warp twin, which keeps the default block.
+        let short = Shape::Matrix {
+            rows: 32768,
+            cols: 512,
+            ld: 512,
+        };
+        assert_eq!(tuned.plan(short, 132, 16).threads, THREADS);
+        // The default strategy is the unnamed kernel's layout.
+        let default = spec.with_strategy(Some(spec.default_strategy()));
+        assert_eq!(
+            default.render().unwrap().code.replace("_t256u8", ""),
+            spec.render().unwrap().code
+        );
+        // Columns: the strategy's loads are rows in flight, and its threads the phases.
+        let cols: ReduceSpec = "reduce_cols_sum_bf16_f32_t512u2".parse().unwrap();
+        assert_eq!(cols.col_unroll(), 2);
+        assert!(
+            cols.render()
+                .unwrap()
+                .code
+                .contains("const int kColUnroll = 2;")
+        );
+        // Twins have the default layout; a strategy on one is refused.
+        assert!(tuned.for_warp_per_row().strategy.is_none());
+        let bad = ReduceSpec {
+            warp_per_row: true,
+            ..tuned.clone()
+        };
+        assert!(bad.validate().is_err());
+        for name in [
+            "reduce_all_sum_f32_f32_t96u4",
+            "reduce_all_sum_f32_f32_t128u0",
+            "reduce_all_sum_f32_f32_t128u33",
+            "reduce_cols_sum_f32_f32_t128u9",
+            "reduce_all_sum_f32_f32_t0128u4",
+            "reduce_all_sum_f32_f32_tu",
+        ] {
+            assert!(name.parse::<ReduceSpec>().is_err(), "{name}");
+        }
+    }
 
     #[test]
     fn names_round_trip() {

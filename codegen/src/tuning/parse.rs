@@ -10,9 +10,9 @@ use toml::Spanned;
 use super::{Form, NormRule, NormStrategy, ReduceRule, TableDevice, TuningTable, TypePair};
 use crate::SpecError;
 use crate::registry::{Arch, DType, NormLayout, NormOp, ReduceAxis, ReduceOp, SoftmaxAlgo};
-use crate::spec::reduce::ReduceSpec;
 use crate::spec::KernelSpec;
 use crate::spec::norm::{MAX_CLUSTER, NormSpec};
+use crate::spec::reduce::ReduceSpec;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

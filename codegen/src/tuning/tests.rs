@@ -1,6 +1,7 @@
 use super::*;
 use crate::SpecError;
 use crate::spec::KernelSpec;
+use crate::spec::reduce::ReduceSpec;
 
 const HEAD: &str = "[device]\nname = \"Test GPU\"\narch = \"sm_90\"\nsms = 100\nl2_mib = 40\n";
 
@@ -162,4 +163,82 @@ fn devices_take_their_own_table_else_the_nearest_of_their_arch() {
         device_slug(&key("NVIDIA H100 80GB HBM3", Arch::SM90, 132, 50)),
         "nvidia-h100-80gb-hbm3-132sm"
     );
+}
+
+fn reduce_row(fields: &str) -> String {
+    format!("{HEAD}\n[[reduce]]\n{fields}\n")
+}
+
+const REDUCE_GOOD: &str = "axis = \"rows\"\nops = [\"sum\"]\ninput = \"bf16\"\ncols = \"2049..=4096\"\nrows = \"2049..\"\nstrategy = \"t128u8\"\nreason = \"fastest\"";
+
+#[test]
+fn reduce_rows_parse_write_back_and_serve_their_calls() {
+    use crate::spec::reduce::{ReduceStrategy, Shape};
+    let t = parse_table("t.toml", &reduce_row(REDUCE_GOOD)).unwrap();
+    assert_eq!(t.reduce.len(), 1);
+    let r = &t.reduce[0];
+    assert_eq!((r.line, r.size.clone()), (7, 2049..=4096));
+    assert_eq!(
+        r.strategy,
+        ReduceStrategy {
+            threads: 128,
+            unroll: 8
+        }
+    );
+    let back = parse_table("t.toml", &write_table(&t, &[])).unwrap();
+    assert_eq!(back.reduce[0].strategy, r.strategy);
+    assert_eq!(
+        (back.reduce[0].size.clone(), back.reduce[0].rows.clone()),
+        (r.size.clone(), r.rows.clone())
+    );
+    let tuning = Tuning::resolve(t).unwrap();
+    let sum: ReduceSpec = "reduce_rows_sum_bf16_f32".parse().unwrap();
+    let m = |rows, cols| Shape::Matrix {
+        rows,
+        cols,
+        ld: cols,
+    };
+    assert!(tuning.reduce_rule(&sum, m(32768, 4096)).is_some());
+    // Another row length, row count, op, input or axis: no row.
+    assert!(tuning.reduce_rule(&sum, m(32768, 8192)).is_none());
+    assert!(tuning.reduce_rule(&sum, m(64, 4096)).is_none());
+    let max: ReduceSpec = "reduce_rows_max_bf16_f32".parse().unwrap();
+    assert!(tuning.reduce_rule(&max, m(32768, 4096)).is_none());
+    let f32_sum: ReduceSpec = "reduce_rows_sum_f32_f32".parse().unwrap();
+    assert!(tuning.reduce_rule(&f32_sum, m(32768, 4096)).is_none());
+    let cols: ReduceSpec = "reduce_cols_sum_bf16_f32".parse().unwrap();
+    assert!(tuning.reduce_rule(&cols, m(32768, 4096)).is_none());
+    // The shipped H200 table lays out its tuned calls.
+    let h200 = Tuning::shipped("h200").unwrap();
+    assert!(!h200.reduce_rules().is_empty());
+    assert!(h200.reduce_rule(&sum, m(32768, 4096)).is_some());
+}
+
+#[test]
+fn bad_reduce_rows_name_the_line_and_the_rule() {
+    let (line, rule) = err_of(&reduce_row(&REDUCE_GOOD.replace("t128u8", "t100u8")));
+    assert_eq!(line, 7);
+    assert!(rule.contains("power of two from 64 to 1024"), "{rule}");
+    let (_, rule) = err_of(&reduce_row(&REDUCE_GOOD.replace("t128u8", "t128u64")));
+    assert!(rule.contains("1 to 32 loads"), "{rule}");
+    let (_, rule) = err_of(&reduce_row(&REDUCE_GOOD.replace("t128u8", "fast")));
+    assert!(rule.contains("t<threads>u<unroll>"), "{rule}");
+    // A column kernel keeps at most 8 rows in flight.
+    let cols = REDUCE_GOOD
+        .replace("\"rows\"", "\"cols\"")
+        .replace("t128u8", "t256u16");
+    let (_, rule) = err_of(&reduce_row(&cols));
+    assert!(rule.contains("1 to 8 rows"), "{rule}");
+    // A full-array row names n, not cols or rows.
+    let all = REDUCE_GOOD.replace("\"rows\"", "\"all\"");
+    let (_, rule) = err_of(&reduce_row(&all));
+    assert!(rule.contains("as n"), "{rule}");
+    let (_, rule) = err_of(&reduce_row(&REDUCE_GOOD.replace("cols =", "n =")));
+    assert!(rule.contains("as cols"), "{rule}");
+    let (_, rule) = err_of(&reduce_row(&REDUCE_GOOD.replace("\"sum\"", "\"mode\"")));
+    assert!(rule.contains("mode"), "{rule}");
+    let (_, rule) = err_of(&reduce_row(&REDUCE_GOOD.replace("bf16", "f64")));
+    assert!(rule.contains("f64"), "{rule}");
+    let (_, rule) = err_of(&reduce_row(&REDUCE_GOOD.replace("fastest", "")));
+    assert!(rule.contains("reason is empty"), "{rule}");
 }

@@ -56,7 +56,11 @@ fn reduce_row(out: &mut String, r: &ReduceRule) {
         let _ = writeln!(out, "ops = [{}]", ops.join(", "));
     }
     let _ = writeln!(out, "input = {}", quoted(&r.input.to_string()));
-    let size = if r.axis == ReduceAxis::All { "n" } else { "cols" };
+    let size = if r.axis == ReduceAxis::All {
+        "n"
+    } else {
+        "cols"
+    };
     let _ = writeln!(out, "{size} = {}", quoted(&range(&r.size)));
     if let Some(rows) = &r.rows {
         let _ = writeln!(out, "rows = {}", quoted(&range(rows)));
