@@ -16,7 +16,8 @@ use redjit::reference::HostBuffer;
 use redjit::reference_reduce::{self, Expected};
 use redjit::{
     Arch, DType, Error, Fp8E4M3, Fp8E5M2, KernelInput, KernelSpec, Matrix, ReduceAxis,
-    ReduceKernel, ReduceOp, ReduceOutput, ReduceShape, ReduceSpec, ResultType, Runtime, SpecError,
+    ReduceKernel, ReduceOp, ReduceOutput, ReduceShape, ReduceSpec, ReduceStrategy, ResultType,
+    Runtime, SpecError,
 };
 
 /// Poisoned elements around every buffer: before an input's view (misaligned
