@@ -460,6 +460,11 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   (void)partials_ptr;
   (void)splits;
   (void)span;
+{%- if held %}
+  // Every row of the block has these columns: asked for before the first
+  // row's, they are in flight beside it instead of after its reduction.
+  a.held.load(a.w, a.b, rj_chunk_of<Chunk, kBalanced>(0, (rj_u32)cols, (rj_u32)cols, threadIdx.x));
+{%- endif %}
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
 {%- elif layout == "loop" %}
   (void)counters_ptr;

@@ -208,12 +208,16 @@ impl Run {
             .filter(|t| t.device == self.device);
         let mut table = kept.unwrap_or_else(|| TuningTable {
             name: name.clone(),
-            // Calls the tune did not measure keep what they took.
+            // Calls the tune did not measure keep the shipped table they took
+            // (a shipped table written anew takes its own base).
             base: self
                 .before
                 .chain()
-                .last()
-                .filter(|n| Tuning::shipped(n).is_ok())
+                .iter()
+                .find(|n| {
+                    Some(n.as_str()) != self.out.file_stem().and_then(|f| f.to_str())
+                        && Tuning::shipped(n).is_ok()
+                })
                 .cloned(),
             device: self.device.clone(),
             norm: Vec::new(),

@@ -68,11 +68,24 @@ fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpec> {
         if idle {
             continue;
         }
-        if matches!(v.layout, NormLayout::Block | NormLayout::Split) && v.fills_exactly(cols) {
-            push(NormSpec {
-                exact: true,
-                ..v.clone()
-            });
+        let exact = (matches!(v.layout, NormLayout::Block | NormLayout::Split)
+            && v.fills_exactly(cols))
+        .then(|| NormSpec {
+            exact: true,
+            ..v.clone()
+        });
+        // A block kernel that holds its weight and bias through the launch.
+        for s in exact.iter().chain(std::iter::once(&v)) {
+            let held = NormSpec {
+                held: Some(s.packs),
+                ..s.clone()
+            };
+            if s.layout == NormLayout::Block && !s.prefetch && held.validate().is_ok() {
+                push(held);
+            }
+        }
+        if let Some(x) = exact {
+            push(x);
         }
         push(v);
     }

@@ -188,6 +188,9 @@ pub struct NormStrategy {
     pub packs: u32,
     /// Which kernel of the layout.
     pub form: Form,
+    /// Packs of the weight and bias the kernel loads once and holds in
+    /// registers (`_h<n>`; `None`: the layout's rule).
+    pub held: Option<u32>,
 }
 
 impl NormStrategy {
@@ -214,6 +217,7 @@ impl NormStrategy {
             lanes: spec.lanes,
             packs: spec.packs,
             form,
+            held: spec.held,
         }
     }
 
@@ -225,7 +229,11 @@ impl NormStrategy {
 
 impl fmt::Display for NormStrategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.layout_name(), self.form.slug())
+        write!(f, "{} {}", self.layout_name(), self.form.slug())?;
+        match self.held {
+            Some(h) => write!(f, " held {h}"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -45,6 +45,7 @@ struct RawNormRule {
     rows: Option<String>,
     strategy: String,
     form: String,
+    held: Option<u32>,
     reason: String,
     result: Option<String>,
 }
@@ -205,6 +206,7 @@ fn norm_rule(r: RawNormRule, line: usize) -> Result<NormRule, String> {
         lanes,
         packs,
         form: by_slug("form", &r.form, Form::ALL, Form::slug)?,
+        held: r.held,
     };
     let rule = NormRule {
         op,
@@ -327,6 +329,7 @@ fn check_strategy(rule: &NormRule) -> Result<(), String> {
                 .div_ceil(chunk.max(1))
                 .clamp(2, MAX_CLUSTER.into()) as u32
         }),
+        held: s.held,
         ..NormSpec::default()
     };
     spec.validate().map_err(|e| format!("{name}: {e}"))?;

@@ -43,6 +43,9 @@ fn norm_row(out: &mut String, r: &NormRule) {
     }
     let _ = writeln!(out, "strategy = {}", quoted(&r.strategy.layout_name()));
     let _ = writeln!(out, "form = {}", quoted(r.strategy.form.slug()));
+    if let Some(h) = r.strategy.held {
+        let _ = writeln!(out, "held = {h}");
+    }
     let _ = writeln!(out, "reason = {}", quoted(&r.reason));
     if let Some(res) = &r.result {
         let _ = writeln!(out, "result = {}", quoted(res));

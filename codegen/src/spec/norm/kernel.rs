@@ -376,7 +376,7 @@ impl KernelSpec for NormSpec {
                 return Err(SpecError::invalid(
                     "held",
                     h,
-                    "only a deferred split kernel's whole-pack form (`_p`, no `_c<n>` or `_g`) of layer or RMS norm holds its weight and bias in registers (`_h<n>`)",
+                    "only a deferred split kernel's whole-pack form (`_p`, no `_c<n>` or `_g`) or a plain block kernel (no `_p` or `_g`) of layer or RMS norm holds its weight and bias in registers (`_h<n>`)",
                 ));
             }
             if h > self.packs {

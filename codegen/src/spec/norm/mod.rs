@@ -146,9 +146,10 @@ pub struct NormSpec {
     /// shared memory: no workspace, and no block waits on one that is not
     /// running. The kernel holds rows of at most `n` chunks.
     pub cluster: Option<u32>,
-    /// Packs of its chunk's weight and bias a deferred split kernel loads
-    /// into registers once and holds for the launch (`_h<n>` in names, 0 to
-    /// `packs`), instead of `held_cols`'s rule: what the benchmarks compare.
+    /// Packs of its chunk's weight and bias a deferred split kernel (or a
+    /// plain block kernel) loads into registers once and holds for the launch
+    /// (`_h<n>` in names, 0 to `packs`), instead of `held_cols`'s rule (none
+    /// for a block kernel): what the benchmarks and tuning tables compare.
     pub held: Option<u32>,
 }
 
@@ -802,7 +803,16 @@ impl NormSpec {
     /// registers: a deferred split kernel's whole-pack form (a block keeps its
     /// chunk, so its columns, in every row).
     fn can_hold_cols(&self) -> bool {
-        self.deferred() && !self.general && self.vectors() > 0
+        (self.deferred() || self.block_holds_cols()) && !self.general && self.vectors() > 0
+    }
+
+    /// The plain block layout (no staging, no general path): every row of a
+    /// block has the same columns, so it can load its weight and bias once, at
+    /// the launch's start, and hold them (`_h<n>`, asked for by a tuning
+    /// table): their loads are then in flight beside the first row's rather
+    /// than after its reduction.
+    fn block_holds_cols(&self) -> bool {
+        self.layout == NormLayout::Block && !self.prefetch
     }
 
     /// Packs of its chunk's weight and bias a deferred split kernel loads into
@@ -825,6 +835,9 @@ impl NormSpec {
         }
         if let Some(h) = self.held {
             return h;
+        }
+        if self.block_holds_cols() {
+            return 0;
         }
         // Where the columns fit beside the staged rows, f32 layer norm
         // holds them rather than stage them (s512x4_p 71.9-72.0 % of copy
@@ -1318,7 +1331,7 @@ impl NormSpec {
             no_l1: measured.is_some_and(|m| m.form.no_l1()),
             exact: false,
             cluster: None,
-            held: None,
+            held: measured.and_then(|m| m.held),
             ..self.clone()
         };
         // A cluster of the row's chunks.
