@@ -1997,3 +1997,54 @@ fn bad_calls_are_errors_not_launches() {
     k2.launch(s, NormArgs::norm(&x, &w, None, &mut y, m, 1e-5))
         .unwrap();
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn blocks_holding_their_columns_take_many_rows_each() {
+    // A block kernel that holds its weight (and bias) loads them once, before
+    // its first row: more rows than resident blocks (each block takes several),
+    // rows that fill the block and shorter rows (its packs past their end hold
+    // zeros), a stride past the row, statistics, every dtype pair, and the
+    // exact form with its ragged twin for other lengths.
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("blocks_holding_their_columns_take_many_rows_each");
+    let mut specs = Vec::new();
+    for ops in row_ops().into_iter().filter(|o| !o.0.info().softmax) {
+        for (i, o) in [
+            (DType::BF16, DType::BF16),
+            (DType::F32, DType::F32),
+            (DType::BF16, DType::F32),
+            (DType::F32, DType::BF16),
+        ] {
+            for (lanes, packs) in [(128, 8), (256, 4), (256, 8), (512, 4)] {
+                for exact in [false, true] {
+                    let spec = NormSpec {
+                        layout: NormLayout::Block,
+                        lanes,
+                        packs,
+                        exact,
+                        held: Some(packs),
+                        ..NormSpec::with(ops, i, o, 1)
+                    };
+                    if spec.validate().is_ok() {
+                        specs.push(spec);
+                    }
+                }
+            }
+        }
+    }
+    assert!(specs.len() >= 32, "{}", specs.len());
+    prepare(&rt, specs.clone());
+    for spec in &specs {
+        let resident = rt.norm(spec).unwrap().resident() as usize;
+        let cap = spec.capacity().unwrap() as usize;
+        for (cols, ld) in [(cap, cap + 8), (cap / 3 / 4 * 4 + 4, cap / 3 / 4 * 4 + 12)] {
+            let m = Matrix {
+                rows: 2 * resident + 7,
+                cols,
+                ld,
+            };
+            check_with_stats(&rt, &mut rng, spec, m);
+        }
+    }
+}

@@ -293,3 +293,84 @@ fn finished<C: DeserializeOwned>(
     let run = Run::offline(device(first)?, out);
     Ok((done, run))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redjit_codegen::tuning::parse_table;
+
+    fn args(family: TuneFamily, result: &str) -> TuneArgs {
+        TuneArgs {
+            common: Common::for_tests(),
+            family,
+            shapes: None,
+            dtypes: vec![DType::F32, DType::BF16],
+            out: None,
+            rounds: 3,
+            result: Some(result.into()),
+            from_results: None,
+        }
+    }
+
+    #[test]
+    fn the_shipped_h200_table_is_what_its_committed_tunes_make() {
+        // The table must not drift from the measurements it names: written
+        // again from them, each family's rows come out the same.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let shipped_text = std::fs::read_to_string(root.join("codegen/tuning/h200.toml")).unwrap();
+        let shipped = parse_table("h200", &shipped_text).unwrap();
+        let dir = std::env::temp_dir().join(format!("redjit-tune-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("h200.toml");
+        for (family, results) in [
+            (TuneFamily::Norm, "benchmarks/h200/tune-norm.jsonl"),
+            (TuneFamily::Reduce, "benchmarks/h200/tune-reduce.jsonl"),
+        ] {
+            let a = TuneArgs {
+                out: Some(out.clone()),
+                from_results: Some(root.join(results)),
+                ..args(family, results)
+            };
+            tune_cmd(&a).unwrap();
+        }
+        let made = parse_table("h200", &std::fs::read_to_string(&out).unwrap()).unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(made.base, shipped.base);
+        assert_eq!(made.device, shipped.device);
+        let strip_lines = |t: &TuningTable| {
+            let norm: Vec<_> = t
+                .norm
+                .iter()
+                .map(|r| {
+                    (
+                        r.op,
+                        r.algo,
+                        r.residual,
+                        r.types,
+                        r.cols.clone(),
+                        r.rows.clone(),
+                        r.strategy,
+                        r.reason.clone(),
+                    )
+                })
+                .collect();
+            let reduce: Vec<_> = t
+                .reduce
+                .iter()
+                .map(|r| {
+                    (
+                        r.axis,
+                        r.ops.clone(),
+                        r.input,
+                        r.size.clone(),
+                        r.rows.clone(),
+                        r.strategy,
+                        r.reason.clone(),
+                    )
+                })
+                .collect();
+            (norm, reduce)
+        };
+        assert_eq!(strip_lines(&made), strip_lines(&shipped));
+    }
+}
