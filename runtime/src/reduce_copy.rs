@@ -379,10 +379,10 @@ impl ReduceCopyKernel<'_> {
     }
 
     /// One hunk per warp, so the hardware balances blocks over the SMs: on the H100
-    /// (2026-11-23, n = 2^28, TA_T) this ran at 3067-3109 GB/s for unroll 1-4,
-    /// against 3007 GB/s for a persistent grid of resident blocks, whose last
-    /// round of hunks leaves SMs idle. The kernel's hunk loop covers grids capped
-    /// by `max_blocks` or by the 2^31 - 1 limit of gridDim.x.
+    /// this beat a persistent grid of resident blocks, whose last round of hunks
+    /// leaves SMs idle (BENCHMARKS.md, H100 reduce_copy sections). The kernel's
+    /// hunk loop covers grids capped by `max_blocks` or by the 2^31 - 1 limit of
+    /// gridDim.x.
     fn config(&self, n: usize, opts: LaunchOptions) -> LaunchConfig {
         let threads = self.threads(opts);
         let warps_per_block = (threads / 32) as usize;

@@ -75,7 +75,7 @@ pub struct ReduceCopySpec {
 /// boundary: `0 ..pack_elts`. As constants, the offsets of a twin fold its byte
 /// selects and shifts away and leave its aligned buffers on the plain vector
 /// path; read at run time, they cost misaligned stochastic rounding a third of
-/// its throughput (H100, 2026-11-23).
+/// its throughput (H100; BENCHMARKS.md, H100 reduce_copy sections).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Misalignment(pub Vec<u8>);
 
@@ -134,7 +134,7 @@ impl ReduceCopySpec {
         // A misaligned twin stores through the previous lane's words and a funnelled
         // block: two packs of words per misaligned destination (an unroll-4 bf16 + f32 pair of
         // destinations spilled at 64 registers without this term). Bounding every
-        // twin to 512 instead cost 3-20 % of misaligned throughput: more registers,
+        // twin to 512 instead measured slower on misaligned buffers: more registers,
         // one block of 512 per SM instead of two.
         let shuffled: u32 = match &self.misalignment {
             Some(m) => self

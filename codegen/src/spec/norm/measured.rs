@@ -23,20 +23,18 @@ use super::*;
 /// spills 12 bytes.
 /// The 16-bit split s512x4 layer norm (here) and log-softmax general twin
 /// (`OCCUPANCY_GENERAL`) went from 3 to 2 when the split rows' sync moved into
-/// warp 0 (2026-11-25): at 3 they spilled 4 and 8 bytes. The split cohorts'
+/// warp 0: at 3 they spilled 4 and 8 bytes. The split cohorts'
 /// staged kernels (`s512x8_p`) spilled 4-16 bytes at their layout's bound but
-/// for the online softmax; in the deferred form (2026-11-25, eighth session)
-/// 16-bit RMS norm s512x8_p spilled 80 bytes at 2, and the log-softmax entry
-/// went: at 2 blocks an SM (its layout's) it ran at 80.7-81.5 % of copy against
-/// 65.9-66.2 % at 1 (bf16, 64x1048576, run10). A bound is also capped by the SM's shared
-/// memory over the staged rows (`min_blocks`). f32 layer norm's s512x4_p
-/// spilled 4 bytes at 2.
+/// for the online softmax; in the deferred form 16-bit RMS norm s512x8_p
+/// spilled 80 bytes at 2, and 16-bit log-softmax keeps its layout's 2, well
+/// ahead of 1 (H100; BENCHMARKS.md, H100 norm sections). A bound is also
+/// capped by the SM's shared memory over the staged rows (`min_blocks`).
+/// f32 layer norm's s512x4_p spilled 4 bytes at 2.
 /// 16-bit layer norm w8x4 takes 5, a bound the sweep did not try: it compiles
-/// clean at 48 registers (63 at 4), and at 262144x128 bf16 ran at 82.9-88.7 %
-/// of copy against 79.5-85.8 % at 4, ahead in each of nine alternating rounds
-/// of three calls (H100, 2026-11-25, ninth session, runs 2, 3 and 10; Nsight
-/// Compute: achieved occupancy 52.1 % against 42.1 %). Bound 5 lost for 16-bit layer norm with
-/// the residual and for the f32 residual norms, and tied for 16-bit RMS norm.
+/// clean at 48 registers (63 at 4) and ran ahead of 4 in every alternating
+/// round, at a higher achieved occupancy (H100; BENCHMARKS.md, H100 norm
+/// sections). Bound 5 lost for 16-bit layer norm with the residual and for
+/// the f32 residual norms, and tied for 16-bit RMS norm.
 /// Layer norm w16x2 between two types takes 5 (its kernels spilled 4 bytes
 /// at 6), the online softmax and log-softmax s512x8_p between them 1 (4
 /// bytes at 2; `MEASURED_LAYOUTS` has what that cost), softmax s256x8_p 3 and
@@ -163,8 +161,8 @@ pub(super) const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
 
 /// The same for the general twins (`_g`, `norm-occupancy.py --general`), whose
 /// element path takes more registers. Layer norm at b256x4 stays at 1: at 2 the
-/// f32 kernel fell from 94 % to 71 % of the copy bandwidth at 32768x4096 on the
-/// H100 (BENCHMARKS.md, third session, run4, when it was the only kernel). Layer
+/// f32 kernel fell far behind at 32768x4096 (H100; BENCHMARKS.md, H100 norm
+/// sections). Layer
 /// norm with residual at b256x8, same dtypes, went from 3 to 2 when Chan's merge
 /// took one reciprocal for three divisions: at 3, ptxas spilled 4 words.
 pub(super) const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[

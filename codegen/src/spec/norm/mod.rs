@@ -343,14 +343,10 @@ impl NormSpec {
     /// How the kernel loads whole packs of its row streams (x, the
     /// residual): past L1 (`no_l1`), or, in the warp layout, each L2 miss
     /// filled as a whole 128-byte line (a warp's pack loads cover several rows
-    /// a piece each: w8x4, 64 bytes of each of four rows). H100, 2026-11-27,
-    /// 262144x128, three rounds, % of copy (BENCHMARKS.md, twenty-ninth
-    /// session): bf16 layer norm w8x4 94.9-95.2 -> 95.2-95.4, RMS norm
-    /// 95.2-95.5 -> 95.4-95.8, log-softmax 95.2-95.3 -> 95.4-95.8, safe
-    /// softmax 95.3-95.7 -> 95.8-95.9; the f32 kernels and bf16 layer norm +
-    /// residual within their spread (f32 layer norm w16x2 99.0 against
-    /// 98.9-99.6); 256-byte lines lost up to 0.5 (f32 online softmax
-    /// 98.8-98.9 against 99.3).
+    /// a piece each: w8x4, 64 bytes of each of four rows). Whole lines put the
+    /// 16-bit warp kernels a little ahead at 262144x128 and left the f32 ones
+    /// within their spread; 256-byte lines lost (H100; BENCHMARKS.md, H100 norm
+    /// sections).
     fn row_load(&self) -> &'static str {
         if self.no_l1 {
             "rj_load_stream"
@@ -365,10 +361,9 @@ impl NormSpec {
     /// weight and bias loaded ahead (`rj_out_stored`), rather than leaving the
     /// row for the kernel to store: layer norm's exact block kernels. With
     /// every pack's weight and bias loaded before the first store, f32
-    /// b512x16_x spilled 80 bytes (ptxas 13.0); storing as it goes, it ran at
-    /// 98.9-99.1 % of copy at 8192x32768, against 95.1-95.2 % for b512x16_n,
-    /// and bf16 b512x16_x level with the kernel before (96.5-96.6 % against
-    /// 96.4-96.6; H100, 2026-11-27, BENCHMARKS.md twenty-sixth session).
+    /// b512x16_x spilled 80 bytes (ptxas 13.0); storing as it goes, it ran
+    /// ahead of b512x16_n at 8192x32768, and bf16 b512x16_x level with the
+    /// kernel before (H100; BENCHMARKS.md, H100 norm sections).
     pub fn stores_each_pack(&self) -> bool {
         self.op == NormOp::LayerNorm && self.layout == NormLayout::Block && self.exact
     }
@@ -377,14 +372,11 @@ impl NormSpec {
     /// f32, a second time only for a row far from zero, rather than Chan's
     /// merge of (n, mean, m2). The two plain sums it replaced (the row's sum,
     /// then its squares about the mean) won everywhere but at 16-bit rows in
-    /// 512-thread blocks (H100, BENCHMARKS.md, 2026-11-24 run7: bf16
-    /// 8192x32768 b512x16 73.2 % of copy against 88.6 %; b512x8 at
-    /// 8192x16384, where Chan's merge also compiles clean at 2 blocks an SM,
-    /// 84.4 % against 61.5 % at the 1 block the two sums compile clean at;
-    /// with the residual the two sums won there too, bf16 b512x16 81.4 %
-    /// against 74.9 %, b512x8 98.2 % against 97.0 %). The pair spills those
-    /// 16-bit kernels without the residual as well (2026-11-25: bf16 b512x8_x
-    /// 24 bytes, f16 b512x16_x 64), so they keep Chan's merge. Groups (warp
+    /// 512-thread blocks without the residual (H100; BENCHMARKS.md, H100 norm
+    /// sections; b512x8 there compiles clean at 2 blocks an SM with Chan's
+    /// merge, at 1 with the two sums). The pair spills those 16-bit kernels
+    /// without the residual as well (bf16 b512x8_x 24 bytes, f16 b512x16_x
+    /// 64), so they keep Chan's merge. Groups (warp
     /// layout) always take the pair; split rows exchange one state.
     pub fn sum_pair(&self) -> bool {
         self.residual
@@ -438,21 +430,18 @@ impl NormSpec {
         // block from waiting on the rest of its row) for f32 layer norm and
         // RMS norm + residual and the norms between dtypes: measured faster
         // than s512x8_g (one block an SM) for every norm op and dtype at
-        // 4x1000003 and 64x1048573 (H100, 2026-11-25,
-        // benchmarks/2026-11-25-h100-s11).
+        // 4x1000003 and 64x1048573 (H100; BENCHMARKS.md, H100 norm sections).
         let split_norm = !twin.op.info().softmax && self.layout == NormLayout::Split;
         // Of 8 packs, one pass, for RMS norm (without the residual, one dtype
         // in and out: 64 registers, none spilled; one wave of 248 items at
-        // 4x1000003). Against s512x4_o2_g's two passes (H100,
-        // 2026-11-27, two rounds each alone, GB/s, benchmarks/2026-11-27-h100-s31
-        // run10): bf16 1113-1116 against 1055-1058 at 4x1000003 and 1478-1479
-        // against 1374-1375 at 64x1048573, f16 1109-1118 against 1055-1057 and
-        // 1476-1477 against 1371-1372, f32 1783-1797 against 1783 and 1989-1993
-        // against 1880-1881. bf16 -> f32 spilled 4 bytes (a mixed norm: 4 packs).
+        // 4x1000003): ahead of s512x4_o2_g's two passes for bf16, f16 and f32
+        // at 4x1000003 and 64x1048573 (f32 level at 4x1000003; H100;
+        // BENCHMARKS.md, H100 norm sections). bf16 -> f32 spilled 4 bytes (a
+        // mixed norm: 4 packs).
         // 16-bit RMS norm + residual and layer norm (with and without the
         // residual) hold their rows as raw words to fit, and 16-bit RMS norm
-        // too, for its weight's registers (`raw_rows`, whose figures are
-        // there); f32 layer norm keeps two passes of 4 packs.
+        // too, for its weight's registers (`raw_rows` says why); f32 layer
+        // norm keeps two passes of 4 packs.
         let one_pass_of_8 = split_norm
             && twin.input == twin.output
             && match twin.op {
@@ -483,8 +472,8 @@ impl NormSpec {
     /// A deferred split kernel's staging general twin (`_p_g`): its cohorts
     /// stage each row's chunks at the row's own shift from the pack grid, so
     /// all but a row's first and last packs are whole cp.async copies. Other
-    /// kernels, and f32 layer norm (58.4-58.7 % of copy against 60.1-60.4 %
-    /// for its direct twin at 64x1048573), have none: `general_twin`.
+    /// kernels, and f32 layer norm (behind its direct twin at 64x1048573;
+    /// H100, BENCHMARKS.md, H100 norm sections), have none: `general_twin`.
     pub fn staged_twin(&self) -> NormSpec {
         if self.general || !self.deferred() || self.f32_layer_norm() {
             return self.general_twin();
@@ -532,39 +521,25 @@ impl NormSpec {
     /// one (for rows of up to `STAGED_SHORT_COLS`, a few chunks each, where a
     /// long rows' layout (`staged_twin`) left blocks waiting on their row's
     /// few others and the direct twin (`_g`) loads each chunk twice, the
-    /// norms' two passes). H100, % of copy at 4096 rows of 40001, 50257 and
-    /// 65537.
+    /// norms' two passes). Each is the fastest layout measured at 4096 rows of
+    /// 40001, 50257 and 65537 (H100; BENCHMARKS.md, H100 norm sections).
     ///
-    /// The softmaxes (twenty-first session, runs 7-8), s256x8_p_g against
-    /// s512x8_p_g and the direct twin s512x8_g:
-    /// - bf16 softmax 74.0 / 67.5 / 69.7 against 61.9 / 58.0 / 62.6 and
-    ///   54.7 / 52.4 / 54.2; balanced (`balances`), at 3 blocks an SM, as
-    ///   at 4 it spilled 8 bytes: 75.6-75.7 / 67.0-67.4 / 69.7-69.9 against
-    ///   73.6-73.7 / 66.7-67.4 / 69.1-69.4 at 4 unbalanced (2026-11-27, run4);
-    /// - bf16 log-softmax at 3 blocks an SM (16 bytes spilled at 4) 87.4 /
-    ///   71.8 / 77.2 against 68.3 / 63.4 / 69.0 and 58.1 / 55.2 / 57.2;
-    /// - f32 softmax 89.1 / 87.4 / 88.6 against 82.5 / 78.4 / 81.0 and 85.7
-    ///   / 81.9 / 84.0;
-    /// - f32 log-softmax has none (its direct twin 89.7-90.1 / 87.2-87.3 /
-    ///   88.4-88.5 against 90.8-91.3 / 87.4-87.9 / 89.3).
+    /// The softmaxes, s256x8_p_g against s512x8_p_g and the direct twin
+    /// s512x8_g:
+    /// - 16-bit softmax, balanced (`balances`), at 3 blocks an SM (8 bytes
+    ///   spilled at 4);
+    /// - 16-bit log-softmax at 3 blocks an SM (16 bytes spilled at 4);
+    /// - f32 softmax;
+    /// - f32 log-softmax has none (its direct twin ran ahead).
     ///
-    /// The norms (2026-11-27, twenty-second session, run5: balanced chunks in
-    /// every split kernel, the direct twins' 1-2 points slower than as they
-    /// run now; 40001 / 50257, two rounds within 0.7 points), the best of s128x8,
-    /// s256x4, s256x8 (bounds 2, 3, 4), s512x4 and s512x8 against the
-    /// direct twin s512x4_o2_g:
-    /// - RMS norm, both widths, and 16-bit RMS norm + residual: s512x4 (f32
-    ///   86.7 / 85.7 against 66.4 / 65.1; bf16 67.3 / 62.2 against 43.4 /
-    ///   39.4; bf16 + residual 81.1 / 77.5 against 63.3 / 58.8);
-    /// - layer norm: s256x8, 16-bit at 2 blocks an SM (72 bytes spilled at
-    ///   3): f32 66.7 / 62.9 against 62.8 / 60.4, bf16 38.4 / 36.2 against
-    ///   32.0 / 28.9;
-    /// - f32 layer norm + residual: s256x4, 80.1 / 80.2 against 63.5 / 62.6;
-    /// - 16-bit layer norm + residual: s512x4 with Chan's f32 state (`f64_sums`;
-    ///   run8, at 50257: 58.0-58.2 against 42.4-42.5; run5 had left it out, as
-    ///   it spilled with the f64 sums);
-    /// - none for f32 RMS norm + residual (86.6 / 86.2 at best, against 94.9
-    ///   / 92.0).
+    /// The norms, the best of s128x8, s256x4, s256x8 (bounds 2, 3, 4), s512x4
+    /// and s512x8 against the direct twin s512x4_o2_g:
+    /// - RMS norm, both widths, and 16-bit RMS norm + residual: s512x4;
+    /// - layer norm: s256x8, 16-bit at 2 blocks an SM (72 bytes spilled at 3);
+    /// - f32 layer norm + residual: s256x4;
+    /// - 16-bit layer norm + residual: s512x4 with Chan's f32 state (it
+    ///   spilled with the f64 sums: `f64_sums`);
+    /// - none for f32 RMS norm + residual (its direct twin ran ahead).
     fn short_staged_layout(&self) -> Option<(u32, u32, Option<u32>)> {
         // The norms' staged stream is the input's; the softmaxes' measured
         // forms are 16-bit in and out.
@@ -594,18 +569,13 @@ impl NormSpec {
     /// The general twin a call of `rows` x `cols` off the pack grid takes, this
     /// kernel holding `resident` blocks on the device: the staging twin where
     /// a row spans `STAGED_TWIN_SPLITS` chunks or more and its cohorts take
-    /// `STAGED_TWIN_ROWS` rows or more each, else the direct one. H100,
-    /// 2026-11-26 (BENCHMARKS.md, twenty-first session), % of copy, staging
-    /// against direct twin:
+    /// `STAGED_TWIN_ROWS` rows or more each, else the direct one. The staging
+    /// twin against the direct one (H100; BENCHMARKS.md, H100 norm sections):
     /// - 64x1048573 (65-129 chunks a row, 16-64 rows a cohort): ahead for
-    ///   every op it has, e.g. 16-bit softmax 74.3-74.6 against 52.7-53.4, f32
-    ///   RMS norm 77.6-78.6 against 63.9-64.1;
-    /// - 4096x50257 (4-7 chunks a row): ahead for five ops (f32 RMS norm
-    ///   77.2-77.5 against 65.2-65.3), behind for five (f32 RMS norm +
-    ///   residual 84.4 against 92.2, bf16 RMS norm + residual 54.0-54.1
-    ///   against 59.4-59.7);
-    /// - 4x1000003 (1-4 rows a cohort): within 1.5 points for 16-bit rows,
-    ///   behind for f32 (softmax 81.4-82.2 against 86.0-86.9).
+    ///   every op it has;
+    /// - 4096x50257 (4-7 chunks a row): ahead for five ops, behind for five
+    ///   (among them the RMS norms + residual);
+    /// - 4x1000003 (1-4 rows a cohort): level for 16-bit rows, behind for f32.
     ///
     /// A short staging twin (`short_staged_layout`) takes rows of any chunk
     /// count.
@@ -658,20 +628,13 @@ impl NormSpec {
     /// outputs the widened kernel's, bit for bit) and layer norm (the split
     /// rows' Welford form): s512x8_o2_g at 56-64 registers, where the widened
     /// residual norms spilled 164-180 bytes (ptxas 13.0), one wave at
-    /// 4x1000003 (`general_twin`; H100, 2026-11-27, GB/s against s512x4_o2_g,
-    /// benchmarks/2026-11-27-h100-s31 run12, run13: bf16 RMS norm + residual
-    /// 1745-1753 against 1452-1456, layer norm + residual 1519-1523 against
-    /// 1218-1222, layer norm 1146-1147 against 897-904). Plain RMS norm fit
-    /// widened, and held raw it asks for its weight ahead of the stores in
-    /// the registers that frees (rj_raw_cols; 2026-11-28,
-    /// benchmarks/2026-11-28-h100-s32 run3: bf16 1305-1320 against 1109-1116
-    /// at 4x1000003, 1848-1851 against 1476-1478 at 64x1048573). Softmax and
-    /// log-softmax (s512x8_g) too, in pairs, each output's exponential made
-    /// again from the row's state (run8, against the widened twin, which
-    /// keeps e^(x - thread max)): bf16 softmax 1164-1171 against 1096-1098,
-    /// log-softmax 1174-1181 against 1091-1094, f16 1164-1178 against
-    /// 1089-1110; 64x1048573 bf16 softmax 1764-1781 against 1657-1660,
-    /// log-softmax 1794-1808 against 1650-1659.
+    /// 4x1000003 (`general_twin`), well ahead of s512x4_o2_g. Plain RMS norm
+    /// fit widened, and held raw it asks for its weight ahead of the stores in
+    /// the registers that frees (rj_raw_cols), ahead of its widened form.
+    /// Softmax and log-softmax (s512x8_g) too, in pairs, each output's
+    /// exponential made again from the row's state, ahead of the widened twin,
+    /// which keeps e^(x - thread max). All measured on the H100 (BENCHMARKS.md,
+    /// H100 norm sections).
     pub fn raw_rows(&self) -> bool {
         self.one_pass_split()
             && self.general
@@ -684,19 +647,12 @@ impl NormSpec {
     /// the row one 16-byte access rather than two of 8 (rj_chunk's G): the
     /// split twins of the 16-bit residual norms, in and out (RMS norm +
     /// residual's one pass, layer norm + residual's two), which move four row
-    /// streams, and every raw row (`raw_rows`, measured with pairs only). Against packs a lane apart (H100, 2026-11-27, two rounds each
-    /// alone, GB/s, benchmarks/2026-11-27-h100-s31 run3, run7): bf16 RMS norm +
-    /// residual s512x4_o2_g 1454-1462 against 1442-1446 at 4x1000003 and
-    /// 1730-1731 against 1714-1715 at 64x1048573, f16 1458-1465 against
-    /// 1455-1459 and 1729-1734 against 1711-1713; bf16 layer norm + residual
-    /// 1215-1218 against 1132-1134 and 1352-1354 against 1245, f16 1214-1226
-    /// against 1136-1142 and 1363-1364 against 1252-1253. The others lost
-    /// with pairs: the softmax twins (s512x8_g, widened, before they held raw
-    /// words; 64 registers either way, 5 % more SASS instructions) 3-6 % (bf16 softmax 1063-1071 against
-    /// 1093-1103 at 4x1000003, 1556-1558 against 1658-1662 at 64x1048573), the
-    /// two-pass layer norm 6 % and RMS norm 2 % at 64x1048573 (bf16
-    /// 1032-1033 against 1101, 1351-1352 against 1375-1376; at 4x1000003 +2 %
-    /// and level).
+    /// streams, and every raw row (`raw_rows`, measured with pairs only): they
+    /// ran ahead of packs a lane apart. The others lost with pairs: the
+    /// softmax twins (s512x8_g, widened, before they held raw words; 64
+    /// registers either way, more SASS instructions), and the two-pass layer
+    /// norm and RMS norm at 64x1048573 (H100; BENCHMARKS.md, H100 norm
+    /// sections).
     pub fn paired_packs(&self) -> bool {
         (self.one_pass_split() || self.two_pass())
             && self.general
@@ -727,9 +683,8 @@ impl NormSpec {
     /// staging twins (taken at 16 chunks a row or more) keep the layout's
     /// chunks: the chunk's own bound cost them a register, and at 4x1000003
     /// (62 chunks a row) and 64x1048573 (64, every chunk whole) they ran
-    /// behind (H100, 2026-11-27, run3, % of copy against 722aea2: bf16
-    /// softmax s512x8_p_g 67.8-68.2 against 73.7-74.6, spilling 8 bytes;
-    /// bf16 softmax s512x8_g 55.1-55.3 against 56.1-56.2).
+    /// behind (bf16 softmax s512x8_p_g also spilled 8 bytes; H100;
+    /// BENCHMARKS.md, H100 norm sections).
     pub fn balances(&self) -> bool {
         self.layout == NormLayout::Split
             && (self.cluster.is_some() || self.prefetch && (!self.general || self.is_short_twin()))
@@ -821,14 +776,10 @@ impl NormSpec {
     /// for layer norm and f32 RMS norm without the residual, where the columns
     /// are not staged in shared memory (`staged_cols`; f32 layer norm holds
     /// them where they would be). Loaded each row, they reached the finishing
-    /// pass from L2 after the row's states came in. H100, 2026-11-27, % of
-    /// copy, each kernel alone against its `_h0` (BENCHMARKS.md, twenty-ninth
-    /// session): at 64x1048576 f32 layer norm s512x8_p_x 81.2-81.5 ->
-    /// 88.6-88.8, bf16 s512x16_p_x 85.4-85.8 -> 88.7-89.1, f16 83.4-84.1 ->
-    /// 86.7-86.9, f32 RMS norm s512x8_p 87.6-88.1 -> 91.0-91.3; at 4096x65536
-    /// f32 layer norm 86.1 -> 91.3-91.5. 16-bit RMS norm (bf16 s512x16_p_x
-    /// 90.8-91.5 -> 89.9-90.5 at 64x1048576) and the RMS norms with the
-    /// residual (within a point either way) keep loading them.
+    /// pass from L2 after the row's states came in; held, layer norm and f32
+    /// RMS norm ran ahead of their `_h0` (H100; BENCHMARKS.md, H100 norm
+    /// sections). 16-bit RMS norm (a little behind held) and the RMS norms
+    /// with the residual (level) keep loading them.
     pub fn held_cols(&self) -> u32 {
         if !self.can_hold_cols() {
             return 0;
@@ -840,10 +791,9 @@ impl NormSpec {
             return 0;
         }
         // Where the columns fit beside the staged rows, f32 layer norm
-        // holds them rather than stage them (s512x4_p 71.9-72.0 % of copy
-        // against 71.0-71.2 at 64x1000000, 85.7-85.8 against 84.8-84.9 at
-        // 256x262144); 16-bit layer norm s512x8_p stages them (63.1-63.6
-        // against 60.4 at 64x1000000).
+        // holds them rather than stage them (s512x4_p, faster so at
+        // 64x1000000 and 256x262144); 16-bit layer norm s512x8_p stages them
+        // (faster so at 64x1000000). H100; BENCHMARKS.md, H100 norm sections.
         if self.cols_fit_staged() && !self.f32_layer_norm() {
             return 0;
         }
@@ -868,11 +818,9 @@ impl NormSpec {
     /// same columns), and
     /// the split layout's cohorts (a block keeps its chunk in every row) where
     /// they fit beside the three staged rows, but for 16-bit RMS norm with the
-    /// residual. At 64x1048576 (H100, 2026-11-25, run19, three rounds) staged
-    /// columns made 16-bit layer norm s512x8_p 66.4-67.7 % of copy against
-    /// 61.3-63.2 % and f32 RMS norm + residual s512x4_p 86.6-86.8 % against
-    /// 80.8-80.9 %, and 16-bit RMS norm + residual s512x8_p 85.6-85.8 % against
-    /// 89.6-90.1 %.
+    /// residual. At 64x1048576 staged columns made 16-bit layer norm s512x8_p
+    /// and f32 RMS norm + residual s512x4_p faster, and 16-bit RMS norm +
+    /// residual s512x8_p slower (H100; BENCHMARKS.md, H100 norm sections).
     fn staged_cols(&self) -> bool {
         self.cols_fit_staged() && self.held_cols() == 0
     }
@@ -931,10 +879,9 @@ impl NormSpec {
 
     /// Slots of a row's states a lane reads at once in a deferred split row
     /// (`_p`): 4 where a block has an SM's registers to itself (bound 1), else
-    /// one. At 64x1048576 (64 blocks a row, H100, 2026-11-25, run9) 4 made f32
-    /// softmax 83.9-84.7 % of copy against 77.5-78.7 %; at bound 2 the 16-bit
-    /// softmax spilled with it (36 bytes) and fell from 75.6-76.8 % to
-    /// 64.6-64.7 %.
+    /// one. At 64x1048576 (64 blocks a row) 4 made f32 softmax faster; at
+    /// bound 2 the 16-bit softmax spilled with it (36 bytes) and fell well
+    /// behind (H100; BENCHMARKS.md, H100 norm sections).
     pub fn fetch_ahead(&self) -> u32 {
         if self.min_blocks() == 1 { 4 } else { 1 }
     }
@@ -943,8 +890,8 @@ impl NormSpec {
     /// all of them where their registers held (under 32 chunks a row of 2^20;
     /// not a layer norm's three words a slot beside a residual), else 1. With all 4
     /// early, 16-bit RMS norm of 16 packs spilled 8 bytes and 16-bit layer
-    /// norm with the residual 20. 16-bit layer norm ran at 61.1-62.8 % of copy
-    /// with 4 early (H100, 64x1048576, run11) and 53.9-54.3 % with 1 (run13).
+    /// norm with the residual 20. 16-bit layer norm ran well ahead with 4 early
+    /// than with 1 (H100, 64x1048576; BENCHMARKS.md, H100 norm sections).
     pub fn fetch_early(&self) -> u32 {
         let wide_state_beside_residual = self.split_state_words() >= 3 && self.residual;
         if self.chunk() < (1 << 20) / 32 && !wide_state_beside_residual {
@@ -965,40 +912,29 @@ impl NormSpec {
         let layer_16 = layer && self.input.info().bytes < 4;
         // f32 layer norm of 8 packs: warp 0's batches spilled s512x8_p_x (16
         // bytes, ptxas 13.0), the warps' slots do not. Of 4 packs, wide lost
-        // (s512x4_p_x 74.3-74.5 % of copy against 77.2-77.6 % for s512x4_p,
-        // H100, 64x1048576, 2026-11-27).
+        // (s512x4_p_x against s512x4_p, H100, 64x1048576).
         let layer_f32_wide_rows = layer && self.input.info().bytes == 4 && self.packs >= 8;
         (self.deferred() && (f32_rms || layer_16 || layer_f32_wide_rows)) || self.two_pass()
     }
 
     /// A deferred split row, or a loop row, of 16-bit layer norm exchanges
     /// its sum and sum of squares in f64 (`rj_red_sum_sq64`) rather than
-    /// Chan's (n, mean, m2). The loop's (H100, 2026-11-27, twenty-fifth
-    /// session, run9, two rounds, 4096 rows, % of copy): bf16 l512x4 72.7 /
-    /// 75.4-75.5 / 68.9-69.0 at 33000 / 36864 / 50256 against 68.8-68.9 /
-    /// 72.1-72.2 / 66.0-66.1; f32 layer norm l512x8 lost with them (71.1-71.2
-    /// / 67.5 against 81.0-81.1 / 76.0-76.1 at 36864 / 50256). The split's: At
-    /// 64x1048576 (H100, 2026-11-25, three rounds, % of the copy of n f32):
-    /// bf16 s512x8_p 75.6-77.2 against 70.0-70.9 (one round 52.3), and
-    /// 75.2-75.6 against 69.2-71.1 in another call; f16 75.8-77.1 against
-    /// 72.6-75.4; with the residual, bf16 82.8-84.0 against 75.1-76.1 and f16
-    /// 83.7-85.0 against 77.9-79.1 (run9). Not the short staging twin of
-    /// 16-bit layer norm + residual, s512x4, which spilled 4 bytes with them
-    /// and ran faster without (4096x50257, 2026-11-27, run8: 58.0-58.2 %
-    /// against 56.9; its staging twins without the residual, and the long
-    /// ones, ran 2-4 points behind without them). It lost elsewhere (f32 layer norm s512x4_p 75.6-76.3
-    /// against 77.6-79.3, f32 layer norm + residual s512x4_p 79.5-80.3 against
-    /// 83.1-83.6, bf16 layer norm + residual s512x8 77.0-77.9 against
-    /// 78.7-79.1) and spilled f32 layer norm s512x8 and s256x8 at their bounds.
+    /// Chan's (n, mean, m2): faster so for bf16 l512x4 at 4096 rows of 33000
+    /// to 50256 (f32 layer norm l512x8 lost with them) and for the 16-bit
+    /// deferred split kernels, with and without the residual, at 64x1048576.
+    /// Not the short staging twin of 16-bit layer norm + residual, s512x4,
+    /// which spilled 4 bytes with them and ran faster without at 4096x50257
+    /// (its staging twins without the residual, and the long ones, ran behind
+    /// without them). It lost elsewhere (f32 layer norm s512x4_p, f32 layer
+    /// norm + residual s512x4_p, bf16 layer norm + residual s512x8) and
+    /// spilled f32 layer norm s512x8 and s256x8 at their bounds.
     ///
     /// With its columns held in registers (`held_cols`), f32 layer norm +
-    /// residual's exact deferred kernel takes them too (H100, 2026-11-27,
-    /// twenty-ninth session, run14-run15, three rounds, % of copy):
-    /// s512x4_p_x 86.5-87.0 against 83.5-84.8 at 64x1048576, 96.2-96.3
-    /// against 95.5-95.6 at 4096x65536, 96.6-96.8 against 96.3-96.7 at
-    /// 256x262144; its ragged s512x4_p lost at 64x1000000 (73.6-74.3 against
-    /// 75.1-77.0), and f32 layer norm s512x8_p_x, holding a pack fewer for
-    /// their registers, ran level (88.0-88.6 against 88.4-88.9).
+    /// residual's exact deferred kernel takes them too: s512x4_p_x ran ahead
+    /// at 64x1048576, 4096x65536 and 256x262144; its ragged s512x4_p lost at
+    /// 64x1000000, and f32 layer norm s512x8_p_x, holding a pack fewer for
+    /// their registers, ran level. All measured on the H100 (BENCHMARKS.md,
+    /// H100 norm sections).
     pub fn f64_sums(&self) -> bool {
         let f32_res_exact = self.residual
             && self.exact
@@ -1025,25 +961,18 @@ impl NormSpec {
     /// residual) and RMS norm (without) go over the items twice, from one
     /// ticket: every chunk's state is published first, then each chunk is
     /// loaded again and finished once its row's states are all in. No block
-    /// waits while a chunk of the first pass is unpublished. Against one pass
-    /// (H100, 2026-11-25, three rounds each, % of the copy of n f32): layer
-    /// norm bf16 45.5-47.1 against 43.0-43.6 at 4x1000003 and 32.3-32.4
-    /// against 28.8-29.2 at 64x1048573, f32 89.3-93.9 against 76.1-77.7 and
-    /// 59.9-60.5 against 50.7-51.0, RMS norm f32 95.7-97.4 against 85.5-86.4
-    /// and 63.8-65.0 against 62.6-63.2; f32 layer norm + residual lost at
-    /// 4x1000003 (96.4-100.7 against 101.6-102.8) and won at 64x1048573
-    /// (64.8-65.1 against 60.6-60.8). The softmax twins (one wave at
-    /// 4x1000003 already) and RMS norm + residual lost with it where the
-    /// second load of a long row comes from memory (f32 RMS norm + residual
-    /// 67.6-67.9 against 74.0-74.1 at 64x1048573, f32 softmax 66.9-67.2
-    /// against 78.4-79.0): they keep one pass.
+    /// waits while a chunk of the first pass is unpublished. Against one pass,
+    /// layer norm (bf16, f32) and f32 RMS norm ran ahead at 4x1000003 and
+    /// 64x1048573; f32 layer norm + residual lost at 4x1000003 and won at
+    /// 64x1048573. The softmax twins (one wave at 4x1000003 already) and RMS
+    /// norm + residual lost with it where the second load of a long row comes
+    /// from memory (64x1048573): they keep one pass.
     ///
     /// Only the long rows' twins (4 packs: rows past 32768 columns, many
     /// chunks a row) take it. The twins of 16385..32768 columns (s512x8_g, 2
-    /// or 3 chunks a row, whose waits overlap) lost with it where the rows
-    /// outgrow L2 (8192x32767, two rounds: bf16 layer norm 17.5-17.6 against
-    /// 20.1, bf16 RMS norm 25.1 against 28.4, bf16 layer norm + residual
-    /// 24.1-24.2 against 27.6; f32 layer norm 48.3-48.4 against 46.8-46.9).
+    /// or 3 chunks a row, whose waits overlap) lost with it for 16-bit rows
+    /// where the rows outgrow L2 (8192x32767; f32 layer norm gained a little).
+    /// All measured on the H100 (BENCHMARKS.md, H100 norm sections).
     pub fn two_pass(&self) -> bool {
         let norm = match self.op {
             NormOp::LayerNorm => true,
@@ -1061,12 +990,9 @@ impl NormSpec {
     /// Whether a general twin starts each row's chunks at the row's shift
     /// from the pack grid (`row_grid`), so that all but its first and last
     /// packs are whole vector accesses: the split layout's, and the loop's
-    /// RMS norm. The other loop twins ran slower with it (H100, 2026-11-27,
-    /// run13, two rounds, % of copy): bf16 RMS norm l512x4_g 62.9-63.1 against
-    /// 51.0-51.1 at 4096x36865; bf16 layer norm 38.1-38.2 against 42.3 at
-    /// 4096x50257, f32 layer norm l512x8_g 52.8 against 59.5-59.6 at 4096x36865,
-    /// f32 -> bf16 50.2 against 53.1 at 4096x45001, bf16 layer norm + residual
-    /// 45.0 against 45.4.
+    /// RMS norm, which ran well ahead with it (bf16 l512x4_g at 4096x36865).
+    /// The other loop twins ran slower with it (H100; BENCHMARKS.md, H100 norm
+    /// sections).
     fn row_shift(&self) -> bool {
         self.general
             && match self.layout {
@@ -1103,23 +1029,19 @@ impl NormSpec {
 
     /// Split rows whose blocks publish flagged states and wait for their
     /// row's in one pass (`rj_red_split`), the row's states read over the
-    /// warps. Against counters a row (H100, 2026-11-27, two or three rounds
-    /// each alone, GB/s; benchmarks/2026-11-27-h100-s30 run4, run5): bf16 RMS
-    /// norm + residual s512x4_o2_g 1449-1462 against 1329-1345 at 4x1000003,
-    /// bf16 softmax s512x8_g 1057-1063 against 1016-1021, f32 softmax
-    /// s512x8_g 1613-1614 against 1570-1577, bf16 log-softmax s512x8_g level
-    /// (1055-1062 against 1057-1066); whole-pack kernels at 4x1000008, which
-    /// keep counting: bf16 softmax s512x8 1096-1100 against 1055-1057, f32 RMS
-    /// norm s512x8 1858-1873 against 1837-1849.
+    /// warps: ahead of counters a row for the general twins at 4x1000003
+    /// (bf16 log-softmax level; H100; BENCHMARKS.md, H100 norm sections). The
+    /// whole-pack kernels, measured at 4x1000008, keep counting
+    /// (`row_counters`).
     fn one_pass_split(&self) -> bool {
         self.flagged_states() && !self.second_pass()
     }
 
     /// Whether a one-pass split row asks for each thread's first slot of the
     /// row as the block publishes (`rj_red_split`'s kAsk): its general twins
-    /// of 4 packs or fewer. bf16 RMS norm + residual s512x4_o2_g ran
-    /// 1454-1462 GB/s with it against 1415-1425 without (H100, 2026-11-27,
-    /// 4x1000003, run5); the twins of 8 packs at 64 registers spilled 16-76
+    /// of 4 packs or fewer. bf16 RMS norm + residual s512x4_o2_g ran faster
+    /// with it at 4x1000003 (H100; BENCHMARKS.md, H100 norm sections); the
+    /// twins of 8 packs at 64 registers spilled 16-76
     /// bytes with it (softmax and log-softmax s512x8_g, ptxas 13.0), none
     /// without.
     pub fn split_asks_early(&self) -> bool {
@@ -1130,11 +1052,9 @@ impl NormSpec {
     /// first ticket, both in flight at once, and takes each later ticket at
     /// the end of an item: stored to shared memory before the ticket's add,
     /// the epoch's load held the first row load back a round trip. Taken by
-    /// the kernels that do not ask early (H100, 2026-11-27, 4x1000003, two
-    /// rounds, GB/s, run10: bf16 softmax s512x8_g 1093-1096 against
-    /// 1048-1064, f32 softmax 1665-1676 against 1612-1621, bf16 log-softmax
-    /// 1091-1095 against 1055-1057); bf16 RMS norm + residual s512x4_o2_g,
-    /// which asks early, ran 1420-1427 with it against 1451-1457. The
+    /// the kernels that do not ask early, faster so at 4x1000003 (softmax and
+    /// log-softmax); bf16 RMS norm + residual s512x4_o2_g, which asks early,
+    /// ran slower with it (H100; BENCHMARKS.md, H100 norm sections). The
     /// two-pass kernel's layer norm + residual spilled 8-12 bytes at its 64
     /// registers with it (ptxas 13.0), so that kernel keeps its order.
     pub fn ticket_beside_epoch(&self) -> bool {
@@ -1146,15 +1066,10 @@ impl NormSpec {
     /// from its block index (`Plan::cooperative`): no ticket before its first
     /// row load, each thread's epoch load in flight beside the row, and a
     /// leaving count to end the launch. Every block then runs at once by the
-    /// driver's promise, not by the order of tickets. Taken by layer norm
-    /// (H100, 2026-11-28, two rounds each alone, GB/s,
-    /// benchmarks/2026-11-28-h100-s33 run3: bf16 layer norm s512x8_o2_g
-    /// 1216-1221 against 1157-1177 at 4x1000003, 943-945 against 876-877 at
-    /// 2x1000003; f16 1234-1235 against 1170-1175). Given to every one-pass
-    /// kernel (run2), the others ran within 1.3 % of their ticket either way
-    /// (bf16 softmax s512x8_g 1149-1170 against 1163-1164, bf16 RMS norm
-    /// s512x8_o2_g 1317-1324 against 1307-1313, f32 softmax 1634-1657 against
-    /// 1646-1675), and f16 softmax and log-softmax spilled 12 bytes with it and
+    /// driver's promise, not by the order of tickets. Taken by layer norm,
+    /// faster so at 4x1000003 and 2x1000003 (H100; BENCHMARKS.md, H100 norm
+    /// sections). Given to every one-pass kernel, the others ran level with
+    /// their ticket, and f16 softmax and log-softmax spilled 12 bytes with it and
     /// bf16 layer norm + residual 32 (ptxas 13.0), so they keep their tickets.
     pub fn one_wave(&self) -> bool {
         self.one_pass_split() && self.op == NormOp::LayerNorm && !self.residual
@@ -1162,14 +1077,10 @@ impl NormSpec {
 
     /// Whether a two-pass split kernel takes its next ticket as it starts an
     /// item, the add's round trip hidden behind the item, rather than before
-    /// the next item's first load (its first ticket beside the epoch's load).
-    /// Against the order before (H100, 2026-11-27, two rounds each alone,
-    /// GB/s, benchmarks/2026-11-27-h100-s31 run4), at 4x1000003: bf16 RMS
-    /// norm s512x4_o2_g 1053-1061 against 1005-1019, f16 1046-1052 against
-    /// 1005-1011, bf16 layer norm 901-903 against 875, f16 897-907 against
-    /// 869-878, f32 layer norm 1678-1691 against 1636-1638, f32 RMS norm
-    /// 1790-1796 against 1780-1784; at 64x1048573 bf16 RMS norm 1376 against
-    /// 1326, bf16 layer norm 1100-1101 against 1060-1061, f32 level to +0.7 %.
+    /// the next item's first load (its first ticket beside the epoch's load):
+    /// ahead of the order before for RMS norm and layer norm of each type at
+    /// 4x1000003, and for bf16 at 64x1048573 (f32 level there; H100;
+    /// BENCHMARKS.md, H100 norm sections).
     /// Layer norm + residual's twins spilled 12-20 bytes at their 64
     /// registers with it (ptxas 13.0) and keep their order.
     pub fn ticket_ahead(&self) -> bool {
@@ -1254,13 +1165,10 @@ impl NormSpec {
     /// or `ld`, misaligned buffers), with its own twins, if any: a cluster
     /// row's `unclustered()`, and a loop row's long-row split kernel (the
     /// ladder's for `MAX_COLS`), whose staging twins ran faster there than
-    /// the loop's general twin (H100, 2026-11-27, run15, two rounds, % of
-    /// copy): f32 layer norm s256x8_p_g 64.5-64.7 against 59.3-59.4 at
-    /// 4096x36865, f32 -> bf16 55.7-55.8 against 53.0-53.1 at 4096x45001,
-    /// bf16 layer norm + residual s512x4_p_g 52.1-52.2 against 45.6-45.7 at
-    /// 4096x33001, bf16 RMS norm 67.3 against 64.5-64.6 at 4096x40001 (62.0-62.3
-    /// against 62.9 at 36865). 16-bit layer norm keeps its loop twin
-    /// (42.2-42.3 against 36.1-36.2 for s256x8_o2_p_g at 4096x50257).
+    /// the loop's general twin at 4096 rows of 33001 to 45001 (f32 layer
+    /// norm, f32 -> bf16, bf16 layer norm + residual; bf16 RMS norm but at
+    /// 36865). 16-bit layer norm keeps its loop twin, ahead of s256x8_o2_p_g
+    /// at 4096x50257 (H100; BENCHMARKS.md, H100 norm sections).
     pub fn off_grid_kernel(&self) -> Option<NormSpec> {
         let layer_16 =
             self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes < 4;
@@ -1289,10 +1197,9 @@ impl NormSpec {
         } else if cols <= 128 {
             // Up to 4 packs a lane and a group of lanes per row, several rows a
             // warp: at 262144 x 128 on the H100, 8 lanes x 4 packs beat a warp
-            // of 1 pack for layer norm (f32: 95.6 % of copy against 65.3 %) and
-            // the online softmax (bf16: 72.9 % against 58.7 %), and were within
-            // 1.2 points of it for the other f32 row ops (BENCHMARKS.md, third
-            // session, norm variants).
+            // of 1 pack for layer norm and the online softmax, and were level
+            // with it for the other f32 row ops (BENCHMARKS.md, H100 norm
+            // sections).
             let packs = cols.div_ceil(4).next_power_of_two().clamp(1, 4);
             let lanes = cols.div_ceil(4 * packs).next_power_of_two().clamp(1, 32);
             (NormLayout::Warp, lanes as u32, packs as u32)
@@ -1306,17 +1213,17 @@ impl NormSpec {
             && !self.residual
             && self.input.info().bytes < 4
         {
-            // 16-bit RMS norm: 256 threads of 16 packs, 94.6 % of copy against
-            // 79.8 % for 512 x 8 (bf16 8192x16384, H100, 2026-11-24 run11);
-            // softmax and layer norm measured slower so (93.3 %, 82.0 %).
+            // 16-bit RMS norm: 256 threads of 16 packs, well ahead of 512 x 8
+            // (bf16 8192x16384, H100; BENCHMARKS.md, H100 norm sections);
+            // softmax and layer norm measured slower so.
             // Rows of exactly 16384 take 512 x 8's exact kernel at 2 blocks
             // an SM (the H100 table).
             (NormLayout::Block, 256, packs_for(256))
         } else if cols <= 32768 && !(self.op == NormOp::LayerNorm && self.input != self.output) {
             // 16 packs at 16384 < cols: one block of 512 holds the row, as
-            // Triton's one-row-per-program kernel does (2974 GB/s at
-            // 8192 x 32768 f32 on the H100, the table) where the split
-            // layout, waiting on the row's other blocks, reached 86.9 % of copy.
+            // Triton's one-row-per-program kernel does (8192 x 32768 f32 on the
+            // H100, the table), where the split layout, waiting on the
+            // row's other blocks, ran behind it.
             // Layer norm between two dtypes spilled 152-176 bytes there
             // (ptxas 13.0) and stays split.
             (NormLayout::Block, 512, packs_for(512))
@@ -1493,7 +1400,7 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
         push(NormLayout::Split, 512, 16, true, false);
     }
     // Long rows a block: the next row staged (16-bit rows: f32 rows lost
-    // at all four ops measured, BENCHMARKS.md fifth session of 2026-11-25),
+    // at all four ops measured; BENCHMARKS.md, H100 norm sections),
     // or the row streams kept out of L1.
     for (lanes, packs) in [(256, 8), (256, 16), (512, 8), (512, 16)] {
         if base.input.info().bytes < 4 {
