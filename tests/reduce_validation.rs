@@ -169,7 +169,7 @@ fn bad_names_say_what_was_expected() {
     let cases: &[(&str, &[&str])] = &[
         (
             "reduce_all_sum_f32",
-            &["expected reduce_<axis>_<op>_<input>_<accum>[_w|_c]"],
+            &["expected reduce_<axis>_<op>_<input>_<accum>[_w|_c|_t<threads>u<unroll>]"],
         ),
         (
             "reduce_diag_sum_f32_f32",
