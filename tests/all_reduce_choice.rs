@@ -1,20 +1,30 @@
-//! The algorithm-choice table: boundaries of the default table (its 2-rank
-//! row measured, the rest marked unmeasured), the NCCL hand-over for copied
-//! inputs, forced tables, the REDJIT_AR_ALGO override and its
-//! typed error, worlds outside 2..=8. Pure CPU.
+//! The algorithm-choice table: boundaries of the H200 tuning table's rows (2
+//! and 4 ranks measured, the rest the unmeasured ladder), the NCCL hand-over
+//! for copied inputs, forced tables, the REDJIT_AR_ALGO override and its
+//! typed error, worlds outside 2..=8, and tables without rows. Pure CPU.
 
 use redjit::AllReduceAlgo;
 use redjit::all_reduce::choice::{AlgoTable, Choice, NARROW_BLOCKS, Thresholds, parse_forced};
+use redjit::codegen::tuning::Tuning;
+
+/// The H200 table's choice: what a communicator on H200s takes by default.
+fn h200() -> AlgoTable {
+    AlgoTable::for_tuning(&Tuning::shipped("h200").unwrap())
+}
 
 #[test]
-fn the_default_table_has_the_documented_shape() {
-    let t = AlgoTable::placeholder();
-    // 2 ranks measured, 3..8 not: the table as a whole is not.
+fn the_h200_table_has_the_documented_shape() {
+    let t = h200();
+    // 2 and 4 ranks measured, 3 and 5..8 not: the table as a whole is not.
     assert!(!t.measured);
-    assert!(t.source.contains("2 ranks measured"), "{}", t.source);
-    assert!(t.source.contains("4 ranks on 4 x H200"), "{}", t.source);
-    assert!(t.source.contains("UNMEASURED"), "{}", t.source);
-    assert_eq!(AlgoTable::default(), t);
+    assert!(t.source.contains("h200 -> h100-sxm: 2, 4 rank(s) from its rows"), "{}", t.source);
+    assert!(t.source.contains("unmeasured ladder"), "{}", t.source);
+    // The other worlds take the ladder's rows.
+    let ladder = AlgoTable::ladder();
+    for w in [3usize, 5, 6, 7, 8] {
+        assert_eq!(t.rows[w - 2], ladder.rows[w - 2], "{w}");
+    }
+    assert_eq!(AlgoTable::default(), ladder);
     // Two ranks (measured on 2 x H200): LL push up to 256 KB, push up to 8 MB,
     // and up to 16 MB for a copied input (the push kernel reads it in place);
     // one-shot above.
@@ -129,7 +139,7 @@ fn the_default_table_has_the_documented_shape() {
 #[test]
 fn the_table_narrows_four_ranks_cp_async_calls_to_16_mb() {
     const MB: usize = 1 << 20;
-    let t = AlgoTable::placeholder();
+    let t = h200();
     assert_eq!(t.narrow(4, 4 * MB, Choice::CP_ASYNC), Some(NARROW_BLOCKS));
     assert_eq!(t.narrow(4, 16 * MB, Choice::CP_ASYNC), Some(NARROW_BLOCKS));
     assert_eq!(t.narrow(4, 16 * MB + 1, Choice::CP_ASYNC), None);
@@ -147,7 +157,7 @@ fn the_table_narrows_four_ranks_cp_async_calls_to_16_mb() {
 
 #[test]
 fn worlds_outside_the_table_are_errors() {
-    let t = AlgoTable::placeholder();
+    let t = h200();
     for world in [0, 1, 9] {
         let e = t.choose(world, 1024).unwrap_err().to_string();
         assert!(
@@ -173,7 +183,7 @@ fn tables_can_be_forced_or_replaced() {
             }
         }
     }
-    let mut t = AlgoTable::placeholder();
+    let mut t = h200();
     t.rows[6] = Thresholds {
         ll_max: None,
         push_max: None,
@@ -204,8 +214,30 @@ fn the_environment_override_parses_or_names_the_choices() {
     // tests share the process environment).
     if std::env::var_os("REDJIT_AR_ALGO").is_none() {
         assert_eq!(
-            AlgoTable::placeholder().with_env().unwrap(),
-            AlgoTable::placeholder()
+            h200().with_env().unwrap(),
+            h200()
         );
     }
+}
+
+#[test]
+fn a_table_without_rows_takes_the_ladder_and_a_row_replaces_its_world() {
+    // A table without all-reduce rows (and no base): every world the ladder's.
+    let bare = "[device]\nname = \"X\"\narch = \"sm_90\"\nsms = 132\nl2_mib = 60\n";
+    let bare = redjit::codegen::tuning::parse_table("bare.toml", bare).unwrap();
+    let bare = AlgoTable::for_tuning(&Tuning::resolve(bare).unwrap());
+    assert_eq!(bare.rows, AlgoTable::ladder().rows);
+    assert!(!bare.measured && bare.source.contains("no all-reduce rows"), "{}", bare.source);
+    // The H100 table borrows the H200's measured rows (not measured on H100s).
+    let h100 = AlgoTable::for_tuning(&Tuning::shipped("h100-sxm").unwrap());
+    assert_eq!((h100.rows[0], h100.rows[2]), (h200().rows[0], h200().rows[2]));
+    // A user table's row for 8 ranks.
+    let text = "base = \"h200\"\n[device]\nname = \"X\"\narch = \"sm_90\"\nsms = 132\nl2_mib = 60\n\n[[all_reduce]]\nworld = 8\none_shot_max = \"1M\"\nnccl_min = \"64M\"\nreason = \"r\"\n";
+    let t = redjit::codegen::tuning::parse_table("u.toml", text).unwrap();
+    let t = AlgoTable::for_tuning(&Tuning::resolve(t).unwrap());
+    assert_eq!(t.choose(8, 1 << 20).unwrap(), Choice::ONE_SHOT);
+    assert_eq!(t.choose(8, (1 << 20) + 1).unwrap(), Choice::TWO_STAGE);
+    assert_eq!(t.nccl_min[6], Some(64 << 20));
+    // Its base's rows still apply.
+    assert_eq!(t.choose(2, 64 << 10).unwrap(), Choice::PUSH_LL);
 }

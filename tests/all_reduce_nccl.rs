@@ -252,7 +252,7 @@ fn ops_scalars_and_dtypes_in_nccls_terms() {
 
 #[test]
 fn the_table_routes_to_nccl_only_where_the_communicator_has_it() {
-    let t = AlgoTable::placeholder();
+    let t = AlgoTable::for_tuning(&redjit::codegen::tuning::Tuning::shipped("h200").unwrap());
     // Only the measured 4-rank row hands sizes over (from 256 MB, where the
     // kernels lost to NCCL on 4 x H200); 2 ranks only for copied inputs.
     let mut want = [None; 7];
@@ -274,7 +274,7 @@ fn the_table_routes_to_nccl_only_where_the_communicator_has_it() {
         Route::Kernel(Choice::CP_ASYNC)
     );
     // A hand-over set by hand on an unmeasured row.
-    let mut t = AlgoTable::placeholder();
+    let mut t = AlgoTable::ladder();
     t.nccl_min[5 - 2] = Some(16 << 20);
     assert_eq!(
         t.route(5, (16 << 20) - 1, true).unwrap(),

@@ -299,7 +299,7 @@ fn push_refuses_messages_past_its_window() {
                 max_bytes: 1 << 20,
                 push_bytes: Some(4096),
                 ll_bytes: Some(4096),
-                algos: AlgoTable::always(choice),
+                algos: Some(AlgoTable::always(choice)),
                 ..CommOptions::default()
             },
         )

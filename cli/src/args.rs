@@ -29,7 +29,7 @@ pub struct SpecSelect {
 /// A kernel family and its flags.
 #[derive(Debug, Clone, Subcommand)]
 pub enum FamilyCmd {
-    /// reduce_copy: 1..2 sources reduced in the accumulation type, written to 1 destination.
+    /// reduce_copy: 1 to 8 sources reduced in the accumulation type, written to 1 or 2 destinations.
     ReduceCopy(ReduceCopyArgs),
 }
 
@@ -67,7 +67,8 @@ pub fn parse_spec_name(name: &str) -> CliResult<AnySpec> {
         .max_by_key(|f| f.slug().len())
         .ok_or_else(|| {
             CliError::usage(format!(
-                "cannot parse kernel name {name:?}: it starts with no known family ({})",
+                "cannot parse kernel name {:?}: it starts with no known family ({})",
+                redjit_codegen::error::echo(name),
                 Family::allowed()
             ))
         })?;

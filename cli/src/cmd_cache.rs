@@ -37,6 +37,13 @@ pub fn cache_cmd(args: &CacheArgs) -> CliResult {
         Some(d) => d.clone(),
         None => cache_dir()?,
     };
+    // A missing folder is an empty cache; anything else there is no cache.
+    if dir.exists() && !dir.is_dir() {
+        return Err(CliError::usage(format!(
+            "cache dir {}: not a folder (the cache is a folder of compiled kernels)",
+            dir.display()
+        )));
+    }
     match args.action {
         CacheAction::Ls => {
             let entries = cache::list_entries(&dir);

@@ -47,6 +47,8 @@ fn print_gpu() {
             );
             let t = rt.tuning();
             println!("  tuning:  {} ({})", t.tuning.chain().join(" -> "), t.why);
+            let algos = redjit_runtime::all_reduce::choice::AlgoTable::for_tuning(&t.tuning);
+            println!("  all-reduce choice: {}", algos.source);
             println!(
                 "  context: {:.1} ms to create",
                 rt.context_time().as_secs_f64() * 1e3

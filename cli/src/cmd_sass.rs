@@ -17,7 +17,7 @@ use crate::error::{CliError, CliResult};
 
 #[derive(Debug, Clone, Args)]
 pub struct SassArgs {
-    /// Target arch, e.g. sm_90 [default: sm_90].
+    /// Target arch, e.g. sm_90.
     #[arg(long, global = true, value_parser = crate::cmd_gen::parse_arch, default_value = "sm_90")]
     pub arch: Arch,
 

@@ -81,6 +81,22 @@ fn run(cli: &Cli) -> CliResult {
     }
 }
 
+/// A clap message as one line: its lines up to the usage block, trimmed and
+/// joined.
+fn one_line(text: &str) -> String {
+    let parts: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if parts.is_empty() {
+        "error: bad arguments".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -91,15 +107,11 @@ fn main() -> ExitCode {
         {
             e.exit()
         }
-        // A bad flag or value: clap's first line (it names the flag, the value
-        // and the allowed ones), without the usage block under it; exit 2.
+        // A bad flag or value: clap's message (the flag, the value, the
+        // allowed ones, a missing argument's name) joined into one line,
+        // without the usage block under it; exit 2.
         Err(e) => {
-            let text = e.to_string();
-            let line = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("error: bad arguments");
-            eprintln!("{line} (see --help)");
+            eprintln!("{} (see --help)", one_line(&e.to_string()));
             return ExitCode::from(2);
         }
     };

@@ -143,3 +143,35 @@ fn bad_all_reduce_bench_flags() {
         &["--algos push", "one-shot and two-stage"],
     );
 }
+
+#[test]
+fn clap_errors_name_what_is_missing_or_allowed_on_one_line() {
+    one_line_error(&["report"], 2, &["required arguments", "<JSON>"]);
+    one_line_error(
+        &["bench", "norm", "--launch-gap", "bogus"],
+        2,
+        &["bogus", "possible values: hidden, counted"],
+    );
+}
+
+#[test]
+fn a_huge_spec_name_is_not_echoed_whole() {
+    let name = format!("norm_{}", "x".repeat(100_000));
+    let out = redjit(&["gen", "--spec", &name]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", &stderr[..stderr.len().min(400)]);
+    assert!(stderr.len() < 1000, "{} bytes of error", stderr.len());
+    assert!(stderr.contains("100005 bytes in all"), "{stderr}");
+}
+
+#[test]
+fn a_cache_dir_that_is_a_file_is_an_error() {
+    let file = std::env::temp_dir().join(format!("redjit-cache-file-{}", std::process::id()));
+    std::fs::write(&file, b"not a cache").unwrap();
+    let path = file.to_str().unwrap().to_string();
+    for action in ["ls", "size", "clear"] {
+        one_line_error(&["cache", "--dir", &path, action], 2, &["not a folder", &path]);
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"not a cache");
+    std::fs::remove_file(&file).ok();
+}

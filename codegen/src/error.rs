@@ -78,3 +78,15 @@ impl SpecError {
         }
     }
 }
+
+/// Most characters of a caller's text an error repeats.
+const ECHO_MAX: usize = 120;
+
+/// `input` as an error repeats it: whole up to `ECHO_MAX` characters, else
+/// its start and its length.
+pub fn echo(input: &str) -> String {
+    match input.char_indices().nth(ECHO_MAX) {
+        None => input.to_string(),
+        Some((end, _)) => format!("{}... ({} bytes in all)", &input[..end], input.len()),
+    }
+}

@@ -73,7 +73,7 @@ macro_rules! registry_enum {
                     .find(|e| e.slug().eq_ignore_ascii_case(s))
                     .ok_or_else(|| SpecError::Parse {
                         what: $what,
-                        input: s.to_string(),
+                        input: crate::error::echo(s),
                         rule: format!("expected one of: {}", Self::allowed()),
                     })
             }
@@ -128,7 +128,7 @@ impl FromStr for Arch {
             Ok(n) if (50..=200).contains(&n) => Ok(Arch(n)),
             _ => Err(SpecError::Parse {
                 what: "arch",
-                input: s.to_string(),
+                input: crate::error::echo(s),
                 rule:
                     "expected sm_XY with a compute capability between sm_50 and sm_200, e.g. sm_90"
                         .into(),

@@ -19,10 +19,14 @@ pub enum Error {
     #[error(transparent)]
     Spec(#[from] SpecError),
 
-    /// NVRTC rejected generated source: a redjit bug; the log, the options and
-    /// the source are all here to report it.
+    /// NVRTC rejected generated source (a redjit bug), or the options (an
+    /// architecture this NVRTC lacks): the log, the options and the source
+    /// are all here to report it. The message leaves the source out (`redjit
+    /// gen --spec <kernel>` prints a kernel's).
     #[error(
-        "[Compilation Error] NVRTC failed on {name} with options {options:?}:\n{log}\n[Source]\n{source_code}"
+        "[Compilation Error] NVRTC failed on {name} with options {options:?}: {} ({} lines of generated source in the error's source_code)",
+        log.trim(),
+        source_code.lines().count()
     )]
     Compile {
         /// The kernel (or batch) name.
@@ -137,6 +141,18 @@ impl Error {
     }
 }
 
+/// A driver error from the caller's own cudarc calls (`?` in a function that
+/// returns this crate's [`Result`]); redjit's own calls say what they were
+/// doing instead.
+impl From<cudarc::driver::DriverError> for Error {
+    fn from(source: cudarc::driver::DriverError) -> Error {
+        Error::Driver {
+            during: "a CUDA driver call".into(),
+            source,
+        }
+    }
+}
+
 /// `Result` with the runtime's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -151,5 +167,22 @@ impl<T> DriverContext<T> for Result<T, cudarc::driver::DriverError> {
             during: what(),
             source,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudarc::driver::{DriverError, sys::CUresult};
+
+    #[test]
+    fn a_callers_driver_error_converts_with_question_mark() {
+        fn caller() -> Result<()> {
+            Err(DriverError(CUresult::CUDA_ERROR_INVALID_VALUE))?;
+            Ok(())
+        }
+        let e = caller().unwrap_err();
+        assert!(matches!(e, Error::Driver { .. }), "{e:?}");
+        assert!(e.to_string().contains("a CUDA driver call"), "{e}");
     }
 }

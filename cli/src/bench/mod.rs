@@ -54,7 +54,7 @@ pub enum BenchCmd {
     ReduceCopy(ReduceCopyBenchArgs),
     /// Bandwidth of full-array, row and column reductions (GPU only).
     Reduce(ReduceBenchArgs),
-    /// Softmax, log-softmax, layer norm and RMS norm over rows at the shapes (GPU only).
+    /// Softmax, log-softmax, layer norm and RMS norm over rows: large, long-row and LLM shapes (GPU only).
     Norm(NormBenchArgs),
     /// Non-maximum suppression of random boxes, the whole call (GPU only);
     /// --sizes are box counts [default: 20000].

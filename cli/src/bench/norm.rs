@@ -1,6 +1,6 @@
 //! `redjit bench norm`: softmax, log-softmax, layer norm and RMS norm (and the
-//! fused residual variants) over rows, at the shapes, with the default
-//! layout for each row length or, with `--variants`, every layout that holds
+//! fused residual variants) over rows, at the default shapes (large rows,
+//! many short rows and long rows), with the device table's layout for each shape or, with `--variants`, every layout that holds
 //! the row (the measurements that are to pick the ladder of
 //! `NormSpec::for_cols`).
 //!
@@ -21,7 +21,7 @@ use crate::error::{CliError, CliResult, DriverContext};
 /// The seed of `--offset`'s input block (not the bench's own: the rows differ).
 const INPUT_SEED: u64 = 0x5eed_1234_abcd_0002;
 
-/// The shapes.
+/// The default shapes: large rows, many short rows and long rows.
 pub const DEFAULT_SHAPES: &str = "32768x4096,8192x16384,8192x32768,262144x128,4x1000003,64x1048576";
 
 #[derive(Debug, Clone, Args)]

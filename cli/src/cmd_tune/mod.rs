@@ -222,6 +222,7 @@ impl Run {
             device: self.device.clone(),
             norm: Vec::new(),
             reduce: Vec::new(),
+            all_reduce: Vec::new(),
         });
         set(&mut table);
         let d = &self.device;

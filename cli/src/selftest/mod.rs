@@ -45,7 +45,8 @@ pub struct SelftestArgs {
     #[arg(long, default_value_t = 100_003)]
     pub n: usize,
 
-    /// Only these families, comma-separated (reduce-copy, reduce) [default: all].
+    /// Only these families, comma-separated (reduce-copy, reduce, all-reduce,
+    /// norm, nms, softmax-all) [default: all].
     #[arg(long, value_delimiter = ',', value_parser = parse_family)]
     pub family: Vec<Family>,
 

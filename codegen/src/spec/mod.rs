@@ -109,7 +109,7 @@ display_as_kernel_name!(
 pub(crate) fn parse_error(what: &'static str, input: &str, rule: &str) -> SpecError {
     SpecError::Parse {
         what,
-        input: input.to_string(),
+        input: crate::error::echo(input),
         rule: rule.to_string(),
     }
 }

@@ -18,6 +18,7 @@
 //! assert!(laid_out.capacity().is_none_or(|c| c >= 8192));
 //! ```
 
+mod all_reduce;
 mod device;
 mod parse;
 mod reduce;
@@ -31,6 +32,7 @@ use crate::registry::{Arch, DType, NormLayout, NormOp, SoftmaxAlgo};
 use crate::spec::norm::NormSpec;
 use crate::spec::reduce::{ReduceSpec, Shape as ReduceShape};
 
+pub use all_reduce::AllReduceRule;
 pub use device::{DeviceKey, Selection, device_slug};
 pub use parse::parse_table;
 pub use reduce::ReduceRule;
@@ -316,6 +318,8 @@ pub struct TuningTable {
     pub norm: Vec<NormRule>,
     /// The reduce family's rows, in order.
     pub reduce: Vec<ReduceRule>,
+    /// The all-reduce's rows, one per world size.
+    pub all_reduce: Vec<AllReduceRule>,
 }
 
 /// A table with its bases resolved: the rows a lookup tries, in order.
@@ -325,6 +329,7 @@ pub struct Tuning {
     chain: Vec<String>,
     norm: Vec<NormRule>,
     reduce: Vec<ReduceRule>,
+    all_reduce: Vec<AllReduceRule>,
 }
 
 impl Tuning {
@@ -335,6 +340,7 @@ impl Tuning {
             chain: Vec::new(),
             norm: Vec::new(),
             reduce: Vec::new(),
+            all_reduce: Vec::new(),
         }
     }
 
@@ -343,6 +349,7 @@ impl Tuning {
         let mut chain = vec![table.name.clone()];
         let mut norm = table.norm;
         let mut reduce = table.reduce;
+        let mut all_reduce = table.all_reduce;
         let mut base = table.base;
         while let Some(b) = base {
             if chain.contains(&b) {
@@ -363,6 +370,7 @@ impl Tuning {
             chain.push(b);
             norm.extend(t.norm);
             reduce.extend(t.reduce);
+            all_reduce.extend(t.all_reduce);
             base = t.base;
         }
         Ok(Tuning {
@@ -370,6 +378,7 @@ impl Tuning {
             chain,
             norm,
             reduce,
+            all_reduce,
         })
     }
 
@@ -414,6 +423,11 @@ impl Tuning {
     /// Every norm row, in lookup order.
     pub fn norm_rules(&self) -> &[NormRule] {
         &self.norm
+    }
+
+    /// The all-reduce row of `world` ranks, if the table or a base has one.
+    pub fn all_reduce_rule(&self, world: u32) -> Option<&AllReduceRule> {
+        self.all_reduce.iter().find(|r| r.world == world)
     }
 
     /// Every reduce row, in lookup order.

@@ -7,7 +7,9 @@ use std::ops::RangeInclusive;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{Form, NormRule, NormStrategy, ReduceRule, TableDevice, TuningTable, TypePair};
+use super::{
+    AllReduceRule, Form, NormRule, NormStrategy, ReduceRule, TableDevice, TuningTable, TypePair,
+};
 use crate::SpecError;
 use crate::registry::{Arch, DType, NormLayout, NormOp, ReduceAxis, ReduceOp, SoftmaxAlgo};
 use crate::spec::KernelSpec;
@@ -23,6 +25,24 @@ struct RawTable {
     norm: Vec<Spanned<RawNormRule>>,
     #[serde(default)]
     reduce: Vec<Spanned<RawReduceRule>>,
+    #[serde(default)]
+    all_reduce: Vec<Spanned<RawAllReduceRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAllReduceRule {
+    world: u32,
+    ll_max: Option<String>,
+    push_max: Option<String>,
+    push_max_copied: Option<String>,
+    one_shot_max: Option<String>,
+    cp_async_min: Option<String>,
+    narrow_max: Option<String>,
+    nccl_min: Option<String>,
+    nccl_min_copied: Option<String>,
+    reason: String,
+    result: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -114,12 +134,25 @@ pub fn parse_table(file: &str, text: &str) -> Result<TuningTable, SpecError> {
         let rule = reduce_rule(r.into_inner(), line).map_err(|rule| err(line, rule))?;
         reduce.push(rule);
     }
+    let mut all_reduce: Vec<AllReduceRule> = Vec::with_capacity(raw.all_reduce.len());
+    for r in raw.all_reduce {
+        let line = line_of(text, r.span().start);
+        let rule = all_reduce_rule(r.into_inner(), line).map_err(|rule| err(line, rule))?;
+        if let Some(first) = all_reduce.iter().find(|o| o.world == rule.world) {
+            return Err(err(
+                line,
+                format!("world {} has a row already, at line {}", rule.world, first.line),
+            ));
+        }
+        all_reduce.push(rule);
+    }
     Ok(TuningTable {
         name: file.into(),
         device,
         base: raw.base.map(Spanned::into_inner),
         norm,
         reduce,
+        all_reduce,
     })
 }
 
@@ -224,6 +257,49 @@ fn norm_rule(r: RawNormRule, line: usize) -> Result<NormRule, String> {
         return Err("reason is empty: say in a line why the row is there".into());
     }
     check_strategy(&rule)?;
+    Ok(rule)
+}
+
+fn all_reduce_rule(r: RawAllReduceRule, line: usize) -> Result<AllReduceRule, String> {
+    if !(2..=8).contains(&r.world) {
+        return Err(format!("world = {}: an all-reduce row is for 2 to 8 ranks", r.world));
+    }
+    let b = |field: &str, v: &Option<String>| {
+        v.as_deref()
+            .map(|t| super::all_reduce::parse_bytes(field, t))
+            .transpose()
+    };
+    let rule = AllReduceRule {
+        world: r.world,
+        ll_max: b("ll_max", &r.ll_max)?,
+        push_max: b("push_max", &r.push_max)?,
+        push_max_copied: b("push_max_copied", &r.push_max_copied)?,
+        one_shot_max: b("one_shot_max", &r.one_shot_max)?,
+        cp_async_min: b("cp_async_min", &r.cp_async_min)?,
+        narrow_max: b("narrow_max", &r.narrow_max)?,
+        nccl_min: b("nccl_min", &r.nccl_min)?,
+        nccl_min_copied: b("nccl_min_copied", &r.nccl_min_copied)?,
+        reason: r.reason.trim().to_string(),
+        result: r.result,
+        line,
+    };
+    if rule.reason.is_empty() {
+        return Err("reason is empty: say in a line why the row is there".into());
+    }
+    // The kernels in order of size: each threshold past the one before it.
+    if let (Some(ll), Some(push)) = (rule.ll_max, rule.push_max)
+        && ll > push
+    {
+        return Err(format!("ll_max {ll} is past push_max {push}: the LL kernel takes the smaller messages"));
+    }
+    if let (Some(n), Some(c)) = (rule.narrow_max, rule.cp_async_min)
+        && n < c
+    {
+        return Err(format!("narrow_max {n} is below cp_async_min {c}: it narrows cp.async calls only"));
+    }
+    if rule.narrow_max.is_some() && rule.cp_async_min.is_none() {
+        return Err("narrow_max without cp_async_min: it narrows cp.async calls only".into());
+    }
     Ok(rule)
 }
 

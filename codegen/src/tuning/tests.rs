@@ -242,3 +242,42 @@ fn bad_reduce_rows_name_the_line_and_the_rule() {
     let (_, rule) = err_of(&reduce_row(&REDUCE_GOOD.replace("fastest", "")));
     assert!(rule.contains("reason is empty"), "{rule}");
 }
+
+const AR_GOOD: &str = "world = 4\nll_max = \"32K\"\npush_max = \"256K\"\ncp_async_min = \"4M\"\nnarrow_max = \"16M\"\nnccl_min = \"256M\"\nreason = \"measured\"";
+
+fn ar_row(fields: &str) -> String {
+    format!("{HEAD}\n[[all_reduce]]\n{fields}\n")
+}
+
+#[test]
+fn all_reduce_rows_parse_write_back_and_name_bad_values() {
+    let t = parse_table("t.toml", &ar_row(AR_GOOD)).unwrap();
+    let r = &t.all_reduce[0];
+    assert_eq!((r.world, r.ll_max, r.push_max), (4, Some(32 << 10), Some(256 << 10)));
+    assert_eq!((r.one_shot_max, r.nccl_min), (None, Some(256 << 20)));
+    let back = parse_table("t.toml", &write_table(&t, &[])).unwrap();
+    assert_eq!(back.all_reduce[0].sizes(), r.sizes());
+    let any = parse_table("t.toml", &ar_row(&format!("{AR_GOOD}\none_shot_max = \"any\""))).unwrap();
+    assert_eq!(any.all_reduce[0].one_shot_max, Some(u64::MAX));
+    assert!(write_table(&any, &[]).contains("one_shot_max = \"any\""));
+    let tuning = Tuning::resolve(t).unwrap();
+    assert!(tuning.all_reduce_rule(4).is_some() && tuning.all_reduce_rule(2).is_none());
+    // The shipped H200 table has its measured worlds.
+    let h200 = Tuning::shipped("h200").unwrap();
+    assert!(h200.all_reduce_rule(2).is_some() && h200.all_reduce_rule(4).is_some());
+    let (line, rule) = err_of(&ar_row(&AR_GOOD.replace("world = 4", "world = 9")));
+    assert_eq!(line, 7);
+    assert!(rule.contains("2 to 8 ranks"), "{rule}");
+    let (_, rule) = err_of(&ar_row(&AR_GOOD.replace("\"32K\"", "\"32Q\"")));
+    assert!(rule.contains("ll_max = \"32Q\""), "{rule}");
+    let (_, rule) = err_of(&ar_row(&AR_GOOD.replace("\"32K\"", "\"1M\"")));
+    assert!(rule.contains("past push_max"), "{rule}");
+    let (_, rule) = err_of(&ar_row(&AR_GOOD.replace("\"16M\"", "\"1M\"")));
+    assert!(rule.contains("below cp_async_min"), "{rule}");
+    let (_, rule) = err_of(&ar_row(&AR_GOOD.replace("cp_async_min = \"4M\"\n", "")));
+    assert!(rule.contains("narrow_max without cp_async_min"), "{rule}");
+    let (_, rule) = err_of(&format!("{}\n[[all_reduce]]\n{AR_GOOD}\n", ar_row(AR_GOOD)));
+    assert!(rule.contains("world 4 has a row already, at line 7"), "{rule}");
+    let (_, rule) = err_of(&ar_row(&AR_GOOD.replace("measured", "")));
+    assert!(rule.contains("reason is empty"), "{rule}");
+}

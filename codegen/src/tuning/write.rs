@@ -4,7 +4,8 @@
 use std::fmt::Write;
 use std::ops::RangeInclusive;
 
-use super::{NormRule, ReduceRule, TuningTable};
+use super::all_reduce::fmt_bytes;
+use super::{AllReduceRule, NormRule, ReduceRule, TuningTable};
 use crate::registry::ReduceAxis;
 
 fn range(r: &RangeInclusive<u64>) -> String {
@@ -75,6 +76,19 @@ fn reduce_row(out: &mut String, r: &ReduceRule) {
     }
 }
 
+fn all_reduce_row(out: &mut String, r: &AllReduceRule) {
+    let _ = writeln!(out, "\n[[all_reduce]]\nworld = {}", r.world);
+    for (name, v) in r.sizes() {
+        if let Some(b) = v {
+            let _ = writeln!(out, "{name} = {}", quoted(&fmt_bytes(b)));
+        }
+    }
+    let _ = writeln!(out, "reason = {}", quoted(&r.reason));
+    if let Some(res) = &r.result {
+        let _ = writeln!(out, "result = {}", quoted(res));
+    }
+}
+
 /// The table's text; `header` (comment lines without their `#`) goes first.
 pub fn write_table(t: &TuningTable, header: &[&str]) -> String {
     let mut out = String::new();
@@ -98,6 +112,9 @@ pub fn write_table(t: &TuningTable, header: &[&str]) -> String {
     }
     for r in &t.reduce {
         reduce_row(&mut out, r);
+    }
+    for r in &t.all_reduce {
+        all_reduce_row(&mut out, r);
     }
     out
 }

@@ -1,19 +1,24 @@
 //! Which kernel an all-reduce runs: one table from world size x message size
-//! to one-shot, two-stage, or two-stage with `cp.async` double buffering. This
-//! is the only place the choice is made; [`super::Communicator::choose`] reads
-//! the communicator's table (`CommOptions::algos`).
+//! to the LL push, push, one-shot or two-stage kernel (with or without
+//! `cp.async` double buffering), and from which size NCCL takes over. This is
+//! the only place the choice is made; [`super::Communicator::choose`] reads the
+//! communicator's table (`CommOptions::algos`, by default its device's tuning
+//! table's `[[all_reduce]]` rows: [`AlgoTable::for_tuning`]).
 //!
 //! ```
 //! use redjit_runtime::all_reduce::choice::{AlgoTable, Choice};
 //! use redjit_runtime::AllReduceAlgo;
-//! let t = AlgoTable::placeholder();
-//! assert!(!t.measured); // the numbers below are not measured yet
+//! use redjit_codegen::tuning::Tuning;
+//! // The H200 table's rows (2 and 4 ranks measured there), the ladder for the rest.
+//! let t = AlgoTable::for_tuning(&Tuning::shipped("h200")?);
+//! assert!(!t.measured); // 3 and 5 to 8 ranks are not measured
+//! assert_eq!(t.choose(2, 64 << 10)?, Choice::PUSH_LL);
 //! assert_eq!(t.choose(8, 64 << 10)?, Choice::ONE_SHOT);
 //! assert_eq!(t.choose(8, 64 << 20)?.algo, AllReduceAlgo::TwoStage);
 //! // Overriding: any table, or one kernel for every call.
 //! let forced = AlgoTable::always(Choice::TWO_STAGE);
 //! assert_eq!(forced.choose(2, 16)?, Choice::TWO_STAGE);
-//! # Ok::<(), redjit_runtime::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! Why these shapes. One-shot reads every peer's whole input (R-1 remote
@@ -25,16 +30,11 @@
 //! the current ones are reduced, which pays off only once each block streams
 //! enough data to hide the extra shared-memory round trip.
 //!
-//! **2 and 4 ranks are measured; 3 and 5 to 8 are not.** The 2-rank row and
-//! its NCCL hand-over come from 2 x H200 (NVLink, 2026-11-26, BENCHMARKS.md,
-//! s18 and s19): the LL push kernel up to 256 KB, the push kernel up to 8 MB
-//! (16 MB for a copied input, which the push kernel reads in place), one-shot
-//! above, and NCCL from 128 MB for a copied input. The 4-rank row from 4 x H200 (the same day; s20 for LL): LL push up to 32 KB, push up to 256 KB,
-//! two-stage above, with `cp.async` from 4 MB; NCCL from 256 MB (16 MB for a
-//! copied input). The other rows are the shape vLLM and
-//! SGLang ship for NVLink machines (one-shot up to 512 KB at 3, 256 KB at 5 to
-//! 8) and a guessed 8 MB for `cp.async`; the 8-GPU issue measures them
-//! (`measured` stays false until every row is).
+//! A world without a table row takes the ladder ([`AlgoTable::ladder`],
+//! unmeasured): the shape vLLM and SGLang ship for NVLink machines (one-shot
+//! up to 512 KB at 3 and 4 ranks, 256 KB at 5 to 8), `cp.async` from a
+//! guessed 8 MB, and no NCCL hand-over. `measured` is true only where every
+//! world 2..=8 has a row.
 //!
 //! Topology: the table assumes full peer access over NVLink. Ranks on one GPU
 //! (the test placement) use it unchanged. Ranks joined only over PCIe, or
@@ -45,13 +45,11 @@
 //! rank) that world size `w` hands to NCCL instead of a kernel, for sizes
 //! where redjit's kernels lose. [`AlgoTable::route`] takes it only when the
 //! communicator has NCCL (built with `CommOptions::nccl` and the library
-//! found); [`AlgoTable::choose`] never does. The placeholder has no NCCL
-//! entries (vLLM hands over to NCCL above 8 MB; the two-GPU issue measures
-//! where redjit's own kernels stop winning).
+//! found); [`AlgoTable::choose`] never does.
 //!
 //! ```
 //! use redjit_runtime::all_reduce::choice::{AlgoTable, Choice, Route};
-//! let mut t = AlgoTable::placeholder();
+//! let mut t = AlgoTable::ladder();
 //! t.nccl_min[8 - 2] = Some(32 << 20);
 //! assert_eq!(t.route(8, 64 << 20, true)?, Route::Nccl);
 //! assert_eq!(t.route(8, 64 << 20, false)?, Route::Kernel(Choice::CP_ASYNC)); // no NCCL: a kernel
@@ -62,11 +60,12 @@
 //! Override order: `REDJIT_AR_ALGO` (`oneshot`, `twostage`, `cpasync`, `push` or `pushll`) in
 //! the environment forces one kernel, and `nccl` routes every size to NCCL
 //! where the communicator has it ([`AlgoTable::with_env`]); otherwise
-//! `CommOptions::algos`, which defaults to the placeholder.
+//! `CommOptions::algos`, else the device's tuning table.
 
 #![warn(missing_docs)]
 
 use redjit_codegen::AllReduceAlgo;
+use redjit_codegen::tuning::Tuning;
 
 use crate::error::{Error, Result};
 
@@ -165,7 +164,7 @@ pub struct AlgoTable {
     /// that are not [`super::Communicator::registered`]): the copy costs a
     /// read and a write of the message, which NCCL, in place, does not pay.
     pub nccl_min_copied: [Option<usize>; 7],
-    /// Whether the numbers come from measurements (false for the placeholder).
+    /// Whether every world's numbers come from measurements (table rows).
     pub measured: bool,
     /// Where the numbers come from (a BENCHMARKS.md entry once measured).
     pub source: String,
@@ -173,12 +172,9 @@ pub struct AlgoTable {
 
 impl Default for AlgoTable {
     fn default() -> Self {
-        AlgoTable::placeholder()
+        AlgoTable::ladder()
     }
 }
-
-const KB: usize = 1 << 10;
-const MB: usize = 1 << 20;
 
 fn err(rule: String) -> Error {
     Error::Comm {
@@ -188,88 +184,72 @@ fn err(rule: String) -> Error {
 }
 
 impl AlgoTable {
-    /// UNMEASURED placeholder thresholds (see the module docs): the two-GPU
-    /// issue replaces them with measured ones.
-    pub fn placeholder() -> AlgoTable {
-        let row = |one_shot_max: usize, cp_async_min: usize| Thresholds {
+    /// The unmeasured shape every world takes without a table row (see the
+    /// module docs): one-shot up to 512 KB (3 and 4 ranks; 256 KB at 2 and 5
+    /// to 8), then two-stage, with `cp.async` from 8 MB; no NCCL hand-over.
+    pub fn ladder() -> AlgoTable {
+        const KB: usize = 1 << 10;
+        const MB: usize = 1 << 20;
+        let row = |one_shot_max: usize| Thresholds {
             ll_max: None,
             push_max: None,
             push_max_copied: None,
             one_shot_max: Some(one_shot_max),
-            cp_async_min: (cp_async_min != usize::MAX).then_some(cp_async_min),
+            cp_async_min: Some(8 * MB),
             narrow_max: None,
         };
-        let mut rows = [
-            row(usize::MAX, usize::MAX), // 2 ranks: see below
-            row(512 * KB, 8 * MB),       // 3
-            row(512 * KB, 8 * MB),       // 4
-            row(256 * KB, 8 * MB),       // 5
-            row(256 * KB, 8 * MB),       // 6
-            row(256 * KB, 8 * MB),       // 7
-            row(256 * KB, 8 * MB),       // 8
-        ];
-        // 2 ranks, measured (2 x H200, NVLink, one process per GPU, bf16;
-        // BENCHMARKS.md, 2026-11-26, s18 run2): push up to 8 MB (32.3 us
-        // against one-shot's 33.6 at 8 MB registered; 63.5 against 58.8 at
-        // 16 MB), and for a copied input up to 16 MB (63.5 against one-shot's
-        // 70.1, which copies first; 130.6 against 128.9 at 32 MB); one-shot
-        // above; cp.async never (3202.4 us against 3208.7 for two-stage at
-        // 1 GB; the cp.async kernel is slower at every size there).
-        rows[0].push_max = Some(8 * MB);
-        // The LL push kernel up to 256 KB (s19 run7, its own grid of up to
-        // 128 blocks: from a graph 4.50-4.69 us against push's 5.05-5.26 at
-        // 256 KB, 6.77-6.82 against 5.87-5.91 at 512 KB, 2.67-2.82 against
-        // 4.10-4.12 at 8 KB; registered and untracked 5.59-5.74 against
-        // 6.28-6.32 at 256 KB).
-        rows[0].ll_max = Some(256 * KB);
-        rows[0].push_max_copied = Some(16 * MB);
-        // 4 ranks, measured (4 x H200, NVLink, one process per GPU, bf16;
-        // BENCHMARKS.md, 2026-11-26, s18 run3): push up to 256 KB (8.4 us
-        // against two-stage's 10.8; 18.1 against 14.3 at 1 MB; 512 KB not
-        // measured), two-stage above, cp.async from 4 MB (29.9 against 31.9
-        // at 4 MB, 87.5 against 89.8 at 16 MB), never one-shot; NCCL from
-        // 256 MB for inputs read in place (1224.7 against NCCL's 1186.3;
-        // 317.5 against 326.1 at 64 MB; 128 MB not measured) and from 16 MB
-        // for copied ones (98.2 against 98.2 at 16 MB, 352.6 against 326.1 at
-        // 64 MB; 33.1 against 43.0 at 4 MB).
-        // The LL push kernel up to 32 KB (s20, its first run on 4 GPUs, one
-        // call): from a graph 4.03 us against push's 4.95 at 8 KB, 4.91
-        // against 5.14 at 32 KB, 5.73 against 5.47 at 64 KB; registered with
-        // tracking off 6.57 against 6.56 at 8 KB, 6.30 against 7.08 at 32 KB,
-        // 7.08 against 7.03 at 64 KB; two more rounds on another host agree
-        // (graph 3.68-4.62 against 4.72-5.13 to 32 KB, 5.60-5.75 against
-        // 5.40-5.52 at 64 KB).
-        rows[2] = Thresholds {
-            ll_max: Some(32 * KB),
-            push_max: Some(256 * KB),
-            push_max_copied: None,
-            one_shot_max: None,
-            cp_async_min: Some(4 * MB),
-            // 32 blocks a rank up to 16 MB (s23 run2, four rounds each, us a
-            // call against the 64 of the grid cap): registered 28.72-29.19
-            // against 29.88-30.37 at 4 MB, 47.71-48.25 against 49.98-50.32 at
-            // 8 MB, 86.41-86.93 against 87.36-88.12 at 16 MB; from a graph
-            // 26.41-26.95 against 26.26-26.67, 46.02-46.50 against
-            // 47.01-47.17, 84.74-85.24 against 85.16-85.42. From 32 MB 64
-            // blocks lead (163.38-163.95 against 161.35-161.57 from a graph;
-            // 318.69-319.25 against 315.23-315.63 at 64 MB).
-            narrow_max: Some(16 * MB),
-        };
-        let mut nccl_min = [None; 7];
-        nccl_min[2] = Some(256 * MB);
-        let mut nccl_min_copied = [None; 7];
-        // A copied input beats NCCL at 64 MB (243.6 us against 251.2) and
-        // loses from 128 MB (473.8 against 470.3, 934.8 against 894.0 at
-        // 256 MB); in place it wins at every size to 1 GB.
-        nccl_min_copied[0] = Some(128 * MB);
-        nccl_min_copied[2] = Some(16 * MB);
         AlgoTable {
-            rows,
-            nccl_min,
-            nccl_min_copied,
+            rows: [
+                row(256 * KB),
+                row(512 * KB),
+                row(512 * KB),
+                row(256 * KB),
+                row(256 * KB),
+                row(256 * KB),
+                row(256 * KB),
+            ],
+            nccl_min: [None; 7],
+            nccl_min_copied: [None; 7],
             measured: false,
-            source: "2 ranks measured on 2 x H200, 4 ranks on 4 x H200 (BENCHMARKS.md, 2026-11-26, s18, s19, s20); 3 and 5-8 ranks an UNMEASURED placeholder: vLLM/SGLang NVLink shape, cp.async guessed".into(),
+            source: "the unmeasured ladder (the vLLM/SGLang NVLink shape, cp.async guessed)".into(),
         }
+    }
+
+    /// The rows `tuning` (a device's table and its bases) has for each world,
+    /// the ladder's for the others.
+    pub fn for_tuning(tuning: &Tuning) -> AlgoTable {
+        let mut t = AlgoTable::ladder();
+        let bytes = |v: Option<u64>| v.map(|b| usize::try_from(b).unwrap_or(usize::MAX));
+        let mut rows = Vec::new();
+        for world in 2..=8u32 {
+            let Some(r) = tuning.all_reduce_rule(world) else {
+                continue;
+            };
+            let i = world as usize - 2;
+            t.rows[i] = Thresholds {
+                ll_max: bytes(r.ll_max),
+                push_max: bytes(r.push_max),
+                push_max_copied: bytes(r.push_max_copied),
+                one_shot_max: bytes(r.one_shot_max),
+                cp_async_min: bytes(r.cp_async_min),
+                narrow_max: bytes(r.narrow_max),
+            };
+            t.nccl_min[i] = bytes(r.nccl_min);
+            t.nccl_min_copied[i] = bytes(r.nccl_min_copied);
+            rows.push(world.to_string());
+        }
+        t.measured = rows.len() == t.rows.len();
+        t.source = if rows.is_empty() {
+            format!("tuning table {}: no all-reduce rows; {}", tuning.chain().join(" -> "), t.source)
+        } else {
+            format!(
+                "tuning table {}: {} rank(s) from its rows, the others {}",
+                tuning.chain().join(" -> "),
+                rows.join(", "),
+                t.source
+            )
+        };
+        t
     }
 
     /// A table that picks `choice` for every world and size.

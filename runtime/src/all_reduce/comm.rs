@@ -176,7 +176,9 @@ pub struct CommOptions {
     pub graph_slots: u32,
     /// The algorithm-choice table [`Communicator::choose`] reads (see
     /// [`super::choice`]; `REDJIT_AR_ALGO` in the environment overrides it).
-    pub algos: AlgoTable,
+    /// `None`: the rows of the first rank's device tuning table
+    /// ([`AlgoTable::for_tuning`]).
+    pub algos: Option<AlgoTable>,
     /// Whether to join the ranks in an NCCL communicator too, the table's
     /// fallback (see [`super::nccl`]).
     pub nccl: NcclUse,
@@ -237,7 +239,7 @@ impl Default for CommOptions {
             ll_bytes: None,
             join_timeout: Duration::from_secs(60),
             graph_slots: 1024,
-            algos: AlgoTable::placeholder(),
+            algos: None,
             nccl: NcclUse::Off,
             no_event_tracking: false,
             max_blocks: None,
@@ -442,6 +444,8 @@ pub struct Communicator {
     /// The ranks this process launches (all of them, or its own).
     ranks: Vec<Rank>,
     opts: CommOptions,
+    /// The algorithm choice: `opts.algos`, else the device table's.
+    algos: AlgoTable,
     broken: Mutex<Option<String>>,
     issuing: Mutex<()>,
     graph: Mutex<GraphBuffers>,
@@ -554,8 +558,12 @@ fn comm_err(what: &str, rule: String) -> Error {
 impl Communicator {
     /// Sets up every rank of `placement`: a runtime per GPU (peer access enabled
     /// and proven for [`Placement::Devices`]), its buffers allocated and zeroed.
-    pub fn new(placement: Placement, mut opts: CommOptions) -> Result<Communicator> {
-        opts.algos = opts.algos.with_env()?;
+    pub fn new(placement: Placement, opts: CommOptions) -> Result<Communicator> {
+        // A bad override fails before any GPU work.
+        let forced = opts.algos.clone().map(AlgoTable::with_env).transpose()?;
+        if forced.is_none() {
+            AlgoTable::ladder().with_env()?;
+        }
         let (ordinals, world, local): (Vec<usize>, u32, Vec<u32>) = match &placement {
             Placement::Devices { ordinals } => {
                 let w = ordinals.len() as u32;
@@ -618,6 +626,10 @@ impl Communicator {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        let algos = match forced {
+            Some(t) => t,
+            None => AlgoTable::for_tuning(&runtimes[0].tuning().tuning).with_env()?,
+        };
         // Without proven peer access the kernels cannot run; with NCCL asked for
         // (and found, below) every call goes through NCCL instead.
         let mut peer_missing: Option<String> = None;
@@ -752,6 +764,7 @@ impl Communicator {
             runtimes,
             ranks,
             opts,
+            algos,
             broken: Mutex::new(None),
             issuing: Mutex::new(()),
             graph: Mutex::new(GraphBuffers::new(graph_slots)),
@@ -774,6 +787,12 @@ impl Communicator {
         self.nccl.as_ref()
     }
 
+    /// The algorithm-choice table this communicator's calls take
+    /// (`CommOptions::algos`, else its device's tuning table's rows).
+    pub fn algos(&self) -> &AlgoTable {
+        &self.algos
+    }
+
     /// Where a call of `bytes` bytes per rank runs: the table's kernel, or NCCL
     /// where the table says so and this communicator has it (for inputs read
     /// in place: registered, or a captured call's; a routed call on other
@@ -782,9 +801,7 @@ impl Communicator {
         if self.peer_missing.is_some() {
             return Ok(Route::Nccl);
         }
-        self.opts
-            .algos
-            .route(self.world, bytes, self.nccl.is_some())
+        self.algos.route(self.world, bytes, self.nccl.is_some())
     }
 
     /// Whether the main stream is capturing a graph.
@@ -834,15 +851,14 @@ impl Communicator {
             Route::Nccl
         } else {
             let copied = !issue.capturing && !self.inputs_registered(&ins);
-            self.opts
-                .algos
+            self.algos
                 .route_for(self.world, bytes, self.nccl.is_some(), copied)?
         };
         let nccl = self.nccl.as_ref();
         let (Route::Nccl, Some(nccl)) = (route, nccl) else {
             let mut c = match route {
                 Route::Kernel(c) => c,
-                Route::Nccl => self.opts.algos.choose(self.world, bytes)?,
+                Route::Nccl => self.algos.choose(self.world, bytes)?,
             };
             if self.in_place(c.algo).is_some() && self.push_inputs(c.algo, &ins, bytes).is_err() {
                 c = super::choice::Choice::ONE_SHOT;
@@ -1026,7 +1042,7 @@ impl Communicator {
                 algo: spec.algo,
                 cp_async: spec.cp_async,
             };
-            if let Some(narrow) = self.opts.algos.narrow(self.world, bytes, choice) {
+            if let Some(narrow) = self.algos.narrow(self.world, bytes, choice) {
                 cap = cap.min(narrow);
             }
         }
@@ -1530,7 +1546,7 @@ impl Communicator {
     /// The call the algorithm-choice table picks for `bytes` bytes per rank (a
     /// sum; set `op` and `scalar` for another op).
     pub fn choose(&self, bytes: usize) -> Result<Call> {
-        let mut c = self.opts.algos.choose(self.world, bytes)?;
+        let mut c = self.algos.choose(self.world, bytes)?;
         if self
             .in_place(c.algo)
             .is_some_and(|at| bytes as u64 > at.max_bytes)
