@@ -17,7 +17,12 @@ fn the_h200_table_has_the_documented_shape() {
     let t = h200();
     // 2 and 4 ranks measured, 3 and 5..8 not: the table as a whole is not.
     assert!(!t.measured);
-    assert!(t.source.contains("h200 -> h100-sxm: 2, 4 rank(s) from its rows"), "{}", t.source);
+    assert!(
+        t.source
+            .contains("h200 -> h100-sxm: 2, 4 rank(s) from its rows"),
+        "{}",
+        t.source
+    );
     assert!(t.source.contains("unmeasured ladder"), "{}", t.source);
     // The other worlds take the ladder's rows.
     let ladder = AlgoTable::ladder();
@@ -213,10 +218,7 @@ fn the_environment_override_parses_or_names_the_choices() {
     // Without the variable set, with_env keeps the table (this test never sets it:
     // tests share the process environment).
     if std::env::var_os("REDJIT_AR_ALGO").is_none() {
-        assert_eq!(
-            h200().with_env().unwrap(),
-            h200()
-        );
+        assert_eq!(h200().with_env().unwrap(), h200());
     }
 }
 
@@ -227,10 +229,17 @@ fn a_table_without_rows_takes_the_ladder_and_a_row_replaces_its_world() {
     let bare = redjit::codegen::tuning::parse_table("bare.toml", bare).unwrap();
     let bare = AlgoTable::for_tuning(&Tuning::resolve(bare).unwrap());
     assert_eq!(bare.rows, AlgoTable::ladder().rows);
-    assert!(!bare.measured && bare.source.contains("no all-reduce rows"), "{}", bare.source);
+    assert!(
+        !bare.measured && bare.source.contains("no all-reduce rows"),
+        "{}",
+        bare.source
+    );
     // The H100 table borrows the H200's measured rows (not measured on H100s).
     let h100 = AlgoTable::for_tuning(&Tuning::shipped("h100-sxm").unwrap());
-    assert_eq!((h100.rows[0], h100.rows[2]), (h200().rows[0], h200().rows[2]));
+    assert_eq!(
+        (h100.rows[0], h100.rows[2]),
+        (h200().rows[0], h200().rows[2])
+    );
     // A user table's row for 8 ranks.
     let text = "base = \"h200\"\n[device]\nname = \"X\"\narch = \"sm_90\"\nsms = 132\nl2_mib = 60\n\n[[all_reduce]]\nworld = 8\none_shot_max = \"1M\"\nnccl_min = \"64M\"\nreason = \"r\"\n";
     let t = redjit::codegen::tuning::parse_table("u.toml", text).unwrap();

@@ -159,7 +159,12 @@ fn a_huge_spec_name_is_not_echoed_whole() {
     let name = format!("norm_{}", "x".repeat(100_000));
     let out = redjit(&["gen", "--spec", &name]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{}", &stderr[..stderr.len().min(400)]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        &stderr[..stderr.len().min(400)]
+    );
     assert!(stderr.len() < 1000, "{} bytes of error", stderr.len());
     assert!(stderr.contains("100005 bytes in all"), "{stderr}");
 }
@@ -170,7 +175,11 @@ fn a_cache_dir_that_is_a_file_is_an_error() {
     std::fs::write(&file, b"not a cache").unwrap();
     let path = file.to_str().unwrap().to_string();
     for action in ["ls", "size", "clear"] {
-        one_line_error(&["cache", "--dir", &path, action], 2, &["not a folder", &path]);
+        one_line_error(
+            &["cache", "--dir", &path, action],
+            2,
+            &["not a folder", &path],
+        );
     }
     assert_eq!(std::fs::read(&file).unwrap(), b"not a cache");
     std::fs::remove_file(&file).ok();

@@ -88,7 +88,7 @@ pub(super) fn fmt_bytes(b: u64) -> String {
         return "any".into();
     }
     for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
-        if b != 0 && b % (1 << shift) == 0 {
+        if b != 0 && b.is_multiple_of(1 << shift) {
             return format!("{}{unit}", b >> shift);
         }
     }

@@ -141,7 +141,10 @@ pub fn parse_table(file: &str, text: &str) -> Result<TuningTable, SpecError> {
         if let Some(first) = all_reduce.iter().find(|o| o.world == rule.world) {
             return Err(err(
                 line,
-                format!("world {} has a row already, at line {}", rule.world, first.line),
+                format!(
+                    "world {} has a row already, at line {}",
+                    rule.world, first.line
+                ),
             ));
         }
         all_reduce.push(rule);
@@ -262,7 +265,10 @@ fn norm_rule(r: RawNormRule, line: usize) -> Result<NormRule, String> {
 
 fn all_reduce_rule(r: RawAllReduceRule, line: usize) -> Result<AllReduceRule, String> {
     if !(2..=8).contains(&r.world) {
-        return Err(format!("world = {}: an all-reduce row is for 2 to 8 ranks", r.world));
+        return Err(format!(
+            "world = {}: an all-reduce row is for 2 to 8 ranks",
+            r.world
+        ));
     }
     let b = |field: &str, v: &Option<String>| {
         v.as_deref()
@@ -290,12 +296,16 @@ fn all_reduce_rule(r: RawAllReduceRule, line: usize) -> Result<AllReduceRule, St
     if let (Some(ll), Some(push)) = (rule.ll_max, rule.push_max)
         && ll > push
     {
-        return Err(format!("ll_max {ll} is past push_max {push}: the LL kernel takes the smaller messages"));
+        return Err(format!(
+            "ll_max {ll} is past push_max {push}: the LL kernel takes the smaller messages"
+        ));
     }
     if let (Some(n), Some(c)) = (rule.narrow_max, rule.cp_async_min)
         && n < c
     {
-        return Err(format!("narrow_max {n} is below cp_async_min {c}: it narrows cp.async calls only"));
+        return Err(format!(
+            "narrow_max {n} is below cp_async_min {c}: it narrows cp.async calls only"
+        ));
     }
     if rule.narrow_max.is_some() && rule.cp_async_min.is_none() {
         return Err("narrow_max without cp_async_min: it narrows cp.async calls only".into());

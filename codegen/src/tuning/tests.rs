@@ -253,11 +253,18 @@ fn ar_row(fields: &str) -> String {
 fn all_reduce_rows_parse_write_back_and_name_bad_values() {
     let t = parse_table("t.toml", &ar_row(AR_GOOD)).unwrap();
     let r = &t.all_reduce[0];
-    assert_eq!((r.world, r.ll_max, r.push_max), (4, Some(32 << 10), Some(256 << 10)));
+    assert_eq!(
+        (r.world, r.ll_max, r.push_max),
+        (4, Some(32 << 10), Some(256 << 10))
+    );
     assert_eq!((r.one_shot_max, r.nccl_min), (None, Some(256 << 20)));
     let back = parse_table("t.toml", &write_table(&t, &[])).unwrap();
     assert_eq!(back.all_reduce[0].sizes(), r.sizes());
-    let any = parse_table("t.toml", &ar_row(&format!("{AR_GOOD}\none_shot_max = \"any\""))).unwrap();
+    let any = parse_table(
+        "t.toml",
+        &ar_row(&format!("{AR_GOOD}\none_shot_max = \"any\"")),
+    )
+    .unwrap();
     assert_eq!(any.all_reduce[0].one_shot_max, Some(u64::MAX));
     assert!(write_table(&any, &[]).contains("one_shot_max = \"any\""));
     let tuning = Tuning::resolve(t).unwrap();
@@ -277,7 +284,10 @@ fn all_reduce_rows_parse_write_back_and_name_bad_values() {
     let (_, rule) = err_of(&ar_row(&AR_GOOD.replace("cp_async_min = \"4M\"\n", "")));
     assert!(rule.contains("narrow_max without cp_async_min"), "{rule}");
     let (_, rule) = err_of(&format!("{}\n[[all_reduce]]\n{AR_GOOD}\n", ar_row(AR_GOOD)));
-    assert!(rule.contains("world 4 has a row already, at line 7"), "{rule}");
+    assert!(
+        rule.contains("world 4 has a row already, at line 7"),
+        "{rule}"
+    );
     let (_, rule) = err_of(&ar_row(&AR_GOOD.replace("measured", "")));
     assert!(rule.contains("reason is empty"), "{rule}");
 }

@@ -240,7 +240,11 @@ impl AlgoTable {
         }
         t.measured = rows.len() == t.rows.len();
         t.source = if rows.is_empty() {
-            format!("tuning table {}: no all-reduce rows; {}", tuning.chain().join(" -> "), t.source)
+            format!(
+                "tuning table {}: no all-reduce rows; {}",
+                tuning.chain().join(" -> "),
+                t.source
+            )
         } else {
             format!(
                 "tuning table {}: {} rank(s) from its rows, the others {}",
