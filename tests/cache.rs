@@ -607,3 +607,23 @@ fn a_batch_shares_one_file_and_each_kernel_is_found_by_its_own_key() {
     assert_eq!(third.cache().stats().corrupt, 1);
     assert!(temp_files(dir.path()).is_empty());
 }
+
+#[test]
+fn a_cache_folder_that_cannot_be_made_leaves_a_memory_cache() {
+    // The cache is an optimisation: a folder under a file cannot be made, and
+    // the cache then holds kernels in memory, still compiling and serving them.
+    let dir = TempDir::new("unmakeable");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let cache = CompileCache::on_disk_or_memory(file.join("cache"));
+    assert_eq!(cache.dir(), None);
+    assert!(CompileCache::on_disk(file.join("cache")).is_err());
+    let Some(_nvrtc) = common::nvrtc_or_skip() else {
+        return;
+    };
+    let jit = Jit::with_target(CUBIN_SM90, cache);
+    jit.compile(&spec()).unwrap();
+    jit.compile(&spec()).unwrap();
+    assert_eq!(jit.cache().stats(), stats(1, 0, 1, 0));
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+}

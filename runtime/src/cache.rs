@@ -170,12 +170,24 @@ impl CompileCache {
         })
     }
 
+    /// The cache under `dir`, else, where the folder cannot be made, a
+    /// memory-only cache and one warning on stderr naming the folder and why:
+    /// the cache is an optimisation, never a reason not to run.
+    pub fn on_disk_or_memory(dir: impl Into<PathBuf>) -> CompileCache {
+        CompileCache::on_disk(dir).unwrap_or_else(|e| {
+            eprintln!("redjit: warning: {e}; compiling into memory only");
+            CompileCache::in_memory()
+        })
+    }
+
     /// `$REDJIT_CACHE_DIR`, else the platform cache directory
-    /// (`$XDG_CACHE_HOME/redjit`, `~/.cache/redjit`), else memory only.
-    pub fn from_env() -> Result<CompileCache> {
+    /// (`$XDG_CACHE_HOME/redjit`, `~/.cache/redjit`), else memory only; a
+    /// folder that cannot be made is memory only too, with a warning
+    /// ([`CompileCache::on_disk_or_memory`]).
+    pub fn from_env() -> CompileCache {
         match default_dir() {
-            Some(dir) => CompileCache::on_disk(dir),
-            None => Ok(CompileCache::in_memory()),
+            Some(dir) => CompileCache::on_disk_or_memory(dir),
+            None => CompileCache::in_memory(),
         }
     }
 

@@ -58,7 +58,9 @@ pub struct DeviceInfo {
 pub struct RuntimeOptions {
     /// The GPU to drive.
     pub ordinal: usize,
-    /// `None`: `$REDJIT_CACHE_DIR` or the platform cache directory.
+    /// `None`: `$REDJIT_CACHE_DIR` or the platform cache directory. A folder
+    /// that cannot be made leaves the runtime a memory-only cache and a
+    /// warning, never an error.
     pub cache_dir: Option<std::path::PathBuf>,
     /// Keep compiled kernels in memory only.
     pub no_disk_cache: bool,
@@ -207,8 +209,8 @@ impl Runtime {
         };
         let cache = match (&opts.cache_dir, opts.no_disk_cache) {
             (_, true) => CompileCache::in_memory(),
-            (Some(dir), false) => CompileCache::on_disk(dir)?,
-            (None, false) => CompileCache::from_env()?,
+            (Some(dir), false) => CompileCache::on_disk_or_memory(dir),
+            (None, false) => CompileCache::from_env(),
         };
         let tuning = crate::tuning::select(
             &device,
