@@ -14,6 +14,16 @@ const FALLBACK_ARCH: Arch = Arch::SM90;
 pub struct GenArgs {
     #[command(flatten)]
     pub select: SpecSelect,
+
+    /// Print valid kernel names, one a line, instead of a source: every
+    /// kernel `redjit selftest` checks and the twins its launchers take.
+    #[arg(long)]
+    pub list: bool,
+
+    /// With --list: only these families, comma-separated (reduce-copy,
+    /// reduce, all-reduce, norm, nms, softmax-all).
+    #[arg(long, value_delimiter = ',', value_parser = crate::selftest::parse_family, requires = "list")]
+    pub family: Vec<redjit_codegen::Family>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -31,13 +41,30 @@ pub fn parse_arch(s: &str) -> Result<Arch, String> {
         .map_err(|e: redjit_codegen::SpecError| e.to_string())
 }
 
+/// Writes `text` to stdout; a reader that closed the pipe (`| head`) has all
+/// it wanted, so that is no error (println! would panic).
+fn write_out(text: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
 pub fn gen_cmd(args: &GenArgs) -> CliResult {
+    if args.list {
+        if args.select.spec.is_some() || args.select.family.is_some() {
+            return Err(CliError::usage("--list prints names: give it no kernel"));
+        }
+        let names = crate::selftest::kernel_names(&args.family).join("\n");
+        write_out(&format!("{names}\n"));
+        return Ok(());
+    }
     let spec = args.select.resolve()?;
     let source = spec.render()?;
-    print!("{}", source.code);
-    if !source.code.ends_with('\n') {
-        println!();
-    }
+    let nl = if source.code.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    write_out(&format!("{}{nl}", source.code));
     Ok(())
 }
 
@@ -82,6 +109,20 @@ fn default_arch() -> Arch {
                 "redjit: cannot read the GPU's arch ({e}); targeting {FALLBACK_ARCH} (use --arch to choose)"
             );
             FALLBACK_ARCH
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_listed_name_parses_and_renders() {
+        let names = crate::selftest::kernel_names(&[]);
+        assert!(names.len() > 500, "{}", names.len());
+        for n in &names {
+            let spec = crate::args::parse_spec_name(n).unwrap_or_else(|e| panic!("{n}: {e}"));
+            assert_eq!(&spec.name(), n);
+            spec.render().unwrap_or_else(|e| panic!("{n}: {e}"));
         }
     }
 }

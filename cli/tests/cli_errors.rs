@@ -184,3 +184,40 @@ fn a_cache_dir_that_is_a_file_is_an_error() {
     assert_eq!(std::fs::read(&file).unwrap(), b"not a cache");
     std::fs::remove_file(&file).ok();
 }
+
+#[test]
+fn gen_lists_valid_kernel_names() {
+    let out = redjit(&["gen", "--list", "--family", "norm,reduce"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<&str> = text.lines().collect();
+    assert!(names.len() > 100, "{}", names.len());
+    for n in &names {
+        assert!(n.starts_with("norm_") || n.starts_with("reduce_"), "{n}");
+    }
+    // Listed names generate their source (every one: cmd_gen's unit test).
+    for n in names.iter().step_by(97) {
+        let src = redjit(&["gen", "--spec", n]);
+        assert_eq!(
+            src.status.code(),
+            Some(0),
+            "{n}: {}",
+            String::from_utf8_lossy(&src.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&src.stdout).contains("__global__"),
+            "{n}"
+        );
+    }
+    one_line_error(
+        &["gen", "--list", "--spec", names[0]],
+        2,
+        &["--list prints names"],
+    );
+    one_line_error(&["gen", "--family", "norm"], 2, &["--list"]);
+}

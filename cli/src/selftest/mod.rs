@@ -104,6 +104,19 @@ struct Plan {
     compile: Vec<AnySpec>,
 }
 
+/// Every kernel name selftest compiles for `families` (all where empty): the
+/// checked kernels and the twins their launchers may pick, each once, in
+/// family order.
+pub fn kernel_names(families: &[Family]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    plans(families)
+        .into_iter()
+        .flat_map(|p| p.compile)
+        .map(|s| s.name())
+        .filter(|n| seen.insert(n.clone()))
+        .collect()
+}
+
 fn plans(families: &[Family]) -> Vec<Plan> {
     let wanted = |f: Family| families.is_empty() || families.contains(&f);
     let mut out = Vec::new();
