@@ -2,6 +2,10 @@
 
 use std::fmt;
 
+/// Exit code when there is no GPU (selftest: generation and compilation
+/// passed, nothing ran).
+pub const NO_GPU_EXIT: u8 = 3;
+
 /// Why a command failed. `Usage` exits with 2 (bad input), `Failure` with 1.
 #[derive(Debug)]
 pub enum CliError {
@@ -28,7 +32,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => 2,
             CliError::Failure(_) => 1,
-            CliError::NoGpu(_) => crate::selftest::NO_GPU_EXIT,
+            CliError::NoGpu(_) => NO_GPU_EXIT,
         }
     }
 }

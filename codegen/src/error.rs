@@ -1,6 +1,6 @@
 //! The one error type of redjit-codegen.
 
-use crate::registry::Arch;
+use crate::arch::Arch;
 
 /// Why a spec was rejected, or could not be rendered.
 ///

@@ -21,6 +21,7 @@
 /// determines the generated source, so caches can key on it without rendering.
 pub const CODEGEN_FINGERPRINT: &str = env!("REDJIT_CODEGEN_FINGERPRINT");
 
+mod arch;
 pub mod error;
 pub mod registry;
 mod render;

@@ -30,10 +30,7 @@ use redjit_codegen::{Arch, Family, KernelSpec};
 use redjit_runtime::Runtime;
 
 use crate::args::AnySpec;
-use crate::error::{CliError, CliResult};
-
-/// Exit code when there is no GPU but generation and compilation passed.
-pub const NO_GPU_EXIT: u8 = 3;
+use crate::error::{CliError, CliResult, NO_GPU_EXIT};
 
 /// The arch kernels are compiled for when there is no GPU to ask.
 const NO_GPU_ARCH: Arch = Arch::SM90;

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod bootstrap;
+mod call;
 pub mod choice;
 pub mod comm;
 mod fork;

@@ -80,7 +80,7 @@ use cudarc::nccl::sys::{
 };
 use redjit_codegen::{DType, Op};
 
-use super::comm::{Call, check_call_for};
+use super::call::{Call, check_call_for};
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
 
