@@ -40,6 +40,7 @@ pub mod reference_norm;
 pub mod reference_reduce;
 mod runtime;
 mod softmax_all;
+mod tracking;
 pub mod tuning;
 mod workspace;
 

@@ -50,10 +50,10 @@ use redjit_codegen::spec::reduce::{MAX_ALL_BLOCKS, PARTIAL_BYTES, Plan, THREADS}
 use redjit_codegen::spec::softmax_all::STATS_BYTES;
 use redjit_codegen::{DType, KernelSpec, SoftmaxAllSpec, SoftmaxAllStage};
 
-use crate::all_reduce::TrackingPaused;
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{Runtime, blocks_per_sm};
+use crate::tracking::TrackingPaused;
 
 /// What [`check_call`] needs to know of a call.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -98,8 +98,8 @@ use std::time::Duration;
 
 use cudarc::driver::sys;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig,
-    PushKernelArg, SyncOnDrop,
+    CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
+    SyncOnDrop,
 };
 use redjit_codegen::spec::all_reduce::{ArStage, MAX_BLOCKS, PACK_BYTES, signal};
 use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
@@ -118,6 +118,7 @@ use crate::error::{DriverContext, Error, Result};
 use crate::peer::{IpcHandle, LegacyAlloc, OpenedIpc};
 use crate::reduce_copy::{LaunchOptions, ReduceCopyArgs, Stochastic};
 use crate::runtime::Runtime;
+use crate::tracking::TrackingPaused;
 
 /// Where the ranks live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -352,45 +353,6 @@ struct Rank {
     /// word's uses (a tracked read per launch would cost an event wait and a
     /// record on the host).
     error_ptr: u64,
-}
-
-/// cudarc's event tracking paused on the communicator's contexts while a
-/// capturing call issues. A tracked slice's address makes the stream wait on
-/// the slice's last write event; that event was recorded before the capture
-/// began, and a captured wait on uncaptured work is illegal
-/// (CUDA_ERROR_STREAM_CAPTURE_ISOLATION invalidates the whole capture). The
-/// captured call is ordered by the capturing stream itself, so the waits are
-/// not needed. Another thread using these contexts meanwhile sees tracking off
-/// for that span; tracking is restored on drop, where it was on.
-pub(crate) struct TrackingPaused {
-    paused: Vec<Arc<CudaContext>>,
-}
-
-impl TrackingPaused {
-    /// Pauses tracking on the contexts of `runtimes` that have it on.
-    pub(crate) fn new(runtimes: &[Runtime]) -> TrackingPaused {
-        let mut paused: Vec<Arc<CudaContext>> = Vec::new();
-        for rt in runtimes {
-            let ctx = rt.context();
-            if ctx.is_event_tracking() && !paused.iter().any(|c| Arc::ptr_eq(c, ctx)) {
-                // SAFETY: only the span of one captured call, whose work the
-                // capturing stream orders; slices are neither freed nor
-                // created by it.
-                unsafe { ctx.disable_event_tracking() };
-                paused.push(ctx.clone());
-            }
-        }
-        TrackingPaused { paused }
-    }
-}
-
-impl Drop for TrackingPaused {
-    fn drop(&mut self) {
-        for ctx in &self.paused {
-            // SAFETY: restores the state found in `new`.
-            unsafe { ctx.enable_event_tracking() };
-        }
-    }
 }
 
 /// A call being issued: the one-at-a-time lock, whether the main stream

@@ -19,7 +19,6 @@ pub mod nccl;
 pub mod protocol;
 pub mod quant;
 
-pub(crate) use comm::TrackingPaused;
 pub use comm::{
     Call, CommOptions, Communicator, DEFAULT_MAX_BLOCKS, NcclUse, Placement, Registered,
     check_call, check_call_for,
