@@ -132,7 +132,7 @@ impl RegisteredReduceCopy {
     pub fn launch(
         &self,
         rt: &Runtime,
-        stream: &cudarc::driver::CudaStream,
+        stream: &std::sync::Arc<cudarc::driver::CudaStream>,
         srcs: &[&dyn KernelInput],
         dsts: &mut [&mut dyn KernelOutput],
         args: ReduceCopyArgs,

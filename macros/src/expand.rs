@@ -136,7 +136,7 @@ fn launcher(item: &Item, checked: &Checked) -> TokenStream {
         #[allow(clippy::too_many_arguments)]
         #vis fn #ident(
             rt: &::redjit::Runtime,
-            stream: &::redjit::cudarc::driver::CudaStream,
+            stream: &::std::sync::Arc<::redjit::cudarc::driver::CudaStream>,
             #(#params,)*
             #extra
         ) -> ::redjit::Result<()> {
@@ -230,7 +230,7 @@ fn stub(item: &Item, args: Option<&Args>) -> TokenStream {
         #[allow(unused_variables, clippy::too_many_arguments)]
         #vis fn #ident(
             rt: &::redjit::Runtime,
-            stream: &::redjit::cudarc::driver::CudaStream,
+            stream: &::std::sync::Arc<::redjit::cudarc::driver::CudaStream>,
             #(#params,)*
             #scalar
             #sr

@@ -21,7 +21,7 @@
 //! # Ok(()) }
 //! ```
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use redjit_codegen::spec::reduce_copy::Misalignment;
@@ -123,7 +123,7 @@ impl ReduceCopyKernel<'_> {
     /// launch when the buffers are empty.
     pub fn launch(
         &self,
-        stream: &CudaStream,
+        stream: &Arc<CudaStream>,
         srcs: &[&dyn KernelInput],
         dsts: &mut [&mut dyn KernelOutput],
     ) -> Result<()> {
@@ -143,7 +143,7 @@ impl ReduceCopyKernel<'_> {
     /// misaligned twin when a buffer (or the stochastic base) is off a pack boundary.
     pub fn launch_with(
         &self,
-        stream: &CudaStream,
+        stream: &Arc<CudaStream>,
         srcs: &[&dyn KernelInput],
         dsts: &mut [&mut dyn KernelOutput],
         call: ReduceCopyArgs,

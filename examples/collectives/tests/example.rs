@@ -2,6 +2,7 @@
 //! they render to (a snapshot), their NVRTC compile (CPU), and the GPU run.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use redjit::cudarc::driver::{CudaSlice, CudaStream};
 use redjit::half::bf16;
@@ -15,7 +16,7 @@ use redjit_example_collectives as example;
 fn launchers_have_the_documented_signatures() {
     type Sr = fn(
         &Runtime,
-        &CudaStream,
+        &Arc<CudaStream>,
         &CudaSlice<bf16>,
         &CudaSlice<f32>,
         &mut CudaSlice<bf16>,
@@ -23,7 +24,7 @@ fn launchers_have_the_documented_signatures() {
     ) -> Result<()>;
     type Rn<A> = fn(
         &Runtime,
-        &CudaStream,
+        &Arc<CudaStream>,
         &CudaSlice<A>,
         &CudaSlice<f32>,
         &mut CudaSlice<f32>,
