@@ -1,5 +1,7 @@
 // Every form of the attribute compiles to a launcher of the documented
 // signature, and registers its kernel (checked here without a GPU).
+use std::sync::Arc;
+
 use redjit::cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
 use redjit::half::{bf16, f16};
 use redjit::{Result, Runtime, Stochastic};
@@ -25,7 +27,7 @@ mod nested {
 fn views<'v>() {
     let _: fn(
         &Runtime,
-        &CudaStream,
+        &Arc<CudaStream>,
         &CudaSlice<bf16>,
         &CudaView<'v, f32>,
         &mut CudaViewMut<'v, bf16>,
@@ -37,15 +39,15 @@ fn main() {
     views();
     let _: fn(
         &Runtime,
-        &CudaStream,
+        &Arc<CudaStream>,
         &CudaSlice<f16>,
         &CudaSlice<f16>,
         &mut CudaSlice<f32>,
         &mut CudaSlice<f16>,
         f32,
     ) -> Result<()> = scaled;
-    let _: fn(&Runtime, &CudaStream, &CudaSlice<f32>, &mut CudaSlice<f32>) -> Result<()> = copy;
-    let _: fn(&Runtime, &CudaStream, &CudaSlice<f32>, &mut CudaSlice<f32>) -> Result<()> =
+    let _: fn(&Runtime, &Arc<CudaStream>, &CudaSlice<f32>, &mut CudaSlice<f32>) -> Result<()> = copy;
+    let _: fn(&Runtime, &Arc<CudaStream>, &CudaSlice<f32>, &mut CudaSlice<f32>) -> Result<()> =
         nested::copy_again;
 
     // Paths start with the crate's name (trybuild's, here).
