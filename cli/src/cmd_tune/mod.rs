@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use redjit_codegen::DType;
 use redjit_codegen::tuning::{DeviceKey, TableDevice, Tuning, TuningTable, write_table};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::bench::{Bench, Common};
 use crate::error::{CliError, CliResult};
@@ -72,6 +72,36 @@ pub struct TuneArgs {
     /// repository are made so from their committed results.
     #[arg(long, value_name = "JSONL")]
     pub from_results: Option<PathBuf>,
+}
+
+/// The device a results line was measured on, as the tables key it (the
+/// same fields in every family's lines).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CellDevice {
+    gpu: String,
+    arch: String,
+    sms: u32,
+    l2_mib: u32,
+}
+
+impl CellDevice {
+    fn of(d: &TableDevice) -> CellDevice {
+        CellDevice {
+            gpu: d.name.clone(),
+            arch: d.arch.to_string(),
+            sms: d.sms,
+            l2_mib: d.l2_mib,
+        }
+    }
+
+    fn table_device(&self) -> CliResult<TableDevice> {
+        Ok(TableDevice {
+            name: self.gpu.clone(),
+            arch: self.arch.parse()?,
+            sms: self.sms,
+            l2_mib: self.l2_mib,
+        })
+    }
 }
 
 /// The median of a candidate's round medians.
@@ -278,7 +308,7 @@ fn finished<C: DeserializeOwned>(
     a: &TuneArgs,
     results: &Path,
     key: fn(&C) -> String,
-    device: fn(&C) -> CliResult<TableDevice>,
+    device: fn(&C) -> &CellDevice,
 ) -> CliResult<(BTreeMap<String, C>, Run)> {
     let done = read_cells(results, key)?;
     let Some(first) = done.values().next() else {
@@ -291,7 +321,7 @@ fn finished<C: DeserializeOwned>(
         .out
         .as_deref()
         .ok_or_else(|| CliError::usage("--from-results needs --out"))?;
-    let run = Run::offline(device(first)?, out);
+    let run = Run::offline(device(first).table_device()?, out);
     Ok((done, run))
 }
 

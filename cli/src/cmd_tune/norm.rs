@@ -3,12 +3,12 @@
 use std::collections::BTreeMap;
 
 use redjit_codegen::spec::norm::{row_ops, variants};
-use redjit_codegen::tuning::{NormRule, NormStrategy, TableDevice, Tuning, TypePair};
+use redjit_codegen::tuning::{NormRule, NormStrategy, Tuning, TypePair};
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAlgo};
 use redjit_runtime::Matrix;
 use serde::{Deserialize, Serialize};
 
-use super::{Run, TuneArgs, finished, middle, read_cells};
+use super::{CellDevice, Run, TuneArgs, finished, middle, read_cells};
 use crate::bench::Bench;
 use crate::bench::norm::{Buffers, Case, time_case};
 use crate::error::{CliError, CliResult};
@@ -27,10 +27,8 @@ pub const ROW_CLASSES: &[(u64, u64)] = &[(1, 32), (33, 256), (257, 2048), (2049,
 struct Cell {
     key: String,
     /// The device, as the tables key it.
-    gpu: String,
-    arch: String,
-    sms: u32,
-    l2_mib: u32,
+    #[serde(flatten)]
+    device: CellDevice,
     op: String,
     algo: Option<String>,
     residual: bool,
@@ -97,13 +95,8 @@ impl Cell {
         c.key.clone()
     }
 
-    fn device_of(c: &Cell) -> CliResult<TableDevice> {
-        Ok(TableDevice {
-            name: c.gpu.clone(),
-            arch: c.arch.parse()?,
-            sms: c.sms,
-            l2_mib: c.l2_mib,
-        })
+    fn device_of(c: &Cell) -> &CellDevice {
+        &c.device
     }
 }
 
@@ -261,10 +254,7 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
         };
         let cell = Cell {
             key: t.key.clone(),
-            gpu: device.name.clone(),
-            arch: device.arch.to_string(),
-            sms: device.sms,
-            l2_mib: device.l2_mib,
+            device: CellDevice::of(&device),
             op: t.ops.0.to_string(),
             algo: t.ops.1.map(|a| a.to_string()),
             residual: t.ops.2,

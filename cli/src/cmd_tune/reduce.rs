@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
 use redjit_codegen::spec::reduce::{COL_MAX_UNROLL, ReduceStrategy, Shape};
-use redjit_codegen::tuning::{ReduceRule, TableDevice};
+use redjit_codegen::tuning::ReduceRule;
 use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceOp, ReduceSpec};
 use redjit_runtime::{KernelInput, Matrix};
 use serde::{Deserialize, Serialize};
 
 use super::norm::ROW_CLASSES;
-use super::{Run, TuneArgs, finished, middle, read_cells};
+use super::{CellDevice, Run, TuneArgs, finished, middle, read_cells};
 use crate::bench::Bench;
 use crate::devbuf::DevBuf;
 use crate::error::{CliError, CliResult, DriverContext};
@@ -28,10 +28,8 @@ const THREADS: &[u32] = &[128, 256, 512];
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Cell {
     key: String,
-    gpu: String,
-    arch: String,
-    sms: u32,
-    l2_mib: u32,
+    #[serde(flatten)]
+    device: CellDevice,
     axis: String,
     op: String,
     input: String,
@@ -52,13 +50,8 @@ impl Cell {
         c.key.clone()
     }
 
-    fn device_of(c: &Cell) -> CliResult<TableDevice> {
-        Ok(TableDevice {
-            name: c.gpu.clone(),
-            arch: c.arch.parse()?,
-            sms: c.sms,
-            l2_mib: c.l2_mib,
-        })
+    fn device_of(c: &Cell) -> &CellDevice {
+        &c.device
     }
 
     /// The row length (rows, columns) or element count (full array) the
@@ -280,10 +273,7 @@ fn tune_reduce(b: &mut Bench<'_>, a: &TuneArgs, todo: Vec<Todo>) -> CliResult {
         let (rows, cols) = t.matrix.map_or((0, 0), |m| (m.rows as u64, m.cols as u64));
         let cell = Cell {
             key: t.key.clone(),
-            gpu: run.device.name.clone(),
-            arch: run.device.arch.to_string(),
-            sms: run.device.sms,
-            l2_mib: run.device.l2_mib,
+            device: CellDevice::of(&run.device),
             axis: t.spec.axis.to_string(),
             op: t.spec.op.to_string(),
             input: t.spec.input.to_string(),
