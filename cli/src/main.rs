@@ -56,7 +56,8 @@ enum Command {
     /// Time each candidate strategy of a family on this GPU and write its
     /// tuning table (GPU only).
     Tune(cmd_tune::TuneArgs),
-    /// A BENCHMARKS.md section (and plot) from a `redjit bench --json` file (no GPU needed).
+    /// A markdown section (and plot) from a `redjit bench --json` file, or with
+    /// --all the whole of BENCHMARKS.md from the result folders (no GPU needed).
     Report(cmd_report::ReportArgs),
     /// Check every kernel family against its CPU twin on the GPU (without one:
     /// generation and NVRTC compilation only, exit 3).
