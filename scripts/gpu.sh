@@ -40,5 +40,5 @@ if [ -n "${BASE_REV:-}" ]; then
 fi
 # Debug info stays here; the GPU machine needs only code (the carry limit is 64 MiB).
 strip stage/bin/* 2>/dev/null || true
-cp scripts/torch_ref.py scripts/gpu-run.sh scripts/gpu-ar2.sh stage/scripts/ 2>/dev/null || true
+cp scripts/torch_ref.py scripts/gpu-run.sh stage/scripts/ 2>/dev/null || true
 du -sh stage; ls -la stage/bin

@@ -74,9 +74,8 @@ pub struct RuntimeOptions {
     pub no_event_tracking: bool,
     /// Launch nothing cooperatively. The one kernel that asks for it (16-bit
     /// layer norm's long rows, when every item of the call fits one resident
-    /// wave) then takes its items by ticket: 3-5 % slower (H100, 2026-11-28,
-    /// bf16 and f16 at 4x1000003, bf16 at 2x1000003 and 4x100003,
-    /// benchmarks/2026-11-28-h100-s35 run3). For a
+    /// wave) then takes its items by ticket: 3-5 % slower where measured
+    /// (H100, 16-bit rows of 10^5-10^6; the record is in commit de99915). For a
     /// partition of the device (MPS) whose driver refuses or cannot keep the
     /// promise of a cooperative launch; a launch the driver refuses as too
     /// large falls back to the ticket by itself.

@@ -1,4 +1,0 @@
-#!/usr/bin/env bash
-set -uo pipefail
-LIST=$(cat stage/list15) SHARED=1 ROUNDS=2 bash stage/scripts/gpu-norm-ab.sh > $OUT/ab15.txt 2>&1
-grep -E "^r[12] |rc=" $OUT/ab15.txt

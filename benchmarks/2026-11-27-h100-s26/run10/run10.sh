@@ -1,2 +1,0 @@
-set -u
-GPU_TESTS="gpu_norm:every_layout_variant_on_strided_rows gpu_norm:layer_norm_rows_off_zero gpu_norm:split_rows_off_the_pack_grid_small gpu_norm:prefetching_blocks_take_many_rows_each gpu_norm:deferred_general_twins_small gpu_norm:bad_calls_are_errors_not_launches gpu_norm:softmax_special_values_large_magnitudes_and_scale" TEST_PARALLEL=1 TEST_TIMEOUT=360 bash stage/scripts/gpu-run.sh some-tests 2>&1 | tail -16

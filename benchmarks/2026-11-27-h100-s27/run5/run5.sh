@@ -1,3 +1,0 @@
-set -u
-export TEST_PARALLEL=1
-NORM_TESTS="gpu_norm:layer_norm_rows_of_larger_chunks gpu_norm:prefetching_split_cohorts_small gpu_norm:split_rows_are_bit_identical gpu_norm:exact_split_cohorts_and_their_twins gpu_norm:split_workspace" NORM_SANITIZE="gpu_norm:prefetching_split_cohorts_small" NORM_SHAPES="64x1048576,4096x65536" bash stage/scripts/gpu-norm-check.sh

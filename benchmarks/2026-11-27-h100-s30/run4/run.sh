@@ -1,4 +1,0 @@
-# run4 (call 12): the kept rule (flagged one-pass states for general twins of <= 4 packs):
-# eight gpu_norm tests, then HEAD (redjit-head, 758efe4) against it (redjit), three rounds.
-mkdir -p $OUT/t; OUT=$OUT/t TEST_TIMEOUT=400 TEST_PARALLEL=1 GPU_TESTS="gpu_norm:split_workspace_serves gpu_norm:split_rows_are_bit_identical gpu_norm:split_rows_off_the_pack_grid_small gpu_norm:split_twins_with_vectors gpu_norm:split_twins_of_every_dtype_pair gpu_norm:split_rows_in_balanced gpu_norm:the_issue_shapes gpu_norm:every_op_and_dtype_pair_at_odd" bash stage/scripts/gpu-run.sh some-tests
-LIST="4x1000003@norm_rmsnorm_res_bf16_bf16_s512x4_o2_g 4x1000003@norm_rmsnorm_res_f16_f16_s512x4_o2_g 4x1000003@norm_rmsnorm_res_f32_f32_s512x4_o2_g 8x1000003@norm_rmsnorm_res_bf16_bf16_s512x4_o2_g 2x1000003@norm_rmsnorm_res_bf16_bf16_s512x4_o2_g 4x700001@norm_rmsnorm_res_bf16_bf16_s512x4_o2_g" BINS="redjit-head redjit" ROUNDS=3 bash scripts/gpu-norm-ab.sh

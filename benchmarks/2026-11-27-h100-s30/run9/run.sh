@@ -1,3 +1,0 @@
-# run9 (call 17): the norms' two-pass general twins (s512x4_o2_g, the defaults) against one-pass
-# twins of 8 packs, whose states are now flagged (s512x8_g), at 4x1000003, two rounds.
-LIST="4x1000003@norm_rmsnorm_bf16_bf16_s512x4_o2_g 4x1000003@norm_rmsnorm_bf16_bf16_s512x8_g 4x1000003@norm_layernorm_bf16_bf16_s512x4_o2_g 4x1000003@norm_layernorm_bf16_bf16_s512x8_g 4x1000003@norm_layernorm_res_bf16_bf16_s512x4_o2_g 4x1000003@norm_layernorm_res_bf16_bf16_s512x8_g 4x1000003@norm_rmsnorm_f32_f32_s512x4_o2_g 4x1000003@norm_rmsnorm_f32_f32_s512x8_g" BINS="redjit" ROUNDS=2 bash scripts/gpu-norm-ab.sh
