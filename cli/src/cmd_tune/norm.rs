@@ -289,14 +289,19 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
 
 /// `done`'s picks as the table's norm rows.
 fn write_rules(run: &Run, done: &BTreeMap<String, Cell>, a: &TuneArgs) -> CliResult {
-    let rules = rules(done, &run.before, a)?;
+    let rules = rules(done, &run.before, a.rounds, a.result.as_deref())?;
     run.write(|t| t.norm = rules, |t| t.norm.len())
 }
 
 /// The table's rows: one per (op, types, row-length class, row-count class),
 /// the strategy whose time summed over the class's shapes, each relative to
 /// that shape's fastest, is least.
-fn rules(done: &BTreeMap<String, Cell>, before: &Tuning, a: &TuneArgs) -> CliResult<Vec<NormRule>> {
+fn rules(
+    done: &BTreeMap<String, Cell>,
+    before: &Tuning,
+    rounds: usize,
+    result: Option<&str>,
+) -> CliResult<Vec<NormRule>> {
     type GroupKey = (String, Option<String>, bool, String, u64, usize);
     let mut groups: BTreeMap<GroupKey, Vec<&Cell>> = BTreeMap::new();
     for c in done.values() {
@@ -344,6 +349,13 @@ fn rules(done: &BTreeMap<String, Cell>, before: &Tuning, a: &TuneArgs) -> CliRes
         };
         let spec: NormSpec = name.parse()?;
         let c0 = cells[0];
+        let algo = c0.algo.as_deref().map(str::parse).transpose()?;
+        // A safe softmax whose rows went to the online kernel (long rows, which
+        // only the online softmax splits) needs no row: it hands such calls to
+        // the online softmax, whose own cells give that kernel's row.
+        if spec.algo != algo {
+            continue;
+        }
         // A pick the table in use made keeps that row's form (an exact-only
         // row's form is not in the kernel's name).
         let strategy = match before.norm_rule(&spec, Some(c0.rows), c0.cols, true) {
@@ -357,7 +369,7 @@ fn rules(done: &BTreeMap<String, Cell>, before: &Tuning, a: &TuneArgs) -> CliRes
             .collect();
         out.push(NormRule {
             op: spec.op,
-            algo: c0.algo.as_deref().map(str::parse).transpose()?,
+            algo,
             residual: spec.residual,
             types: TypePair::of(spec.input, spec.output),
             cols: (hi / 2 + 1)..=hi,
@@ -367,9 +379,9 @@ fn rules(done: &BTreeMap<String, Cell>, before: &Tuning, a: &TuneArgs) -> CliRes
                 "fastest of {} candidates at {} over {} rounds, and matched the CPU twin",
                 c0.times.len(),
                 shapes.join(", "),
-                a.rounds
+                rounds
             ),
-            result: a.result.clone(),
+            result: result.map(str::to_owned),
             line: 0,
         });
     }
@@ -405,6 +417,30 @@ mod tests {
         }
         // Enough to choose among, few enough for one device call.
         assert!((1000..6000).contains(&total), "{total}");
+    }
+
+    #[test]
+    fn a_safe_softmax_handed_to_the_online_kernel_writes_no_row() {
+        let line = |algo: &str, pick: &str| {
+            format!(
+                r#"{{"key":"softmax_{algo}_bf16_4x1000003","gpu":"NVIDIA H200","arch":"sm_90","sms":132,"l2_mib":60,"op":"softmax","algo":"{algo}","residual":false,"dtype":"bf16","rows":4,"cols":1000003,"times":[["{pick}",[12.37,12.38,12.35]],["norm_softmax_online_bf16_bf16_s512x8",[12.4,12.38,12.29]]],"before":"norm_softmax_online_bf16_bf16_s512x8_p","pick":"{pick}"}}"#
+            )
+        };
+        let mut done = BTreeMap::new();
+        for (algo, pick) in [
+            ("safe", "norm_softmax_online_bf16_bf16_s512x16"),
+            ("online", "norm_softmax_online_bf16_bf16_s512x16_p"),
+        ] {
+            let cell: Cell = serde_json::from_str(&line(algo, pick)).unwrap();
+            done.insert(cell.key.clone(), cell);
+        }
+        let rules = rules(&done, Tuning::builtin(), 3, None).unwrap();
+        assert_eq!(rules.len(), 1, "{rules:?}");
+        assert_eq!(rules[0].algo, Some(SoftmaxAlgo::Online));
+        assert_eq!(
+            rules[0].strategy,
+            NormStrategy::of(&"norm_softmax_online_bf16_bf16_s512x16_p".parse().unwrap())
+        );
     }
 
     #[test]
