@@ -12,7 +12,7 @@ use crate::plot::{Panel, Series};
 
 use super::results::{ArReport, BenchFile, GpuResults, Measured, load_all};
 use super::tables::{
-    BAR_COPY_PCT, BAR_VS_BEST, Figures, all_reduce_table, kernel_tables, series_key,
+    BAR_COPY_PCT, BAR_VS_BEST, Figures, Table, all_reduce_table, kernel_tables, series_key,
 };
 
 /// The README's results block lies between these lines.
@@ -242,23 +242,25 @@ fn summary(root: &Path, gpus: &[GpuResults], sections: &[Section]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "% of the copy: a kernel's GB/s against the device-to-device copy of as many f32 elements in the same call; vs the best anchor: against the fastest of the anchors named, run in the same call (above 1: redjit is faster); both as median (range) over the kernels and sizes of the file. Method, every figure and the commands: [BENCHMARKS.md](BENCHMARKS.md)."
+        "% of the copy: GB/s against the device-to-device copy of as many f32 elements; vs the best anchor: against the fastest anchor named (above 1: redjit is faster); both measured in the same call, as median (range) over the kernels and sizes. Method, every figure and the commands: [BENCHMARKS.md](BENCHMARKS.md)."
     );
     let _ = writeln!(s);
     for (g, sec) in gpus.iter().zip(sections) {
         let _ = writeln!(s, "**{}**", g.gpu());
         let _ = writeln!(s);
-        let _ = writeln!(
-            s,
-            "| family | measured | % of the copy | vs the best anchor | anchors | GPU | date |"
-        );
-        let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+        let mut t = Table::new(&[
+            "family",
+            "measured",
+            "% of the copy",
+            "vs the best anchor",
+            "anchors",
+            "GPU",
+            "date",
+        ]);
         for (title, fig, date) in &sec.rows {
-            let _ = writeln!(
-                s,
-                "| {} | {title}: {} | {} | {} | {} | {} | {date} |",
-                fig.family,
-                fig.what,
+            t.rows.push(vec![
+                fig.family.clone(),
+                format!("{title}: {}", fig.what),
                 spread(&fig.pct, |v| format!("{v:.1}"), " %"),
                 spread(&fig.vs, |v| format!("{v:.2}"), "×"),
                 if fig.anchors.is_empty() {
@@ -266,10 +268,11 @@ fn summary(root: &Path, gpus: &[GpuResults], sections: &[Section]) -> String {
                 } else {
                     fig.anchors.join(", ")
                 },
-                g.gpu()
-            );
+                g.gpu(),
+                date.clone(),
+            ]);
         }
-        let _ = writeln!(s);
+        t.write(&mut s);
     }
     if let Some(g) = gpus.iter().find(|g| root.join(&g.dir).join(PLOT).is_file()) {
         let _ = writeln!(

@@ -42,8 +42,8 @@ pub struct FileMeta {
     pub name: String,
     pub title: Option<String>,
     pub about: Option<String>,
-    /// Where the file came from: the build measured and, for a file copied
-    /// from an older folder, `git <commit>:<path>`.
+    /// Where the file came from: the build measured and the commit that first
+    /// recorded the file.
     pub source: Option<String>,
     /// The commands that reproduce it, one a line.
     #[serde(default)]

@@ -168,20 +168,20 @@ fn latency_bound(family: &str) -> bool {
 
 /// A markdown table written without padding around its cells (the file's
 /// size is bounded; it renders the same).
-struct Table {
+pub(super) struct Table {
     head: Vec<String>,
-    rows: Vec<Vec<String>>,
+    pub rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    fn new(head: &[&str]) -> Table {
+    pub fn new(head: &[&str]) -> Table {
         Table {
             head: head.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
         }
     }
 
-    fn write(&self, s: &mut String) {
+    pub fn write(&self, s: &mut String) {
         let line = |cells: &[String]| format!("|{}|", cells.join("|"));
         let _ = writeln!(s, "{}", line(&self.head));
         let _ = writeln!(s, "|{}", "-|".repeat(self.head.len()));
@@ -257,7 +257,7 @@ fn latency_table(family: &str, rows: &[&KernelRow], anchors: &[Anchor], s: &mut 
         what: format!("{} sizes", rows.len()),
         pct: Vec::new(),
         vs,
-        anchors: vec!["PyTorch eager"],
+        anchors: vec!["torchvision"],
     }
 }
 
@@ -426,7 +426,7 @@ pub fn all_reduce_table(files: &[(String, &ArReport)], s: &mut String) -> Vec<Fi
                 ),
                 pct: Vec::new(),
                 vs: Vec::new(),
-                anchors: vec!["NCCL", "PyTorch symmetric memory"],
+                anchors: vec!["NCCL", "symmetric memory"],
             }
         })
         .collect();
