@@ -52,6 +52,12 @@ pub struct TorchEntry {
     pub eager_us: Option<f64>,
     #[serde(default)]
     pub compile_gbps: Option<f64>,
+    /// The norms: the Triton one-row-per-program kernel and Liger-Kernel
+    /// (read by `redjit report`).
+    #[serde(default)]
+    pub triton_gbps: Option<f64>,
+    #[serde(default)]
+    pub liger_gbps: Option<f64>,
 }
 
 /// The reference's GB/s: reduce_copy entries keyed by (transport, src roles, dst

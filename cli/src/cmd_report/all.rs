@@ -330,7 +330,7 @@ pub fn render(root: &Path) -> CliResult<(String, String)> {
 pub fn splice_readme(readme: &str, block: &str) -> CliResult<String> {
     let (Some(b), Some(e)) = (readme.find(README_BEGIN), readme.find(README_END)) else {
         return Err(CliError::usage(format!(
-            "the README has no results block: put the lines\n{README_BEGIN}\n{README_END}\nwhere it goes"
+            "the README has no results block: put the lines {README_BEGIN} and {README_END} where it goes"
         )));
     };
     if e < b {

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::bench::BenchReport;
 use crate::error::{CliError, CliResult};
+use crate::torch_ref::{TorchEntry, TorchRef};
 
 /// `results.toml`: every key optional.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -48,39 +49,6 @@ pub struct FileMeta {
     /// The commands that reproduce it, one a line.
     #[serde(default)]
     pub commands: Vec<String>,
-}
-
-/// One entry of a `torch_ref.py` file (the fields the report reads).
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct Anchor {
-    #[serde(default)]
-    pub family: Option<String>,
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub shape: Option<String>,
-    #[serde(default)]
-    pub n: Option<u64>,
-    #[serde(default)]
-    pub eager_gbps: Option<f64>,
-    #[serde(default)]
-    pub compile_gbps: Option<f64>,
-    #[serde(default)]
-    pub triton_gbps: Option<f64>,
-    #[serde(default)]
-    pub liger_gbps: Option<f64>,
-    #[serde(default)]
-    pub eager_us: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-struct AnchorFile {
-    #[serde(default)]
-    gpu: Option<String>,
-    #[serde(default)]
-    torch: Option<String>,
-    #[serde(default)]
-    entries: Vec<Anchor>,
 }
 
 /// One row of `redjit bench all-reduce --json` (older files lack some fields).
@@ -129,7 +97,7 @@ pub struct BenchFile {
     pub measured: Measured,
     /// The `torch-*.json` files paired with it (file names).
     pub anchor_files: Vec<String>,
-    pub anchors: Vec<Anchor>,
+    pub anchors: Vec<TorchEntry>,
     /// PyTorch's version as the anchor file records it.
     pub torch_version: Option<String>,
     /// The GPU the anchor file names (the all-reduce files name none).
@@ -287,7 +255,7 @@ pub fn load_dir(dir: &Path) -> CliResult<GpuResults> {
             .collect();
         let (mut anchors, mut torch_version, mut anchor_gpu) = (Vec::new(), None, None);
         for a in &anchor_files {
-            let f: AnchorFile = parse_json(&dir.join(a), "a `torch_ref.py` file")?;
+            let f: TorchRef = parse_json(&dir.join(a), "a `torch_ref.py` file")?;
             anchors.extend(f.entries);
             torch_version = torch_version.or(f.torch);
             anchor_gpu = anchor_gpu.or(f.gpu);

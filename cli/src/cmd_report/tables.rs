@@ -8,7 +8,9 @@ use std::fmt::Write as _;
 use crate::bench::{BenchReport, KernelRow};
 use crate::sizes::fmt_size;
 
-use super::results::{Anchor, ArReport, BenchFile};
+use crate::torch_ref::TorchEntry;
+
+use super::results::{ArReport, BenchFile};
 
 /// A kernel meets the bars at >= this % of the copy ...
 pub const BAR_COPY_PCT: f64 = 95.0;
@@ -93,23 +95,23 @@ pub fn series_key(family: &str, name: &str) -> String {
 /// The anchors' GB/s for `k`: PyTorch eager and torch.compile from the bench
 /// file (`--compare`) where it has them, else from the anchor files, and
 /// Triton and Liger from the anchor files.
-fn anchors_of(k: &KernelRow, anchors: &[Anchor]) -> [Option<f64>; 4] {
+fn anchors_of(k: &KernelRow, anchors: &[TorchEntry]) -> [Option<f64>; 4] {
     let norm_name = if k.family == "norm" {
         norm_anchor_name(&k.name)
     } else {
         None
     };
-    let names_match = |a: &Anchor| match a.name.as_deref() {
+    let names_match = |a: &TorchEntry| match a.name.as_deref() {
         Some(n) => {
             n == k.name || norm_name.as_deref() == Some(n) || k.name.starts_with(&format!("{n}_"))
         }
         None => false,
     };
-    let place_match = |a: &Anchor| match (&a.shape, &k.shape) {
+    let place_match = |a: &TorchEntry| match (&a.shape, &k.shape) {
         (Some(x), Some(y)) => x == y,
         _ => a.n == Some(k.n),
     };
-    let family_match = |a: &Anchor| a.family.as_deref().is_none_or(|f| f == k.family);
+    let family_match = |a: &TorchEntry| a.family.as_deref().is_none_or(|f| f == k.family);
     let mut found: [Option<f64>; 4] = [None; 4];
     for a in anchors
         .iter()
@@ -229,7 +231,12 @@ pub fn kernel_tables(f: &BenchFile, r: &BenchReport, s: &mut String) -> Vec<Figu
         .collect()
 }
 
-fn latency_table(family: &str, rows: &[&KernelRow], anchors: &[Anchor], s: &mut String) -> Figures {
+fn latency_table(
+    family: &str,
+    rows: &[&KernelRow],
+    anchors: &[TorchEntry],
+    s: &mut String,
+) -> Figures {
     let mut t = Table::new(&["kernel", "size", "µs", "anchor µs", "vs anchor"]);
     let mut vs = Vec::new();
     for k in rows {
@@ -265,7 +272,7 @@ fn bandwidth_table(
     family: &str,
     r: &BenchReport,
     rows: &[&KernelRow],
-    anchors: &[Anchor],
+    anchors: &[TorchEntry],
     s: &mut String,
 ) -> Figures {
     let norm = family == "norm";
