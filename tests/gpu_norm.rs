@@ -2048,3 +2048,76 @@ fn blocks_holding_their_columns_take_many_rows_each() {
         }
     }
 }
+
+/// Autotune: the first call of a class times its candidates once and keeps
+/// the fastest (in the cache directory too), the kept layout's outputs match
+/// the CPU twin, and a second runtime on the same directory takes the kept
+/// picks without timing.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn autotune_times_a_class_once_and_keeps_its_pick() {
+    if gpu().is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("redjit-autotune-gpu-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let open = || {
+        Runtime::with_options(RuntimeOptions {
+            cache_dir: Some(dir.clone()),
+            autotune: Some(redjit::Autotune::Always),
+            ..RuntimeOptions::default()
+        })
+        .expect("a runtime with autotune")
+    };
+    let mut rng = common::Rng::fresh("autotune_times_a_class_once_and_keeps_its_pick");
+    let cases = [
+        ("norm_rmsnorm_bf16_bf16_w32x1", 16, 4096),
+        ("norm_layernorm_res_bf16_bf16_w32x1", 300, 8192),
+        ("norm_softmax_safe_f32_f32_w32x1", 5, 1000),
+        ("norm_rmsnorm_f16_f32_w32x1", 3, 100_003),
+    ];
+    let rt = open();
+    assert_eq!(rt.autotune_mode(), redjit::Autotune::Always);
+    let mut kept = Vec::new();
+    for (name, rows, cols) in cases {
+        let spec: NormSpec = name.parse().unwrap();
+        let layout = rt.norm_layout(&spec, rows, cols);
+        let class = redjit::autotune::class_of(&spec, rows, cols);
+        let pick = rt
+            .autotuned()
+            .into_iter()
+            .find(|p| p.class == class)
+            .unwrap_or_else(|| panic!("{class}: no pick kept"));
+        assert!(pick.timed_here, "{class}");
+        assert!(
+            (2..=redjit::autotune::MAX_CANDIDATES).contains(&pick.candidates),
+            "{class}: {} candidates",
+            pick.candidates
+        );
+        assert_eq!(pick.pick, layout, "{class}");
+        eprintln!(
+            "autotune {class}: {} of {} candidates, first use {:.0} ms",
+            layout.name(),
+            pick.candidates,
+            pick.first_use.as_secs_f64() * 1e3
+        );
+        // The same class again: the kept pick, not timed again.
+        assert_eq!(rt.norm_layout(&spec, rows, cols), layout);
+        check_with_stats(&rt, &mut rng, &layout, dense(rows, cols));
+        kept.push((spec, rows, cols, layout));
+    }
+    drop(rt);
+    let warm = open();
+    let listed = warm.autotuned();
+    for (spec, rows, cols, layout) in kept {
+        let class = redjit::autotune::class_of(&spec, rows, cols);
+        let p = listed
+            .iter()
+            .find(|p| p.class == class)
+            .unwrap_or_else(|| panic!("{class}: not read back"));
+        assert!(!p.timed_here, "{class}");
+        assert_eq!(warm.norm_layout(&spec, rows, cols), layout, "{class}");
+    }
+    assert_eq!(warm.autotuned().iter().filter(|p| p.timed_here).count(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -50,6 +50,11 @@ fn print_gpu() {
             let algos = redjit_runtime::all_reduce::choice::AlgoTable::for_tuning(&t.tuning);
             println!("  all-reduce choice: {}", algos.source);
             println!(
+                "  autotune: {:?} ({} norm classes kept; REDJIT_AUTOTUNE=1|always)",
+                rt.autotune_mode(),
+                rt.autotuned().len()
+            );
+            println!(
                 "  context: {:.1} ms to create",
                 rt.context_time().as_secs_f64() * 1e3
             );

@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod all_reduce;
+pub mod autotune;
 pub mod cache;
 mod elem;
 mod error;
@@ -44,6 +45,7 @@ mod tracking;
 pub mod tuning;
 mod workspace;
 
+pub use autotune::{Autotune, AutotunePick};
 pub use cache::{CacheKey, CacheStats, CompileCache, Origin};
 pub use elem::{DeviceElem, KernelInput, KernelOutput};
 pub use error::{Error, Result};

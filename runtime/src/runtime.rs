@@ -23,6 +23,7 @@ use cudarc::nvrtc::Ptx;
 use redjit_codegen::tuning::Selection;
 use redjit_codegen::{Arch, KernelSpec, NormSpec};
 
+use crate::autotune::{Autotune, AutotunePick, AutotuneState};
 use crate::cache::{CacheKey, CompileCache, Origin};
 use crate::error::{DriverContext, Error, Result};
 use crate::jit::{Compiled, Jit};
@@ -80,6 +81,11 @@ pub struct RuntimeOptions {
     /// promise of a cooperative launch; a launch the driver refuses as too
     /// large falls back to the ticket by itself.
     pub no_cooperative_launch: bool,
+    /// Whether the first call of a norm operation at a shape class times a
+    /// few layouts and keeps the fastest ([`crate::autotune`]); `None`:
+    /// `$REDJIT_AUTOTUNE` decides (`1`: on a device no table was measured on,
+    /// `always`: everywhere; unset: off).
+    pub autotune: Option<Autotune>,
 }
 
 /// What `prepare` did.
@@ -115,6 +121,7 @@ pub struct Runtime {
     modules: Mutex<HashMap<CacheKey, Arc<CudaModule>>>,
     context_time: Duration,
     tuning: Selection,
+    autotune: AutotuneState,
 }
 
 /// Blocks of `threads` threads of `func` an SM keeps resident when each
@@ -211,17 +218,22 @@ impl Runtime {
             (Some(dir), false) => CompileCache::on_disk_or_memory(dir),
             (None, false) => CompileCache::from_env(),
         };
-        let tuning = crate::tuning::select(
-            &device,
-            cache
-                .dir()
-                .map(Path::to_path_buf)
-                .or_else(crate::cache::default_dir)
-                .as_deref(),
+        let dir = cache
+            .dir()
+            .map(Path::to_path_buf)
+            .or_else(crate::cache::default_dir);
+        let tuning = crate::tuning::select(&device, dir.as_deref());
+        let autotune = AutotuneState::new(
+            opts.autotune.unwrap_or_else(Autotune::from_env),
+            tuning.measured_here,
+            // A memory-only cache keeps its picks in memory too.
+            cache.dir(),
+            &crate::tuning::device_key(&device),
         );
         let jit = Jit::new(device.arch, cache);
         Ok(Runtime {
             tuning,
+            autotune,
             ctx,
             stream,
             device,
@@ -241,8 +253,23 @@ impl Runtime {
     /// `spec`'s operation laid out for `rows` x `cols` by this device's
     /// tuning table ([`NormSpec::for_shape`]): the kernel to ask
     /// [`Runtime::norm`] for.
+    /// With autotune on ([`RuntimeOptions::autotune`]), the first call of a
+    /// class times a few layouts and keeps the fastest.
     pub fn norm_layout(&self, spec: &NormSpec, rows: usize, cols: usize) -> NormSpec {
-        spec.for_shape(Some(rows as u64), cols as u64, &self.tuning.tuning)
+        let table = spec.for_shape(Some(rows as u64), cols as u64, &self.tuning.tuning);
+        self.autotune.norm(self, spec, &table, rows, cols)
+    }
+
+    /// The autotune mode in effect: [`RuntimeOptions::autotune`] (or
+    /// `$REDJIT_AUTOTUNE`), `Off` where `Untuned` met a measured table.
+    pub fn autotune_mode(&self) -> Autotune {
+        self.autotune.mode()
+    }
+
+    /// The classes autotune settled so far (timed here or read from the
+    /// cache directory), by class.
+    pub fn autotuned(&self) -> Vec<AutotunePick> {
+        self.autotune.list()
     }
 
     /// The CUDA context (primary context of the device).

@@ -46,6 +46,7 @@ pub fn select(device: &DeviceInfo, cache_dir: Option<&Path>) -> Selection {
         Ok(tuning) => Selection {
             why: format!("user table {label} (redjit tune)"),
             tuning,
+            measured_here: true,
         },
         Err(e) => fallback(shipped, &e.to_string()),
     }
@@ -59,5 +60,6 @@ fn fallback(shipped: Selection, problem: &str) -> Selection {
     Selection {
         why: format!("{} (the user table was ignored: {problem})", shipped.why),
         tuning: shipped.tuning,
+        measured_here: shipped.measured_here,
     }
 }

@@ -2,8 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use redjit_codegen::spec::norm::{row_ops, variants};
-use redjit_codegen::tuning::{NormRule, NormStrategy, Tuning, TypePair};
+use redjit_codegen::spec::norm::{candidates, row_ops};
+use redjit_codegen::tuning::{
+    NormRule, NormStrategy, ROW_CLASSES, Tuning, TypePair, cols_class, row_class,
+};
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAlgo};
 use redjit_runtime::Matrix;
 use serde::{Deserialize, Serialize};
@@ -17,10 +19,6 @@ use crate::error::{CliError, CliResult};
 /// shapes and the token counts x hidden sizes of LLM serving.
 pub const DEFAULT_SHAPES: &str = "32768x4096,8192x16384,8192x32768,262144x128,\
 1x4096,16x4096,128x4096,512x4096,4096x4096,1x8192,16x8192,128x8192,512x8192,4096x8192";
-
-/// Row-count classes a tuned row serves: latency-bound calls, a few waves,
-/// and many.
-pub const ROW_CLASSES: &[(u64, u64)] = &[(1, 32), (33, 256), (257, 2048), (2049, u64::MAX)];
 
 /// One shape's measurement: every candidate's median per round, and the pick.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,47 +45,6 @@ fn cell_key(ops: (NormOp, Option<SoftmaxAlgo>, bool), d: DType, rows: u64, cols:
     let algo = ops.1.map_or(String::new(), |a| format!("_{a}"));
     let res = if ops.2 { "_res" } else { "" };
     format!("{}{algo}{res}_{d}_{rows}x{cols}", ops.0)
-}
-
-/// The candidates at `rows` x `cols`: the current pick, the ladder's, every
-/// layout variant that holds the row without idling (as `bench norm
-/// --variants` filters them), and the exact form of each that the row fills.
-fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpec> {
-    let mut out = vec![current.clone()];
-    let mut push = |s: NormSpec| {
-        if s.validate().is_ok() && !out.contains(&s) {
-            out.push(s);
-        }
-    };
-    push(base.for_shape(None, cols, &Tuning::ladder()));
-    for v in variants(current) {
-        let idle = v.capacity().is_some_and(|c| c > 8 * cols || c < cols)
-            || (v.layout == NormLayout::Split && current.layout != NormLayout::Split);
-        if idle {
-            continue;
-        }
-        let exact = (matches!(v.layout, NormLayout::Block | NormLayout::Split)
-            && v.fills_exactly(cols))
-        .then(|| NormSpec {
-            exact: true,
-            ..v.clone()
-        });
-        // A block kernel that holds its weight and bias through the launch.
-        for s in exact.iter().chain(std::iter::once(&v)) {
-            let held = NormSpec {
-                held: Some(s.packs),
-                ..s.clone()
-            };
-            if s.layout == NormLayout::Block && !s.prefetch && held.validate().is_ok() {
-                push(held);
-            }
-        }
-        if let Some(x) = exact {
-            push(x);
-        }
-        push(v);
-    }
-    out
 }
 
 impl Cell {
@@ -305,11 +262,8 @@ fn rules(
     type GroupKey = (String, Option<String>, bool, String, u64, usize);
     let mut groups: BTreeMap<GroupKey, Vec<&Cell>> = BTreeMap::new();
     for c in done.values() {
-        let hi = c.cols.next_power_of_two();
-        let class = ROW_CLASSES
-            .iter()
-            .position(|&(lo, hi)| (lo..=hi).contains(&c.rows))
-            .unwrap_or(ROW_CLASSES.len() - 1);
+        let hi = cols_class(c.cols).1;
+        let class = row_class(c.rows);
         groups
             .entry((
                 c.op.clone(),
@@ -372,7 +326,7 @@ fn rules(
             algo,
             residual: spec.residual,
             types: TypePair::of(spec.input, spec.output),
-            cols: (hi / 2 + 1)..=hi,
+            cols: cols_class(hi).0..=hi,
             rows: Some(lo_rows..=hi_rows),
             strategy,
             reason: format!(
@@ -444,12 +398,7 @@ mod tests {
     }
 
     #[test]
-    fn classes_cover_every_row_count() {
-        assert_eq!(ROW_CLASSES[0].0, 1);
-        assert_eq!(ROW_CLASSES.last().unwrap().1, u64::MAX);
-        for w in ROW_CLASSES.windows(2) {
-            assert_eq!(w[0].1 + 1, w[1].0);
-        }
+    fn middle_is_the_median() {
         assert_eq!(middle(&[3.0, 1.0, 2.0]), 2.0);
     }
 }

@@ -6,12 +6,11 @@ use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
 use redjit_codegen::spec::reduce::{COL_MAX_UNROLL, ReduceStrategy, Shape};
-use redjit_codegen::tuning::ReduceRule;
+use redjit_codegen::tuning::{ROW_CLASSES, ReduceRule, row_class};
 use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceOp, ReduceSpec};
 use redjit_runtime::{KernelInput, Matrix};
 use serde::{Deserialize, Serialize};
 
-use super::norm::ROW_CLASSES;
 use super::{CellDevice, Run, TuneArgs, finished, middle, read_cells};
 use crate::bench::Bench;
 use crate::devbuf::DevBuf;
@@ -320,14 +319,7 @@ fn rules(done: &BTreeMap<String, Cell>, a: &TuneArgs) -> CliResult<Vec<ReduceRul
     type GroupKey = (String, String, String, usize);
     let mut groups: BTreeMap<GroupKey, Vec<&Cell>> = BTreeMap::new();
     for c in done.values() {
-        let class = if c.n > 0 {
-            0
-        } else {
-            ROW_CLASSES
-                .iter()
-                .position(|&(lo, hi)| (lo..=hi).contains(&c.rows))
-                .unwrap_or(ROW_CLASSES.len() - 1)
-        };
+        let class = if c.n > 0 { 0 } else { row_class(c.rows) };
         groups
             .entry((c.axis.clone(), c.op.clone(), c.input.clone(), class))
             .or_default()

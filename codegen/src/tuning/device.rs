@@ -75,6 +75,10 @@ pub struct Selection {
     pub tuning: Tuning,
     /// Why it was chosen, in a line (`redjit info` prints it).
     pub why: String,
+    /// Whether the table was measured on this very device (its shipped table,
+    /// or one the user measured): the runtime's autotune leaves such a
+    /// device to its table.
+    pub measured_here: bool,
 }
 
 /// How far a table's device is from `key` (same arch assumed): SMs and L2
@@ -92,6 +96,7 @@ pub(super) fn select(key: &DeviceKey) -> Selection {
     let own = tables.iter().find(|t| {
         t.device.name == key.name && t.device.sms == key.sms && t.device.arch == key.arch
     });
+    let measured_here = own.is_some();
     let (table, why) = match own {
         Some(t) => (
             t,
@@ -116,15 +121,21 @@ pub(super) fn select(key: &DeviceKey) -> Selection {
                         "no table for {} ({}): the heuristic ladder; `redjit tune` measures one",
                         key.name, key.arch
                     ),
+                    measured_here: false,
                 };
             }
         },
     };
     match Tuning::resolve((*table).clone()) {
-        Ok(tuning) => Selection { tuning, why },
+        Ok(tuning) => Selection {
+            tuning,
+            why,
+            measured_here,
+        },
         Err(e) => Selection {
             tuning: Tuning::ladder(),
             why: format!("the heuristic ladder: {e}"),
+            measured_here: false,
         },
     }
 }

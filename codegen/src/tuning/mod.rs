@@ -19,6 +19,7 @@
 //! ```
 
 mod all_reduce;
+mod classes;
 mod device;
 mod parse;
 mod reduce;
@@ -33,6 +34,7 @@ use crate::spec::norm::NormSpec;
 use crate::spec::reduce::{ReduceSpec, Shape as ReduceShape};
 
 pub use all_reduce::AllReduceRule;
+pub use classes::{ROW_CLASSES, cols_class, row_class};
 pub use device::{DeviceKey, Selection, device_slug};
 pub use parse::parse_table;
 pub use reduce::ReduceRule;

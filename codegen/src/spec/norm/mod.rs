@@ -33,8 +33,11 @@ use crate::registry::{Arch, DType, Family, NormLayout, NormOp, SoftmaxAlgo};
 use crate::render;
 use crate::spec::KernelSpec;
 
+mod candidates;
 mod kernel;
 mod measured;
+
+pub use candidates::{candidates, closest_candidates};
 
 use measured::{HELD_CAPS, OCCUPANCY, OCCUPANCY_GENERAL, RowTypes};
 

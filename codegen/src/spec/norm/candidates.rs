@@ -1,0 +1,93 @@
+//! The layouts worth timing for one operation at one row length: what
+//! `redjit tune` measures and the runtime's autotune picks among.
+
+use super::{NormSpec, variants};
+use crate::registry::NormLayout;
+use crate::spec::KernelSpec;
+use crate::tuning::Tuning;
+
+/// The candidates at rows of `cols`: `current` (the table's pick) first, the
+/// ladder's, every layout variant of `base` that holds the row without idling,
+/// the exact form of each that the row fills, and a block kernel's form that
+/// holds its weight and bias through the launch.
+pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpec> {
+    let mut out = vec![current.clone()];
+    let mut push = |s: NormSpec| {
+        if s.validate().is_ok() && !out.contains(&s) {
+            out.push(s);
+        }
+    };
+    push(base.for_shape(None, cols, &Tuning::ladder()));
+    for v in variants(current) {
+        let idle = v.capacity().is_some_and(|c| c > 8 * cols || c < cols)
+            || (v.layout == NormLayout::Split && current.layout != NormLayout::Split);
+        if idle {
+            continue;
+        }
+        let exact = (matches!(v.layout, NormLayout::Block | NormLayout::Split)
+            && v.fills_exactly(cols))
+        .then(|| NormSpec {
+            exact: true,
+            ..v.clone()
+        });
+        for s in exact.iter().chain(std::iter::once(&v)) {
+            let held = NormSpec {
+                held: Some(s.packs),
+                ..s.clone()
+            };
+            if s.layout == NormLayout::Block && !s.prefetch && held.validate().is_ok() {
+                push(held);
+            }
+        }
+        if let Some(x) = exact {
+            push(x);
+        }
+        push(v);
+    }
+    out
+}
+
+/// At most `n` of [`candidates`]: `current` first, then those whose rows
+/// hold the fewest spare columns (a layout sized for the row wastes no lanes).
+pub fn closest_candidates(
+    base: &NormSpec,
+    current: &NormSpec,
+    cols: u64,
+    n: usize,
+) -> Vec<NormSpec> {
+    let mut all = candidates(base, current, cols);
+    let rest = all.split_off(1);
+    let mut rest: Vec<(u64, NormSpec)> = rest
+        .into_iter()
+        .map(|s| (s.capacity().map_or(u64::MAX, |c| c.saturating_sub(cols)), s))
+        .collect();
+    rest.sort_by_key(|(spare, _)| *spare);
+    all.extend(rest.into_iter().map(|(_, s)| s));
+    all.truncate(n.max(1));
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{DType, NormOp};
+
+    #[test]
+    fn closest_candidates_start_with_the_pick_and_hold_the_row() {
+        let base = NormSpec::with((NormOp::RmsNorm, None, false), DType::BF16, DType::BF16, 1);
+        for cols in [1u64, 100, 4096, 8192, 100_003] {
+            let current = base.for_shape(Some(16), cols, Tuning::builtin());
+            let c = closest_candidates(&base, &current, cols, 8);
+            assert_eq!(c[0], current);
+            assert!(c.len() <= 8 && c.len() > 1, "{cols}: {}", c.len());
+            for s in &c {
+                assert!(s.validate().is_ok());
+                assert!(
+                    s.capacity().is_none_or(|k| k >= cols),
+                    "{} {cols}",
+                    s.name()
+                );
+            }
+        }
+    }
+}
