@@ -335,10 +335,7 @@ fn a_grid_cap_outside_the_signal_slots_is_refused_before_any_gpu_work() {
             rendezvous: sock("never"),
             gpu_share: 1,
         };
-        let opts = CommOptions {
-            max_blocks: Some(cap),
-            ..CommOptions::default()
-        };
+        let opts = CommOptions::default().max_blocks(Some(cap));
         match Communicator::new(placement, opts) {
             Err(Error::Comm { what, rule }) => {
                 assert_eq!(what, "max_blocks");

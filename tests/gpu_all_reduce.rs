@@ -26,14 +26,12 @@ fn comm(world: u32, max_bytes: usize, timeout: Duration) -> Option<Communicator>
     Some(
         Communicator::new(
             Placement::SameGpu { ordinal: 0, world },
-            CommOptions {
-                timeout,
-                max_bytes,
+            CommOptions::default()
+                .timeout(timeout)
+                .max_bytes(max_bytes)
                 // The push kernel takes every size the tests send.
-                push_bytes: Some(max_bytes),
-                ll_bytes: Some(max_bytes),
-                ..CommOptions::default()
-            },
+                .push_bytes(Some(max_bytes))
+                .ll_bytes(Some(max_bytes)),
         )
         .unwrap(),
     )
@@ -295,13 +293,11 @@ fn push_refuses_messages_past_its_window() {
                 ordinal: 0,
                 world: 2,
             },
-            CommOptions {
-                max_bytes: 1 << 20,
-                push_bytes: Some(4096),
-                ll_bytes: Some(4096),
-                algos: Some(AlgoTable::always(choice)),
-                ..CommOptions::default()
-            },
+            CommOptions::default()
+                .max_bytes(1 << 20)
+                .push_bytes(Some(4096))
+                .ll_bytes(Some(4096))
+                .algos(Some(AlgoTable::always(choice))),
         )
         .unwrap();
         let inputs: Vec<Vec<f32>> = (0..2)
@@ -363,7 +359,8 @@ impl Counted {
     }
 }
 
-impl KernelInput for Counted {
+// SAFETY: every method forwards to the CudaSlice it wraps.
+unsafe impl KernelInput for Counted {
     fn dtype(&self) -> DType {
         DType::F32
     }
@@ -386,7 +383,8 @@ impl KernelInput for Counted {
     }
 }
 
-impl KernelOutput for Counted {
+// SAFETY: as above.
+unsafe impl KernelOutput for Counted {
     fn dtype(&self) -> DType {
         DType::F32
     }
@@ -637,12 +635,10 @@ fn four_ranks_narrow_cp_async_calls_to_16_mb() {
             world: 4,
         },
         // exact_case runs every kernel: the push kernels' windows too.
-        CommOptions {
-            max_bytes: 32 << 20,
-            push_bytes: Some(32 << 20),
-            ll_bytes: Some(32 << 20),
-            ..CommOptions::default()
-        },
+        CommOptions::default()
+            .max_bytes(32 << 20)
+            .push_bytes(Some(32 << 20))
+            .ll_bytes(Some(32 << 20)),
     )
     .unwrap();
     let cp = Call {
@@ -687,14 +683,12 @@ fn every_kernel_is_exact_at_the_grid_caps() {
                 ordinal: 0,
                 world: 2,
             },
-            CommOptions {
-                max_bytes,
-                push_bytes: Some(max_bytes),
-                ll_bytes: Some(max_bytes),
-                max_blocks: Some(cap),
-                ll_blocks: Some(cap),
-                ..CommOptions::default()
-            },
+            CommOptions::default()
+                .max_bytes(max_bytes)
+                .push_bytes(Some(max_bytes))
+                .ll_bytes(Some(max_bytes))
+                .max_blocks(Some(cap))
+                .ll_blocks(Some(cap)),
         )
         .unwrap();
         for n in [(1 << 21) + 3, 4099, (1 << 21) - 1] {

@@ -32,14 +32,12 @@ fn comm(max_bytes: usize, timeout: Duration) -> Option<Communicator> {
         Placement::Devices {
             ordinals: (0..gpus).collect(),
         },
-        CommOptions {
-            timeout,
-            max_bytes,
+        CommOptions::default()
+            .timeout(timeout)
+            .max_bytes(max_bytes)
             // The push kernel takes every size the tests send.
-            push_bytes: Some(max_bytes),
-            ll_bytes: Some(max_bytes),
-            ..CommOptions::default()
-        },
+            .push_bytes(Some(max_bytes))
+            .ll_bytes(Some(max_bytes)),
     )
     .unwrap_or_else(|e| panic!("{gpus} GPUs, one rank each: {e}"));
     Some(c)
@@ -228,11 +226,9 @@ fn gpus_nccl_backend_and_routed_calls() {
         Placement::Devices {
             ordinals: (0..gpus).collect(),
         },
-        CommOptions {
-            max_bytes: 64 << 20,
-            nccl: NcclUse::Required,
-            ..CommOptions::default()
-        },
+        CommOptions::default()
+            .max_bytes(64 << 20)
+            .nccl(NcclUse::Required),
     )
     .unwrap_or_else(|e| panic!("{gpus} GPUs with NCCL joined: {e}"));
     assert!(c.nccl().is_some());

@@ -42,11 +42,9 @@ fn setup(world: u32) -> Option<(Communicator, Vec<NcclComm>)> {
     }
     let comm = Communicator::new(
         Placement::SameGpu { ordinal: 0, world },
-        CommOptions {
-            timeout: Duration::from_secs(30),
-            max_bytes: 8 << 20,
-            ..CommOptions::default()
-        },
+        CommOptions::default()
+            .timeout(Duration::from_secs(30))
+            .max_bytes(8 << 20),
     )
     .unwrap();
     Some((comm, inter))

@@ -307,15 +307,13 @@ fn process_rank(
             rendezvous: path.to_path_buf(),
             gpu_share: world.div_ceil(gpus),
         },
-        CommOptions {
-            timeout,
-            max_bytes,
+        CommOptions::default()
+            .timeout(timeout)
+            .max_bytes(max_bytes)
             // The push kernel takes every size the tests send.
-            push_bytes: Some(max_bytes),
-            ll_bytes: Some(max_bytes),
-            join_timeout: Duration::from_secs(60),
-            ..CommOptions::default()
-        },
+            .push_bytes(Some(max_bytes))
+            .ll_bytes(Some(max_bytes))
+            .join_timeout(Duration::from_secs(60)),
     )
     .unwrap_or_else(|e| panic!("ipc rank {rank}: Communicator::new failed: {e}"))
 }

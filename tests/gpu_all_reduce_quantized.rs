@@ -29,11 +29,9 @@ fn comm(world: u32) -> Option<Communicator> {
     Some(
         Communicator::new(
             Placement::SameGpu { ordinal: 0, world },
-            CommOptions {
-                timeout: Duration::from_secs(10),
-                max_bytes: 8 << 20,
-                ..CommOptions::default()
-            },
+            CommOptions::default()
+                .timeout(Duration::from_secs(10))
+                .max_bytes(8 << 20),
         )
         .unwrap(),
     )

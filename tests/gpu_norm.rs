@@ -1725,11 +1725,8 @@ fn split_rows_replayed_from_a_captured_graph() {
         return;
     }
     // cudarc's event waits and records have no place in a capture.
-    let rt = Runtime::with_options(RuntimeOptions {
-        no_event_tracking: true,
-        ..RuntimeOptions::default()
-    })
-    .expect("a runtime without event tracking");
+    let rt = Runtime::with_options(RuntimeOptions::default().no_event_tracking(true))
+        .expect("a runtime without event tracking");
     let mut rng = common::Rng::fresh("split_rows_replayed_from_a_captured_graph");
     let s = rt.stream();
     for (name, rows, cols) in [
@@ -1804,11 +1801,8 @@ fn split_rows_replayed_from_a_captured_graph() {
 #[ignore = "needs a CUDA GPU"]
 fn one_wave_rows_without_a_cooperative_launch() {
     let Some(cooperative) = gpu() else { return };
-    let rt = Runtime::with_options(RuntimeOptions {
-        no_cooperative_launch: true,
-        ..RuntimeOptions::default()
-    })
-    .expect("a runtime that launches nothing cooperatively");
+    let rt = Runtime::with_options(RuntimeOptions::default().no_cooperative_launch(true))
+        .expect("a runtime that launches nothing cooperatively");
     assert!(!rt.device().cooperative_launch);
     let mut rng = common::Rng::fresh("one_wave_rows_without_a_cooperative_launch");
     for name in [
@@ -2062,11 +2056,11 @@ fn autotune_times_a_class_once_and_keeps_its_pick() {
     let dir = std::env::temp_dir().join(format!("redjit-autotune-gpu-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let open = || {
-        Runtime::with_options(RuntimeOptions {
-            cache_dir: Some(dir.clone()),
-            autotune: Some(redjit::Autotune::Always),
-            ..RuntimeOptions::default()
-        })
+        Runtime::with_options(
+            RuntimeOptions::default()
+                .cache_dir(Some(dir.clone()))
+                .autotune(Some(redjit::Autotune::Always)),
+        )
         .expect("a runtime with autotune")
     };
     let mut rng = common::Rng::fresh("autotune_times_a_class_once_and_keeps_its_pick");

@@ -425,10 +425,9 @@ fn any_block_size_and_grid_gives_the_same_bits() {
                 &[0, 0],
                 &[0],
                 call_for(&spec, 0, 0),
-                LaunchOptions {
-                    threads: Some(threads),
-                    max_blocks,
-                },
+                LaunchOptions::default()
+                    .threads(Some(threads))
+                    .max_blocks(max_blocks),
             );
         }
     }
@@ -487,10 +486,9 @@ fn bad_calls_are_errors_and_empty_calls_launch_nothing() {
                 &[&a, &b],
                 &mut [&mut out],
                 ReduceCopyArgs::default(),
-                LaunchOptions {
-                    threads: Some(threads),
-                    max_blocks: None,
-                },
+                LaunchOptions::default()
+                    .threads(Some(threads))
+                    .max_blocks(None),
             )
             .unwrap_err();
         launch_err(e, "threads", &threads.to_string());
@@ -508,10 +506,9 @@ fn bad_calls_are_errors_and_empty_calls_launch_nothing() {
             &[&a, &b],
             &mut [&mut out],
             ReduceCopyArgs::default(),
-            LaunchOptions {
-                threads: Some(1024),
-                max_blocks: None,
-            },
+            LaunchOptions::default()
+                .threads(Some(1024))
+                .max_blocks(None),
         )
         .unwrap_err();
     launch_err(e, "threads", "1024");
@@ -767,10 +764,9 @@ fn stochastic_rounding_is_the_same_for_every_unroll_offset_and_block_size() {
                         LaunchOptions::default(),
                     );
                 }
-                let few_blocks = LaunchOptions {
-                    threads: Some(64),
-                    max_blocks: Some(3),
-                };
+                let few_blocks = LaunchOptions::default()
+                    .threads(Some(64))
+                    .max_blocks(Some(3));
                 run_and_check(&rt, &spec, &inputs, n, &[0, 0], &[0], call, few_blocks);
             }
         }

@@ -21,11 +21,7 @@ fn first_calls_from_many_threads_compile_once() {
         return;
     }
     // No disk cache: every kernel this runtime gets is compiled by it.
-    let rt = Runtime::with_options(RuntimeOptions {
-        no_disk_cache: true,
-        ..RuntimeOptions::default()
-    })
-    .unwrap();
+    let rt = Runtime::with_options(RuntimeOptions::default().no_disk_cache(true)).unwrap();
     let n = 100_003;
     let a: Vec<f32> = (0..n).map(|i| (i % 251) as f32 - 125.0).collect();
     let b: Vec<f32> = (0..n).map(|i| (i % 127) as f32 - 60.5).collect();

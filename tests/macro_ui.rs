@@ -1,4 +1,5 @@
-//! `#[redjit::reduce_copy]` as a user meets it, through rustc: the accepted forms
+//! `#[redjit::reduce_copy]` (and the buffer traits: `safe_buffer_impl`) as a user
+//! meets them, through rustc: the accepted forms
 //! (`tests/ui/pass`, which also check the registered set at run time) and every
 //! rejection, with the error rustc prints and where it points (`tests/ui/fail/*.stderr`,
 //! read and reviewed like code; after an intended change regenerate them with

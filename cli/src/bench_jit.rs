@@ -170,10 +170,7 @@ fn run_phase(phase: Phase, specs: &[AnySpec], dir: &Path, json: Option<&Path>) -
         }
     }
     let t0 = Instant::now();
-    let rt = Runtime::with_options(RuntimeOptions {
-        cache_dir: Some(dir.to_path_buf()),
-        ..RuntimeOptions::default()
-    })?;
+    let rt = Runtime::with_options(RuntimeOptions::default().cache_dir(Some(dir.to_path_buf())))?;
     let runtime_init = t0.elapsed();
     let refs: Vec<&(dyn KernelSpec + Send + Sync)> = specs.iter().map(|s| s.as_ref()).collect();
     let report = rt.prepare(&refs)?;

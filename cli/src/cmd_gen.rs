@@ -98,10 +98,7 @@ fn default_arch() -> Arch {
         eprintln!("redjit: no GPU ({e}); targeting {FALLBACK_ARCH} (use --arch to choose)");
         return FALLBACK_ARCH;
     }
-    let opts = RuntimeOptions {
-        no_disk_cache: true,
-        ..RuntimeOptions::default()
-    };
+    let opts = RuntimeOptions::default().no_disk_cache(true);
     match Runtime::with_options(opts) {
         Ok(rt) => rt.device().arch,
         Err(e) => {

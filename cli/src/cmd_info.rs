@@ -17,11 +17,7 @@ pub fn info_cmd() -> CliResult {
 
 fn print_gpu() {
     // No disk cache: `info` reports, it creates no directories.
-    let opts = RuntimeOptions {
-        ordinal: 0,
-        no_disk_cache: true,
-        ..RuntimeOptions::default()
-    };
+    let opts = RuntimeOptions::default().ordinal(0).no_disk_cache(true);
     match Runtime::with_options(opts) {
         Ok(rt) => {
             let d = rt.device();

@@ -13,6 +13,7 @@ use crate::arch::Arch;
 /// assert!(err.to_string().starts_with("invalid unroll = 3"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpecError {
     /// A field holds a value the kernel family does not accept.
     #[error("invalid {field} = {value}: {rule}")]

@@ -41,7 +41,18 @@ impl DeviceElem for i8 {
 }
 
 /// A device buffer a kernel reads: `CudaSlice<T>` or `CudaView<T>`.
-pub trait KernelInput {
+///
+/// # Safety
+///
+/// Launchers trust the buffer's description: they check a call against
+/// [`dtype`](KernelInput::dtype) and [`len`](KernelInput::len) and then hand
+/// the kernel the pointer that [`push_input`](KernelInput::push_input) pushes
+/// (or that [`address`](KernelInput::address) / `read_address` return). An
+/// implementation must push and return the address of `len()` elements of
+/// `dtype()` in device memory of the stream's context, readable until the
+/// work issued on the stream with it completes. A wrong length or dtype lets a
+/// kernel read out of bounds; hence `unsafe impl`.
+pub unsafe trait KernelInput {
     /// The element type.
     fn dtype(&self) -> DType;
     /// Number of elements.
@@ -66,7 +77,14 @@ pub trait KernelInput {
 }
 
 /// A device buffer a kernel writes: `CudaSlice<T>` or `CudaViewMut<T>`.
-pub trait KernelOutput {
+///
+/// # Safety
+///
+/// As for [`KernelInput`], for writes: an implementation must push and return
+/// the address of `len()` elements of `dtype()` that the work issued on the
+/// stream with it may write, and nothing else may read or write them until
+/// that work completes.
+pub unsafe trait KernelOutput {
     /// The element type.
     fn dtype(&self) -> DType;
     /// Number of elements.
@@ -90,7 +108,9 @@ pub trait KernelOutput {
 
 macro_rules! impl_input {
     ($($ty:ty),*) => {$(
-        impl<T: DeviceElem> KernelInput for $ty {
+        // SAFETY: cudarc's buffers push their own pointer, and their length
+        // and element type are what they were allocated with.
+        unsafe impl<T: DeviceElem> KernelInput for $ty {
             fn dtype(&self) -> DType {
                 T::DTYPE
             }
@@ -113,7 +133,8 @@ impl_input!(CudaSlice<T>, CudaView<'_, T>);
 
 macro_rules! impl_output {
     ($($ty:ty),*) => {$(
-        impl<T: DeviceElem> KernelOutput for $ty {
+        // SAFETY: as for the inputs; `&mut self` keeps other users off.
+        unsafe impl<T: DeviceElem> KernelOutput for $ty {
             fn dtype(&self) -> DType {
                 T::DTYPE
             }

@@ -14,6 +14,7 @@ use redjit_codegen::SpecError;
 /// Everything the runtime can fail with: a rejected spec, NVRTC, the driver, a
 /// bad launch, a communicator, the cache.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The spec was rejected or cannot run on this GPU (before NVRTC saw it).
     #[error(transparent)]
@@ -44,6 +45,10 @@ pub enum Error {
         "NVRTC is not available: {0}. Install the CUDA toolkit's NVRTC (or `pip install nvidia-cuda-nvrtc==13.0.88`) and put its lib folder on LD_LIBRARY_PATH"
     )]
     NvrtcUnavailable(String),
+
+    /// An NVRTC call other than a compile failed (through cudarc, `?`).
+    #[error("NVRTC call failed: {0}")]
+    Nvrtc(String),
 
     /// No usable GPU: no driver library, no device, or the context failed.
     #[error("no CUDA GPU: {0}")]
@@ -153,6 +158,28 @@ impl From<cudarc::driver::DriverError> for Error {
     }
 }
 
+/// `?` on cudarc's NVRTC calls (a program the caller compiles through cudarc,
+/// beside redjit's kernels): a refused compile keeps its log and options.
+impl From<cudarc::nvrtc::CompileError> for Error {
+    fn from(e: cudarc::nvrtc::CompileError) -> Error {
+        match e {
+            cudarc::nvrtc::CompileError::CompileError { options, log, .. } => Error::Compile {
+                name: "a program compiled through cudarc's NVRTC".into(),
+                options,
+                log: log.to_string_lossy().into_owned(),
+                source_code: String::new(),
+            },
+            other => Error::Nvrtc(format!("{other}")),
+        }
+    }
+}
+
+impl From<cudarc::nvrtc::result::NvrtcError> for Error {
+    fn from(e: cudarc::nvrtc::result::NvrtcError) -> Error {
+        Error::Nvrtc(format!("{e:?}"))
+    }
+}
+
 /// `Result` with the runtime's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -189,5 +216,31 @@ mod tests {
             }
             e => panic!("not a driver error: {e:?}"),
         }
+    }
+
+    #[test]
+    fn a_callers_nvrtc_errors_convert_with_question_mark() {
+        use cudarc::nvrtc::result::NvrtcError;
+        use cudarc::nvrtc::sys::nvrtcResult;
+        fn compile() -> Result<()> {
+            Err(cudarc::nvrtc::CompileError::CompileError {
+                nvrtc: NvrtcError(nvrtcResult::NVRTC_ERROR_COMPILATION),
+                options: vec!["--std=c++17".into()],
+                log: std::ffi::CString::new("error: expected a ;").unwrap(),
+            })?;
+            Ok(())
+        }
+        match compile().unwrap_err() {
+            Error::Compile { options, log, .. } => {
+                assert_eq!(options, ["--std=c++17"]);
+                assert_eq!(log, "error: expected a ;");
+            }
+            e => panic!("not a compile error: {e:?}"),
+        }
+        fn call() -> Result<()> {
+            Err(NvrtcError(nvrtcResult::NVRTC_ERROR_OUT_OF_MEMORY))?;
+            Ok(())
+        }
+        assert!(matches!(call().unwrap_err(), Error::Nvrtc(m) if m.contains("OUT_OF_MEMORY")));
     }
 }

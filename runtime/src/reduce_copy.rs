@@ -14,7 +14,7 @@
 //! let b = s.clone_htod(&vec![3.0f32; 4096])?;
 //! let mut out = s.alloc_zeros::<bf16>(4096)?;
 //! let args = ReduceCopyArgs { scalar: Some(0.5), stochastic: None };
-//! let opts = LaunchOptions { threads: Some(256), max_blocks: None };
+//! let opts = LaunchOptions::default().threads(Some(256));
 //! kernel.launch_with(s, &[&a, &b], &mut [&mut out], args, opts)?; // out = 2.0
 //! // A wrong call is an Err naming the argument, before any launch:
 //! assert!(kernel.launch(s, &[&a], &mut [&mut out]).is_err());
@@ -42,6 +42,7 @@ const MAX_HUNKS: u64 = (1 << 31) - 32;
 
 /// Per-call launch shape.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LaunchOptions {
     /// Threads per block: a multiple of 32, at most the kernel's launch bound
     /// (`ReduceCopySpec::max_threads`). `None`: `DEFAULT_THREADS` or the bound,
@@ -49,6 +50,19 @@ pub struct LaunchOptions {
     pub threads: Option<u32>,
     /// Upper bound on the grid (`None`: one block per `threads / 32` hunks).
     pub max_blocks: Option<u32>,
+}
+
+impl LaunchOptions {
+    /// Sets [`LaunchOptions::threads`].
+    pub fn threads(mut self, threads: Option<u32>) -> Self {
+        self.threads = threads;
+        self
+    }
+    /// Sets [`LaunchOptions::max_blocks`].
+    pub fn max_blocks(mut self, max_blocks: Option<u32>) -> Self {
+        self.max_blocks = max_blocks;
+        self
+    }
 }
 
 /// Stochastic rounding's inputs: the Philox key and the caller's base offset

@@ -4,7 +4,7 @@
 //! use redjit_runtime::{ReduceCopySpec, Runtime, RuntimeOptions};
 //!
 //! # fn main() -> Result<(), redjit_runtime::Error> {
-//! let rt = Runtime::with_options(RuntimeOptions { ordinal: 0, no_disk_cache: true, ..Default::default() })?;
+//! let rt = Runtime::with_options(RuntimeOptions::default().ordinal(0).no_disk_cache(true))?;
 //! println!("{} ({}), {} SMs", rt.device().name, rt.device().arch, rt.device().sm_count);
 //! let specs: Vec<ReduceCopySpec> = ReduceCopySpec::matrix(4, redjit_runtime::DType::BF16);
 //! let report = rt.prepare(&specs)?; // one parallel compile, then module loads
@@ -56,6 +56,7 @@ pub struct DeviceInfo {
 
 /// How a runtime is set up.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct RuntimeOptions {
     /// The GPU to drive.
     pub ordinal: usize,
@@ -86,6 +87,39 @@ pub struct RuntimeOptions {
     /// `$REDJIT_AUTOTUNE` decides (`1`: on a device no table was measured on,
     /// `always`: everywhere; unset: off).
     pub autotune: Option<Autotune>,
+}
+
+impl RuntimeOptions {
+    /// Sets [`RuntimeOptions::ordinal`].
+    pub fn ordinal(mut self, ordinal: usize) -> Self {
+        self.ordinal = ordinal;
+        self
+    }
+    /// Sets [`RuntimeOptions::cache_dir`].
+    pub fn cache_dir(mut self, cache_dir: Option<std::path::PathBuf>) -> Self {
+        self.cache_dir = cache_dir;
+        self
+    }
+    /// Sets [`RuntimeOptions::no_disk_cache`].
+    pub fn no_disk_cache(mut self, no_disk_cache: bool) -> Self {
+        self.no_disk_cache = no_disk_cache;
+        self
+    }
+    /// Sets [`RuntimeOptions::no_event_tracking`].
+    pub fn no_event_tracking(mut self, no_event_tracking: bool) -> Self {
+        self.no_event_tracking = no_event_tracking;
+        self
+    }
+    /// Sets [`RuntimeOptions::no_cooperative_launch`].
+    pub fn no_cooperative_launch(mut self, no_cooperative_launch: bool) -> Self {
+        self.no_cooperative_launch = no_cooperative_launch;
+        self
+    }
+    /// Sets [`RuntimeOptions::autotune`].
+    pub fn autotune(mut self, autotune: Option<Autotune>) -> Self {
+        self.autotune = autotune;
+        self
+    }
 }
 
 /// What `prepare` did.

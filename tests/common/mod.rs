@@ -385,7 +385,9 @@ pub struct FakeBuffer {
     pub address: u64,
 }
 
-impl redjit::KernelInput for FakeBuffer {
+// SAFETY: not upheld (no device memory): a FakeBuffer only ever reaches the
+// call checks (`check_*_call`), which read its description and launch nothing.
+unsafe impl redjit::KernelInput for FakeBuffer {
     fn dtype(&self) -> redjit::DType {
         self.dtype
     }
@@ -398,7 +400,8 @@ impl redjit::KernelInput for FakeBuffer {
     }
 }
 
-impl redjit::KernelOutput for FakeBuffer {
+// SAFETY: as above.
+unsafe impl redjit::KernelOutput for FakeBuffer {
     fn dtype(&self) -> redjit::DType {
         self.dtype
     }

@@ -440,23 +440,25 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
     };
     let comm = Communicator::new(
         placement.clone(),
-        CommOptions {
-            max_bytes: largest,
-            push_bytes: algos
-                .iter()
-                .any(|(algo, _)| *algo == AllReduceAlgo::Push)
-                .then_some(largest),
-            ll_bytes: algos
-                .iter()
-                .any(|(algo, _)| *algo == AllReduceAlgo::PushLl)
-                .then_some(largest),
-            timeout: Duration::from_secs(30),
-            graph_slots: captured.max(1),
-            no_event_tracking: a.untracked,
-            max_blocks: a.max_blocks,
-            ll_blocks: a.ll_blocks,
-            ..CommOptions::default()
-        },
+        CommOptions::default()
+            .max_bytes(largest)
+            .push_bytes(
+                algos
+                    .iter()
+                    .any(|(algo, _)| *algo == AllReduceAlgo::Push)
+                    .then_some(largest),
+            )
+            .ll_bytes(
+                algos
+                    .iter()
+                    .any(|(algo, _)| *algo == AllReduceAlgo::PushLl)
+                    .then_some(largest),
+            )
+            .timeout(Duration::from_secs(30))
+            .graph_slots(captured.max(1))
+            .no_event_tracking(a.untracked)
+            .max_blocks(a.max_blocks)
+            .ll_blocks(a.ll_blocks),
     )?;
     let world = comm.world();
     let local = comm.local_ranks();

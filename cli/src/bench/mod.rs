@@ -394,11 +394,11 @@ pub fn run(
 ) -> CliResult {
     redjit_runtime::gpu_available()
         .map_err(|e| CliError::failure(format!("`redjit bench {what}` cannot run: {e}")))?;
-    let rt = Runtime::with_options(RuntimeOptions {
-        no_event_tracking: common.untracked,
-        no_cooperative_launch: common.no_cooperative_launch,
-        ..RuntimeOptions::default()
-    })?;
+    let rt = Runtime::with_options(
+        RuntimeOptions::default()
+            .no_event_tracking(common.untracked)
+            .no_cooperative_launch(common.no_cooperative_launch),
+    )?;
     let dev = rt.device().clone();
     println!(
         "GPU: {} ({}, {} SMs, {} L2), driver {}",

@@ -54,11 +54,9 @@ pub fn check(n: usize, ordinal: usize) -> CliResult<FamilyResult> {
             ordinal,
             world: WORLD,
         },
-        CommOptions {
-            timeout: Duration::from_secs(10),
-            max_bytes: n * 4,
-            ..CommOptions::default()
-        },
+        CommOptions::default()
+            .timeout(Duration::from_secs(10))
+            .max_bytes(n * 4),
     )?;
     let s = comm.stream();
     for spec in &specs {

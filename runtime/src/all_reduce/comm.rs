@@ -158,6 +158,7 @@ pub enum Placement {
 
 /// How a communicator is set up.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct CommOptions {
     /// How long a block waits for a peer at a barrier before giving up.
     pub timeout: Duration,
@@ -188,16 +189,14 @@ pub struct CommOptions {
     /// cudarc's per-buffer event tracking off on the communicator's contexts
     /// ([`crate::RuntimeOptions::no_event_tracking`]): a tracked input costs
     /// the host an event wait and a record per call, a tracked output two
-    /// waits and a record (LL calls to 64 KB took 0.4-3.4 us longer with
-    /// tracked copied buffers than untracked on the 2 x H200 hosts, as the
-    /// host went; BENCHMARKS.md nineteenth session). With it off, order the
-    /// buffers' other uses with [`Communicator::stream`] yourself.
+    /// waits and a record, a visible share of a small message's call. With it
+    /// off, order the buffers' other uses with [`Communicator::stream`]
+    /// yourself.
     pub no_event_tracking: bool,
     /// Most blocks per rank a launch uses, 1..=[`MAX_BLOCKS`] (the push
     /// kernel's fixed grid too, which is also at most one block per SM the
-    /// rank has). `None`: [`DEFAULT_MAX_BLOCKS`], the grid the all-reduce
-    /// figures in BENCHMARKS.md were measured with before the twenty-third
-    /// session. The choice table narrows it further for some calls
+    /// rank has). `None`: [`DEFAULT_MAX_BLOCKS`]. The choice table narrows it
+    /// further for some calls
     /// (`Thresholds::narrow_max`: 4 ranks' two-stage `cp.async` calls to 16 MB).
     pub max_blocks: Option<u32>,
     /// Blocks per rank of the LL push kernel's fixed grid, 1..=[`MAX_BLOCKS`],
@@ -209,6 +208,64 @@ pub struct CommOptions {
     /// process the same `max_blocks` and `ll_blocks` on GPUs of one SM count
     /// (the IPC join refuses grids that differ).
     pub ll_blocks: Option<u32>,
+}
+
+impl CommOptions {
+    /// Sets [`CommOptions::timeout`].
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+    /// Sets [`CommOptions::max_bytes`].
+    pub fn max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+    /// Sets [`CommOptions::push_bytes`].
+    pub fn push_bytes(mut self, push_bytes: Option<usize>) -> Self {
+        self.push_bytes = push_bytes;
+        self
+    }
+    /// Sets [`CommOptions::ll_bytes`].
+    pub fn ll_bytes(mut self, ll_bytes: Option<usize>) -> Self {
+        self.ll_bytes = ll_bytes;
+        self
+    }
+    /// Sets [`CommOptions::join_timeout`].
+    pub fn join_timeout(mut self, join_timeout: Duration) -> Self {
+        self.join_timeout = join_timeout;
+        self
+    }
+    /// Sets [`CommOptions::graph_slots`].
+    pub fn graph_slots(mut self, graph_slots: u32) -> Self {
+        self.graph_slots = graph_slots;
+        self
+    }
+    /// Sets [`CommOptions::algos`].
+    pub fn algos(mut self, algos: Option<AlgoTable>) -> Self {
+        self.algos = algos;
+        self
+    }
+    /// Sets [`CommOptions::nccl`].
+    pub fn nccl(mut self, nccl: NcclUse) -> Self {
+        self.nccl = nccl;
+        self
+    }
+    /// Sets [`CommOptions::no_event_tracking`].
+    pub fn no_event_tracking(mut self, no_event_tracking: bool) -> Self {
+        self.no_event_tracking = no_event_tracking;
+        self
+    }
+    /// Sets [`CommOptions::max_blocks`].
+    pub fn max_blocks(mut self, max_blocks: Option<u32>) -> Self {
+        self.max_blocks = max_blocks;
+        self
+    }
+    /// Sets [`CommOptions::ll_blocks`].
+    pub fn ll_blocks(mut self, ll_blocks: Option<u32>) -> Self {
+        self.ll_blocks = ll_blocks;
+        self
+    }
 }
 
 /// The grid cap of [`CommOptions::max_blocks`] when none is given.
@@ -452,7 +509,10 @@ impl Registered<'_> {
     }
 }
 
-impl KernelInput for Registered<'_> {
+// SAFETY: a registered buffer is the communicator's own allocation of `len`
+// elements of `dtype` at `address`, alive while the borrow of the
+// communicator is.
+unsafe impl KernelInput for Registered<'_> {
     fn dtype(&self) -> DType {
         self.dtype
     }
@@ -467,7 +527,8 @@ impl KernelInput for Registered<'_> {
     }
 }
 
-impl KernelOutput for Registered<'_> {
+// SAFETY: as for the input; the `&mut` borrow keeps other users off.
+unsafe impl KernelOutput for Registered<'_> {
     fn dtype(&self) -> DType {
         self.dtype
     }
