@@ -21,9 +21,9 @@ use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 use redjit_codegen::tuning::Selection;
-use redjit_codegen::{Arch, KernelSpec, NormSpec};
+use redjit_codegen::{Arch, KernelSpec};
 
-use crate::autotune::{Autotune, AutotunePick, AutotuneState};
+use crate::autotune::state::{Autotune, AutotuneState};
 use crate::cache::{CacheKey, CompileCache, Origin};
 use crate::error::{DriverContext, Error, Result};
 use crate::jit::{Compiled, Jit};
@@ -284,26 +284,9 @@ impl Runtime {
         &self.tuning
     }
 
-    /// `spec`'s operation laid out for `rows` x `cols` by this device's
-    /// tuning table ([`NormSpec::for_shape`]): the kernel to ask
-    /// [`Runtime::norm`] for.
-    /// With autotune on ([`RuntimeOptions::autotune`]), the first call of a
-    /// class times a few layouts and keeps the fastest.
-    pub fn norm_layout(&self, spec: &NormSpec, rows: usize, cols: usize) -> NormSpec {
-        let table = spec.for_shape(Some(rows as u64), cols as u64, &self.tuning.tuning);
-        self.autotune.norm(self, spec, &table, rows, cols)
-    }
-
-    /// The autotune mode in effect: [`RuntimeOptions::autotune`] (or
-    /// `$REDJIT_AUTOTUNE`), `Off` where `Untuned` met a measured table.
-    pub fn autotune_mode(&self) -> Autotune {
-        self.autotune.mode()
-    }
-
-    /// The classes autotune settled so far (timed here or read from the
-    /// cache directory), by class.
-    pub fn autotuned(&self) -> Vec<AutotunePick> {
-        self.autotune.list()
+    /// Autotune's mode and kept picks (`crate::autotune`).
+    pub(crate) fn autotune_state(&self) -> &AutotuneState {
+        &self.autotune
     }
 
     /// The CUDA context (primary context of the device).
