@@ -25,6 +25,7 @@ mod arch;
 pub mod error;
 pub mod registry;
 mod render;
+mod source;
 pub mod spec;
 pub mod tuning;
 
@@ -33,7 +34,8 @@ pub use registry::{
     AllReduceAlgo, Arch, DType, Family, Load, NmsStage, NormLayout, NormOp, Op, ReduceAxis,
     ReduceOp, Role, Rounding, SoftmaxAlgo, SoftmaxAllStage, Src,
 };
-pub use render::{KernelSource, render_batch};
+pub use render::render_batch;
+pub use source::KernelSource;
 pub use spec::KernelSpec;
 pub use spec::all_reduce::AllReduceSpec;
 pub use spec::nms::NmsSpec;

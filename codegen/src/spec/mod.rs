@@ -9,7 +9,7 @@ pub mod softmax_all;
 
 use crate::error::SpecError;
 use crate::registry::{Arch, Family};
-use crate::render::KernelSource;
+use crate::source::KernelSource;
 
 /// What every kernel family's spec offers the runtime, the macro and the CLI.
 pub trait KernelSpec {
