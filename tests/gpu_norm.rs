@@ -1990,6 +1990,20 @@ fn bad_calls_are_errors_not_launches() {
     // And the right one.
     k2.launch(s, NormArgs::norm(&x, &w, None, &mut y, m, 1e-5))
         .unwrap();
+    // Empty calls (the runtime crate's rule): no rows, or rows of no elements,
+    // launch nothing and leave the output as it was.
+    let before = s.clone_dtoh(&y).unwrap();
+    for (rows, cols) in [(0, 200), (2, 0)] {
+        let m = Matrix {
+            rows,
+            cols,
+            ld: 200,
+        };
+        let w = w.slice(0..cols);
+        k2.launch(s, NormArgs::norm(&x, &w, None, &mut y, m, 1e-5))
+            .unwrap();
+    }
+    assert_eq!(s.clone_dtoh(&y).unwrap(), before);
 }
 
 #[test]

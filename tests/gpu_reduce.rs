@@ -707,6 +707,38 @@ fn bad_calls_fail_and_leave_the_kernel_usable() {
     ));
 }
 
+/// Empty calls (the runtime crate's rule): no results is `Ok` with the output
+/// untouched and nothing launched; results over nothing are refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn empty_calls_launch_nothing() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let s = rt.stream();
+    let x = s.clone_htod(&[1.0f32; 64]).unwrap();
+    let rows = rt
+        .reduce(&"reduce_rows_sum_f32_f32".parse().unwrap())
+        .unwrap();
+    let mut none = s.alloc_zeros::<f32>(0).unwrap();
+    let m = |rows, cols, ld| Matrix { rows, cols, ld };
+    rows.launch_matrix(s, &[&x], m(0, 8, 8), &mut none).unwrap();
+    let cols = rt
+        .reduce(&"reduce_cols_sum_f32_f32".parse().unwrap())
+        .unwrap();
+    cols.launch_matrix(s, &[&x], m(8, 0, 8), &mut none).unwrap();
+    let mut three = s.clone_htod(&[7.0f32; 3]).unwrap();
+    let e = rows
+        .launch_matrix(s, &[&x], m(3, 0, 8), &mut three)
+        .unwrap_err();
+    assert!(e.to_string().contains("would reduce no elements"), "{e}");
+    assert_eq!(s.clone_dtoh(&three).unwrap(), vec![7.0; 3]);
+    // The kernel still runs after them.
+    rows.launch_matrix(s, &[&x], m(3, 8, 8), &mut three)
+        .unwrap();
+    assert_eq!(s.clone_dtoh(&three).unwrap(), vec![8.0; 3]);
+}
+
 /// The fp8 and i8 inputs: every op (the i64 accumulator for i8's integer ops).
 fn byte_specs(axis: ReduceAxis) -> Vec<ReduceSpec> {
     let mut out = Vec::new();

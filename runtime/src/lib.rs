@@ -9,12 +9,22 @@
 //! let spec: ReduceCopySpec = "reduce_copy_u4_f32_bf16_TA_T_sum_rn".parse()?;
 //! let kernel = rt.reduce_copy(&spec)?;             // NVRTC on first use, cached after
 //! let s = rt.stream();
-//! let a = s.clone_htod(&vec![bf16::from_f32(1.5); 1000]).map_err(|e| redjit_runtime::Error::NoGpu(e.to_string()))?;
-//! let b = s.clone_htod(&vec![2.25f32; 1000]).map_err(|e| redjit_runtime::Error::NoGpu(e.to_string()))?;
-//! let mut out = s.alloc_zeros::<bf16>(1000).map_err(|e| redjit_runtime::Error::NoGpu(e.to_string()))?;
+//! let a = s.clone_htod(&vec![bf16::from_f32(1.5); 1000])?;  // cudarc's errors convert with ?
+//! let b = s.clone_htod(&vec![2.25f32; 1000])?;
+//! let mut out = s.alloc_zeros::<bf16>(1000)?;
 //! kernel.launch(s, &[&a, &b], &mut [&mut out])?;   // out = bf16(1.5 + 2.25)
 //! # Ok(()) }
 //! ```
+//!
+//! # Empty calls
+//!
+//! One rule in every family: a call whose outputs hold no elements (n = 0 for
+//! reduce_copy and the whole-array softmax, no boxes for NMS, no rows — or rows
+//! of no elements — for the norms, no results for a row or column reduction) is
+//! checked like any other and then launches nothing: `Ok`, outputs untouched. A
+//! call that would have to write a value computed from no elements is an
+//! error: a full-array reduction of none, a row or column reduction over rows or
+//! columns of none, and a norm's mean or rstd of rows of none.
 
 #![warn(missing_docs)]
 

@@ -414,6 +414,11 @@ impl<'rt> NormKernel<'rt> {
 
     /// Checks the call, then launches it on `stream`.
     pub fn launch(&self, stream: &Arc<CudaStream>, a: NormArgs<'_>) -> Result<()> {
+        if a.shape.is_empty() {
+            // Checked as any call, then nothing to launch.
+            check_call(&self.spec, &NormCall::of(&a), self.resident())?;
+            return Ok(());
+        }
         let k = match self.for_call(stream, &a)? {
             Route::Here(k) => k,
             Route::HandOff(k) => return k.launch(stream, a),
@@ -430,7 +435,10 @@ impl<'rt> NormKernel<'rt> {
             dev.sm_count
         };
         let resident = u64::from(sms) * u64::from(k.blocks_per_sm);
-        let plan = self.on_this_device(check_call(&k.spec, &NormCall::of(&a), resident)?);
+        let Some(plan) = check_call(&k.spec, &NormCall::of(&a), resident)? else {
+            return Ok(());
+        };
+        let plan = self.on_this_device(plan);
         let ws = k.workspace.hold(
             stream,
             plan.counters,
@@ -520,8 +528,10 @@ impl<'rt> NormKernel<'rt> {
 
 /// Checks a call of `spec`'s kernel without a GPU (`resident`: blocks of the
 /// kernel the SMs the launch runs on hold at once, the device's or an SM
-/// partition's). Returns the launch plan. Every launch goes through here.
-pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> {
+/// partition's). Returns the launch plan, or `None` for an empty call (no
+/// rows, or rows of no elements), which launches nothing. Every launch goes
+/// through here.
+pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Option<Plan>> {
     spec.validate()?;
     let err = Error::launch_of(|| spec.name());
     let m = c.shape;
@@ -627,6 +637,13 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> 
             ));
         }
     }
+    if m.rows > 0 && m.cols == 0 && (c.mean.is_some() || c.rstd.is_some()) {
+        return Err(err(
+            "cols",
+            "0".into(),
+            "row statistics of rows of no elements have no value".into(),
+        ));
+    }
     if !c.param.is_finite() || (!info.softmax && c.param < 0.0) {
         let rule = if info.softmax {
             "the scale must be finite"
@@ -634,6 +651,9 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> 
             "eps must be finite and at least 0"
         };
         return Err(err("param", c.param.to_string(), rule.into()));
+    }
+    if m.is_empty() {
+        return Ok(None);
     }
     if let Some(cap) = spec.capacity()
         && m.cols as u64 > cap
@@ -689,7 +709,7 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Plan> 
             ));
         }
     }
-    Ok(plan)
+    Ok(Some(plan))
 }
 
 #[cfg(test)]
@@ -720,7 +740,9 @@ mod tests {
     #[test]
     fn a_cluster_row_takes_rows_up_to_its_clusters_chunks() {
         let spec: NormSpec = "norm_layernorm_bf16_bf16_s256x8_c7_p".parse().unwrap();
-        let p = check_call(&spec, &call(&spec, 4096, 7 * 8192), 396).unwrap();
+        let p = check_call(&spec, &call(&spec, 4096, 7 * 8192), 396)
+            .unwrap()
+            .expect("a plan");
         assert_eq!((p.splits, p.grid % 7, p.span), (7, 0, 8192));
         let e = check_call(&spec, &call(&spec, 4096, 7 * 8192 + 4), 396)
             .unwrap_err()
@@ -782,7 +804,9 @@ mod tests {
         ] {
             let spec: NormSpec = name.parse().unwrap();
             let cols = spec.capacity().unwrap_or(1 << 20) as usize;
-            let p = check_call(&spec, &call(&spec, 3, cols), 264).unwrap();
+            let p = check_call(&spec, &call(&spec, 3, cols), 264)
+                .unwrap()
+                .expect("a plan");
             assert!(p.grid >= 1, "{name}");
         }
     }

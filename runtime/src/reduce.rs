@@ -45,16 +45,15 @@ pub struct Matrix {
 }
 
 impl Matrix {
+    /// No elements: no rows, or rows of none (an empty call; see the crate
+    /// docs' rule).
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0 || self.cols == 0
+    }
+
     /// The rule a launch of this shape breaks, as `(what, value, rule)` for a
-    /// launch error: rows and cols at least 1, ld at least cols.
+    /// launch error: ld at least cols.
     pub(crate) fn shape_violation(&self) -> Option<(&'static str, String, String)> {
-        if self.rows == 0 || self.cols == 0 {
-            return Some((
-                "matrix",
-                format!("{self:?}"),
-                "rows and cols must be at least 1".into(),
-            ));
-        }
         if self.ld < self.cols {
             return Some((
                 "ld",
@@ -69,8 +68,11 @@ impl Matrix {
     }
 
     /// Elements a buffer needs to hold the matrix: `(rows - 1) * ld + cols`
-    /// (None if that overflows; rows is at least 1).
+    /// (None if that overflows; 0 for an empty matrix).
     pub(crate) fn extent(&self) -> Option<usize> {
+        if self.is_empty() {
+            return Some(0);
+        }
         (self.rows - 1)
             .checked_mul(self.ld)
             .and_then(|e| e.checked_add(self.cols))
@@ -330,6 +332,10 @@ impl ReduceKernel<'_> {
         out: &mut dyn ReduceOutput,
     ) -> Result<()> {
         let shape = self.check(srcs, m, out)?;
+        if m.is_some_and(|m| m.is_empty()) {
+            // No results to write: an empty call launches nothing.
+            return Ok(());
+        }
         let (plan, kernel) = self.route(shape)?;
         let ws = self.workspace.hold(
             stream,
@@ -465,11 +471,22 @@ pub fn check_call(
                     format!("(rows - 1) * ld + cols elements must fit the input's {len}"),
                 ));
             }
-            let results = if axis == ReduceAxis::Rows {
-                m.rows
+            let (results, over) = if axis == ReduceAxis::Rows {
+                (m.rows, m.cols)
             } else {
-                m.cols
+                (m.cols, m.rows)
             };
+            // Results over no elements have no value (as a full-array reduction
+            // of none); no results at all is an empty call.
+            if results > 0 && over == 0 {
+                return Err(err(
+                    "matrix",
+                    format!("{m:?}"),
+                    format!(
+                        "each of the {results} result(s) of a {axis} reduction would reduce no elements"
+                    ),
+                ));
+            }
             (
                 Shape::Matrix {
                     rows: m.rows as u64,
