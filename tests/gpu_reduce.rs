@@ -15,9 +15,9 @@ use half::{bf16, f16};
 use redjit::reference::HostBuffer;
 use redjit::reference_reduce::{self, Expected};
 use redjit::{
-    Arch, DType, Error, Fp8E4M3, Fp8E5M2, KernelInput, KernelSpec, Matrix, ReduceAxis,
-    ReduceKernel, ReduceOp, ReduceOutput, ReduceShape, ReduceSpec, ReduceStrategy, ResultType,
-    Runtime, SpecError,
+    Arch, DType, Error, F8E4M3, F8E5M2, KernelInput, KernelSpec, Matrix, ReduceAxis, ReduceKernel,
+    ReduceOp, ReduceOutput, ReduceShape, ReduceSpec, ReduceStrategy, ResultType, Runtime,
+    SpecError,
 };
 
 /// Poisoned elements around every buffer: before an input's view (misaligned
@@ -33,8 +33,8 @@ enum Dev {
     F32(CudaSlice<f32>),
     BF16(CudaSlice<bf16>),
     F16(CudaSlice<f16>),
-    E4M3(CudaSlice<Fp8E4M3>),
-    E5M2(CudaSlice<Fp8E5M2>),
+    E4M3(CudaSlice<F8E4M3>),
+    E5M2(CudaSlice<F8E5M2>),
     I8(CudaSlice<i8>),
 }
 
@@ -53,12 +53,14 @@ impl Dev {
             HostBuffer::F32(v) => Dev::F32(s.clone_htod(&padded(v, offset, f32::NAN)).unwrap()),
             HostBuffer::BF16(v) => Dev::BF16(s.clone_htod(&padded(v, offset, bf16::NAN)).unwrap()),
             HostBuffer::F16(v) => Dev::F16(s.clone_htod(&padded(v, offset, f16::NAN)).unwrap()),
-            HostBuffer::E4M3(v) => {
-                Dev::E4M3(s.clone_htod(&padded(v, offset, Fp8E4M3(0x7f))).unwrap())
-            }
-            HostBuffer::E5M2(v) => {
-                Dev::E5M2(s.clone_htod(&padded(v, offset, Fp8E5M2(0x7f))).unwrap())
-            }
+            HostBuffer::E4M3(v) => Dev::E4M3(
+                s.clone_htod(&padded(v, offset, F8E4M3::from_bits(0x7f)))
+                    .unwrap(),
+            ),
+            HostBuffer::E5M2(v) => Dev::E5M2(
+                s.clone_htod(&padded(v, offset, F8E5M2::from_bits(0x7f)))
+                    .unwrap(),
+            ),
             HostBuffer::I8(v) => Dev::I8(s.clone_htod(&padded(v, offset, i8::MIN)).unwrap()),
         }
     }
@@ -870,8 +872,8 @@ fn fp8_nan_and_inf_follow_pytorch() {
                 .unwrap_or(base.bits(i) as u8)
         };
         let host = match input {
-            DType::E4M3 => HostBuffer::E4M3((0..n).map(|i| Fp8E4M3(code(i))).collect()),
-            _ => HostBuffer::E5M2((0..n).map(|i| Fp8E5M2(code(i))).collect()),
+            DType::E4M3 => HostBuffer::E4M3((0..n).map(|i| F8E4M3::from_bits(code(i))).collect()),
+            _ => HostBuffer::E5M2((0..n).map(|i| F8E5M2::from_bits(code(i))).collect()),
         };
         for &op in ReduceOp::ALL.iter().filter(|o| o.info().inputs == 1) {
             for axis in [ReduceAxis::All, ReduceAxis::Rows, ReduceAxis::Cols] {

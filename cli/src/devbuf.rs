@@ -5,8 +5,9 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, ValidAsZeroBits};
 use half::{bf16, f16};
 use redjit_codegen::DType;
+use redjit_runtime::fp8::{e4m3_rn, e5m2_rn};
 use redjit_runtime::reference::HostBuffer;
-use redjit_runtime::{Fp8E4M3, Fp8E5M2, KernelInput, KernelOutput};
+use redjit_runtime::{F8E4M3, F8E5M2, KernelInput, KernelOutput};
 
 use crate::error::{CliResult, DriverContext};
 
@@ -18,8 +19,8 @@ pub enum DevBuf {
     F32(CudaSlice<f32>),
     BF16(CudaSlice<bf16>),
     F16(CudaSlice<f16>),
-    E4M3(CudaSlice<Fp8E4M3>),
-    E5M2(CudaSlice<Fp8E5M2>),
+    E4M3(CudaSlice<F8E4M3>),
+    E5M2(CudaSlice<F8E5M2>),
     I8(CudaSlice<i8>),
 }
 
@@ -28,8 +29,8 @@ pub enum DevView<'a> {
     F32(CudaView<'a, f32>),
     BF16(CudaView<'a, bf16>),
     F16(CudaView<'a, f16>),
-    E4M3(CudaView<'a, Fp8E4M3>),
-    E5M2(CudaView<'a, Fp8E5M2>),
+    E4M3(CudaView<'a, F8E4M3>),
+    E5M2(CudaView<'a, F8E5M2>),
     I8(CudaView<'a, i8>),
 }
 
@@ -38,8 +39,8 @@ pub enum DevViewMut<'a> {
     F32(CudaViewMut<'a, f32>),
     BF16(CudaViewMut<'a, bf16>),
     F16(CudaViewMut<'a, f16>),
-    E4M3(CudaViewMut<'a, Fp8E4M3>),
-    E5M2(CudaViewMut<'a, Fp8E5M2>),
+    E4M3(CudaViewMut<'a, F8E4M3>),
+    E5M2(CudaViewMut<'a, F8E5M2>),
     I8(CudaViewMut<'a, i8>),
 }
 
@@ -143,8 +144,8 @@ pub struct Filler {
     f32: CudaSlice<f32>,
     bf16: CudaSlice<bf16>,
     f16: CudaSlice<f16>,
-    e4m3: CudaSlice<Fp8E4M3>,
-    e5m2: CudaSlice<Fp8E5M2>,
+    e4m3: CudaSlice<F8E4M3>,
+    e5m2: CudaSlice<F8E5M2>,
     /// The block scaled by 100 and rounded: i8 values in ±[50, 150) clamped to
     /// 127, never zero.
     i8: CudaSlice<i8>,
@@ -170,20 +171,10 @@ impl Filler {
                 .clone_htod(&host.iter().map(|&v| f16::from_f32(v)).collect::<Vec<_>>())
                 .during(|| upload("f16"))?,
             e4m3: stream
-                .clone_htod(
-                    &host
-                        .iter()
-                        .map(|&v| Fp8E4M3::from_f32(v))
-                        .collect::<Vec<_>>(),
-                )
+                .clone_htod(&host.iter().map(|&v| e4m3_rn(v)).collect::<Vec<_>>())
                 .during(|| upload("e4m3"))?,
             e5m2: stream
-                .clone_htod(
-                    &host
-                        .iter()
-                        .map(|&v| Fp8E5M2::from_f32(v))
-                        .collect::<Vec<_>>(),
-                )
+                .clone_htod(&host.iter().map(|&v| e5m2_rn(v)).collect::<Vec<_>>())
                 .during(|| upload("e5m2"))?,
             i8: stream
                 .clone_htod(

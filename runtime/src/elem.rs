@@ -6,7 +6,7 @@
 //! assert_eq!(<half::bf16 as DeviceElem>::DTYPE, DType::BF16);
 //! assert_eq!(<f32 as DeviceElem>::DTYPE, DType::F32);
 //! assert_eq!(<i8 as DeviceElem>::DTYPE, DType::I8);
-//! assert_eq!(<redjit_runtime::Fp8E4M3 as DeviceElem>::DTYPE, DType::E4M3);
+//! assert_eq!(<redjit_runtime::F8E4M3 as DeviceElem>::DTYPE, DType::E4M3);
 //! ```
 
 use cudarc::driver::{
@@ -30,10 +30,10 @@ impl DeviceElem for half::bf16 {
 impl DeviceElem for half::f16 {
     const DTYPE: DType = DType::F16;
 }
-impl DeviceElem for crate::fp8::Fp8E4M3 {
+impl DeviceElem for crate::fp8::F8E4M3 {
     const DTYPE: DType = DType::E4M3;
 }
-impl DeviceElem for crate::fp8::Fp8E5M2 {
+impl DeviceElem for crate::fp8::F8E5M2 {
     const DTYPE: DType = DType::E5M2;
 }
 impl DeviceElem for i8 {

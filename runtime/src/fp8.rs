@@ -1,22 +1,25 @@
-//! OCP FP8 (OFP8) host types and their f32 conversions, written from the
-//! format's definition (no table): E4M3 has bias 7, no infinities, one NaN
+//! OCP FP8 (OFP8): the element types are the `float8` crate's (`F8E4M3`,
+//! `F8E5M2`, device elements through cudarc's `f8` feature, as candle's are),
+//! and the conversions that must match the GPU's, written from the format's
+//! definition (no table): E4M3 has bias 7, no infinities, one NaN
 //! pattern per sign (S.1111.111) and largest finite 448; E5M2 has bias 15 and
 //! IEEE-754 semantics (S.11111.00 is infinity, S.11111.xx with xx != 0 NaN),
 //! largest finite 57344. Both have subnormals (exponent field 0).
 //!
 //! ```
-//! use redjit_runtime::{Fp8E4M3, Fp8E5M2};
+//! use redjit_runtime::fp8::{e4m3_rn, e5m2_rn};
+//! use redjit_runtime::{F8E4M3, F8E5M2};
 //!
-//! assert_eq!(Fp8E4M3(0x7e).to_f32(), 448.0);
-//! assert!(Fp8E4M3(0x7f).to_f32().is_nan());
-//! assert_eq!(Fp8E5M2(0x7c).to_f32(), f32::INFINITY);
-//! assert_eq!(Fp8E5M2(0x7b).to_f32(), 57344.0);
+//! assert_eq!(F8E4M3::from_bits(0x7e).to_f32(), 448.0);
+//! assert!(F8E4M3::from_bits(0x7f).to_f32().is_nan());
+//! assert_eq!(F8E5M2::from_bits(0x7c).to_f32(), f32::INFINITY);
+//! assert_eq!(F8E5M2::from_bits(0x7b).to_f32(), 57344.0);
 //! // Encoding rounds to nearest even; E4M3 saturates (as cvt's .satfinite).
-//! assert_eq!(Fp8E4M3::from_f32(1000.0), Fp8E4M3(0x7e));
-//! assert_eq!(Fp8E5M2::from_f32(1e6), Fp8E5M2(0x7c));
+//! assert_eq!(e4m3_rn(1000.0), F8E4M3::from_bits(0x7e));
+//! assert_eq!(e5m2_rn(1e6), F8E5M2::from_bits(0x7c));
 //! ```
 
-use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+pub use float8::{F8E4M3, F8E5M2};
 
 /// One FP8 format: exponent and mantissa widths, bias, and its special values.
 #[derive(Debug, Clone, Copy)]
@@ -48,7 +51,9 @@ impl Format {
         (1 << (7 - self.mant)) - 1
     }
 
-    /// Decodes through the f32 bit pattern (exact: every FP8 value is an f32).
+    /// Decodes through the f32 bit pattern (exact: every FP8 value is an f32):
+    /// the tests hold float8's decoding to it.
+    #[cfg(test)]
     fn decode(self, b: u8) -> f32 {
         let sign = u32::from(b >> 7) << 31;
         let e = (u32::from(b) >> self.mant) & self.exp_max();
@@ -128,49 +133,17 @@ impl Format {
     }
 }
 
-/// An OCP FP8 E4M3 element (its bits): bias 7, no infinities, NaN
-/// S.1111.111, largest finite 448. A `reduce` input (sm_89+).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-#[repr(transparent)]
-pub struct Fp8E4M3(pub u8);
-
-/// An OCP FP8 E5M2 element (its bits): bias 15, IEEE-like infinities and
-/// NaNs, largest finite 57344. A `reduce` input (sm_89+).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-#[repr(transparent)]
-pub struct Fp8E5M2(pub u8);
-
-impl Fp8E4M3 {
-    /// The value, exactly.
-    pub fn to_f32(self) -> f32 {
-        E4M3.decode(self.0)
-    }
-    /// `x` rounded to nearest even, saturating to +-448; NaN gives 0x7f.
-    pub fn from_f32(x: f32) -> Fp8E4M3 {
-        Fp8E4M3(E4M3.encode(x))
-    }
+/// `x` as E4M3 the way the GPU's `cvt.rn.satfinite` makes it: rounded to
+/// nearest even, saturating to +-448; NaN gives 0x7f.
+pub fn e4m3_rn(x: f32) -> F8E4M3 {
+    F8E4M3::from_bits(E4M3.encode(x))
 }
 
-impl Fp8E5M2 {
-    /// The value, exactly.
-    pub fn to_f32(self) -> f32 {
-        E5M2.decode(self.0)
-    }
-    /// `x` rounded to nearest even, overflowing to +-infinity; NaN gives 0x7f.
-    pub fn from_f32(x: f32) -> Fp8E5M2 {
-        Fp8E5M2(E5M2.encode(x))
-    }
+/// `x` as E5M2 the way the GPU's `cvt.rn` makes it: rounded to nearest even,
+/// overflowing to +-infinity; NaN gives 0x7f.
+pub fn e5m2_rn(x: f32) -> F8E5M2 {
+    F8E5M2::from_bits(E5M2.encode(x))
 }
-
-// SAFETY: both are one byte with no invalid bit pattern (repr(transparent)
-// over u8), passed to and stored in device memory as that byte.
-unsafe impl DeviceRepr for Fp8E4M3 {}
-// SAFETY: as above.
-unsafe impl DeviceRepr for Fp8E5M2 {}
-// SAFETY: the zero byte is +0.0 in both formats.
-unsafe impl ValidAsZeroBits for Fp8E4M3 {}
-// SAFETY: as above.
-unsafe impl ValidAsZeroBits for Fp8E5M2 {}
 
 #[cfg(test)]
 mod tests {
@@ -206,7 +179,10 @@ mod tests {
     #[test]
     fn every_code_decodes_as_the_formula_says() {
         for b in 0..=255u8 {
-            let (e4, e5) = (Fp8E4M3(b).to_f32(), Fp8E5M2(b).to_f32());
+            // float8's decoding (the host types') and ours (the encoder's).
+            assert!(same(f64::from(E4M3.decode(b)), formula(b, 3, 7, false)));
+            assert!(same(f64::from(E5M2.decode(b)), formula(b, 2, 15, true)));
+            let (e4, e5) = (F8E4M3::from_bits(b).to_f32(), F8E5M2::from_bits(b).to_f32());
             assert!(
                 same(f64::from(e4), formula(b, 3, 7, false)),
                 "e4m3 {b:#04x}: {e4}"
@@ -220,53 +196,58 @@ mod tests {
 
     #[test]
     fn named_values() {
-        assert_eq!(Fp8E4M3(0x7e).to_f32(), 448.0);
-        assert_eq!(Fp8E4M3(0xfe).to_f32(), -448.0);
-        assert!(Fp8E4M3(0x7f).to_f32().is_nan() && Fp8E4M3(0xff).to_f32().is_nan());
+        assert_eq!(F8E4M3::from_bits(0x7e).to_f32(), 448.0);
+        assert_eq!(F8E4M3::from_bits(0xfe).to_f32(), -448.0);
+        assert!(
+            F8E4M3::from_bits(0x7f).to_f32().is_nan() && F8E4M3::from_bits(0xff).to_f32().is_nan()
+        );
         // E4M3's all-ones exponent is finite but for the NaN: 0x78 = 256.
-        assert_eq!(Fp8E4M3(0x78).to_f32(), 256.0);
-        assert_eq!(Fp8E4M3(0x38).to_f32(), 1.0);
-        assert_eq!(Fp8E4M3(0x01).to_f32(), 2f32.powi(-9));
-        assert_eq!(Fp8E4M3(0x08).to_f32(), 2f32.powi(-6));
-        assert_eq!(Fp8E4M3(0x80).to_f32().to_bits(), (-0.0f32).to_bits());
-        assert_eq!(Fp8E5M2(0x7c).to_f32(), f32::INFINITY);
-        assert_eq!(Fp8E5M2(0xfc).to_f32(), f32::NEG_INFINITY);
-        assert_eq!(Fp8E5M2(0x7b).to_f32(), 57344.0);
-        assert!((0x7d..=0x7f).all(|b| Fp8E5M2(b).to_f32().is_nan()));
-        assert_eq!(Fp8E5M2(0x3c).to_f32(), 1.0);
-        assert_eq!(Fp8E5M2(0x01).to_f32(), 2f32.powi(-16));
-        assert_eq!(Fp8E5M2(0x04).to_f32(), 2f32.powi(-14));
+        assert_eq!(F8E4M3::from_bits(0x78).to_f32(), 256.0);
+        assert_eq!(F8E4M3::from_bits(0x38).to_f32(), 1.0);
+        assert_eq!(F8E4M3::from_bits(0x01).to_f32(), 2f32.powi(-9));
+        assert_eq!(F8E4M3::from_bits(0x08).to_f32(), 2f32.powi(-6));
+        assert_eq!(
+            F8E4M3::from_bits(0x80).to_f32().to_bits(),
+            (-0.0f32).to_bits()
+        );
+        assert_eq!(F8E5M2::from_bits(0x7c).to_f32(), f32::INFINITY);
+        assert_eq!(F8E5M2::from_bits(0xfc).to_f32(), f32::NEG_INFINITY);
+        assert_eq!(F8E5M2::from_bits(0x7b).to_f32(), 57344.0);
+        assert!((0x7d..=0x7f).all(|b| F8E5M2::from_bits(b).to_f32().is_nan()));
+        assert_eq!(F8E5M2::from_bits(0x3c).to_f32(), 1.0);
+        assert_eq!(F8E5M2::from_bits(0x01).to_f32(), 2f32.powi(-16));
+        assert_eq!(F8E5M2::from_bits(0x04).to_f32(), 2f32.powi(-14));
     }
 
     #[test]
     fn encoding_round_trips_and_rounds_to_nearest_even() {
         for b in 0..=255u8 {
-            let x = Fp8E4M3(b).to_f32();
+            let x = F8E4M3::from_bits(b).to_f32();
             if !x.is_nan() {
-                assert_eq!(Fp8E4M3::from_f32(x), Fp8E4M3(b), "e4m3 {b:#04x}");
+                assert_eq!(e4m3_rn(x), F8E4M3::from_bits(b), "e4m3 {b:#04x}");
             }
-            let y = Fp8E5M2(b).to_f32();
+            let y = F8E5M2::from_bits(b).to_f32();
             if !y.is_nan() {
-                assert_eq!(Fp8E5M2::from_f32(y), Fp8E5M2(b), "e5m2 {b:#04x}");
+                assert_eq!(e5m2_rn(y), F8E5M2::from_bits(b), "e5m2 {b:#04x}");
             }
         }
         // Halfway cases go to the even mantissa: 1 + 1/16 is between 1 (0x38)
         // and 1.125 (0x39) in E4M3; 1 + 3/16 between 1.125 and 1.25 (0x3a).
-        assert_eq!(Fp8E4M3::from_f32(1.0625), Fp8E4M3(0x38));
-        assert_eq!(Fp8E4M3::from_f32(1.1875), Fp8E4M3(0x3a));
-        assert_eq!(Fp8E4M3::from_f32(1.07), Fp8E4M3(0x39));
+        assert_eq!(e4m3_rn(1.0625), F8E4M3::from_bits(0x38));
+        assert_eq!(e4m3_rn(1.1875), F8E4M3::from_bits(0x3a));
+        assert_eq!(e4m3_rn(1.07), F8E4M3::from_bits(0x39));
         // Subnormals and the carry into the normals.
-        assert_eq!(Fp8E4M3::from_f32(2f32.powi(-10)), Fp8E4M3(0x00));
-        assert_eq!(Fp8E4M3::from_f32(1.5 * 2f32.powi(-9)), Fp8E4M3(0x02));
-        assert_eq!(Fp8E4M3::from_f32(7.5 * 2f32.powi(-9)), Fp8E4M3(0x08));
+        assert_eq!(e4m3_rn(2f32.powi(-10)), F8E4M3::from_bits(0x00));
+        assert_eq!(e4m3_rn(1.5 * 2f32.powi(-9)), F8E4M3::from_bits(0x02));
+        assert_eq!(e4m3_rn(7.5 * 2f32.powi(-9)), F8E4M3::from_bits(0x08));
         // Past the largest finite value.
-        assert_eq!(Fp8E4M3::from_f32(470.0), Fp8E4M3(0x7e));
-        assert_eq!(Fp8E4M3::from_f32(-1e30), Fp8E4M3(0xfe));
-        assert_eq!(Fp8E4M3::from_f32(f32::INFINITY), Fp8E4M3(0x7e));
-        assert_eq!(Fp8E5M2::from_f32(61439.0), Fp8E5M2(0x7b));
-        assert_eq!(Fp8E5M2::from_f32(61440.0), Fp8E5M2(0x7c));
-        assert_eq!(Fp8E5M2::from_f32(f32::NEG_INFINITY), Fp8E5M2(0xfc));
-        assert!(Fp8E4M3::from_f32(f32::NAN).to_f32().is_nan());
-        assert!(Fp8E5M2::from_f32(f32::NAN).to_f32().is_nan());
+        assert_eq!(e4m3_rn(470.0), F8E4M3::from_bits(0x7e));
+        assert_eq!(e4m3_rn(-1e30), F8E4M3::from_bits(0xfe));
+        assert_eq!(e4m3_rn(f32::INFINITY), F8E4M3::from_bits(0x7e));
+        assert_eq!(e5m2_rn(61439.0), F8E5M2::from_bits(0x7b));
+        assert_eq!(e5m2_rn(61440.0), F8E5M2::from_bits(0x7c));
+        assert_eq!(e5m2_rn(f32::NEG_INFINITY), F8E5M2::from_bits(0xfc));
+        assert!(e4m3_rn(f32::NAN).to_f32().is_nan());
+        assert!(e5m2_rn(f32::NAN).to_f32().is_nan());
     }
 }

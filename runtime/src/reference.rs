@@ -16,7 +16,7 @@
 use half::{bf16, f16};
 use redjit_codegen::{DType, Op, ReduceCopySpec, Role, Rounding};
 
-use crate::fp8::{Fp8E4M3, Fp8E5M2};
+use crate::fp8::{F8E4M3, F8E5M2, e4m3_rn, e5m2_rn};
 
 /// A host buffer of one of redjit's dtypes.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,9 +28,9 @@ pub enum HostBuffer {
     /// f16 elements.
     F16(Vec<f16>),
     /// OCP FP8 E4M3 elements (a reduction input).
-    E4M3(Vec<Fp8E4M3>),
+    E4M3(Vec<F8E4M3>),
     /// OCP FP8 E5M2 elements (a reduction input).
-    E5M2(Vec<Fp8E5M2>),
+    E5M2(Vec<F8E5M2>),
     /// i8 elements (a reduction input).
     I8(Vec<i8>),
 }
@@ -83,8 +83,8 @@ impl HostBuffer {
             HostBuffer::F32(v) => v[i].to_bits(),
             HostBuffer::BF16(v) => u32::from(v[i].to_bits()),
             HostBuffer::F16(v) => u32::from(v[i].to_bits()),
-            HostBuffer::E4M3(v) => u32::from(v[i].0),
-            HostBuffer::E5M2(v) => u32::from(v[i].0),
+            HostBuffer::E4M3(v) => u32::from(v[i].to_bits()),
+            HostBuffer::E5M2(v) => u32::from(v[i].to_bits()),
             HostBuffer::I8(v) => u32::from(v[i] as u8),
         }
     }
@@ -107,8 +107,8 @@ impl HostBuffer {
             DType::F32 => HostBuffer::F32(par_fill(len, &f)),
             DType::BF16 => HostBuffer::BF16(par_fill(len, |i| bf16_rn(f(i)))),
             DType::F16 => HostBuffer::F16(par_fill(len, |i| f16_rn(f(i)))),
-            DType::E4M3 => HostBuffer::E4M3(par_fill(len, |i| Fp8E4M3::from_f32(f(i)))),
-            DType::E5M2 => HostBuffer::E5M2(par_fill(len, |i| Fp8E5M2::from_f32(f(i)))),
+            DType::E4M3 => HostBuffer::E4M3(par_fill(len, |i| e4m3_rn(f(i)))),
+            DType::E5M2 => HostBuffer::E5M2(par_fill(len, |i| e5m2_rn(f(i)))),
             // `as` saturates and maps NaN to 0.
             DType::I8 => HostBuffer::I8(par_fill(len, |i| f(i).round_ties_even() as i8)),
             DType::I64 => panic!("i64 is an accumulator, not a buffer's element type"),

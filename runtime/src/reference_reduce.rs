@@ -730,9 +730,13 @@ mod tests {
 
     #[test]
     fn fp8_inputs_decode_exactly_and_propagate_nan_and_inf() {
-        use crate::fp8::{Fp8E4M3, Fp8E5M2};
+        use crate::fp8::{F8E4M3, F8E5M2};
         // e4m3: 448 + 1 + NaN.
-        let x = HostBuffer::E4M3(vec![Fp8E4M3(0x7e), Fp8E4M3(0x38), Fp8E4M3(0x7f)]);
+        let x = HostBuffer::E4M3(vec![
+            F8E4M3::from_bits(0x7e),
+            F8E4M3::from_bits(0x38),
+            F8E4M3::from_bits(0x7f),
+        ]);
         assert!(
             all(&spec("reduce_all_sum_e4m3_f32"), 1, &[&x])
                 .check_f32(f32::NAN)
@@ -747,7 +751,11 @@ mod tests {
             all(&spec("reduce_all_argmin_e4m3_f32"), 1, &[&x]).result,
             Reduced::Index(2)
         );
-        let finite = HostBuffer::E4M3(vec![Fp8E4M3(0x7e), Fp8E4M3(0x38), Fp8E4M3(0xfe)]);
+        let finite = HostBuffer::E4M3(vec![
+            F8E4M3::from_bits(0x7e),
+            F8E4M3::from_bits(0x38),
+            F8E4M3::from_bits(0xfe),
+        ]);
         assert!(
             all(&spec("reduce_all_sum_e4m3_f32"), 1, &[&finite])
                 .check_f32(1.0)
@@ -759,7 +767,11 @@ mod tests {
                 .is_ok()
         );
         // e5m2: +inf wins max, -inf + +inf is NaN, the first NaN is argmax.
-        let y = HostBuffer::E5M2(vec![Fp8E5M2(0x3c), Fp8E5M2(0x7c), Fp8E5M2(0x7b)]);
+        let y = HostBuffer::E5M2(vec![
+            F8E5M2::from_bits(0x3c),
+            F8E5M2::from_bits(0x7c),
+            F8E5M2::from_bits(0x7b),
+        ]);
         assert!(
             all(&spec("reduce_all_max_e5m2_f32"), 1, &[&y])
                 .check_f32(f32::INFINITY)
@@ -776,10 +788,10 @@ mod tests {
                 .is_ok()
         );
         let z = HostBuffer::E5M2(vec![
-            Fp8E5M2(0xfc),
-            Fp8E5M2(0x7c),
-            Fp8E5M2(0x7e),
-            Fp8E5M2(0x7d),
+            F8E5M2::from_bits(0xfc),
+            F8E5M2::from_bits(0x7c),
+            F8E5M2::from_bits(0x7e),
+            F8E5M2::from_bits(0x7d),
         ]);
         assert!(
             all(&spec("reduce_all_sum_e5m2_f32"), 1, &[&z])
@@ -794,7 +806,11 @@ mod tests {
         let r = HostBuffer::from_fn(DType::E4M3, 3, |i| [1.0625, 1000.0, -0.0][i]);
         assert_eq!(
             r,
-            HostBuffer::E4M3(vec![Fp8E4M3(0x38), Fp8E4M3(0x7e), Fp8E4M3(0x80)])
+            HostBuffer::E4M3(vec![
+                F8E4M3::from_bits(0x38),
+                F8E4M3::from_bits(0x7e),
+                F8E4M3::from_bits(0x80)
+            ])
         );
         assert_eq!(r.bits(2), 0x80);
         let i = HostBuffer::from_fn(DType::I8, 4, |i| [2.5, -300.0, f32::NAN, 127.4][i]);
