@@ -489,7 +489,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   // row need be resident with another. Two passes, not one wait an item: at
   // 4x1000003 the norms' twins ran two waves, each blocked on its rows' other
   // chunks (bf16 layer norm 24.4-25.4 us on the GPU against 15.4-15.8 us for
-  // the deferred kernel at 4x1000004, H100, 2026-11-25). counters[0] is the
+  // the deferred kernel at 4x1000004, H100, commit bb57a3f). counters[0] is the
   // ticket, counters[1] the launches' epoch (the flag, as the deferred kernel's).
 {%- if ticket_ahead %}
   // A block takes its next ticket as it starts an item and reads it after
@@ -601,14 +601,10 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     // every thread read the last item_s before the reducer's barriers. The
     // ticket orders no data. Taken acq_rel (a release after the block's
     // stores), it made layer norm, whose weight and bias are read after the
-    // row's wait, faster and the other row ops slower (H100, 2026-11-25,
-    // 64x1048576: layer norm f32 73.1-73.2 % of copy against 61.5-61.7 %
-    // relaxed; softmax bf16 52.0-52.2 against 55.1-55.4, RMS norm bf16 63.5
-    // against 66.1-66.8). The layer norms of raw rows, which ask for their
-    // columns ahead of their stores, take it relaxed (H100, 2026-11-28, GB/s:
-    // bf16 layer norm + residual 1680-1685 against 1608-1612 at 4x1000003,
-    // 1975-1985 against 1953-1957 at 64x1048573; bf16 layer norm 1522-1528
-    // against 1481-1486 at 64x1048573).
+    // row's wait, faster and the other row ops slower (64x1048576, H100,
+    // commit 3d272e8). The layer norms of raw rows, which ask for their
+    // columns ahead of their stores, take it relaxed: 1-5 % faster at 4x1000003
+    // and 64x1048573 (H100, commit f7d7696).
 {%- if not ticket_beside_epoch %}
     if (threadIdx.x == 0) item_s = {{ ticket_add }}(counters, 1u);
 {%- endif %}

@@ -97,8 +97,8 @@ __device__ __forceinline__ void hunks_any(
 {%- if stochastic %}
     // Every pack's random words before the loads, so Philox overlaps their latency:
     // drawn at the store (as the aligned loop does), Philox, shuffles and funnel
-    // shifts queued behind each other and this loop ran at 54 % of the aligned one
-    // (H100, 2026-11-23); drawn here, 66-84 %.
+    // shifts queued behind each other and this loop ran at 54 % of the aligned one;
+    // drawn here, 66-84 % (H100, commit 4991e3f).
     rj_u32 rb[{{ unroll }}][4];
 #pragma unroll
     for (int u = 0; u < {{ unroll }}; ++u) rj_sr_bits4(sr_seed, sr_base, base + u * 32 * kPack, rb[u]);

@@ -387,9 +387,8 @@ __device__ __forceinline__ void rj_row_add_staged(rj_u32 slots, rj_u32 stride, c
 // same grid). A row of an odd ld starts off the grid, its chunks start early
 // by its shift, and a weight on its own grid lies 1-3 elements off theirs: two
 // vector loads and a pick, where the element path took four scalar loads a
-// pack. At 4x1000003 (rows 1-3 off the grid; H100, 2026-11-27, two rounds)
-// bf16 layer norm's twin s512x4_o2_g ran 876-878 GB/s against 825-828, f16
-// 870-875 against 819-825, bf16 RMS norm 1011-1016 against 978-982.
+// pack: up to 6 % faster for 16-bit layer and RMS norm at 4x1000003 (rows 1-3
+// off the grid; H100, commit e9f942b).
 struct rj_col_grid {
   bool vec;
   rj_u32 m;
@@ -420,7 +419,7 @@ __device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, rj_col_g
     // cols where pack 0 starts before the row.
     // rj_col_shifted's test, written out: through the helper NVVM emitted
     // other PTX (more setp) for the widened split and staging twins, which
-    // were measured as they are (2026-11-28).
+    // were measured as they are (commit 712dcb5).
     if (g.vec && g.m != 0 && c.whole(p) && e - g.m + 8u <= c.cols && e >= g.m) {
       // Raw words, shifted into place before the widening: fewer registers
       // than two widened packs.
@@ -461,12 +460,9 @@ __device__ __forceinline__ void rj_col_ld_raw(rj_u64 a, const C& c, int p, rj_co
 // packs lie inside (all but those at a row's or a chunk's ends) takes a copy
 // of the pass without a bound test an element: in 16-bit layer norm's raw twin
 // the tests and their predicated adds were 3 of the 5 instructions an element
-// of each pass. With it, H100, 2026-11-28, GB/s, two rounds
-// (benchmarks/2026-11-28-h100-s32 run3, against run1-run2's builds without
-// it): bf16 RMS norm 1305-1320 against 1278-1298 at 4x1000003, layer norm
-// 1170-1172 against 1162-1163. The widened softmax's exp sum took the same
-// copy at 1 % slower for bf16 (1088-1089 against 1092-1096; an f32 twin
-// spilled 4 bytes), and was left as it was.
+// of each pass. The copy made bf16 RMS and layer norm faster at 4x1000003
+// (H100, commit 4210da4); the widened softmax's exp sum ran 1 % slower with it
+// (an f32 twin spilled 4 bytes), and was left as it was.
 template <class T, bool kAgain, bool kInside, int P, class C, class F>
 __device__ __forceinline__ void rj_raw_pass(const rj_u32 (&h)[P][T::kWords], const C& c, const F& f) {
 #pragma unroll
@@ -500,16 +496,11 @@ enum : int { kRawColsAhead = 2 };
 // reduction, and for each later group as it stores the group D before it, so
 // that a group's round trip to L2 is not waited for in turn after the one
 // before (stored with its loads volatile, in order: a round trip a group).
-// Measured at 4x1000003 and 64x1048573 (H100, 2026-11-28, GB/s, each kernel
-// alone, two rounds, benchmarks/2026-11-28-h100-s32 run1, run2), D = 2 pairs
-// against loading each pair as it is stored: bf16 layer norm + residual
-// 1603-1613 against 1512-1520 and 1951-1960 against 1747-1748; bf16 layer norm
-// 1168-1176 against 1133-1145 (run1); bf16 RMS norm + residual 1762-1772
-// against 1721-1732 with all its weight loaded before the reduction, and
-// 2254-2267 against 2151 at 64x1048573 (run2; run1's HEAD build, loading each
-// pair: 1740-1759 and 2140-2147). Layer norm with 3 or 4 pairs ahead, or 2
-// before the reduction, ran slower (bf16 1119-1156) and spilled 16-96 bytes
-// in some of its four kernels (ptxas 13.0, 64 registers).
+// D = 2 pairs beat loading each pair as it is stored, and RMS norm's weight
+// loaded before the reduction, for bf16 layer norm (with and without residual)
+// and RMS norm + residual at 4x1000003 and 64x1048573 (H100, commit 4210da4).
+// Layer norm with 3 or 4 pairs ahead, or 2 before the reduction, ran slower
+// and spilled in some of its four kernels (ptxas 13.0, 64 registers).
 template <class T, int V, int D, class C> struct rj_raw_cols {
   enum : int { kGroup = C::kPair };
   rj_u32 ring[D][kGroup][V][T::kWords];
@@ -699,9 +690,9 @@ __device__ __forceinline__ const typename F::S* rj_warp_states(const F& f, typen
 // (lane l: states l, l + 32, ..., then the warp's tree, so every block gets the
 // same bits) and hands the result to the block through shared memory. Two block
 // barriers in all, and no fence in every thread: the sync of a row is on the
-// critical path of every split kernel (ncu, H100, 2026-11-25, 4x1000003 bf16
-// with six barriers and a fence in every thread: 40 % of the stall samples at
-// block barriers, 5 % at fences). The last block to leave resets the row's two
+// critical path of every split kernel (ncu, H100, 4x1000003 bf16 with six
+// barriers and a fence in every thread: 40 % of the stall samples at block
+// barriers, 5 % at fences; commit 3ccd8d4). The last block to leave resets the row's two
 // counters for the next launch (nothing reads them in between: relaxed).
 // The wait needs every block of a row resident at once: the launcher hands items
 // out in order through a ticket (a block takes an item only when it runs) and
@@ -750,8 +741,8 @@ template <int kThreads> struct rj_red_split_counted {
 // memory, and no block waits on one that is not running: the hardware
 // schedules a cluster's blocks together. Not a cluster barrier: its release
 // (every thread's) waits for each thread's stores of the row before to drain,
-// and clusters of 2-7 blocks so ran at 11-68 % of copy where the global
-// exchange ran at 26-86 % (H200, 2026-11-27, 4096x50257 bf16, 8192x32768 f32).
+// and clusters of 2-7 blocks so ran slower than the global exchange (H200,
+// 4096x50257 bf16, 8192x32768 f32; commit 522f3b3).
 // Row i takes slot and mbarrier i % 2, in phase i / 2 % 2. A block pushes row
 // i + 2 into a slot only after it has row i + 1's states, which every block
 // pushed after it read row i's slot: two slots suffice.
@@ -824,10 +815,9 @@ template <int kThreads, int kCluster> struct rj_red_cluster {
 // A cohort's block goes over each of its rows twice, one row apart: it publishes
 // its state of row r, then finishes row r - cohorts, whose states every block of
 // the cohort published an iteration earlier, so that the wait on the other
-// blocks of a row, and its round trips to L2, are off the critical path (H100,
-// 2026-11-25, bf16 softmax at 8192x32768: the split kernel with one block a row
-// ran at 69.6-69.9 % of copy against 90.2-90.4 % for the block kernel with the
-// same chunk; without the wait 71.6-72.3 %, without its release too 73.2-73.6 %).
+// blocks of a row, and its round trips to L2, are off the critical path (bf16
+// softmax at 8192x32768: the split kernel with one block a row ran 20 points
+// of copy below the block kernel with the same chunk; H100, commit 13b045a).
 // A published state travels a float a 64-bit word, its high half the launch's
 // flag: a 64-bit store is single-copy atomic, so a reader that sees the flag
 // sees the float, and no fence, counter or reset is needed. The flag is the
@@ -853,13 +843,10 @@ __device__ __forceinline__ rj_u64 rj_ld_relaxed_b64(rj_u64 a) {
 // Two flagged words in one 16-byte access. PTX models a vector access as one
 // access an element, so each 64-bit word stays single-copy atomic and its flag
 // still vouches for its float. A state of two or more words so takes half the
-// memory instructions: at 4x1000003 (H100, 2026-11-28, each kernel alone, two
-// rounds) bf16 softmax 1174-1181 GB/s against 1159-1161, log-softmax
-// 1192-1193 against 1171-1179, f32 softmax 1676-1688 against 1654-1667,
-// bf16 layer norm 1245-1250 against 1225-1238; at 64x1048576 f32 layer norm
-// + residual's four-word f64 sums 2785-2788 against 2573-2587. A slot is whole 16 bytes
-// (NormSpec::partial_bytes) from a 16-byte-aligned base, so every pair is
-// aligned.
+// memory instructions: 1-2 % faster for softmax and layer norm at 4x1000003,
+// 8 % for f32 layer norm + residual's four-word f64 sums at 64x1048576 (H100,
+// commit df8c309). A slot is whole 16 bytes (NormSpec::partial_bytes) from a
+// 16-byte-aligned base, so every pair is aligned.
 __device__ __forceinline__ void rj_st_relaxed_b64x2(rj_u64 a, rj_u64 v0, rj_u64 v1) {
   asm volatile("st.relaxed.gpu.global.v2.b64 [%0], { %1, %2};" ::"l"(a), "l"(v0), "l"(v1) : "memory");
 }
@@ -977,12 +964,11 @@ template <class S, int kWarps> __device__ __forceinline__ S* rj_fetched_warps() 
 // the result. Every block of the cohort is resident (the launcher checks it),
 // so each slot fills. A lane's slots are read kAhead at a time, all loads in
 // flight before the first is checked: one round trip to L2 for up to 32 x
-// kAhead blocks (H100, 2026-11-25, 64x1048576, 64 blocks a row: f32 softmax
-// 83.9-84.7 % of copy with 4 against 77.5-78.7 % with 1; where the registers
-// to hold them spill, 1). The first kEarly of them are asked for before the
-// block publishes its next row, so that they arrive meanwhile (the same, 16-bit
-// layer norm: 61.1-62.8 % against 51.1-51.3 %), where their registers do not
-// spill.
+// kAhead blocks (4 beat 1 by 6 points of copy for f32 softmax at 64x1048576,
+// 64 blocks a row; where the registers to hold them spill, 1). The first kEarly
+// of them are asked for before the block publishes its next row, so that they
+// arrive meanwhile (10 points there for 16-bit layer norm), where their
+// registers do not spill (H100, commit 13b045a).
 template <int kThreads, int kEarly, int kAhead> struct rj_red_fetch {
   static_assert(1 <= kEarly && kEarly <= kAhead, "early slots are the first of a batch");
   enum : bool { kCheap = false, kApply = true, kKnown = true };
@@ -1044,12 +1030,9 @@ template <int kThreads, int kEarly, int kAhead> struct rj_red_fetch {
 // (rj_group_total), and every thread then merges the warps' totals in warp
 // order, so every block gets the same bits. Against warp 0's batches it holds
 // one slot's registers a thread, not kAhead, and no lane merges a batch alone:
-// faster for f32 RMS norm and 16-bit layer norm (H100, 2026-11-25, 64x1048576,
-// % of copy: f32 RMS norm + residual s512x4_p 92.5-94.9 against 86.0-86.8, f32
-// RMS norm s512x8_p 86.5-87.1 against 82.9-83.7, 16-bit layer norm s512x8_p
-// 69.7-71.3 against 68.6-69.3), slower for f32 layer norm (74.6-75.2 against
-// 77.3-77.7) and within a point elsewhere; 16-bit RMS norm s512x16_p spilled
-// with it.
+// faster for f32 RMS norm and 16-bit layer norm, slower for f32 layer norm
+// and within a point elsewhere (64x1048576, H100, commit b64f3e7); 16-bit RMS
+// norm s512x16_p spilled with it.
 template <int kThreads> struct rj_red_fetch_wide {
   enum : bool { kCheap = false, kApply = true, kKnown = true };
   static const int kWarps = kThreads / 32;
@@ -1107,11 +1090,10 @@ template <int kThreads> struct rj_red_fetch_wide {
 // reset or leave. Counters a row (arrive, wait, load the states, then a
 // returning add on a leave counter before the block barrier) cost, in a probe
 // of the exchange alone at 4x1000008 bf16, 0.6-0.7 us for the states' loads
-// and 0.2-0.3 us for the leave count of a 10.8 us launch (H100, 2026-11-27,
-// benchmarks/2026-11-27-h100-s30 run1). kAsk: each thread's first
-// slot is asked for as the block publishes (NormSpec::split_asks_early). The
-// whole-pack kernels keep the counters (rj_red_split_counted,
-// NormSpec::row_counters), for their registers. The wait needs every block of
+// and 0.2-0.3 us for the leave count of a 10.8 us launch (H100, commit
+// 895b7b3). kAsk: each thread's first slot is asked for as the block publishes
+// (NormSpec::split_asks_early). The whole-pack kernels keep the counters
+// (rj_red_split_counted, NormSpec::row_counters), for their registers. The wait needs every block of
 // a row resident at once: the launcher hands items out in order through a
 // ticket (a block takes an item only when it runs), or launches a grid of an
 // item a block cooperatively, and checks splits <= resident blocks.
@@ -1172,7 +1154,7 @@ __device__ __forceinline__ float rj_row_exp_sum(float (&x)[P][4], const C& c, fl
 // Softmax takes one exp an element: the registers keep e^(x - m) from the sum
 // (m the thread's max, online, or the row's, safe) and the output scales them,
 // by e^(m - max) / d online. Two exps an element made 16-bit rows in 512-thread
-// blocks issue-bound (bf16 8192x32768: 82.5-85.5 % of copy, H100, 2026-11-24).
+// blocks issue-bound (bf16 8192x32768, H100; commit 3bfb475).
 // Log-softmax needs no exp in its output.
 template <bool kOnline, bool kLog> struct rj_norm_softmax {
   // The state the blocks of a split row exchange.
@@ -1336,8 +1318,8 @@ __device__ __forceinline__ rj_sum_sq64 rj_shfl_state(const rj_sum_sq64& s, int m
 //   bound centres them all (the groups of a warp hold different rows and every
 //   lane must reach each shuffle; keeping each row's own form spilled layer
 //   norm + residual f32 w32x4 at its 64 registers). Against the two sums (the
-//   mean, then the squares about it): f32 b512x16_n at 8192x32768 94.6-95.4 %
-//   of copy against 93.2-93.5 (H100, 2026-11-25), the others within the spread.
+//   mean, then the squares about it): f32 b512x16_n at 8192x32768 a point
+//   faster, the others within the spread (H100, commit 4eaf61e).
 // - Split rows and 16-bit blocks of 512 threads: each thread's (n, mean, m2)
 //   about its own mean, merged by Chan's formula (rj_red_welford).
 // - kSums64 (NormSpec::f64_sums, the deferred 16-bit split rows): the sum and
@@ -1432,8 +1414,8 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
       // 2 x G packs' registers, not the row's. Loads and stores are volatile
       // (issued in the order written), so with the stores after the row, as
       // below, every pack's loads came first: f32 b512x16_x spilled 80 bytes
-      // so (ptxas 13.0), and ran at 99.0-99.1 % of copy this way (H100,
-      // 2026-11-27, 8192x32768), against 95.1-95.2 for b512x16_n.
+      // so (ptxas 13.0), and ran 4 points of copy above b512x16_n this way
+      // (8192x32768, H100, commit 3b614f8).
       const int G = P < 4 ? P : 4;
       static_assert(P % G == 0, "whole groups of packs");
       float wv[2][G][4], bv[2][G][4];

@@ -400,12 +400,10 @@ __device__ __forceinline__ typename Op::S rj_group_reduce(const Op& op, typename
 }
 // The same result through the op's group_total where it has one. It holds a
 // state's words longer than the pairwise merge (the lane's own state waits for
-// the group's mean or max): the split rows' exchange takes it (H100,
-// 2026-11-25, 64x1048576, % of copy: 16-bit online softmax s512x8_p 82.2-83.1
-// against 77.3-77.4, f32 log-softmax 88.8-89.4 against 87.3-88.2; 16-bit layer
-// norm s512x8_p 68.0-70.0 against 66.0-67.9 in five of six rounds), while block
-// kernels that hold a whole row at the register limit spilled with it (16-bit
-// layer norm b512x16_x: 176 bytes).
+// the group's mean or max): the split rows' exchange takes it (faster for
+// online softmax, log-softmax and 16-bit layer norm at 64x1048576; H100, commit
+// 760adec), while block kernels that hold a whole row at the register limit
+// spilled with it (16-bit layer norm b512x16_x: 176 bytes).
 template <int G, class Op>
 __device__ __forceinline__ typename Op::S rj_group_total(const Op& op, typename Op::S s) {
   if constexpr (rj_has_group_total<Op>::value) {
