@@ -2,7 +2,7 @@
 //!
 //! A timed launch on an idle GPU counts the host's time to issue it: the start
 //! event is passed at once, and the GPU waits for the launch to arrive (3.5 to
-//! 11 us a launch on the H100 machine, the thirteenth session's run2). With
+//! 11 us a launch on the H100, commit bb57a3f). With
 //! [`LaunchGap::Hidden`] a [`Hold`] kernel keeps the stream busy while the
 //! host issues the start event, the work and the end event, so the events
 //! bracket the GPU's time alone, as NVIDIA's nvbench does with its blocking
@@ -29,8 +29,7 @@ pub enum LaunchGap {
     #[default]
     Hidden,
     /// The launch is issued to an idle GPU: the events count the host's
-    /// issue time too (the benchmarks' method before 2026-11-26's twentieth
-    /// session).
+    /// issue time too (the benchmarks' method before commit df9f5d7).
     Counted,
 }
 

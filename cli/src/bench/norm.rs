@@ -95,7 +95,7 @@ impl Case {
     /// The row streams' bytes (x and out, and the residual in and out): what
     /// the same-bytes copy moves. The weight and bias (a few KB) are left out:
     /// they put the copy off a power of two, and such a copy ran 5 % slower
-    /// (H100, 2026-11-25: 2^24 f32 2495.1 GB/s, 2^24 + 32 f32 2373.7 GB/s).
+    /// (2^24 + 32 f32 against 2^24 on the H100, commit df27738).
     pub fn row_bytes(&self) -> u64 {
         let n = (self.m.rows * self.m.cols) as u64;
         let i = u64::from(self.spec.input.info().bytes);
@@ -169,9 +169,9 @@ pub fn cases(a: &NormBenchArgs, tuning: &Tuning) -> CliResult<Vec<Case>> {
                 let base =
                     NormSpec::with(ops, d, d, 1).for_shape(Some(rows as u64), cols as u64, tuning);
                 if a.variants {
-                    // Layouts far wider than the row only idle (run4: blocks and
+                    // Layouts far wider than the row only idle (blocks and
                     // splits at 128 columns ran at 1-27 % of copy and took most
-                    // of the call): a variant must hold the row in at most 8x
+                    // of the call, commit 518b645): a variant must hold the row in at most 8x
                     // its length, and a split must be needed.
                     for v in variants(&base) {
                         let wide = v.capacity().is_some_and(|c| c > 8 * cols as u64)

@@ -89,9 +89,9 @@ pub const PACK_BYTES: u32 = 16;
 pub const THREADS: u32 = 512;
 
 /// Threads per block of the LL push kernel: a block of 512 took the first
-/// 8 KiB of bf16 alone, and 64 KiB ran on 8 of the fixed grid's blocks (3.2
-/// and 4.0 us a call from a graph on 2 x H200, s18 run5); at 128 the same
-/// message's lines leave from four times the SMs.
+/// 8 KiB of bf16 alone, and 64 KiB ran on 8 of the fixed grid's blocks (2 x
+/// H200, commit 629606e); at 128 the same message's lines leave from four
+/// times the SMs.
 pub const LL_THREADS: u32 = 128;
 /// Shared memory the cp.async kernel stages through: two buffers of one pack
 /// per rank per thread; its block size is chosen to stay within this.

@@ -4,9 +4,9 @@
 //! cudarc's `CudaStream::join` creates a timing event, records it, waits on it
 //! and destroys it: four driver calls, one of them an allocation, per stream
 //! pair. An eager all-reduce joins every rank twice, so on the test placement
-//! the host spent most of a small call's ~30 µs there (H100, 2026-11-24:
-//! back-to-back 64 KB calls took 30 µs eager against 6 µs replayed from a
-//! graph). Here each join is one record and one wait on an event that lives
+//! the host spent most of a small call's ~30 µs there (back-to-back 64 KB
+//! calls took 30 µs eager against 6 µs replayed from a graph; H100, commit
+//! 05f9b78). Here each join is one record and one wait on an event that lives
 //! as long as the communicator. Re-recording an event is safe: a wait binds to
 //! the record that precedes it on the host, and later records do not move it.
 //! A rank that issues on the main stream itself needs neither.

@@ -571,7 +571,7 @@ fn plans() {
     // norm with and without the residual (the latter since its f64 sums),
     // RMS norm with and without it, f32 layer norm with and without it;
     // in their exact form (`_p_x`) where measured faster and the row is a
-    // whole number of chunks (fifteenth session), else `_p`.
+    // whole number of chunks (commit 5e57e4c), else `_p`.
     for (op, algo) in [
         (NormOp::Softmax, SoftmaxAlgo::Online),
         (NormOp::Softmax, SoftmaxAlgo::Safe),
@@ -621,8 +621,8 @@ fn plans() {
     let long_spec = |op, residual, d| NormSpec::with((op, None, residual), d, d, 1 << 20);
     let long = |op, residual, d| long_spec(op, residual, d).name();
     let long_twin = |op, residual, d| long_spec(op, residual, d).general_twin().name();
-    // Layer norm's rows of a whole number of larger chunks (twenty-seventh
-    // session): 16-bit s512x16_p_x from 65536, f32 s512x8_p_x at 65536
+    // Layer norm's rows of a whole number of larger chunks (commit
+    // e164c6f): 16-bit s512x16_p_x from 65536, f32 s512x8_p_x at 65536
     // and 2^20; other rows as before, the exact kernels' ragged twins too
     // (their own ragged forms spill).
     for d in [DType::BF16, DType::F16] {
@@ -702,7 +702,7 @@ fn plans() {
         long_twin(NormOp::RmsNorm, true, DType::F32),
         "norm_rmsnorm_res_f32_f32_s512x4_o2_g"
     );
-    // f32 layer norm takes the deferred kernel of 4 packs (ninth session)
+    // f32 layer norm takes the deferred kernel of 4 packs (commit 5011ae1)
     // but on rows of a whole number of 8 packs' chunks.
     assert_eq!(
         long(NormOp::LayerNorm, false, DType::F32),
@@ -715,7 +715,7 @@ fn plans() {
     assert_eq!(layout(NormOp::LayerNorm, true, DType::F32, 32769), "l512x8");
     assert_eq!(layout(NormOp::LayerNorm, true, DType::F32, 33793), "s512x4");
     // 16-bit layer norm + residual takes the deferred kernel with f64 sums
-    // (fourteenth session).
+    // (commit 4f4f766).
     assert_eq!(
         long(NormOp::LayerNorm, true, DType::BF16),
         "norm_layernorm_res_bf16_bf16_s512x8_p_x"
@@ -726,7 +726,7 @@ fn plans() {
     );
     assert_eq!(layout(NormOp::RmsNorm, true, DType::F32, 32768), "b512x16");
     // 16-bit layer norm's twins hold their rows as raw words: 8 packs at
-    // 2 blocks an SM (thirty-first session).
+    // 2 blocks an SM (commit a3d9b82).
     assert_eq!(
         long_twin(NormOp::LayerNorm, false, DType::BF16),
         "norm_layernorm_bf16_bf16_s512x8_o2_g"
