@@ -24,7 +24,11 @@ pub struct CacheArgs {
 #[derive(Debug, Clone, Copy, Subcommand)]
 pub enum CacheAction {
     /// List the entries (file name, bytes).
-    Ls,
+    Ls {
+        /// Print one JSON object (dir, entries) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Remove the entries (*.rjc), leftover temp files (.tmp-*) and the remembered
     /// NVRTC identity; nothing else.
     Clear,
@@ -45,7 +49,21 @@ pub fn cache_cmd(args: &CacheArgs) -> CliResult {
         )));
     }
     match args.action {
-        CacheAction::Ls => {
+        CacheAction::Ls { json: true } => {
+            let entries = cache::list_entries(&dir);
+            let list: Vec<serde_json::Value> = entries
+                .iter()
+                .map(|e| {
+                    serde_json::json!({
+                        "file": e.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                        "bytes": e.bytes,
+                    })
+                })
+                .collect();
+            let v = serde_json::json!({ "dir": dir.display().to_string(), "entries": list });
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        }
+        CacheAction::Ls { json: false } => {
             let entries = cache::list_entries(&dir);
             println!("cache dir: {}", dir.display());
             for e in &entries {

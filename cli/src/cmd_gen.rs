@@ -2,7 +2,8 @@
 
 use clap::Args;
 use redjit_codegen::Arch;
-use redjit_runtime::{CompileCache, Jit, Output, Runtime, RuntimeOptions, Target};
+use redjit_codegen::KernelSpec;
+use redjit_runtime::{CompileCache, Compiled, Jit, Nvrtc, Output, Runtime, RuntimeOptions, Target};
 
 use crate::args::SpecSelect;
 use crate::error::{CliError, CliResult};
@@ -74,14 +75,7 @@ pub fn ptx_cmd(args: &PtxArgs) -> CliResult {
         Some(a) => a,
         None => default_arch(),
     };
-    let jit = Jit::with_target(
-        Target {
-            arch,
-            output: Output::Ptx,
-        },
-        CompileCache::in_memory(),
-    );
-    let compiled = jit.compile(spec.as_ref())?;
+    let compiled = compile_for(spec.as_ref(), arch, Output::Ptx)?;
     let ptx = compiled.artifact.ptx().ok_or_else(|| {
         CliError::failure(format!("NVRTC returned no PTX text for {}", compiled.name))
     })?;
@@ -90,6 +84,27 @@ pub fn ptx_cmd(args: &PtxArgs) -> CliResult {
         println!();
     }
     Ok(())
+}
+
+/// `spec` compiled for `arch` through the disk cache (a repeated `ptx` or
+/// `sass` loads it), after `arch` is checked against the archs this NVRTC
+/// reports: an arch it lacks is bad input, one line.
+pub fn compile_for(
+    spec: &(dyn KernelSpec + Send + Sync),
+    arch: Arch,
+    output: Output,
+) -> CliResult<Compiled> {
+    let facts = Nvrtc::load()?.facts;
+    if !facts.archs.contains(&arch.0) {
+        let known: Vec<String> = facts.archs.iter().map(|a| format!("sm_{a}")).collect();
+        return Err(CliError::usage(format!(
+            "--arch {arch}: this NVRTC ({}) compiles for {}",
+            facts.version_string(),
+            known.join(", ")
+        )));
+    }
+    let jit = Jit::with_target(Target { arch, output }, CompileCache::from_env());
+    Ok(jit.compile(spec)?)
 }
 
 /// The GPU's arch when one is present, else sm_90 (with a note on stderr).

@@ -8,11 +8,80 @@ use redjit_runtime::{Nvrtc, Runtime, RuntimeOptions};
 use crate::cmd_cache::{dir_usage, fmt_bytes};
 use crate::error::CliResult;
 
-pub fn info_cmd() -> CliResult {
+/// `redjit info` flags.
+#[derive(Debug, clap::Args)]
+pub struct InfoArgs {
+    /// Print one JSON object (gpu, nvrtc, cache) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn info_cmd(args: &InfoArgs) -> CliResult {
+    if args.json {
+        let v = serde_json::json!({
+            "gpu": gpu_json(),
+            "nvrtc": nvrtc_json(),
+            "cache": cache_json(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return Ok(());
+    }
     print_gpu();
     print_nvrtc();
     print_cache();
     Ok(())
+}
+
+/// The GPU as `info --json` gives it (`null` fields where there is none).
+fn gpu_json() -> serde_json::Value {
+    let opts = RuntimeOptions::default().ordinal(0).no_disk_cache(true);
+    match Runtime::with_options(opts) {
+        Ok(rt) => {
+            let d = rt.device();
+            let t = rt.tuning();
+            serde_json::json!({
+                "ordinal": d.ordinal,
+                "name": d.name,
+                "arch": d.arch.to_string(),
+                "sms": d.sm_count,
+                "l2_bytes": d.l2_bytes,
+                "memory_bytes": d.total_mem,
+                "driver": d.driver_version,
+                "cooperative_launch": d.cooperative_launch,
+                "tuning": t.tuning.chain(),
+                "tuning_why": t.why,
+                "tuning_measured_here": t.measured_here,
+                "autotune": format!("{:?}", rt.autotune_mode()),
+            })
+        }
+        Err(e) => serde_json::json!({ "none": e.to_string() }),
+    }
+}
+
+fn nvrtc_json() -> serde_json::Value {
+    match Nvrtc::load() {
+        Ok(n) => serde_json::json!({
+            "version": n.version_string(),
+            "archs": n.facts.archs.iter().map(|&a| Arch(a).to_string()).collect::<Vec<_>>(),
+            "library": nvrtc_path().map(|p| p.display().to_string()),
+        }),
+        Err(e) => serde_json::json!({ "none": e.to_string() }),
+    }
+}
+
+fn cache_json() -> serde_json::Value {
+    match redjit_runtime::cache::default_dir() {
+        Some(dir) => {
+            let (count, total) = dir_usage(&dir);
+            serde_json::json!({
+                "dir": dir.display().to_string(),
+                "exists": dir.is_dir(),
+                "entries": count,
+                "bytes": total,
+            })
+        }
+        None => serde_json::json!({ "dir": null }),
+    }
 }
 
 fn print_gpu() {

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use clap::Args;
 use redjit_codegen::Arch;
-use redjit_runtime::{CompileCache, Jit, Output, Target};
+use redjit_runtime::Output;
 
 use crate::args::SpecSelect;
 use crate::error::{CliError, CliResult};
@@ -72,14 +72,7 @@ pub fn sass_cmd(args: &SassArgs) -> CliResult {
             "redjit sass needs cuobjdump or nvdisasm (CUDA toolkit, or `bash scripts/cuda-tools.sh` installs them into .tools/; looked on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, .tools/)",
         ));
     }
-    let jit = Jit::with_target(
-        Target {
-            arch: args.arch,
-            output: Output::Cubin,
-        },
-        CompileCache::in_memory(),
-    );
-    let compiled = jit.compile(spec.as_ref())?;
+    let compiled = crate::cmd_gen::compile_for(spec.as_ref(), args.arch, Output::Cubin)?;
     let dir = std::env::temp_dir().join(format!("redjit-sass-{}", std::process::id()));
     std::fs::create_dir_all(&dir)
         .map_err(|e| CliError::failure(format!("cannot create {}: {e}", dir.display())))?;

@@ -48,7 +48,7 @@ enum Command {
     /// Compile a kernel to cubin and print its SASS (cuobjdump/nvdisasm; no GPU needed).
     Sass(cmd_sass::SassArgs),
     /// Show the GPU, NVRTC and compile cache this process would use.
-    Info,
+    Info(cmd_info::InfoArgs),
     /// Inspect or clear the compile cache on disk.
     Cache(cmd_cache::CacheArgs),
     /// Benchmarks (GPU only).
@@ -72,7 +72,7 @@ fn run(cli: &Cli) -> CliResult {
         Command::Gen(a) => cmd_gen::gen_cmd(a),
         Command::Ptx(a) => cmd_gen::ptx_cmd(a),
         Command::Sass(a) => cmd_sass::sass_cmd(a),
-        Command::Info => cmd_info::info_cmd(),
+        Command::Info(a) => cmd_info::info_cmd(a),
         Command::Report(a) => cmd_report::report_cmd(a),
         Command::Cache(a) => cmd_cache::cache_cmd(a),
         Command::Bench(a) => bench::bench_cmd(a),
@@ -99,6 +99,14 @@ fn one_line(text: &str) -> String {
 }
 
 fn main() -> ExitCode {
+    // A reader that closes the pipe (`| head`) ends the process quietly, as
+    // for any Unix filter, instead of a panic in println!.
+    #[cfg(unix)]
+    // SAFETY: first thing in main, before any thread exists: resets one
+    // signal's disposition to the default.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // --help and --version print to stdout and exit 0.

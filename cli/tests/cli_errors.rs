@@ -221,3 +221,48 @@ fn gen_lists_valid_kernel_names() {
     );
     one_line_error(&["gen", "--family", "norm"], 2, &["--list"]);
 }
+
+#[test]
+fn an_arch_this_nvrtc_lacks_is_one_line_of_bad_input() {
+    // Needs NVRTC (the README's test command installs it); without it the
+    // cause is NVRTC's absence, a failure of one line.
+    let out = redjit(&[
+        "ptx",
+        "--arch",
+        "sm_101",
+        "--spec",
+        "norm_rmsnorm_bf16_bf16_w32x1",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.lines().count() <= 2, "{err}");
+    if err.contains("NVRTC is not available") {
+        assert_eq!(out.status.code(), Some(1), "{err}");
+    } else {
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("--arch sm_101") && err.contains("sm_90"),
+            "{err}"
+        );
+    }
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn info_and_cache_ls_speak_json() {
+    let out = redjit(&["info", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("info --json is JSON");
+    for key in ["gpu", "nvrtc", "cache"] {
+        assert!(v.get(key).is_some(), "{key} missing: {v}");
+    }
+    let dir = std::env::temp_dir().join(format!("redjit-cache-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.rjc"), [0u8; 10]).unwrap();
+    let out = redjit(&["cache", "--dir", dir.to_str().unwrap(), "ls", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("cache ls --json is JSON");
+    assert_eq!(v["entries"][0]["file"], "a.rjc", "{v}");
+    assert_eq!(v["entries"][0]["bytes"], 10, "{v}");
+    let _ = std::fs::remove_dir_all(dir);
+}
