@@ -131,7 +131,7 @@ pub fn compile_parallel(
 
 fn jit_for(arch: Arch, sink: &Sink) -> CliResult<Jit> {
     Ok(match sink {
-        Sink::Disk(dir) => Jit::new(arch, CompileCache::on_disk(dir)?),
+        Sink::Disk(dir) => Jit::new(arch, CompileCache::on_disk_or_memory(dir)),
         Sink::Memory => Jit::with_target(
             Target {
                 arch,
