@@ -156,8 +156,8 @@ impl NormCall {
 /// rows). A cluster row (`_c<n>`), and a loop row but 16-bit layer norm's,
 /// hands calls off the pack grid to another kernel (`NormSpec::off_grid_kernel`,
 /// with its own twins), built on the first such call: its staging twins ran
-/// faster there than the kernel's general twin (H100; BENCHMARKS.md, H100 norm
-/// sections; the loop's case in `off_grid_kernel`).
+/// faster there than the kernel's general twin (H100; commit 7eca7bb; the loop's
+/// case in `off_grid_kernel`).
 pub struct NormKernel<'rt> {
     rt: &'rt Runtime,
     spec: NormSpec,

@@ -394,7 +394,7 @@ impl ReduceCopyKernel<'_> {
 
     /// One hunk per warp, so the hardware balances blocks over the SMs: on the H100
     /// this beat a persistent grid of resident blocks, whose last round of hunks
-    /// leaves SMs idle (BENCHMARKS.md, H100 reduce_copy sections). The kernel's
+    /// leaves SMs idle (commit 81722c7). The kernel's
     /// hunk loop covers grids capped by `max_blocks` or by the 2^31 - 1 limit of
     /// gridDim.x.
     fn config(&self, n: usize, opts: LaunchOptions) -> LaunchConfig {

@@ -6,7 +6,7 @@
 //! 2 bad flags.
 //!
 //! Where the time goes, and why it is short: NVRTC serialises the programs of
-//! one process (BENCHMARKS.md, JIT latency), so the cold compile of every
+//! one process (commit 1317614), so the cold compile of every
 //! kernel (each spec and the twin its launcher picks for misaligned buffers or
 //! short rows) is spread over worker processes (`compile`), which fill the
 //! disk cache the runtime then loads from. Before, the twins were compiled one

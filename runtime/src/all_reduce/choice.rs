@@ -166,7 +166,7 @@ pub struct AlgoTable {
     pub nccl_min_copied: [Option<usize>; 7],
     /// Whether every world's numbers come from measurements (table rows).
     pub measured: bool,
-    /// Where the numbers come from (a BENCHMARKS.md entry once measured).
+    /// Where the numbers come from (the tuning table and its rows, once measured).
     pub source: String,
 }
 

@@ -9,8 +9,9 @@ use super::*;
 /// f32 in and out, a 16-bit type in and out, different dtypes): for each, the
 /// most of 1, 2, 3, 4, 6, 8 at which ptxas 13.0 compiled every dtype pair of the
 /// group for sm_90 without
-/// a stack frame or a spill (`scripts/norm-occupancy.py` swept them; warp layouts
-/// are named with 32 lanes and stand for every group size without its own entry).
+/// a stack frame or a spill (a ptxas sweep, `scripts/norm-occupancy.py` in git
+/// history: `git show d95af43:scripts/norm-occupancy.py`; warp layouts are
+/// named with 32 lanes and stand for every group size without its own entry).
 /// tests/norm_compile_grid checks that no kernel of the ladder or the variants
 /// spills with these: the entries for smaller groups, and layer norm's b256x8 and
 /// b512x8, are the bounds it found spilling lowered to the most that compiled
@@ -27,13 +28,13 @@ use super::*;
 /// staged kernels (`s512x8_p`) spilled 4-16 bytes at their layout's bound but
 /// for the online softmax; in the deferred form 16-bit RMS norm s512x8_p
 /// spilled 80 bytes at 2, and 16-bit log-softmax keeps its layout's 2, well
-/// ahead of 1 (H100; BENCHMARKS.md, H100 norm sections). A bound is also
+/// ahead of 1 (H100; commit 5a581bb). A bound is also
 /// capped by the SM's shared memory over the staged rows (`min_blocks`).
 /// f32 layer norm's s512x4_p spilled 4 bytes at 2.
 /// 16-bit layer norm w8x4 takes 5, a bound the sweep did not try: it compiles
 /// clean at 48 registers (63 at 4) and ran ahead of 4 in every alternating
-/// round, at a higher achieved occupancy (H100; BENCHMARKS.md, H100 norm
-/// sections). Bound 5 lost for 16-bit layer norm with the residual and for
+/// round, at a higher achieved occupancy (H100; commit 26831ec). Bound 5 lost for
+/// 16-bit layer norm with the residual and for
 /// the f32 residual norms, and tied for 16-bit RMS norm.
 /// Layer norm w16x2 between two types takes 5 (its kernels spilled 4 bytes
 /// at 6), the online softmax and log-softmax s512x8_p between them 1 (4
@@ -159,10 +160,9 @@ pub(super) const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("softmax_safe", "w32x8", 4, 4, 4),
 ];
 
-/// The same for the general twins (`_g`, `norm-occupancy.py --general`), whose
+/// The same for the general twins (`_g`, the sweep's `--general`), whose
 /// element path takes more registers. Layer norm at b256x4 stays at 1: at 2 the
-/// f32 kernel fell far behind at 32768x4096 (H100; BENCHMARKS.md, H100 norm
-/// sections). Layer
+/// f32 kernel fell far behind at 32768x4096 (H100; commit 5ea69af). Layer
 /// norm with residual at b256x8, same dtypes, went from 3 to 2 when Chan's merge
 /// took one reciprocal for three divisions: at 3, ptxas spilled 4 words.
 pub(super) const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[

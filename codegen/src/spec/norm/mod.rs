@@ -348,8 +348,7 @@ impl NormSpec {
     /// filled as a whole 128-byte line (a warp's pack loads cover several rows
     /// a piece each: w8x4, 64 bytes of each of four rows). Whole lines put the
     /// 16-bit warp kernels a little ahead at 262144x128 and left the f32 ones
-    /// within their spread; 256-byte lines lost (H100; BENCHMARKS.md, H100 norm
-    /// sections).
+    /// within their spread; 256-byte lines lost (H100; commit b5f71bc).
     fn row_load(&self) -> &'static str {
         if self.no_l1 {
             "rj_load_stream"
@@ -366,7 +365,7 @@ impl NormSpec {
     /// every pack's weight and bias loaded before the first store, f32
     /// b512x16_x spilled 80 bytes (ptxas 13.0); storing as it goes, it ran
     /// ahead of b512x16_n at 8192x32768, and bf16 b512x16_x level with the
-    /// kernel before (H100; BENCHMARKS.md, H100 norm sections).
+    /// kernel before (H100; commit 3b614f8).
     pub fn stores_each_pack(&self) -> bool {
         self.op == NormOp::LayerNorm && self.layout == NormLayout::Block && self.exact
     }
@@ -375,8 +374,8 @@ impl NormSpec {
     /// f32, a second time only for a row far from zero, rather than Chan's
     /// merge of (n, mean, m2). The two plain sums it replaced (the row's sum,
     /// then its squares about the mean) won everywhere but at 16-bit rows in
-    /// 512-thread blocks without the residual (H100; BENCHMARKS.md, H100 norm
-    /// sections; b512x8 there compiles clean at 2 blocks an SM with Chan's
+    /// 512-thread blocks without the residual (H100; commit 24855a6; b512x8 there
+    /// compiles clean at 2 blocks an SM with Chan's
     /// merge, at 1 with the two sums). The pair spills those 16-bit kernels
     /// without the residual as well (bf16 b512x8_x 24 bytes, f16 b512x16_x
     /// 64), so they keep Chan's merge. Groups (warp
@@ -433,13 +432,13 @@ impl NormSpec {
         // block from waiting on the rest of its row) for f32 layer norm and
         // RMS norm + residual and the norms between dtypes: measured faster
         // than s512x8_g (one block an SM) for every norm op and dtype at
-        // 4x1000003 and 64x1048573 (H100; BENCHMARKS.md, H100 norm sections).
+        // 4x1000003 and 64x1048573 (H100; commit 74485f5).
         let split_norm = !twin.op.info().softmax && self.layout == NormLayout::Split;
         // Of 8 packs, one pass, for RMS norm (without the residual, one dtype
         // in and out: 64 registers, none spilled; one wave of 248 items at
         // 4x1000003): ahead of s512x4_o2_g's two passes for bf16, f16 and f32
         // at 4x1000003 and 64x1048573 (f32 level at 4x1000003; H100;
-        // BENCHMARKS.md, H100 norm sections). bf16 -> f32 spilled 4 bytes (a
+        // commit 7cd3dbc). bf16 -> f32 spilled 4 bytes (a
         // mixed norm: 4 packs).
         // 16-bit RMS norm + residual and layer norm (with and without the
         // residual) hold their rows as raw words to fit, and 16-bit RMS norm
@@ -476,7 +475,7 @@ impl NormSpec {
     /// stage each row's chunks at the row's own shift from the pack grid, so
     /// all but a row's first and last packs are whole cp.async copies. Other
     /// kernels, and f32 layer norm (behind its direct twin at 64x1048573;
-    /// H100, BENCHMARKS.md, H100 norm sections), have none: `general_twin`.
+    /// H100, commit adc0c5c), have none: `general_twin`.
     pub fn staged_twin(&self) -> NormSpec {
         if self.general || !self.deferred() || self.f32_layer_norm() {
             return self.general_twin();
@@ -525,7 +524,7 @@ impl NormSpec {
     /// long rows' layout (`staged_twin`) left blocks waiting on their row's
     /// few others and the direct twin (`_g`) loads each chunk twice, the
     /// norms' two passes). Each is the fastest layout measured at 4096 rows of
-    /// 40001, 50257 and 65537 (H100; BENCHMARKS.md, H100 norm sections).
+    /// 40001, 50257 and 65537 (H100; commits e35394f and 72a3a45).
     ///
     /// The softmaxes, s256x8_p_g against s512x8_p_g and the direct twin
     /// s512x8_g:
@@ -573,7 +572,7 @@ impl NormSpec {
     /// kernel holding `resident` blocks on the device: the staging twin where
     /// a row spans `STAGED_TWIN_SPLITS` chunks or more and its cohorts take
     /// `STAGED_TWIN_ROWS` rows or more each, else the direct one. The staging
-    /// twin against the direct one (H100; BENCHMARKS.md, H100 norm sections):
+    /// twin against the direct one (H100; commit adc0c5c):
     /// - 64x1048573 (65-129 chunks a row, 16-64 rows a cohort): ahead for
     ///   every op it has;
     /// - 4096x50257 (4-7 chunks a row): ahead for five ops, behind for five
@@ -636,8 +635,8 @@ impl NormSpec {
     /// the registers that frees (rj_raw_cols), ahead of its widened form.
     /// Softmax and log-softmax (s512x8_g) too, in pairs, each output's
     /// exponential made again from the row's state, ahead of the widened twin,
-    /// which keeps e^(x - thread max). All measured on the H100 (BENCHMARKS.md,
-    /// H100 norm sections).
+    /// which keeps e^(x - thread max). All measured on the H100 (commits cd0ac76,
+    /// 4210da4 and 95a5490).
     pub fn raw_rows(&self) -> bool {
         self.one_pass_split()
             && self.general
@@ -654,8 +653,7 @@ impl NormSpec {
     /// ran ahead of packs a lane apart. The others lost with pairs: the
     /// softmax twins (s512x8_g, widened, before they held raw words; 64
     /// registers either way, more SASS instructions), and the two-pass layer
-    /// norm and RMS norm at 64x1048573 (H100; BENCHMARKS.md, H100 norm
-    /// sections).
+    /// norm and RMS norm at 64x1048573 (H100; commit 54d0195).
     pub fn paired_packs(&self) -> bool {
         (self.one_pass_split() || self.two_pass())
             && self.general
@@ -687,7 +685,7 @@ impl NormSpec {
     /// chunks: the chunk's own bound cost them a register, and at 4x1000003
     /// (62 chunks a row) and 64x1048573 (64, every chunk whole) they ran
     /// behind (bf16 softmax s512x8_p_g also spilled 8 bytes; H100;
-    /// BENCHMARKS.md, H100 norm sections).
+    /// commit 72a3a45).
     pub fn balances(&self) -> bool {
         self.layout == NormLayout::Split
             && (self.cluster.is_some() || self.prefetch && (!self.general || self.is_short_twin()))
@@ -780,8 +778,8 @@ impl NormSpec {
     /// are not staged in shared memory (`staged_cols`; f32 layer norm holds
     /// them where they would be). Loaded each row, they reached the finishing
     /// pass from L2 after the row's states came in; held, layer norm and f32
-    /// RMS norm ran ahead of their `_h0` (H100; BENCHMARKS.md, H100 norm
-    /// sections). 16-bit RMS norm (a little behind held) and the RMS norms
+    /// RMS norm ran ahead of their `_h0` (H100; commit fd1140f). 16-bit RMS norm (a
+    /// little behind held) and the RMS norms
     /// with the residual (level) keep loading them.
     pub fn held_cols(&self) -> u32 {
         if !self.can_hold_cols() {
@@ -796,7 +794,7 @@ impl NormSpec {
         // Where the columns fit beside the staged rows, f32 layer norm
         // holds them rather than stage them (s512x4_p, faster so at
         // 64x1000000 and 256x262144); 16-bit layer norm s512x8_p stages them
-        // (faster so at 64x1000000). H100; BENCHMARKS.md, H100 norm sections.
+        // (faster so at 64x1000000). H100; commit fd1140f.
         if self.cols_fit_staged() && !self.f32_layer_norm() {
             return 0;
         }
@@ -823,7 +821,7 @@ impl NormSpec {
     /// they fit beside the three staged rows, but for 16-bit RMS norm with the
     /// residual. At 64x1048576 staged columns made 16-bit layer norm s512x8_p
     /// and f32 RMS norm + residual s512x4_p faster, and 16-bit RMS norm +
-    /// residual s512x8_p slower (H100; BENCHMARKS.md, H100 norm sections).
+    /// residual s512x8_p slower (H100; commit ee15765).
     fn staged_cols(&self) -> bool {
         self.cols_fit_staged() && self.held_cols() == 0
     }
@@ -884,7 +882,7 @@ impl NormSpec {
     /// (`_p`): 4 where a block has an SM's registers to itself (bound 1), else
     /// one. At 64x1048576 (64 blocks a row) 4 made f32 softmax faster; at
     /// bound 2 the 16-bit softmax spilled with it (36 bytes) and fell well
-    /// behind (H100; BENCHMARKS.md, H100 norm sections).
+    /// behind (H100; commit 5a581bb).
     pub fn fetch_ahead(&self) -> u32 {
         if self.min_blocks() == 1 { 4 } else { 1 }
     }
@@ -894,7 +892,7 @@ impl NormSpec {
     /// not a layer norm's three words a slot beside a residual), else 1. With all 4
     /// early, 16-bit RMS norm of 16 packs spilled 8 bytes and 16-bit layer
     /// norm with the residual 20. 16-bit layer norm ran well ahead with 4 early
-    /// than with 1 (H100, 64x1048576; BENCHMARKS.md, H100 norm sections).
+    /// than with 1 (H100, 64x1048576; commit 4c880a0).
     pub fn fetch_early(&self) -> u32 {
         let wide_state_beside_residual = self.split_state_words() >= 3 && self.residual;
         if self.chunk() < (1 << 20) / 32 && !wide_state_beside_residual {
@@ -936,8 +934,7 @@ impl NormSpec {
     /// residual's exact deferred kernel takes them too: s512x4_p_x ran ahead
     /// at 64x1048576, 4096x65536 and 256x262144; its ragged s512x4_p lost at
     /// 64x1000000, and f32 layer norm s512x8_p_x, holding a pack fewer for
-    /// their registers, ran level. All measured on the H100 (BENCHMARKS.md,
-    /// H100 norm sections).
+    /// their registers, ran level. All measured on the H100 (commit 684bfe8).
     pub fn f64_sums(&self) -> bool {
         let f32_res_exact = self.residual
             && self.exact
@@ -975,7 +972,7 @@ impl NormSpec {
     /// chunks a row) take it. The twins of 16385..32768 columns (s512x8_g, 2
     /// or 3 chunks a row, whose waits overlap) lost with it for 16-bit rows
     /// where the rows outgrow L2 (8192x32767; f32 layer norm gained a little).
-    /// All measured on the H100 (BENCHMARKS.md, H100 norm sections).
+    /// All measured on the H100 (commit 333da21).
     pub fn two_pass(&self) -> bool {
         let norm = match self.op {
             NormOp::LayerNorm => true,
@@ -994,8 +991,7 @@ impl NormSpec {
     /// from the pack grid (`row_grid`), so that all but its first and last
     /// packs are whole vector accesses: the split layout's, and the loop's
     /// RMS norm, which ran well ahead with it (bf16 l512x4_g at 4096x36865).
-    /// The other loop twins ran slower with it (H100; BENCHMARKS.md, H100 norm
-    /// sections).
+    /// The other loop twins ran slower with it (H100; commit 7eca7bb).
     fn row_shift(&self) -> bool {
         self.general
             && match self.layout {
@@ -1033,7 +1029,7 @@ impl NormSpec {
     /// Split rows whose blocks publish flagged states and wait for their
     /// row's in one pass (`rj_red_split`), the row's states read over the
     /// warps: ahead of counters a row for the general twins at 4x1000003
-    /// (bf16 log-softmax level; H100; BENCHMARKS.md, H100 norm sections). The
+    /// (bf16 log-softmax level; H100; commit 32bc62a). The
     /// whole-pack kernels, measured at 4x1000008, keep counting
     /// (`row_counters`).
     fn one_pass_split(&self) -> bool {
@@ -1043,7 +1039,7 @@ impl NormSpec {
     /// Whether a one-pass split row asks for each thread's first slot of the
     /// row as the block publishes (`rj_red_split`'s kAsk): its general twins
     /// of 4 packs or fewer. bf16 RMS norm + residual s512x4_o2_g ran faster
-    /// with it at 4x1000003 (H100; BENCHMARKS.md, H100 norm sections); the
+    /// with it at 4x1000003 (H100; commit 32bc62a); the
     /// twins of 8 packs at 64 registers spilled 16-76
     /// bytes with it (softmax and log-softmax s512x8_g, ptxas 13.0), none
     /// without.
@@ -1057,7 +1053,7 @@ impl NormSpec {
     /// the epoch's load held the first row load back a round trip. Taken by
     /// the kernels that do not ask early, faster so at 4x1000003 (softmax and
     /// log-softmax); bf16 RMS norm + residual s512x4_o2_g, which asks early,
-    /// ran slower with it (H100; BENCHMARKS.md, H100 norm sections). The
+    /// ran slower with it (H100; commit 517f735). The
     /// two-pass kernel's layer norm + residual spilled 8-12 bytes at its 64
     /// registers with it (ptxas 13.0), so that kernel keeps its order.
     pub fn ticket_beside_epoch(&self) -> bool {
@@ -1070,8 +1066,8 @@ impl NormSpec {
     /// row load, each thread's epoch load in flight beside the row, and a
     /// leaving count to end the launch. Every block then runs at once by the
     /// driver's promise, not by the order of tickets. Taken by layer norm,
-    /// faster so at 4x1000003 and 2x1000003 (H100; BENCHMARKS.md, H100 norm
-    /// sections). Given to every one-pass kernel, the others ran level with
+    /// faster so at 4x1000003 and 2x1000003 (H100; commit 03ebf3b). Given to every
+    /// one-pass kernel, the others ran level with
     /// their ticket, and f16 softmax and log-softmax spilled 12 bytes with it and
     /// bf16 layer norm + residual 32 (ptxas 13.0), so they keep their tickets.
     pub fn one_wave(&self) -> bool {
@@ -1083,7 +1079,7 @@ impl NormSpec {
     /// the next item's first load (its first ticket beside the epoch's load):
     /// ahead of the order before for RMS norm and layer norm of each type at
     /// 4x1000003, and for bf16 at 64x1048573 (f32 level there; H100;
-    /// BENCHMARKS.md, H100 norm sections).
+    /// commit 339b827).
     /// Layer norm + residual's twins spilled 12-20 bytes at their 64
     /// registers with it (ptxas 13.0) and keep their order.
     pub fn ticket_ahead(&self) -> bool {
@@ -1171,7 +1167,7 @@ impl NormSpec {
     /// the loop's general twin at 4096 rows of 33001 to 45001 (f32 layer
     /// norm, f32 -> bf16, bf16 layer norm + residual; bf16 RMS norm but at
     /// 36865). 16-bit layer norm keeps its loop twin, ahead of s256x8_o2_p_g
-    /// at 4096x50257 (H100; BENCHMARKS.md, H100 norm sections).
+    /// at 4096x50257 (H100; commit 7eca7bb).
     pub fn off_grid_kernel(&self) -> Option<NormSpec> {
         let layer_16 =
             self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes < 4;
@@ -1201,8 +1197,7 @@ impl NormSpec {
             // Up to 4 packs a lane and a group of lanes per row, several rows a
             // warp: at 262144 x 128 on the H100, 8 lanes x 4 packs beat a warp
             // of 1 pack for layer norm and the online softmax, and were level
-            // with it for the other f32 row ops (BENCHMARKS.md, H100 norm
-            // sections).
+            // with it for the other f32 row ops (commit 5ea69af).
             let packs = cols.div_ceil(4).next_power_of_two().clamp(1, 4);
             let lanes = cols.div_ceil(4 * packs).next_power_of_two().clamp(1, 32);
             (NormLayout::Warp, lanes as u32, packs as u32)
@@ -1217,7 +1212,7 @@ impl NormSpec {
             && self.input.info().bytes < 4
         {
             // 16-bit RMS norm: 256 threads of 16 packs, well ahead of 512 x 8
-            // (bf16 8192x16384, H100; BENCHMARKS.md, H100 norm sections);
+            // (bf16 8192x16384, H100; commit c71bf85);
             // softmax and layer norm measured slower so.
             // Rows of exactly 16384 take 512 x 8's exact kernel at 2 blocks
             // an SM (the H100 table).
@@ -1403,7 +1398,7 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
         push(NormLayout::Split, 512, 16, true, false);
     }
     // Long rows a block: the next row staged (16-bit rows: f32 rows lost
-    // at all four ops measured; BENCHMARKS.md, H100 norm sections),
+    // at all four ops measured; commit c57a9ef),
     // or the row streams kept out of L1.
     for (lanes, packs) in [(256, 8), (256, 16), (512, 8), (512, 16)] {
         if base.input.info().bytes < 4 {
