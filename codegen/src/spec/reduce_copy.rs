@@ -75,7 +75,7 @@ pub struct ReduceCopySpec {
 /// boundary: `0 ..pack_elts`. As constants, the offsets of a twin fold its byte
 /// selects and shifts away and leave its aligned buffers on the plain vector
 /// path; read at run time, they cost misaligned stochastic rounding a third of
-/// its throughput (H100; BENCHMARKS.md, H100 reduce_copy sections).
+/// its throughput (H100; commit 67b31a4).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Misalignment(pub Vec<u8>);
 
