@@ -27,6 +27,37 @@ pub struct GenArgs {
     pub family: Vec<redjit_codegen::Family>,
 }
 
+/// `redjit list` flags.
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Only these families, comma-separated (reduce-copy, reduce, all-reduce,
+    /// norm, nms, softmax-all).
+    #[arg(value_delimiter = ',', value_parser = crate::selftest::parse_family)]
+    pub family: Vec<redjit_codegen::Family>,
+}
+
+/// Each family's name grammar, how many kernels `redjit selftest` checks and
+/// a few of their names (`gen --list` prints them all).
+pub fn list_cmd(args: &ListArgs) -> CliResult {
+    let families: Vec<redjit_codegen::Family> = if args.family.is_empty() {
+        redjit_codegen::Family::ALL.to_vec()
+    } else {
+        args.family.clone()
+    };
+    let mut out = String::new();
+    for f in families {
+        let names = crate::selftest::kernel_names(&[f]);
+        out.push_str(&format!(
+            "{f}\n  names:    {}\n  examples: {}\n  checked:  {} kernels (redjit gen --list --family {f})\n",
+            redjit_codegen::spec::name_format(f),
+            names.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+            names.len(),
+        ));
+    }
+    write_out(&out);
+    Ok(())
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct PtxArgs {
     /// Target arch, e.g. sm_90 [default: the GPU's, else sm_90].

@@ -43,6 +43,8 @@ struct Cli {
 enum Command {
     /// Print the generated CUDA source of a kernel.
     Gen(cmd_gen::GenArgs),
+    /// Each family's kernel-name grammar, with example names.
+    List(cmd_gen::ListArgs),
     /// Compile a kernel with NVRTC and print its PTX (no GPU needed).
     Ptx(cmd_gen::PtxArgs),
     /// Compile a kernel to cubin and print its SASS (cuobjdump/nvdisasm; no GPU needed).
@@ -70,6 +72,7 @@ enum Command {
 fn run(cli: &Cli) -> CliResult {
     match &cli.command {
         Command::Gen(a) => cmd_gen::gen_cmd(a),
+        Command::List(a) => cmd_gen::list_cmd(a),
         Command::Ptx(a) => cmd_gen::ptx_cmd(a),
         Command::Sass(a) => cmd_sass::sass_cmd(a),
         Command::Info(a) => cmd_info::info_cmd(a),

@@ -266,3 +266,49 @@ fn info_and_cache_ls_speak_json() {
     assert_eq!(v["entries"][0]["bytes"], 10, "{v}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn list_prints_each_familys_grammar_and_names_that_parse() {
+    let out = redjit(&["list"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for family in [
+        "reduce_copy",
+        "reduce",
+        "all_reduce",
+        "norm",
+        "nms",
+        "softmax_all",
+    ] {
+        assert!(
+            text.lines().any(|l| l == family),
+            "{family} missing:\n{text}"
+        );
+    }
+    let mut examples = 0;
+    for line in text.lines() {
+        let names = line
+            .strip_prefix("  examples: ")
+            .map(|l| l.split(", ").collect::<Vec<_>>())
+            .or_else(|| {
+                line.split_once(", e.g. ")
+                    .map(|(_, e)| vec![e.split_whitespace().next().unwrap()])
+            })
+            .unwrap_or_default();
+        for name in names {
+            let out = redjit(&["gen", "--spec", name]);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            examples += 1;
+        }
+    }
+    assert!(examples >= 24, "{examples}: {text}");
+    // A family that does not exist: one line, exit 2.
+    let out = redjit(&["list", "bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}

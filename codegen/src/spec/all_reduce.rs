@@ -503,7 +503,10 @@ impl FromStr for AllReduceSpec {
     fn from_str(s: &str) -> Result<Self, SpecError> {
         let what = "all_reduce kernel name";
         let parse_err = |rule: &str| parse_error(what, s, rule);
-        let format = "expected all_reduce_r<world>_<dtype>_<op>_<algorithm>[_cpasync][_rs|_ag][_q_<transport>_sr], e.g. all_reduce_r4_bf16_sum_twostage";
+        let format = &format!(
+            "expected {}",
+            crate::spec::name_format(crate::registry::Family::AllReduce)
+        );
         let rest = name_rest(s, Family::AllReduce, what, format)?;
         let (rest, transport) = match rest
             .strip_suffix(SR_SUFFIX)

@@ -157,8 +157,8 @@ impl FromStr for NmsSpec {
     fn from_str(s: &str) -> Result<Self, SpecError> {
         let what = "nms kernel name";
         let format = format!(
-            "expected nms_<stage>_t<threads>, stage one of: {}, e.g. nms_walk_t256",
-            NmsStage::allowed()
+            "expected {}",
+            crate::spec::name_format(crate::registry::Family::Nms)
         );
         let parse_err = || parse_error(what, s, &format);
         let rest = name_rest(s, Family::Nms, what, &format)?;

@@ -763,7 +763,10 @@ impl FromStr for ReduceSpec {
     fn from_str(s: &str) -> Result<Self, SpecError> {
         let what = "reduce kernel name";
         let parse_err = |rule: &str| parse_error(what, s, rule);
-        let format = "expected reduce_<axis>_<op>_<input>_<accum>[_w|_c|_t<threads>u<unroll>], e.g. reduce_all_sum_bf16_f32";
+        let format = &format!(
+            "expected {}",
+            crate::spec::name_format(crate::registry::Family::Reduce)
+        );
         let rest = name_rest(s, Family::Reduce, what, format)?;
         let (rest, strategy) = match rest.rsplit_once('_') {
             Some((r, last)) if last.starts_with('t') && last.contains('u') => {

@@ -510,7 +510,10 @@ impl FromStr for ReduceCopySpec {
     fn from_str(s: &str) -> Result<Self, SpecError> {
         let what = "reduce_copy kernel name";
         let parse_err = |rule: &str| parse_error(what, s, rule);
-        let format = "expected reduce_copy_u<unroll>_<accum>_<transport>_<src roles>_<dst roles>_<op>_<rounding>[_m<offset per buffer>], e.g. reduce_copy_u4_f32_bf16_TA_T_sum_rn (source letters: upper case volatile, lower case read-only)";
+        let format = &format!(
+            "expected {}",
+            crate::spec::name_format(crate::registry::Family::ReduceCopy)
+        );
         let rest = name_rest(s, Family::ReduceCopy, what, format)?;
         let mut parts: Vec<&str> = rest.split('_').collect();
         let misalignment = match parts.last().and_then(|p| p.strip_prefix('m')) {

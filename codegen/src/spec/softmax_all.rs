@@ -335,7 +335,10 @@ impl FromStr for SoftmaxAllSpec {
     fn from_str(s: &str) -> Result<Self, SpecError> {
         let what = "softmax_all kernel name";
         let parse_err = |rule: &str| parse_error(what, s, rule);
-        let format = "expected softmax_all_<op>_<input>_<output> or softmax_all_stats_<input>, e.g. softmax_all_softmax_bf16_bf16";
+        let format = &format!(
+            "expected {}",
+            crate::spec::name_format(crate::registry::Family::SoftmaxAll)
+        );
         let rest = name_rest(s, Family::SoftmaxAll, what, format)?;
         let parts: Vec<&str> = rest.split('_').collect();
         let spec = match parts.as_slice() {

@@ -448,7 +448,10 @@ impl FromStr for NormSpec {
     fn from_str(s: &str) -> Result<Self, SpecError> {
         let what = "norm kernel name";
         let parse_err = |rule: &str| parse_error(what, s, rule);
-        let format = "expected norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s|l><lanes>x<packs>[_o<blocks per SM>][_c<cluster blocks>][_p][_n][_x][_g][_h<packs held>], e.g. norm_softmax_online_bf16_bf16_w32x4";
+        let format = &format!(
+            "expected {}",
+            crate::spec::name_format(crate::registry::Family::Norm)
+        );
         let rest = name_rest(s, Family::Norm, what, format)?;
         let mut parts: Vec<&str> = rest.split('_').collect();
         let mut held = None;
