@@ -131,7 +131,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("redjit-torch-{}.json", std::process::id()));
         std::fs::write(
             &path,
-            r#"{"gpu":"H100","torch":"2.11","date":"2026-01-01","n":268435456,"copy_gbps":2900.5,
+            r#"{"gpu":"H100","torch":"2.11","date":"2000-01-01","n":268435456,"copy_gbps":2900.5,
                "entries":[{"config":2,"transport":"bf16","srcs":"TA","dsts":"T","eager_gbps":900.0,
                            "compile_gbps":2500.0,"eager_us":1.0,"compile_us":1.0},
                           {"config":null,"transport":"f16","srcs":"A","dsts":"T","eager_gbps":1.0,
