@@ -312,3 +312,34 @@ fn list_prints_each_familys_grammar_and_names_that_parse() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
 }
+
+#[test]
+fn selftest_writes_its_results_as_json() {
+    if has_gpu() {
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("redjit-selftest-{}.json", std::process::id()));
+    let out = redjit(&[
+        "selftest",
+        "--family",
+        "nms",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    // Without a GPU: generation and compilation checked, exit 3.
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(v["mode"], "compile-only");
+    assert_eq!(v["families"][0]["family"], "nms");
+    assert_eq!(
+        v["families"][0]["failures"].as_array().map(Vec::len),
+        Some(0)
+    );
+    assert!(v["families"][0]["kernels"].as_u64().unwrap() >= 5, "{v}");
+    let _ = std::fs::remove_file(path);
+}

@@ -50,6 +50,42 @@ pub struct SelftestArgs {
     /// Compile worker processes [default: the host's cores, at most 16].
     #[arg(long)]
     pub jobs: Option<usize>,
+
+    /// Also write the results as JSON to FILE (the mode, each family's
+    /// kernels, checks, failures and milliseconds).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+}
+
+/// `--json`: the run's results.
+fn write_json(
+    args: &SelftestArgs,
+    mode: &str,
+    results: &[(Family, FamilyResult)],
+    t0: Instant,
+) -> CliResult {
+    let Some(path) = &args.json else {
+        return Ok(());
+    };
+    let families: Vec<serde_json::Value> = results
+        .iter()
+        .map(|(f, r)| {
+            serde_json::json!({
+                "family": f.slug(),
+                "kernels": r.kernels,
+                "checks": r.checks,
+                "failures": r.failures,
+                "ms": r.time.as_secs_f64() * 1e3,
+            })
+        })
+        .collect();
+    let v = serde_json::json!({
+        "mode": mode,
+        "families": families,
+        "total_s": t0.elapsed().as_secs_f64(),
+    });
+    std::fs::write(path, serde_json::to_string_pretty(&v).unwrap_or_default())
+        .map_err(|e| CliError::usage(format!("--json {}: {e}", path.display())))
 }
 
 /// A family slug with `-` or `_` (`reduce-copy`, `reduce_copy`).
@@ -228,6 +264,7 @@ fn compile_only(plans: &[Plan], args: &SelftestArgs) -> CliResult {
         row(&format!("{} (compile)", family.slug()), r);
     }
     println!("total {:.1} s", t0.elapsed().as_secs_f64());
+    write_json(args, "compile-only", &results, t0)?;
     let failed: Vec<&String> = results.iter().flat_map(|(_, r)| &r.failures).collect();
     if let Some(first) = failed.first() {
         return Err(CliError::failure(format!(
@@ -308,6 +345,7 @@ fn on_gpu(plans: &[Plan], args: &SelftestArgs) -> CliResult {
         row(family.slug(), r);
     }
     println!("total {:.1} s", t0.elapsed().as_secs_f64());
+    write_json(args, "gpu", &results, t0)?;
     let failed: Vec<&String> = results.iter().flat_map(|(_, r)| &r.failures).collect();
     for f in failed.iter().take(20) {
         println!("  FAIL {f}");
