@@ -79,7 +79,7 @@ fn online_softmax_bf16_source_and_ptx() {
 fn rmsnorm_bf16_source_and_ptx() {
     let spec = source_of(
         "norm_rmsnorm_bf16_bf16_b256x4",
-        &["typedef rj_norm_rms_t<T> Op;", "rj_rsqrt("],
+        &["typedef rj_norm_rms_t<T> Op;", "rj_rsqrt_rn"],
     );
     ptx_of(
         &spec,
@@ -88,8 +88,7 @@ fn rmsnorm_bf16_source_and_ptx() {
             ("ld.global.nc.v2.u32", 8),
             ("st.global.v2.u32", 4),
             ("shfl.sync.bfly.b32", 5 + 3),
-            ("rsqrt.approx.f32", 1),
-            ("rcp.approx.f32", 1),
+            ("sqrt.rn.f32", 1),
         ],
     );
 }

@@ -607,20 +607,15 @@ template <class T, int V, int H> struct rj_cols_held {
 
 __device__ __forceinline__ float rj_pos_inf() { return rj_bits_as_f32(0x7f800000u); }
 __device__ __forceinline__ float rj_nan() { return rj_bits_as_f32(0x7fffffffu); }
-// 1 / sqrt(v) from the MUFU (relative error below 2^-22.9, inside the CPU
-// twin's tolerance): a correctly rounded sqrt and divide sat on the critical
-// path of every short row (benchmarks/h200/bench-norm.json, rows of 1 to 512).
-__device__ __forceinline__ float rj_rsqrt(float v) {
+__device__ __forceinline__ float rj_sqrt_rn(float x) {
   float r;
-  asm("rsqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(v));
+  asm("sqrt.rn.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
 }
-// 1 / n from the MUFU (within 1 ulp), for the same reason.
-__device__ __forceinline__ float rj_rcp(float n) {
-  float r;
-  asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(n));
-  return r;
-}
+// 1 / sqrt(v), each step correctly rounded. rsqrt.approx (2 ulp, inside the
+// CPU twin's tolerance) was faster on short rows but left kernels of the
+// compile grid spilling under their launch bounds (tests/norm_compile_grid.rs).
+__device__ __forceinline__ float rj_rsqrt_rn(float v) { return rj_div_rn(1.0f, rj_sqrt_rn(v)); }
 
 // ---- reducers: the merged state of the row in every thread of the row ----------
 // kCheap: a reduction costs a few shuffles (and a block barrier), so a row op
@@ -1403,7 +1398,7 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
       var = var64 < 0.0 ? 0.0f : (float)var64;
     }
     if (!Red::kApply) return;
-    const float rstd = rj_rsqrt(var + param);
+    const float rstd = rj_rsqrt_rn(var + param);
     if (leader) {
       if (mean_out) rj_st_b32(mean_out + row_index * 4, rj_f32_as_bits(mean));
       if (rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
@@ -1469,7 +1464,7 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
     const rj_welford s = red(rj_red_welford<rj_acc_f32>(), rj_welford{cnt, mean_l, m2});
     if (!Red::kApply) return;
     rj_raw_cols<T, 2, kRawColsAhead, C> cols_raw(w, b, grid);
-    const float mean = s.mean, rstd = rj_rsqrt(rj_div_rn(s.m2, (float)c.cols) + param);
+    const float mean = s.mean, rstd = rj_rsqrt_rn(rj_div_rn(s.m2, (float)c.cols) + param);
     if (leader) {
       if (mean_out) rj_st_b32(mean_out + row_index * 4, rj_f32_as_bits(mean));
       if (rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
@@ -1503,7 +1498,7 @@ template <class T, class Cols = rj_cols_global> struct rj_norm_rms_t {
         if (c.ok(p, k)) ss += rj_mul_rn(x[p][k], x[p][k]);
     ss = red(rj_red_sum<rj_acc_f32>(), ss);
     if (!Red::kApply) return;
-    const float rstd = rj_rsqrt(rj_mul_rn(ss, rj_rcp((float)c.cols)) + param);
+    const float rstd = rj_rsqrt_rn(rj_div_rn(ss, (float)c.cols) + param);
     if (leader && rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
 #pragma unroll
     for (int p = 0; p < P; ++p) {
@@ -1524,7 +1519,7 @@ template <class T, class Cols = rj_cols_global> struct rj_norm_rms_t {
     ss = red(rj_red_sum<rj_acc_f32>(), ss);
     if (!Red::kApply) return;
     rj_raw_cols<T, 1, kRawColsAhead, C> cols_raw(w, 0, grid);
-    const float rstd = rj_rsqrt(rj_mul_rn(ss, rj_rcp((float)c.cols)) + param);
+    const float rstd = rj_rsqrt_rn(rj_div_rn(ss, (float)c.cols) + param);
     if (leader && rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));
     rj_raw_out<T>(h, c, cols_raw, out, [&](float (&y)[4], const rj_u32 (&wv_raw)[1][T::kWords]) {
       float wv[4];
