@@ -234,14 +234,14 @@ fn compile_only(plans: &[Plan], args: &SelftestArgs) -> CliResult {
     let t0 = Instant::now();
     let mut results = Vec::new();
     let mut total = 0;
+    // Through the disk cache where there is one: a second GPU-less run loads
+    // what the first compiled.
+    let sink = match redjit_runtime::cache::default_dir() {
+        Some(dir) => compile::Sink::Disk(dir),
+        None => compile::Sink::Memory,
+    };
     for p in plans.iter() {
         let names: Vec<String> = p.compile.iter().map(|s| s.name()).collect();
-        // Through the disk cache where there is one: a second GPU-less run
-        // loads what the first compiled.
-        let sink = match redjit_runtime::cache::default_dir() {
-            Some(dir) => compile::Sink::Disk(dir),
-            None => compile::Sink::Memory,
-        };
         let out = compile::compile_parallel(
             &names,
             NO_GPU_ARCH,
