@@ -86,6 +86,7 @@ fn norm_call(spec: &NormSpec, rows: usize, cols: usize, stats: bool) -> NormCall
             ld: cols,
         },
         param: 1e-5,
+        in_place: false,
     }
 }
 

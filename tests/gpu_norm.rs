@@ -21,8 +21,8 @@ use redjit::partition::{SmPartition, stream_sm_count};
 use redjit::reference::{HostBuffer, par_map};
 use redjit::reference_norm::{NormInputs, RowWant, expect_rows};
 use redjit::{
-    DType, KernelInput, KernelOutput, KernelSpec, Matrix, NormArgs, NormLayout, NormOp, NormSpec,
-    Runtime, RuntimeOptions, SoftmaxAlgo,
+    DType, KernelInput, KernelOutput, KernelSpec, Matrix, NormArgs, NormInPlace, NormLayout,
+    NormOp, NormSpec, Runtime, RuntimeOptions, SoftmaxAlgo,
 };
 
 /// Poisoned elements on each side of every output: a pack of any type, so an
@@ -2128,4 +2128,194 @@ fn autotune_times_a_class_once_and_keeps_its_pick() {
     }
     assert_eq!(warm.autotuned().iter().filter(|p| p.timed_here).count(), 0);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One in-place call beside the same call out of place, from the same random
+/// rows: x (and the residual) overwritten must hold the out-of-place output
+/// (and residual_out) bit for bit, the poison before them untouched. `shift`
+/// moves both buffers off the pack grid (the general twin, from a copy).
+fn check_in_place(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec, m: Matrix, shift: usize) {
+    let s = rt.stream();
+    let what = format!(
+        "{} {}x{} ld {} shift {shift}",
+        spec.name(),
+        m.rows,
+        m.cols,
+        m.ld
+    );
+    let n = (m.rows - 1) * m.ld + m.cols;
+    let xh = HostBuffer::from_fn(spec.input, n, {
+        let v = host_values(rng, m.rows, m.cols, m.ld, Values::Normal);
+        move |i| v[i]
+    });
+    let res_h = spec.residual.then(|| {
+        let v = host_values(rng, m.rows, m.cols, m.ld, Values::Normal);
+        HostBuffer::from_fn(spec.input, n, |i| v[i])
+    });
+    let (w_h, b_h) = host_columns(rng, spec, m.cols);
+    let w = w_h.as_ref().map(|h| Dev::upload(s, h));
+    let b = b_h.as_ref().map(|h| Dev::upload(s, h));
+    let kernel = rt.norm(spec).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let param = param_of(spec);
+    // Out of place, into poisoned buffers at the same shift.
+    let x = Dev::upload(s, &xh);
+    let res = res_h.as_ref().map(|h| Dev::upload(s, h));
+    let mut out = Dev::poisoned(s, spec.output, n);
+    let mut res_out = spec.residual.then(|| Dev::poisoned(s, spec.input, n));
+    {
+        let xi = x.input();
+        let ri = res.as_ref().map(|d| d.input());
+        let wi = w.as_ref().map(|d| d.input());
+        let bi = b.as_ref().map(|d| d.input());
+        let mut oo = out.output(n, shift);
+        let mut ro = res_out.as_mut().map(|d| d.output(n, shift));
+        let args = NormArgs {
+            x: xi.as_ref(),
+            residual: ri.as_deref(),
+            weight: wi.as_deref(),
+            bias: bi.as_deref(),
+            out: oo.as_mut(),
+            residual_out: ro.as_deref_mut().map(|o| o as &mut dyn KernelOutput),
+            mean: None,
+            rstd: None,
+            shape: m,
+            param,
+        };
+        kernel
+            .launch(s, args)
+            .unwrap_or_else(|e| panic!("{what}: out of place: {e}"));
+    }
+    // In place: the same rows after SLACK + shift elements of poison.
+    let mut xo = Dev::upload_at(s, &xh, SLACK + shift);
+    let mut ro = res_h.as_ref().map(|h| Dev::upload_at(s, h, SLACK + shift));
+    {
+        let mut xv = xo.output(n, shift);
+        let mut rv = ro.as_mut().map(|d| d.output(n, shift));
+        let wi = w.as_ref().map(|d| d.input());
+        let bi = b.as_ref().map(|d| d.input());
+        let args = NormInPlace {
+            x: xv.as_mut(),
+            residual: rv.as_deref_mut().map(|o| o as &mut dyn KernelOutput),
+            weight: wi.as_deref(),
+            bias: bi.as_deref(),
+            mean: None,
+            rstd: None,
+            shape: m,
+            param,
+        };
+        kernel
+            .launch_in_place(s, args)
+            .unwrap_or_else(|e| panic!("{what}: in place: {e}"));
+    }
+    let at = SLACK + shift;
+    let pairs = [
+        (Some(&out), Some(&xo), "out"),
+        (res_out.as_ref(), ro.as_ref(), "residual"),
+    ];
+    for (apart, over, name) in pairs {
+        let (Some(apart), Some(over)) = (apart, over) else {
+            continue;
+        };
+        let (want, got) = (apart.bits(s), over.bits(s));
+        let dtype = if name == "out" {
+            spec.output
+        } else {
+            spec.input
+        };
+        assert!(
+            got[..at].iter().all(|&g| g == poison(dtype)),
+            "{what}: {name} in place wrote before its rows"
+        );
+        let differs = (0..n)
+            .filter(|&i| i % m.ld < m.cols)
+            .find(|&i| want[at + i] != got[at + i]);
+        assert!(
+            differs.is_none(),
+            "{what}: {name} in place differs from out of place at {:?}: {:#x} against {:#x}",
+            differs,
+            differs.map_or(0, |i| got[at + i]),
+            differs.map_or(0, |i| want[at + i]),
+        );
+        // The input was overwritten: the result is not the rows as they were.
+        let input_bits = match name {
+            "out" => Dev::upload(s, &xh).bits(s),
+            _ => Dev::upload(s, res_h.as_ref().unwrap()).bits(s),
+        };
+        assert!(
+            (0..n).any(|i| i % m.ld < m.cols && got[at + i] != input_bits[i]),
+            "{what}: {name} in place left the rows as they were"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn in_place_calls_match_out_of_place_bit_for_bit() {
+    // Every row op, f32 / bf16 / f16 in and out, with and without the
+    // residual; the default layout of each row length (a lane group, a block,
+    // a block of 16 packs, a split row whole and off the grid), a loop row,
+    // strided rows, and every buffer off the pack grid (the general twin,
+    // which runs from a copy).
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("in_place_calls_match_out_of_place_bit_for_bit");
+    const SHAPES: [(usize, usize, usize); 7] = [
+        (37, 100, 100),
+        (16, 4096, 4096),
+        (5, 4097, 4099),
+        (3, 20000, 20000),
+        (2, 20001, 20001),
+        (2, 1 << 20, 1 << 20),
+        (513, 8, 12),
+    ];
+    let types = [DType::F32, DType::BF16, DType::F16];
+    prepare(
+        &rt,
+        row_ops().into_iter().flat_map(|ops| {
+            types.into_iter().flat_map(move |t| {
+                SHAPES
+                    .iter()
+                    .map(move |&(_, c, _)| NormSpec::with(ops, t, t, c as u64))
+            })
+        }),
+    );
+    for ops in row_ops() {
+        for t in types {
+            for (rows, cols, ld) in SHAPES {
+                let spec = NormSpec::with(ops, t, t, cols as u64);
+                let m = Matrix { rows, cols, ld };
+                check_in_place(&rt, &mut rng, &spec, m, 0);
+                if cols < (1 << 20) {
+                    check_in_place(&rt, &mut rng, &spec, m, 1);
+                }
+            }
+        }
+    }
+    // Loop rows (two passes over a row's chunks), on and off the grid.
+    for name in [
+        "norm_rmsnorm_res_bf16_bf16_l512x4",
+        "norm_layernorm_f32_f32_l256x4",
+        "norm_softmax_online_f16_f16_l256x4",
+    ] {
+        let spec: NormSpec = name.parse().unwrap();
+        for shift in [0, 1] {
+            check_in_place(&rt, &mut rng, &spec, dense(7, 40000), shift);
+        }
+    }
+    // In place needs one type in and out.
+    let mixed: NormSpec = "norm_rmsnorm_bf16_f32_b256x4".parse().unwrap();
+    let k = rt.norm(&mixed).unwrap();
+    let s = rt.stream();
+    let mut x = s.clone_htod(&vec![bf16::ONE; 2 * 1024]).unwrap();
+    let w = s.clone_htod(&vec![bf16::ONE; 1024]).unwrap();
+    let e = k
+        .launch_in_place(
+            s,
+            NormInPlace::norm(&mut x, None, &w, None, dense(2, 1024), 1e-5),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("x = in place") && e.contains("reads bf16 and writes f32"),
+        "{e}"
+    );
 }

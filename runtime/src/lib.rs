@@ -51,6 +51,7 @@ pub mod reference_norm;
 pub mod reference_reduce;
 mod runtime;
 mod softmax_all;
+mod stream_copy;
 mod tracking;
 pub mod tuning;
 mod workspace;
@@ -62,7 +63,7 @@ pub use error::{Error, Result};
 pub use fp8::{F8E4M3, F8E5M2};
 pub use jit::{Compiled, Jit};
 pub use nms::{MASK_BUDGET_BYTES, NmsCall, NmsKernel, NmsPlan, check_call as check_nms_call};
-pub use norm::{NormArgs, NormCall, NormKernel, check_call as check_norm_call};
+pub use norm::{NormArgs, NormCall, NormInPlace, NormKernel, check_call as check_norm_call};
 pub use nvrtc::{Artifact, Nvrtc, NvrtcFacts, Output, Target};
 pub use redjit_codegen::spec::reduce::{Plan as ReducePlan, ReduceStrategy, Shape as ReduceShape};
 pub use redjit_codegen::{

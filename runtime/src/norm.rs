@@ -2,7 +2,7 @@
 //! norm): the one place they are launched, and the one place a call is checked.
 //!
 //! ```no_run
-//! use redjit_runtime::{Matrix, NormArgs, NormSpec, Runtime};
+//! use redjit_runtime::{Matrix, NormArgs, NormInPlace, NormSpec, Runtime};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let rt = Runtime::new(0)?;
@@ -14,9 +14,18 @@
 //! let spec = "norm_softmax_online_bf16_bf16_w32x1".parse::<NormSpec>()?.for_cols(cols as u64);
 //! let k = rt.norm(&spec)?;
 //! k.launch(s, NormArgs::softmax(&x, &mut y, Matrix { rows, cols, ld: cols }, 1.0))?;
+//!
+//! // In place, as serving code runs a layer: residual += x, then x = rms_norm(residual) * w.
+//! let (mut h, mut residual) = (y, s.clone_htod(&vec![half::bf16::ONE; rows * cols])?);
+//! let w = s.clone_htod(&vec![half::bf16::ONE; cols])?;
+//! let spec = "norm_rmsnorm_res_bf16_bf16_w32x1".parse::<NormSpec>()?.for_cols(cols as u64);
+//! let shape = Matrix { rows, cols, ld: cols };
+//! rt.norm(&spec)?
+//!     .launch_in_place(s, NormInPlace::norm(&mut h, Some(&mut residual), &w, None, shape, 1e-5))?;
 //! # Ok(()) }
 //! ```
 
+use std::iter;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys::{CUfunction_attribute, CUresult};
@@ -29,6 +38,7 @@ use crate::error::{DriverContext, Error, Result};
 use crate::partition;
 use crate::reduce::Matrix;
 use crate::runtime::{Runtime, blocks_per_sm};
+use crate::stream_copy::StreamCopy;
 use crate::workspace::Workspace;
 
 /// The buffers and scalars of one norm launch. Row r of every row buffer (x,
@@ -104,6 +114,169 @@ impl<'a> NormArgs<'a> {
     }
 }
 
+/// The buffers and scalars of one in-place norm launch: each row of `x` is
+/// overwritten with its result, and the residual (if any) with `h = x +
+/// residual`, the sum that was normalised, as serving engines update the
+/// hidden state and the residual stream at every layer. The kernel's input and
+/// output types must match. Whole-pack kernels run in place as they are: every
+/// element of a row is read by the thread that writes it, before it writes it,
+/// or before a barrier of all the row's threads that comes before any write.
+/// A general twin (`_g`: rows or buffers off the pack grid) may read a
+/// neighbour's words after the neighbour wrote them, so such a call first
+/// copies the aliased buffers to scratch on the stream and runs from the
+/// copy; its results are the same bits either way.
+pub struct NormInPlace<'a> {
+    /// The rows, in the kernel's input (and output) type: read, then
+    /// overwritten with the result.
+    pub x: &'a mut dyn KernelOutput,
+    /// Fused residual add (`_res` kernels): read, then overwritten with `h`.
+    pub residual: Option<&'a mut dyn KernelOutput>,
+    /// Norms: cols elements of the input type.
+    pub weight: Option<&'a dyn KernelInput>,
+    /// Layer norm: cols elements of the input type.
+    pub bias: Option<&'a dyn KernelInput>,
+    /// Layer norm, optional: each row's mean (rows f32).
+    pub mean: Option<&'a mut dyn KernelOutput>,
+    /// Norms, optional: each row's 1 / sqrt(var + eps) (rows f32).
+    pub rstd: Option<&'a mut dyn KernelOutput>,
+    /// Rows, columns and leading dimension of x and the residual.
+    pub shape: Matrix,
+    /// Softmax: the scale x is multiplied by (1 for plain softmax); norms: eps.
+    pub param: f32,
+}
+
+impl<'a> NormInPlace<'a> {
+    /// A softmax or log-softmax of `scale * x`, over x.
+    pub fn softmax(x: &'a mut dyn KernelOutput, shape: Matrix, scale: f32) -> NormInPlace<'a> {
+        NormInPlace {
+            x,
+            residual: None,
+            weight: None,
+            bias: None,
+            mean: None,
+            rstd: None,
+            shape,
+            param: scale,
+        }
+    }
+
+    /// A layer norm (`bias: Some`) or RMS norm (`bias: None`) over x, with the
+    /// residual updated in place where given (`_res` kernels).
+    pub fn norm(
+        x: &'a mut dyn KernelOutput,
+        residual: Option<&'a mut dyn KernelOutput>,
+        weight: &'a dyn KernelInput,
+        bias: Option<&'a dyn KernelInput>,
+        shape: Matrix,
+        eps: f32,
+    ) -> NormInPlace<'a> {
+        NormInPlace {
+            x,
+            residual,
+            weight: Some(weight),
+            bias,
+            mean: None,
+            rstd: None,
+            shape,
+            param: eps,
+        }
+    }
+}
+
+/// A row stream of a launch: read from one buffer and written to another
+/// (either may be absent where the kernel takes none), or read and
+/// overwritten in one.
+enum RowStream<'a> {
+    Apart(
+        Option<&'a dyn KernelInput>,
+        Option<&'a mut dyn KernelOutput>,
+    ),
+    Over(&'a mut dyn KernelOutput),
+}
+
+impl<'a> RowStream<'a> {
+    fn into_written(self) -> Option<&'a mut dyn KernelOutput> {
+        match self {
+            RowStream::Apart(_, o) => o,
+            RowStream::Over(b) => Some(b),
+        }
+    }
+
+    fn read(&self) -> Option<(DType, usize)> {
+        match self {
+            RowStream::Apart(i, _) => i.map(|b| (b.dtype(), b.len())),
+            RowStream::Over(b) => Some((b.dtype(), b.len())),
+        }
+    }
+
+    fn written(&self) -> Option<(DType, usize)> {
+        match self {
+            RowStream::Apart(_, o) => o.as_deref().map(|b| (b.dtype(), b.len())),
+            RowStream::Over(b) => Some((b.dtype(), b.len())),
+        }
+    }
+
+    fn read_address(&self, stream: &CudaStream) -> Option<u64> {
+        match self {
+            RowStream::Apart(i, _) => i.map(|b| b.address(stream)),
+            RowStream::Over(b) => Some(b.address(stream)),
+        }
+    }
+
+    fn written_address(&self, stream: &CudaStream) -> Option<u64> {
+        match self {
+            RowStream::Apart(_, o) => o.as_deref().map(|b| b.address(stream)),
+            RowStream::Over(b) => Some(b.address(stream)),
+        }
+    }
+}
+
+/// One launch's buffers, apart or in place; what `NormArgs` and
+/// `NormInPlace` both become.
+struct Call<'a> {
+    rows: RowStream<'a>,
+    residual: RowStream<'a>,
+    weight: Option<&'a dyn KernelInput>,
+    bias: Option<&'a dyn KernelInput>,
+    mean: Option<&'a mut dyn KernelOutput>,
+    rstd: Option<&'a mut dyn KernelOutput>,
+    shape: Matrix,
+    param: f32,
+}
+
+impl<'a> From<NormArgs<'a>> for Call<'a> {
+    fn from(a: NormArgs<'a>) -> Call<'a> {
+        Call {
+            rows: RowStream::Apart(Some(a.x), Some(a.out)),
+            residual: RowStream::Apart(a.residual, a.residual_out),
+            weight: a.weight,
+            bias: a.bias,
+            mean: a.mean,
+            rstd: a.rstd,
+            shape: a.shape,
+            param: a.param,
+        }
+    }
+}
+
+impl<'a> From<NormInPlace<'a>> for Call<'a> {
+    fn from(a: NormInPlace<'a>) -> Call<'a> {
+        Call {
+            rows: RowStream::Over(a.x),
+            residual: match a.residual {
+                Some(r) => RowStream::Over(r),
+                None => RowStream::Apart(None, None),
+            },
+            weight: a.weight,
+            bias: a.bias,
+            mean: a.mean,
+            rstd: a.rstd,
+            shape: a.shape,
+            param: a.param,
+        }
+    }
+}
+
 /// What `check_call` needs to know of a call: each buffer's (dtype, length).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NormCall {
@@ -127,23 +300,28 @@ pub struct NormCall {
     pub shape: Matrix,
     /// [`NormArgs::param`].
     pub param: f32,
+    /// A [`NormInPlace`] call: x and out are one buffer (and the residual and
+    /// residual_out, where given).
+    pub in_place: bool,
 }
 
 impl NormCall {
-    fn of(a: &NormArgs<'_>) -> NormCall {
+    fn of(a: &Call<'_>) -> NormCall {
         let i = |b: &dyn KernelInput| (b.dtype(), b.len());
         let o = |b: &dyn KernelOutput| (b.dtype(), b.len());
         NormCall {
-            x: i(a.x),
-            residual: a.residual.map(i),
+            // Present by construction: both constructors give the rows.
+            x: a.rows.read().unwrap_or((DType::F32, 0)),
+            residual: a.residual.read(),
             weight: a.weight.map(i),
             bias: a.bias.map(i),
-            out: o(&*a.out),
-            residual_out: a.residual_out.as_deref().map(o),
+            out: a.rows.written().unwrap_or((DType::F32, 0)),
+            residual_out: a.residual.written(),
             mean: a.mean.as_deref().map(o),
             rstd: a.rstd.as_deref().map(o),
             shape: a.shape,
             param: a.param,
+            in_place: matches!(a.rows, RowStream::Over(_)),
         }
     }
 }
@@ -290,7 +468,7 @@ impl<'rt> NormKernel<'rt> {
     /// The kernel for a call: this one, its general twin when the call's rows
     /// are not whole, aligned packs, or an exact kernel's ragged twin for whole
     /// packs of another length.
-    fn for_call(&self, stream: &CudaStream, a: &NormArgs<'_>) -> Result<Route<'_, 'rt>> {
+    fn for_call(&self, stream: &CudaStream, a: &Call<'_>) -> Result<Route<'_, 'rt>> {
         if self.spec.general {
             return Ok(Route::Here(&self.main));
         }
@@ -300,17 +478,21 @@ impl<'rt> NormKernel<'rt> {
         );
         // Addresses are read lazily: a ragged shape or the first misaligned
         // buffer settles it without asking for the rest.
-        let inputs = [Some(a.x), a.residual, a.weight, a.bias]
-            .into_iter()
+        let inputs = iter::once_with(|| a.rows.read_address(stream))
+            .chain(iter::once_with(|| a.residual.read_address(stream)))
             .flatten()
-            .map(|b| (b.address(stream), i));
-        let outputs = [
-            Some((&*a.out, o)),
-            a.residual_out.as_deref().map(|b| (b, i)),
-        ]
-        .into_iter()
-        .flatten()
-        .map(|(b, bytes)| (b.address(stream), bytes));
+            .chain(
+                [a.weight, a.bias]
+                    .into_iter()
+                    .flatten()
+                    .map(|b| b.address(stream)),
+            )
+            .map(|addr| (addr, i));
+        let outputs = iter::once_with(|| a.rows.written_address(stream).map(|addr| (addr, o)))
+            .chain(iter::once_with(|| {
+                a.residual.written_address(stream).map(|addr| (addr, i))
+            }))
+            .flatten();
         let m = a.shape;
         let whole = NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, inputs.chain(outputs));
         if !whole && let Some(k) = self.hand_off()? {
@@ -414,6 +596,17 @@ impl<'rt> NormKernel<'rt> {
 
     /// Checks the call, then launches it on `stream`.
     pub fn launch(&self, stream: &Arc<CudaStream>, a: NormArgs<'_>) -> Result<()> {
+        self.launch_call(stream, a.into())
+    }
+
+    /// Checks the in-place call, then launches it on `stream`: x is
+    /// overwritten with the result, the residual (if any) with `h` (see
+    /// [`NormInPlace`]).
+    pub fn launch_in_place(&self, stream: &Arc<CudaStream>, a: NormInPlace<'_>) -> Result<()> {
+        self.launch_call(stream, a.into())
+    }
+
+    fn launch_call(&self, stream: &Arc<CudaStream>, a: Call<'_>) -> Result<()> {
         if a.shape.is_empty() {
             // Checked as any call, then nothing to launch.
             check_call(&self.spec, &NormCall::of(&a), self.resident())?;
@@ -421,7 +614,7 @@ impl<'rt> NormKernel<'rt> {
         }
         let k = match self.for_call(stream, &a)? {
             Route::Here(k) => k,
-            Route::HandOff(k) => return k.launch(stream, a),
+            Route::HandOff(k) => return k.launch_call(stream, a),
         };
         // A stream of an SM partition (green context) holds that many blocks,
         // not the device's: a split row's blocks wait on each other, so its
@@ -439,6 +632,29 @@ impl<'rt> NormKernel<'rt> {
             return Ok(());
         };
         let plan = self.on_this_device(plan);
+        // In place, a general twin (any alignment) runs from a copy of the
+        // aliased rows: its lanes may read a neighbour's words of a row after
+        // the neighbour stored over them. A whole-pack kernel's thread reads
+        // its own packs before it stores them (see `NormInPlace`).
+        let Call {
+            mut rows,
+            mut residual,
+            weight,
+            bias,
+            mean,
+            rstd,
+            shape,
+            param,
+        } = a;
+        let extent = shape.extent().unwrap_or(usize::MAX);
+        let copy_of = |s: &mut RowStream<'_>, what: &str| match s {
+            RowStream::Over(b) if k.spec.general => {
+                StreamCopy::of(stream, &mut **b, extent, what).map(Some)
+            }
+            _ => Ok(None),
+        };
+        let rows_copy = copy_of(&mut rows, "the rows")?;
+        let residual_copy = copy_of(&mut residual, "the residual")?;
         let ws = k.workspace.hold(
             stream,
             plan.counters,
@@ -448,21 +664,32 @@ impl<'rt> NormKernel<'rt> {
         )?;
         let (counters, partials) = ws.addresses();
         let null: u64 = 0;
-        let NormArgs {
-            x,
-            residual,
-            weight,
-            bias,
-            out,
-            residual_out,
-            mean,
-            rstd,
-            shape,
-            param,
-        } = a;
+        // Where a stream is overwritten in place, its read slot gets the
+        // buffer's bare address, taken before the write slot's push (which
+        // orders the launch after the buffer's pending work).
+        let read_at = |s: &RowStream<'_>, copy: &Option<StreamCopy>| match (s, copy) {
+            (_, Some(c)) => c.address(stream),
+            (RowStream::Over(b), None) => b.address(stream),
+            (RowStream::Apart(..), None) => null,
+        };
+        let (rows_at, residual_at) = (
+            read_at(&rows, &rows_copy),
+            read_at(&residual, &residual_copy),
+        );
         let mut args = stream.launch_builder(&k.func);
-        x.push_input(&mut args);
-        for b in [residual, weight, bias] {
+        match (&rows, &rows_copy) {
+            (RowStream::Apart(Some(x), _), None) => x.push_input(&mut args),
+            _ => {
+                args.arg(&rows_at);
+            }
+        }
+        match (&residual, &residual_copy) {
+            (RowStream::Apart(Some(r), _), None) => r.push_input(&mut args),
+            _ => {
+                args.arg(&residual_at);
+            }
+        }
+        for b in [weight, bias] {
             match b {
                 Some(b) => b.push_input(&mut args),
                 None => {
@@ -470,8 +697,7 @@ impl<'rt> NormKernel<'rt> {
                 }
             }
         }
-        out.push_output(&mut args);
-        for b in [residual_out, mean, rstd] {
+        for b in [rows.into_written(), residual.into_written(), mean, rstd] {
             match b {
                 Some(b) => b.push_output(&mut args),
                 None => {
@@ -497,6 +723,9 @@ impl<'rt> NormKernel<'rt> {
         // (x, residual, weight, bias, out, residual_out, mean, rstd, counters,
         // partials: pointers; rows, cols, ld: u64; splits, span: u32; param: f32), in
         // that order; absent buffers are null and the kernel never touches them.
+        // An in-place stream's read and write slots hold one buffer only for a
+        // whole-pack kernel (a general twin reads from a copy), whose threads
+        // read their packs of a row before they store them.
         // `check_call` proved each present buffer has its dtype and holds the
         // shape (row buffers (rows - 1) * ld + cols, vectors cols, statistics
         // rows), the row fits the kernel, and a split launch's blocks of a row
@@ -564,6 +793,16 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Option
         }
         Ok(())
     };
+    if c.in_place && spec.input != spec.output {
+        return Err(err(
+            "x",
+            "in place".into(),
+            format!(
+                "an in-place call writes each row over itself, so the kernel's input and output types must match; this one reads {} and writes {}",
+                spec.input, spec.output
+            ),
+        ));
+    }
     row_buffer("x", c.x, spec.input)?;
     row_buffer("out", c.out, spec.output)?;
     let presence = |what: &'static str, b: Option<(DType, usize)>, wanted: bool, why: &str| match (
@@ -734,6 +973,7 @@ mod tests {
                 ld: cols,
             },
             param: 1e-5,
+            in_place: false,
         }
     }
 
@@ -904,6 +1144,21 @@ mod tests {
                 .to_string()
                 .contains("takes no weight")
         );
+        // In place: one buffer is read in the input type and written in the
+        // output type, so they must match.
+        let mixed: NormSpec = "norm_rmsnorm_bf16_f32_b256x4".parse().unwrap();
+        let mut c = call(&mixed, 2, 1024);
+        c.out = c.x;
+        c.in_place = true;
+        let e = check_call(&mixed, &c, 264).unwrap_err().to_string();
+        assert!(
+            e.contains("x = in place") && e.contains("reads bf16 and writes f32"),
+            "{e}"
+        );
+        let same: NormSpec = "norm_rmsnorm_res_f16_f16_b256x4".parse().unwrap();
+        let mut c = call(&same, 2, 1024);
+        c.in_place = true;
+        assert!(check_call(&same, &c, 264).unwrap().is_some());
         let split: NormSpec = "norm_rmsnorm_f32_f32_s512x8".parse().unwrap();
         let e = check_call(&split, &call(&split, 2, 1 << 20), 32)
             .unwrap_err()
