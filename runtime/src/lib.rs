@@ -25,6 +25,13 @@
 //! call that would have to write a value computed from no elements is an
 //! error: a full-array reduction of none, a row or column reduction over rows or
 //! columns of none, and a norm's mean or rstd of rows of none.
+//!
+//! # CPU twins
+//!
+//! The feature `cpu-twins` adds the f64 CPU references every family's GPU
+//! tests compare with (`reference`, `reference_norm`, `reference_reduce`,
+//! `reference_nms`). They are test code: they panic on buffers that do not
+//! match the call, where the launchers return errors.
 
 #![warn(missing_docs)]
 
@@ -45,9 +52,13 @@ pub mod peer;
 pub mod philox;
 mod reduce;
 mod reduce_copy;
+#[cfg(any(test, feature = "cpu-twins"))]
 pub mod reference;
+#[cfg(any(test, feature = "cpu-twins"))]
 pub mod reference_nms;
+#[cfg(any(test, feature = "cpu-twins"))]
 pub mod reference_norm;
+#[cfg(any(test, feature = "cpu-twins"))]
 pub mod reference_reduce;
 mod runtime;
 mod softmax_all;

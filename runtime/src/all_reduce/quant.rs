@@ -3,6 +3,7 @@
 //! rounding wherever an f32 becomes a bf16.
 //!
 //! ```
+//! # #[cfg(feature = "cpu-twins")] {
 //! use redjit_runtime::all_reduce::Quantize;
 //! use redjit_runtime::reference::all_reduce_quantized;
 //! use redjit_runtime::{AllReduceAlgo, Op};
@@ -18,6 +19,7 @@
 //! }
 //! // One call spans (R + 1) * s Philox positions, s = n rounded up to 4.
 //! assert_eq!(Quantize::span(2, 19), 3 * 20);
+//! # }
 //! ```
 //!
 //! How it runs (the design is argued in `redjit_codegen::spec::all_reduce`'s

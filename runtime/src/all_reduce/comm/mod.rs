@@ -649,7 +649,8 @@ impl Communicator {
     /// in rank order (every rank gets the same bits); the two-stage kernel
     /// rounds its reduce-scatter partials stochastically too. `call.op` is sum,
     /// avg or premulsum (others: a spec error naming the rule); the result is
-    /// [`crate::reference::all_reduce_quantized`] bit for bit.
+    /// the CPU twin's (`reference::all_reduce_quantized`, feature
+    /// `cpu-twins`) bit for bit.
     pub fn all_reduce_quantized(
         &self,
         inputs: &[&dyn KernelInput],
