@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # THE test command (README; `.ci/run` runs exactly this). Needs no GPU: installs the
 # pinned NVRTC 13.0.88 and ptxas into .tools/cuda when missing (scripts/cuda-tools.sh),
-# then runs fmt, clippy with warnings as errors, every test of the workspace
+# then runs fmt, the module-cycle check, clippy with warnings as errors, every test of the workspace
 # (doctests included), and rustdoc with warnings as errors.
 # REDJIT_REQUIRE_NVRTC=1 makes the NVRTC and ptxas tests fail, never skip, when
 # those tools are missing. GPU tests are #[ignore]d here (see scripts/gpu.sh).
@@ -17,6 +17,8 @@ run() {
 
 echo "redjit: NVRTC and ptxas from $REDJIT_CUDA_LIB and $REDJIT_PTXAS; REDJIT_REQUIRE_NVRTC=1" >&2
 run cargo fmt --all --check
+# No module of a crate imports one that imports it back (scripts/module_cycles.py).
+run python3 scripts/module_cycles.py codegen/src runtime/src cli/src macros/src src examples/collectives/src
 run cargo clippy --workspace --all-targets -- -D warnings
 run cargo test --workspace
 RUSTDOCFLAGS="-D warnings" run cargo doc --workspace --no-deps

@@ -34,7 +34,6 @@ pub use registry::{
     AllReduceAlgo, Arch, DType, Family, Load, NmsStage, NormLayout, NormOp, Op, ReduceAxis,
     ReduceOp, Role, Rounding, SoftmaxAlgo, SoftmaxAllStage, Src,
 };
-pub use render::render_batch;
 pub use source::KernelSource;
 pub use spec::KernelSpec;
 pub use spec::all_reduce::AllReduceSpec;
@@ -42,4 +41,5 @@ pub use spec::nms::NmsSpec;
 pub use spec::norm::NormSpec;
 pub use spec::reduce::ReduceSpec;
 pub use spec::reduce_copy::ReduceCopySpec;
+pub use spec::render_batch;
 pub use spec::softmax_all::SoftmaxAllSpec;

@@ -5,8 +5,6 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 use crate::error::SpecError;
-use crate::source::KernelSource;
-use crate::spec::KernelSpec;
 
 /// Every template, embedded so a binary needs no files at run time.
 pub(crate) const TEMPLATES: &[(&str, &str)] = &[
@@ -117,16 +115,6 @@ fn engine() -> Result<&'static tera::Tera, SpecError> {
         .map_err(Clone::clone)
 }
 
-/// Validates `spec`, then renders its family's template from `ctx`: every
-/// spec's `render_body`.
-pub(crate) fn render_body(
-    spec: &(impl crate::spec::KernelSpec + ?Sized),
-    ctx: &impl Serialize,
-) -> Result<String, SpecError> {
-    spec.validate()?;
-    render_template(spec.family().info().template, ctx)
-}
-
 /// Renders one family template (a kernel body) from a serde context.
 pub(crate) fn render_template(template: &str, ctx: &impl Serialize) -> Result<String, SpecError> {
     let err = |e: tera::Error| SpecError::Render {
@@ -135,55 +123,6 @@ pub(crate) fn render_template(template: &str, ctx: &impl Serialize) -> Result<St
     };
     let ctx = tera::Context::from_serialize(ctx).map_err(err)?;
     engine()?.render(template, &ctx).map_err(err)
-}
-
-/// One translation unit for `specs`: each prelude any of them needs, once, in
-/// first-needed order, then every kernel body. NVRTC pays its per-program cost
-/// once for the batch (16 kernels in one program 35 ms, in 16 programs 161 ms,
-/// and threads do not help: NVRTC serialises programs within a process; H100,
-/// commit 1317614).
-pub fn render_batch(specs: &[&dyn KernelSpec]) -> Result<KernelSource, SpecError> {
-    let first = specs.first().ok_or_else(|| SpecError::Render {
-        template: "(batch)".into(),
-        message: "no kernels to render".into(),
-    })?;
-    let mut preludes: Vec<&'static str> = Vec::new();
-    for spec in specs {
-        spec.validate()?;
-        for p in spec.preludes() {
-            if !preludes.contains(&p) {
-                preludes.push(p);
-            }
-        }
-    }
-    let mut code = String::new();
-    let mut push = |text: &str| {
-        code.push_str(text);
-        if !code.ends_with('\n') {
-            code.push('\n');
-        }
-    };
-    for p in &preludes {
-        // Preludes are static text: an empty context.
-        push(&render_template(
-            p,
-            &std::collections::BTreeMap::<String, String>::new(),
-        )?);
-    }
-    let mut kernels = Vec::with_capacity(specs.len());
-    for spec in specs {
-        push(&spec.render_body()?);
-        kernels.push(spec.name());
-    }
-    let name = match specs {
-        [_] => first.name(),
-        _ => format!("redjit_batch_{}_{}", specs.len(), first.name()),
-    };
-    Ok(KernelSource {
-        name,
-        kernels,
-        code,
-    })
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@
 pub mod all_reduce;
 pub mod autotune;
 pub mod cache;
+mod device;
 mod elem;
 mod error;
 pub mod fp8;
@@ -69,6 +70,7 @@ mod workspace;
 
 pub use autotune::{Autotune, AutotunePick};
 pub use cache::{CacheKey, CacheStats, CompileCache, Origin};
+pub use device::DeviceInfo;
 pub use elem::{DeviceElem, KernelInput, KernelOutput};
 pub use error::{Error, Result};
 pub use fp8::{F8E4M3, F8E5M2};
@@ -86,5 +88,5 @@ pub use reduce::{Matrix, ReduceKernel, ReduceOutput, ResultType, check_call as c
 pub use reduce_copy::{
     DEFAULT_THREADS, LaunchOptions, ReduceCopyArgs, ReduceCopyKernel, Stochastic,
 };
-pub use runtime::{DeviceInfo, PrepareReport, Runtime, RuntimeOptions, gpu_available};
+pub use runtime::{PrepareReport, Runtime, RuntimeOptions, gpu_available};
 pub use softmax_all::{SoftmaxAllCall, SoftmaxAllKernel, check_call as check_softmax_all_call};

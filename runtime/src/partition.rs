@@ -25,8 +25,9 @@ use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream};
 use redjit_codegen::SpecError;
 
+use crate::device::DeviceInfo;
 use crate::error::{DriverContext, Result};
-use crate::runtime::{DeviceInfo, Runtime};
+use crate::runtime::Runtime;
 
 /// The first driver with green contexts (CUDA 12.4).
 const GREEN_CONTEXT_DRIVER: i32 = 12040;

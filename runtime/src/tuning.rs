@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use redjit_codegen::tuning::{DeviceKey, Selection, Tuning, device_slug, parse_table};
 
-use crate::runtime::DeviceInfo;
+use crate::device::DeviceInfo;
 
 /// The key the tables know `device` by.
 pub fn device_key(device: &DeviceInfo) -> DeviceKey {

@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use redjit_codegen::spec::norm::{candidates, row_ops};
+use redjit_codegen::spec::norm::row_ops;
+use redjit_codegen::tuning::candidates;
 use redjit_codegen::tuning::{
     NormRule, NormStrategy, ROW_CLASSES, Tuning, TypePair, cols_class, row_class,
 };

@@ -68,7 +68,6 @@ use serde::Serialize;
 
 use crate::error::SpecError;
 use crate::registry::{AllReduceAlgo, Arch, DType, Family, Op};
-use crate::render;
 use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
 /// Fewest and most ranks a kernel is generated for (one host: up to 8 GPUs).
@@ -491,7 +490,7 @@ impl KernelSpec for AllReduceSpec {
     }
 
     fn render_body(&self) -> Result<String, SpecError> {
-        render::render_body(self, &self.context())
+        crate::spec::render_body(self, &self.context())
     }
 }
 
@@ -661,7 +660,7 @@ mod tests {
 
     #[test]
     fn the_prelude_lays_signals_out_as_this_module_does() {
-        let peer = render::TEMPLATES
+        let peer = crate::render::TEMPLATES
             .iter()
             .find(|(n, _)| *n == "prelude/peer.cuh")
             .map(|(_, t)| *t)

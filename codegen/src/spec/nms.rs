@@ -31,7 +31,6 @@ use serde::Serialize;
 
 use crate::error::SpecError;
 use crate::registry::{Arch, Family, NmsStage};
-use crate::render;
 use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
 /// Boxes per column block of the mask: one bit each in a u64.
@@ -145,7 +144,7 @@ impl KernelSpec for NmsSpec {
     }
 
     fn render_body(&self) -> Result<String, SpecError> {
-        render::render_body(self, &self.context())
+        crate::spec::render_body(self, &self.context())
     }
 }
 

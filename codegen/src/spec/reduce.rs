@@ -24,7 +24,6 @@ use serde::Serialize;
 
 use crate::error::SpecError;
 use crate::registry::{Arch, DType, Family, ReduceAxis, ReduceOp};
-use crate::render;
 use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
 /// Threads per block of every reduce kernel (its launch bound).
@@ -751,7 +750,7 @@ impl KernelSpec for ReduceSpec {
     }
 
     fn render_body(&self) -> Result<String, SpecError> {
-        render::render_body(self, &self.context())
+        crate::spec::render_body(self, &self.context())
     }
 }
 

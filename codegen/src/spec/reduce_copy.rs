@@ -26,7 +26,6 @@ use serde::Serialize;
 
 use crate::error::SpecError;
 use crate::registry::{Arch, DType, Family, Op, Role, Rounding, Src};
-use crate::render;
 use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
 /// Unroll factors the kernel is generated for.
@@ -498,7 +497,7 @@ impl KernelSpec for ReduceCopySpec {
     }
 
     fn render_body(&self) -> Result<String, SpecError> {
-        render::render_body(self, &self.context())
+        crate::spec::render_body(self, &self.context())
     }
 }
 

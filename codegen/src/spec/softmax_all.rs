@@ -51,7 +51,6 @@ use serde::Serialize;
 
 use crate::error::SpecError;
 use crate::registry::{Arch, DType, Family, NormOp, ReduceAxis, ReduceOp, SoftmaxAllStage};
-use crate::render;
 use crate::spec::reduce::{Plan, ReduceSpec, Shape};
 use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
@@ -323,7 +322,7 @@ impl KernelSpec for SoftmaxAllSpec {
     }
 
     fn render_body(&self) -> Result<String, SpecError> {
-        render::render_body(self, &self.context())
+        crate::spec::render_body(self, &self.context())
     }
 }
 

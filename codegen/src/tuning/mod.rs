@@ -19,8 +19,11 @@
 //! ```
 
 mod all_reduce;
+mod candidates;
+pub use candidates::{candidates, closest_candidates};
 mod classes;
 mod device;
+mod layout;
 mod parse;
 mod reduce;
 mod write;
@@ -29,8 +32,9 @@ use std::fmt;
 use std::ops::RangeInclusive;
 use std::sync::OnceLock;
 
-use crate::registry::{Arch, DType, NormLayout, NormOp, SoftmaxAlgo};
+use crate::registry::{Arch, NormLayout, NormOp, SoftmaxAlgo};
 use crate::spec::norm::NormSpec;
+pub use crate::spec::norm::TypePair;
 use crate::spec::reduce::{ReduceSpec, Shape as ReduceShape};
 
 pub use all_reduce::AllReduceRule;
@@ -39,72 +43,6 @@ pub use device::{DeviceKey, Selection, device_slug};
 pub use parse::parse_table;
 pub use reduce::ReduceRule;
 pub use write::write_table;
-
-/// The element types of a row, as the norm rows group them. Rows between
-/// f32 and a 16-bit type are apart by direction: a staged row holds the
-/// input, so the two take different layouts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TypePair {
-    /// f32 in and out.
-    F32,
-    /// One 16-bit type in and out.
-    Sixteen,
-    /// A 16-bit type in, f32 out.
-    Widening,
-    /// f32 in, a 16-bit type out.
-    Narrowing,
-    /// Two different 16-bit types (no row names them).
-    Other,
-}
-
-impl TypePair {
-    /// The group of `input` -> `output`.
-    pub fn of(input: DType, output: DType) -> TypePair {
-        let (i, o) = (input.info().bytes, output.info().bytes);
-        if input == output {
-            if i == 4 {
-                TypePair::F32
-            } else {
-                TypePair::Sixteen
-            }
-        } else {
-            match (i, o) {
-                (2, 4) => TypePair::Widening,
-                (4, 2) => TypePair::Narrowing,
-                _ => TypePair::Other,
-            }
-        }
-    }
-
-    /// The name in tables.
-    pub fn slug(self) -> &'static str {
-        match self {
-            TypePair::F32 => "f32",
-            TypePair::Sixteen => "sixteen",
-            TypePair::Widening => "widening",
-            TypePair::Narrowing => "narrowing",
-            TypePair::Other => "other",
-        }
-    }
-
-    /// The groups a table row may name.
-    pub const NAMED: &[TypePair] = &[
-        TypePair::F32,
-        TypePair::Sixteen,
-        TypePair::Widening,
-        TypePair::Narrowing,
-    ];
-
-    /// A dtype pair of the group, to check a row's strategy against.
-    pub fn example(self) -> (DType, DType) {
-        match self {
-            TypePair::F32 => (DType::F32, DType::F32),
-            TypePair::Sixteen | TypePair::Other => (DType::BF16, DType::BF16),
-            TypePair::Widening => (DType::BF16, DType::F32),
-            TypePair::Narrowing => (DType::F32, DType::BF16),
-        }
-    }
-}
 
 /// Which form of a layout's kernel a norm strategy takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

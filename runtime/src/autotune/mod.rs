@@ -5,7 +5,7 @@
 //!
 //! A class is the operation and dtypes, the row-count class and the row-length
 //! class the tuning tables use ([`ROW_CLASSES`](redjit_codegen::tuning::ROW_CLASSES), [`cols_class`](redjit_codegen::tuning::cols_class)). The
-//! candidates are [`closest_candidates`](redjit_codegen::spec::norm::closest_candidates): the table's pick first, then the
+//! candidates are [`closest_candidates`](redjit_codegen::tuning::closest_candidates): the table's pick first, then the
 //! layouts that hold the row with the fewest spare columns, at most
 //! [`MAX_CANDIDATES`], compiled in one parallel batch. Each is timed on the
 //! runtime's stream with CUDA events over scratch buffers of the call's shape

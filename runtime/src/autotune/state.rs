@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use redjit_codegen::spec::norm::closest_candidates;
+use redjit_codegen::tuning::closest_candidates;
 use redjit_codegen::tuning::{DeviceKey, ROW_CLASSES, cols_class, device_slug, row_class};
 use redjit_codegen::{KernelSpec, NormSpec};
 

@@ -436,7 +436,7 @@ impl KernelSpec for NormSpec {
     }
 
     fn render_body(&self) -> Result<String, SpecError> {
-        render::render_body(self, &self.context())
+        crate::spec::render_body(self, &self.context())
     }
 }
 

@@ -30,18 +30,12 @@ use serde::Serialize;
 
 use crate::error::SpecError;
 use crate::registry::{Arch, DType, Family, NormLayout, NormOp, SoftmaxAlgo};
-use crate::render;
 use crate::spec::KernelSpec;
 
-mod candidates;
 mod kernel;
 mod measured;
 
-pub use candidates::{candidates, closest_candidates};
-
 use measured::{HELD_CAPS, OCCUPANCY, OCCUPANCY_GENERAL, RowTypes};
-
-use crate::tuning::{Form, Tuning, TypePair};
 
 /// Threads per block of the warp layout (its groups take rows in turn).
 pub const WARP_LAYOUT_THREADS: u32 = 256;
@@ -88,6 +82,72 @@ pub const MAX_GRID: u64 = i32::MAX as u64;
 /// Longest row the default ladder (`for_cols`) and the tests target; a split
 /// kernel takes longer rows while its chunks fit the device at once.
 pub const MAX_COLS: u64 = 1 << 20;
+/// The element types of a row, as the norm rows group them. Rows between
+/// f32 and a 16-bit type are apart by direction: a staged row holds the
+/// input, so the two take different layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TypePair {
+    /// f32 in and out.
+    F32,
+    /// One 16-bit type in and out.
+    Sixteen,
+    /// A 16-bit type in, f32 out.
+    Widening,
+    /// f32 in, a 16-bit type out.
+    Narrowing,
+    /// Two different 16-bit types (no row names them).
+    Other,
+}
+
+impl TypePair {
+    /// The group of `input` -> `output`.
+    pub fn of(input: DType, output: DType) -> TypePair {
+        let (i, o) = (input.info().bytes, output.info().bytes);
+        if input == output {
+            if i == 4 {
+                TypePair::F32
+            } else {
+                TypePair::Sixteen
+            }
+        } else {
+            match (i, o) {
+                (2, 4) => TypePair::Widening,
+                (4, 2) => TypePair::Narrowing,
+                _ => TypePair::Other,
+            }
+        }
+    }
+
+    /// The name in tables.
+    pub fn slug(self) -> &'static str {
+        match self {
+            TypePair::F32 => "f32",
+            TypePair::Sixteen => "sixteen",
+            TypePair::Widening => "widening",
+            TypePair::Narrowing => "narrowing",
+            TypePair::Other => "other",
+        }
+    }
+
+    /// The groups a table row may name.
+    pub const NAMED: &[TypePair] = &[
+        TypePair::F32,
+        TypePair::Sixteen,
+        TypePair::Widening,
+        TypePair::Narrowing,
+    ];
+
+    /// A dtype pair of the group, to check a row's strategy against.
+    pub fn example(self) -> (DType, DType) {
+        match self {
+            TypePair::F32 => (DType::F32, DType::F32),
+            TypePair::Sixteen | TypePair::Other => (DType::BF16, DType::BF16),
+            TypePair::Widening => (DType::BF16, DType::F32),
+            TypePair::Narrowing => (DType::F32, DType::BF16),
+        }
+    }
+}
+
 /// One norm kernel configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NormSpec {
@@ -699,32 +759,6 @@ impl NormSpec {
             && self.short_staged_layout() == Some((self.lanes, self.packs, self.bound))
     }
 
-    /// The same kernel for rows of any length up to its capacity: without
-    /// `exact` (the launcher takes it for the rows an exact kernel does not
-    /// fit), its columns held by the rule (`held_cols`).
-    pub fn ragged_twin(&self) -> NormSpec {
-        let ragged = NormSpec {
-            exact: false,
-            held: None,
-            ..self.clone()
-        };
-        // An exact-only layout (its ragged form spills): other rows take the
-        // ladder's layout, as for a row a pack past the entry's first length.
-        if !(self.exact && self.prefetch) {
-            return ragged;
-        }
-        let exact_only = Tuning::builtin().norm_rules().iter().find(|m| {
-            let s = m.strategy;
-            s.form == Form::PrefetchExactOnly
-                && m.serves(self)
-                && (s.layout, s.lanes, s.packs) == (self.layout, self.lanes, self.packs)
-        });
-        match exact_only {
-            Some(m) => ragged.for_cols(m.cols.start() + 4),
-            None => ragged,
-        }
-    }
-
     /// Whether the whole-pack kernel (not the general twin) takes rows of
     /// `cols` with leading dimension `ld` from buffers at the (address, element
     /// bytes) of `buffers`, which are read only while everything before fits.
@@ -1129,128 +1163,6 @@ impl NormSpec {
                 .map(|n| u64::from(n) * self.chunk() - self.reach(0)),
             _ => Some(self.chunk()),
         }
-    }
-
-    /// The same operation laid out for rows of `cols` by the built-in (H100)
-    /// table ([`Tuning::builtin`]), else the heuristic ladder. A launcher on a
-    /// known device takes [`NormSpec::for_shape`] with the device's table.
-    pub fn for_cols(&self, cols: u64) -> NormSpec {
-        self.laid_out(None, cols, true, Tuning::builtin())
-    }
-
-    /// The same operation laid out for `rows` (`None`: unknown) rows of
-    /// `cols` by the first row of `tuning` that serves it, else the heuristic
-    /// ladder (the smallest register footprint that holds the row).
-    pub fn for_shape(&self, rows: Option<u64>, cols: u64, tuning: &Tuning) -> NormSpec {
-        self.laid_out(rows, cols, true, tuning)
-    }
-
-    /// The kernel the ladder gives this kernel's op and types without
-    /// clusters, for rows up to this kernel's capacity: what a cluster row
-    /// (`_c<n>`) hands the calls it does not take (rows off the pack grid,
-    /// and devices below sm_90). Other kernels are their own.
-    pub fn unclustered(&self) -> NormSpec {
-        match (self.cluster, self.capacity()) {
-            (Some(_), Some(cap)) => NormSpec {
-                cluster: None,
-                ..self.clone()
-            }
-            .laid_out(None, cap, false, Tuning::builtin()),
-            _ => self.clone(),
-        }
-    }
-
-    /// The kernel this one hands its calls off the pack grid to (odd `cols`
-    /// or `ld`, misaligned buffers), with its own twins, if any: a cluster
-    /// row's `unclustered()`, and a loop row's long-row split kernel (the
-    /// ladder's for `MAX_COLS`), whose staging twins ran faster there than
-    /// the loop's general twin at 4096 rows of 33001 to 45001 (f32 layer
-    /// norm, f32 -> bf16, bf16 layer norm + residual; bf16 RMS norm but at
-    /// 36865). 16-bit layer norm keeps its loop twin, ahead of s256x8_o2_p_g
-    /// at 4096x50257 (H100; commit 7eca7bb).
-    pub fn off_grid_kernel(&self) -> Option<NormSpec> {
-        let layer_16 =
-            self.op == NormOp::LayerNorm && !self.residual && self.input.info().bytes < 4;
-        match self.layout {
-            _ if self.general => None,
-            NormLayout::Split if self.cluster.is_some() => Some(self.unclustered()),
-            NormLayout::Loop if !layer_16 => Some(
-                self.laid_out(None, MAX_COLS, false, Tuning::builtin())
-                    .ragged_twin(),
-            ),
-            _ => None,
-        }
-    }
-
-    /// `for_shape`, with or without the table's cluster layouts.
-    fn laid_out(&self, rows: Option<u64>, cols: u64, clusters: bool, tuning: &Tuning) -> NormSpec {
-        let packs_for = |lanes: u64| {
-            let p = cols.div_ceil(lanes * 4).next_power_of_two();
-            p.clamp(1, 16) as u32
-        };
-        let measured = tuning
-            .norm_rule(self, rows, cols, clusters)
-            .map(|m| m.strategy);
-        let (layout, lanes, packs) = if let Some(m) = measured {
-            (m.layout, m.lanes, m.packs)
-        } else if cols <= 128 {
-            // Up to 4 packs a lane and a group of lanes per row, several rows a
-            // warp: at 262144 x 128 on the H100, 8 lanes x 4 packs beat a warp
-            // of 1 pack for layer norm and the online softmax, and were level
-            // with it for the other f32 row ops (commit 5ea69af).
-            let packs = cols.div_ceil(4).next_power_of_two().clamp(1, 4);
-            let lanes = cols.div_ceil(4 * packs).next_power_of_two().clamp(1, 32);
-            (NormLayout::Warp, lanes as u32, packs as u32)
-        } else if cols <= 1024 {
-            (NormLayout::Warp, 32, packs_for(32))
-        } else if cols <= 4096 {
-            (NormLayout::Block, 256, packs_for(256))
-        } else if cols > 8192
-            && cols <= 16384
-            && self.op == NormOp::RmsNorm
-            && !self.residual
-            && self.input.info().bytes < 4
-        {
-            // 16-bit RMS norm: 256 threads of 16 packs, well ahead of 512 x 8
-            // (bf16 8192x16384, H100; commit c71bf85);
-            // softmax and layer norm measured slower so.
-            // Rows of exactly 16384 take 512 x 8's exact kernel at 2 blocks
-            // an SM (the H100 table).
-            (NormLayout::Block, 256, packs_for(256))
-        } else if cols <= 32768 && !(self.op == NormOp::LayerNorm && self.input != self.output) {
-            // 16 packs at 16384 < cols: one block of 512 holds the row, as
-            // Triton's one-row-per-program kernel does (8192 x 32768 f32 on the
-            // H100, the table), where the split layout, waiting on the
-            // row's other blocks, ran behind it.
-            // Layer norm between two dtypes spilled 152-176 bytes there
-            // (ptxas 13.0) and stays split.
-            (NormLayout::Block, 512, packs_for(512))
-        } else {
-            (NormLayout::Split, 512, 8)
-        };
-        let mut spec = NormSpec {
-            layout,
-            lanes,
-            packs,
-            prefetch: measured.is_some_and(|m| m.form.prefetches()),
-            no_l1: measured.is_some_and(|m| m.form.no_l1()),
-            exact: false,
-            cluster: None,
-            held: measured.and_then(|m| m.held),
-            ..self.clone()
-        };
-        // A cluster of the row's chunks.
-        if measured.is_some_and(|m| m.form == Form::Cluster) {
-            spec.cluster = Some(cols.div_ceil(spec.chunk()).clamp(2, MAX_CLUSTER.into()) as u32);
-        }
-        // Exact where measured, and only for rows that fill the layout.
-        spec.exact =
-            measured.is_some_and(|m| m.form.exact()) && !spec.general && spec.fills_exactly(cols);
-        // Safe softmax needs two exchanges across blocks; the split layout does one.
-        if layout == NormLayout::Split && spec.algo == Some(SoftmaxAlgo::Safe) {
-            spec.algo = Some(SoftmaxAlgo::Online);
-        }
-        spec
     }
 
     /// The launch layout for `rows` rows of `cols` on a device with `sm_count`

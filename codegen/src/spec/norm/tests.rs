@@ -1,5 +1,4 @@
 use super::*;
-use crate::tuning::NormRule;
 
 #[test]
 fn names_round_trip() {
@@ -233,97 +232,6 @@ fn off_grid_calls_go_where_measured_faster() {
 
 /// Rows between f32 and a 16-bit type take the layouts measured for their
 /// direction, and the measured cluster rows hold their whole range.
-#[test]
-fn measured_layouts_by_direction_and_clusters() {
-    // (op, input, output, cols, the kernel's layout: its name past the types)
-    let layout = |op, i, o, cols| {
-        let s = NormSpec::with(op, i, o, cols);
-        let types = format!("_{}_{}_", s.input, s.output);
-        s.name().split_once(&types).map(|(_, l)| l.to_string())
-    };
-    let layer = (NormOp::LayerNorm, None, false);
-    let soft = (NormOp::Softmax, Some(SoftmaxAlgo::Online), false);
-    let (b, f) = (DType::BF16, DType::F32);
-    for (op, i, o, cols, want) in [
-        (layer, b, f, 12_288, "s256x8_c2_p"),
-        (layer, f, b, 20_000, "s512x8_c2_p"),
-        (layer, f, b, 16_384, "b512x8_x"),
-        (layer, f, b, 16_380, "s256x8_c2_p"),
-        (layer, b, f, 50_256, "s256x8_p"),
-        (layer, b, f, 1 << 20, "s512x8_p"),
-        (layer, f, b, 1 << 20, "s512x4_p"),
-        (layer, f, b, 50_256, "l512x8"),
-        (layer, f, b, 57_344, "s256x8_c7_p"),
-        (layer, f, b, 57_340, "l512x8"),
-        (layer, f, b, 65_536, "l512x8"),
-        (soft, b, f, 50_256, "s256x8_p"),
-        (soft, b, f, 1 << 20, "s512x8_p"),
-        (soft, f, b, 50_256, "s512x4_p"),
-        (soft, f, b, 1 << 20, "s512x8_p"),
-        (layer, b, b, 36_864, "l512x4"),
-        (layer, b, b, 45_000, "l512x4"),
-        (layer, b, b, 49_152, "s512x8_p_x"),
-        (layer, b, b, 50_256, "l512x4"),
-        (layer, b, b, 57_345, "s512x8_p"),
-        ((NormOp::RmsNorm, None, false), b, b, 40_000, "l512x4"),
-        ((NormOp::RmsNorm, None, false), b, b, 45_000, "s512x16_p"),
-        ((NormOp::LayerNorm, None, true), b, b, 33_000, "l512x4"),
-        ((NormOp::LayerNorm, None, true), b, b, 36_864, "l512x4"),
-        ((NormOp::LayerNorm, None, true), b, b, 49_152, "s512x8_p_x"),
-        ((NormOp::LayerNorm, None, true), b, b, 57_344, "l512x4"),
-        ((NormOp::LayerNorm, None, true), b, b, 57_348, "s512x8_p"),
-        ((NormOp::LayerNorm, None, true), f, f, 33_000, "l512x8"),
-        ((NormOp::LayerNorm, None, true), f, f, 36_864, "s512x4_p"),
-        ((NormOp::RmsNorm, None, true), b, b, 33_000, "l512x4"),
-        ((NormOp::RmsNorm, None, true), b, b, 36_864, "s512x8_p"),
-        ((NormOp::RmsNorm, None, true), f, f, 36_864, "l512x8"),
-        ((NormOp::RmsNorm, None, true), f, f, 50_256, "s512x4_p"),
-        (soft, b, f, 32_768, "b512x16_x"),
-        (layer, f, b, 128, "w16x2"),
-        (layer, b, f, 4096, "b256x4_x"),
-        (layer, b, f, 4000, "b256x4"),
-        (layer, f, f, 36_864, "l512x8"),
-        (layer, f, f, 40_000, "s512x4_p"),
-        (layer, f, f, 50_256, "l512x8"),
-        (layer, f, f, 57_344, "s512x4_p"),
-        // Two 16-bit types: the ladder's rule.
-        (layer, b, DType::F16, 50_256, "s512x8"),
-    ] {
-        assert_eq!(
-            layout(op, i, o, cols).as_deref(),
-            Some(want),
-            "{op:?} {i} -> {o} at {cols}"
-        );
-    }
-    let c: NormSpec = "norm_layernorm_bf16_bf16_s256x8_c7_p".parse().unwrap();
-    assert_eq!(c.unclustered().name(), "norm_layernorm_bf16_bf16_l512x4");
-    let c: NormSpec = "norm_layernorm_f32_bf16_s256x8_c7_p".parse().unwrap();
-    assert_eq!(c.unclustered().name(), "norm_layernorm_f32_bf16_s512x4_p");
-    let spec = |m: &NormRule, input, output| NormSpec {
-        op: m.op,
-        algo: m.algo,
-        residual: m.residual,
-        input,
-        output,
-        ..NormSpec::default()
-    };
-    let builtin = Tuning::builtin().norm_rules();
-    for m in builtin.iter().filter(|m| m.strategy.form == Form::Cluster) {
-        let (i, o) = match m.types {
-            TypePair::Widening => (b, f),
-            TypePair::Narrowing => (f, b),
-            TypePair::Sixteen => (b, b),
-            other => panic!("no cluster rows measured for {other:?}"),
-        };
-        for cols in [*m.cols.start(), *m.cols.end()] {
-            let s = spec(m, i, o).for_cols(cols);
-            assert!(s.cluster.is_some() && s.validate().is_ok(), "{}", s.name());
-            assert!(s.capacity().unwrap() >= cols, "{} {cols}", s.name());
-            assert!(s.unclustered().cluster.is_none(), "{}", s.name());
-        }
-    }
-}
-
 #[test]
 fn an_exact_kernel_takes_its_own_bound() {
     let exact: NormSpec = "norm_rmsnorm_bf16_bf16_b512x8_x".parse().unwrap();

@@ -1,10 +1,10 @@
 //! The layouts worth timing for one operation at one row length: what
 //! `redjit tune` measures and the runtime's autotune picks among.
 
-use super::{NormSpec, variants};
+use super::Tuning;
 use crate::registry::NormLayout;
 use crate::spec::KernelSpec;
-use crate::tuning::Tuning;
+use crate::spec::norm::{NormSpec, variants};
 
 /// The candidates at rows of `cols`: `current` (the table's pick) first, the
 /// ladder's, every layout variant of `base` that holds the row without idling,
