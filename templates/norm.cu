@@ -52,7 +52,7 @@
 {%- endif %}
 namespace {{ name }}_impl {
 typedef rj_dtype_{{ input }} T;
-typedef rj_dtype_{{ output }} TO;
+typedef {{ out_type }} TO;
 {%- if held %}
 // The first {{ held }} pack(s) of this thread's columns of the {% if op == "layernorm" %}weight and bias{% else %}weight{% endif %}, loaded once
 // and held in registers: a cohort's block keeps its chunk in every row.
@@ -107,6 +107,9 @@ struct Args {
   rj_u64 x, res, w, b, out, res_out, mean, rstd;
   rj_u64 ld;
   float param;
+{%- if fp8 %}
+  rj_u64 scale;  // the FP8 output's scales (per row) or scale (given)
+{%- endif %}
 {%- if staged_cols %}
   rj_u32 cols;  // this thread's staged columns (shared memory)
 {%- endif %}
@@ -294,6 +297,9 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
   op.row(x, c, red, leader, rj_out_stored<TO, Chunk>{outr, c, vec});
 {%- else %}
   op.row(x, c, red, leader);
+{%- if fp8 %}
+  if (Red::kApply) rj_fp8_scale_row<{% if fp8 == "qd" %}true{% else %}false{% endif %}>(x, c, red, leader, a.scale, r);
+{%- endif %}
   if (Red::kApply) rj_row_st<TO, kPacks>(outr, c, vec, x);
 {%- endif %}
 {%- endif %}
@@ -304,7 +310,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     const void* __restrict__ x_ptr, const void* __restrict__ res_ptr, const void* __restrict__ w_ptr,
     const void* __restrict__ b_ptr, void* __restrict__ out_ptr, void* __restrict__ res_out_ptr,
     void* __restrict__ mean_ptr, void* __restrict__ rstd_ptr, void* __restrict__ counters_ptr,
-    void* __restrict__ partials_ptr, rj_u64 rows, rj_u64 cols, rj_u64 ld, rj_u32 splits, rj_u32 span, float param) {
+    void* __restrict__ partials_ptr, rj_u64 rows, rj_u64 cols, rj_u64 ld, rj_u32 splits, rj_u32 span, float param{% if fp8 %}, void* __restrict__ scale_ptr{% endif %}) {
   using namespace {{ name }}_impl;
   // Absent buffers are null: never converted, never touched.
   Args a;
@@ -318,6 +324,9 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   a.rstd = rstd_ptr ? rj_cvta_global(rstd_ptr) : 0;
   a.ld = ld;
   a.param = param;
+{%- if fp8 %}
+  a.scale = rj_cvta_global(scale_ptr);
+{%- endif %}
 {%- if layout == "warp" %}
   (void)counters_ptr;
   (void)partials_ptr;

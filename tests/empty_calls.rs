@@ -87,6 +87,7 @@ fn norm_call(spec: &NormSpec, rows: usize, cols: usize, stats: bool) -> NormCall
         },
         param: 1e-5,
         in_place: false,
+        scale: None,
     }
 }
 

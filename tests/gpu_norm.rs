@@ -323,6 +323,7 @@ fn check_on(
                 rstd: so.as_deref_mut().map(|o| o as &mut dyn KernelOutput),
                 shape: m,
                 param,
+                scale: None,
             };
             kernel
                 .launch(launch, args)
@@ -2180,6 +2181,7 @@ fn check_in_place(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec, m: Matri
             rstd: None,
             shape: m,
             param,
+            scale: None,
         };
         kernel
             .launch(s, args)

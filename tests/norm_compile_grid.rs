@@ -9,7 +9,7 @@
 
 mod common;
 
-use redjit::codegen::spec::norm::{row_ops, variants};
+use redjit::codegen::spec::norm::{Fp8Scale, row_ops, variants};
 use redjit::{DType, KernelSpec, NormLayout, NormSpec, Output, SoftmaxAlgo};
 
 fn grid() -> Vec<NormSpec> {
@@ -86,6 +86,40 @@ fn every_norm_kernel_compiles_to_cubin() {
         return;
     };
     common::assert_compiles_for_sm90(&grid(), &[Output::Cubin]);
+}
+
+/// The FP8-output norms (e4m3, per-row and given scales) the ladder lays out
+/// at rows of 100 to 16384 (their longest), every input type.
+fn fp8_grid() -> Vec<NormSpec> {
+    let mut out: Vec<NormSpec> = Vec::new();
+    for ops in row_ops().into_iter().filter(|o| !o.0.info().softmax) {
+        for input in DType::stores() {
+            for q in [Fp8Scale::PerRow, Fp8Scale::Given] {
+                for cols in [100, 1000, 4096, 8192, 12288, 16384] {
+                    let s = NormSpec {
+                        output: DType::E4M3,
+                        fp8: Some(q),
+                        ..NormSpec::with(ops, input, input, 1)
+                    }
+                    .for_cols(cols);
+                    assert!(s.validate().is_ok(), "{}: {:?}", s.name(), s.validate());
+                    // Whole packs only: its general twin is refused.
+                    assert!(s.general_twin().validate().is_err(), "{}", s.name());
+                    if !out.contains(&s) {
+                        out.push(s);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn fp8_output_kernels_compile_without_stack_or_spills() {
+    let grid = fp8_grid();
+    assert!(grid.len() >= 40, "{}", grid.len());
+    common::assert_ptxas_no_stack_no_spills(&grid, NormSpec::threads);
 }
 
 #[test]

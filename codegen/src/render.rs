@@ -9,6 +9,10 @@ use crate::error::SpecError;
 /// Every template, embedded so a binary needs no files at run time.
 pub(crate) const TEMPLATES: &[(&str, &str)] = &[
     (
+        "prelude/norm_fp8.cuh",
+        include_str!("../../templates/prelude/norm_fp8.cuh"),
+    ),
+    (
         "prelude/types.cuh",
         include_str!("../../templates/prelude/types.cuh"),
     ),

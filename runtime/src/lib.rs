@@ -76,7 +76,9 @@ pub use error::{Error, Result};
 pub use fp8::{F8E4M3, F8E5M2};
 pub use jit::{Compiled, Jit};
 pub use nms::{MASK_BUDGET_BYTES, NmsCall, NmsKernel, NmsPlan, check_call as check_nms_call};
-pub use norm::{NormArgs, NormCall, NormInPlace, NormKernel, check_call as check_norm_call};
+pub use norm::{
+    Fp8Scales, NormArgs, NormCall, NormInPlace, NormKernel, check_call as check_norm_call,
+};
 pub use nvrtc::{Artifact, Nvrtc, NvrtcFacts, Output, Target};
 pub use redjit_codegen::spec::reduce::{Plan as ReducePlan, ReduceStrategy, Shape as ReduceShape};
 pub use redjit_codegen::{

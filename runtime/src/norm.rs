@@ -30,7 +30,7 @@ use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys::{CUfunction_attribute, CUresult};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
-use redjit_codegen::spec::norm::Plan;
+use redjit_codegen::spec::norm::{Fp8Scale, Plan};
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormSpec, SpecError};
 
 use crate::elem::{KernelInput, KernelOutput};
@@ -65,6 +65,19 @@ pub struct NormArgs<'a> {
     pub shape: Matrix,
     /// Softmax: the scale x is multiplied by (1 for plain softmax); norms: eps.
     pub param: f32,
+    /// An FP8 (e4m3) output's scale buffer (`_qd` and `_qs` kernels only).
+    pub scale: Option<Fp8Scales<'a>>,
+}
+
+/// The scale buffer of a norm with an FP8 (e4m3) output: `out` holds
+/// e4m3(y / scale), saturated at +-448.
+pub enum Fp8Scales<'a> {
+    /// `_qd` kernels: receives each row's scale, max |y| / 448 but at least
+    /// 1 / (448 x 512) (rows f32).
+    PerRow(&'a mut dyn KernelOutput),
+    /// `_qs` kernels: the one scale every row is divided by (1 f32, finite and
+    /// above 0, read on the device).
+    Given(&'a dyn KernelInput),
 }
 
 impl<'a> NormArgs<'a> {
@@ -86,6 +99,7 @@ impl<'a> NormArgs<'a> {
             rstd: None,
             shape,
             param: scale,
+            scale: None,
         }
     }
 
@@ -110,6 +124,7 @@ impl<'a> NormArgs<'a> {
             rstd: None,
             shape,
             param: eps,
+            scale: None,
         }
     }
 }
@@ -242,6 +257,7 @@ struct Call<'a> {
     rstd: Option<&'a mut dyn KernelOutput>,
     shape: Matrix,
     param: f32,
+    scale: Option<Fp8Scales<'a>>,
 }
 
 impl<'a> From<NormArgs<'a>> for Call<'a> {
@@ -255,6 +271,7 @@ impl<'a> From<NormArgs<'a>> for Call<'a> {
             rstd: a.rstd,
             shape: a.shape,
             param: a.param,
+            scale: a.scale,
         }
     }
 }
@@ -273,6 +290,7 @@ impl<'a> From<NormInPlace<'a>> for Call<'a> {
             rstd: a.rstd,
             shape: a.shape,
             param: a.param,
+            scale: None,
         }
     }
 }
@@ -303,6 +321,9 @@ pub struct NormCall {
     /// A [`NormInPlace`] call: x and out are one buffer (and the residual and
     /// residual_out, where given).
     pub in_place: bool,
+    /// [`NormArgs::scale`]: the buffer's (dtype, length), and whether the
+    /// kernel writes it (per-row scales) or reads it (a given scale).
+    pub scale: Option<(DType, usize, Fp8Scale)>,
 }
 
 impl NormCall {
@@ -322,6 +343,10 @@ impl NormCall {
             shape: a.shape,
             param: a.param,
             in_place: matches!(a.rows, RowStream::Over(_)),
+            scale: a.scale.as_ref().map(|b| match b {
+                Fp8Scales::PerRow(o) => (o.dtype(), o.len(), Fp8Scale::PerRow),
+                Fp8Scales::Given(i) => (i.dtype(), i.len(), Fp8Scale::Given),
+            }),
         }
     }
 }
@@ -645,6 +670,7 @@ impl<'rt> NormKernel<'rt> {
             rstd,
             shape,
             param,
+            scale,
         } = a;
         let extent = shape.extent().unwrap_or(usize::MAX);
         let copy_of = |s: &mut RowStream<'_>, what: &str| match s {
@@ -713,6 +739,13 @@ impl<'rt> NormKernel<'rt> {
             .arg(&plan.splits)
             .arg(&plan.span)
             .arg(&param);
+        // `check_call` proved a `_qd` or `_qs` kernel has its scale buffer and
+        // any other kernel none.
+        match scale {
+            Some(Fp8Scales::PerRow(b)) => b.push_output(&mut args),
+            Some(Fp8Scales::Given(b)) => b.push_input(&mut args),
+            None => {}
+        }
         let cfg = LaunchConfig {
             grid_dim: (plan.grid, 1, 1),
             block_dim: (k.spec.threads(), 1, 1),
@@ -721,8 +754,9 @@ impl<'rt> NormKernel<'rt> {
         // SAFETY: the kernel was generated from `k.spec` (this spec, or its
         // general twin: the same signature) with the signature
         // (x, residual, weight, bias, out, residual_out, mean, rstd, counters,
-        // partials: pointers; rows, cols, ld: u64; splits, span: u32; param: f32), in
-        // that order; absent buffers are null and the kernel never touches them.
+        // partials: pointers; rows, cols, ld: u64; splits, span: u32; param: f32;
+        // an FP8 output's kernel then its scale pointer), in that order; absent
+        // buffers are null and the kernel never touches them.
         // An in-place stream's read and write slots hold one buffer only for a
         // whole-pack kernel (a general twin reads from a copy), whose threads
         // read their packs of a row before they store them.
@@ -891,6 +925,40 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Option
         };
         return Err(err("param", c.param.to_string(), rule.into()));
     }
+    match (spec.fp8, c.scale) {
+        (None, None) => {}
+        (None, Some(_)) => {
+            return Err(err(
+                "scale",
+                "given".into(),
+                format!(
+                    "{} writes no FP8 output (its name has no _qd or _qs)",
+                    spec.name()
+                ),
+            ));
+        }
+        (Some(q), got) => {
+            let (want, role) = match q {
+                Fp8Scale::PerRow => (m.rows, "rows (r) f32 as Fp8Scales::PerRow, which it writes"),
+                Fp8Scale::Given => (1, "1 (r) f32 as Fp8Scales::Given, which it reads"),
+            };
+            if got != Some((DType::F32, want, q)) {
+                let value = match got {
+                    None => "none".to_string(),
+                    Some((dtype, len, given)) => format!("{given:?}: {len} x {dtype}"),
+                };
+                return Err(err(
+                    "scale",
+                    value,
+                    format!(
+                        "{} takes {}",
+                        spec.name(),
+                        role.replace("(r)", &format!("({want})"))
+                    ),
+                ));
+            }
+        }
+    }
     if m.is_empty() {
         return Ok(None);
     }
@@ -974,6 +1042,10 @@ mod tests {
             },
             param: 1e-5,
             in_place: false,
+            scale: spec.fp8.map(|q| {
+                let len = if q == Fp8Scale::PerRow { rows } else { 1 };
+                (DType::F32, len, q)
+            }),
         }
     }
 
@@ -1159,6 +1231,41 @@ mod tests {
         let mut c = call(&same, 2, 1024);
         c.in_place = true;
         assert!(check_call(&same, &c, 264).unwrap().is_some());
+        // An FP8 output's scale buffer: per row it writes rows f32, given it
+        // reads 1; other kernels take none.
+        let qd: NormSpec = "norm_rmsnorm_res_bf16_e4m3_b256x4_qd".parse().unwrap();
+        let mut c = call(&qd, 3, 1024);
+        assert!(check_call(&qd, &c, 264).unwrap().is_some());
+        for (scale, want) in [
+            (None, "scale = none"),
+            (
+                Some((DType::F32, 2, Fp8Scale::PerRow)),
+                "scale = PerRow: 2 x f32",
+            ),
+            (
+                Some((DType::F32, 3, Fp8Scale::Given)),
+                "scale = Given: 3 x f32",
+            ),
+            (
+                Some((DType::BF16, 3, Fp8Scale::PerRow)),
+                "scale = PerRow: 3 x bf16",
+            ),
+        ] {
+            c.scale = scale;
+            let e = check_call(&qd, &c, 264).unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains("takes rows (3) f32"), "{e}");
+        }
+        let qs: NormSpec = "norm_layernorm_f32_e4m3_w32x2_qs".parse().unwrap();
+        let mut c = call(&qs, 3, 200);
+        assert!(check_call(&qs, &c, 264).unwrap().is_some());
+        c.scale = Some((DType::F32, 3, Fp8Scale::Given));
+        let e = check_call(&qs, &c, 264).unwrap_err().to_string();
+        assert!(e.contains("takes 1 (1) f32 as Fp8Scales::Given"), "{e}");
+        let plain: NormSpec = "norm_rmsnorm_bf16_bf16_b256x4".parse().unwrap();
+        let mut c = call(&plain, 3, 1024);
+        c.scale = Some((DType::F32, 3, Fp8Scale::PerRow));
+        let e = check_call(&plain, &c, 264).unwrap_err().to_string();
+        assert!(e.contains("writes no FP8 output"), "{e}");
         let split: NormSpec = "norm_rmsnorm_f32_f32_s512x8".parse().unwrap();
         let e = check_call(&split, &call(&split, 2, 1 << 20), 32)
             .unwrap_err()

@@ -40,7 +40,10 @@
 //! ```
 
 use half::{bf16, f16};
+use redjit_codegen::spec::norm::{E4M3_MAX, FP8_MIN_SCALE, Fp8Scale};
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAllSpec};
+
+use crate::fp8::{F8E4M3, e4m3_rn};
 
 use crate::reference::{HostBuffer, par_map};
 use crate::reference_reduce::gamma;
@@ -67,6 +70,8 @@ pub struct NormInputs<'a> {
     pub ld: usize,
     /// Softmax: the scale; norms: eps.
     pub param: f32,
+    /// An FP8 output's given scale (`_qs` specs).
+    pub scale: Option<f32>,
 }
 
 impl<'a> NormInputs<'a> {
@@ -81,6 +86,7 @@ impl<'a> NormInputs<'a> {
             cols,
             ld,
             param,
+            scale: None,
         }
     }
 }
@@ -101,7 +107,8 @@ impl Want {
             DType::F32 => f64::from(f32::from_bits(got_bits)),
             DType::BF16 => f64::from(bf16::from_bits(got_bits as u16).to_f32()),
             DType::F16 => f64::from(f16::from_bits(got_bits as u16).to_f32()),
-            // A validated norm spec's output is a store type.
+            DType::E4M3 => f64::from(F8E4M3::from_bits(got_bits as u8).to_f32()),
+            // A validated norm spec's output is a store type or e4m3.
             other => return Err(format!("a norm kernel writes no {other}")),
         };
         let w = self.value;
@@ -123,6 +130,11 @@ impl Want {
                     let r = f16::from_f64(w).to_bits();
                     ordered16(r, false).abs_diff(ordered16(got_bits as u16, false)) <= 1
                 }
+                // Within one code of the GPU's rounding (saturating) of the value.
+                DType::E4M3 => {
+                    let r = e4m3_rn(w as f32).to_bits();
+                    ordered8(r).abs_diff(ordered8(got_bits as u8)) <= 1
+                }
                 // Refused above.
                 _ => false,
             }
@@ -137,6 +149,12 @@ impl Want {
             ))
         }
     }
+}
+
+/// An 8-bit float's bits on a line where adjacent values differ by 1.
+fn ordered8(b: u8) -> i32 {
+    let mag = i32::from(b & 0x7f);
+    if b & 0x80 != 0 { -mag } else { mag }
 }
 
 /// A 16-bit float's bits on a line where adjacent values differ by 1.
@@ -156,6 +174,8 @@ pub struct RowWant {
     pub mean: Option<Want>,
     /// Norms: the row's 1 / sqrt(var + eps).
     pub rstd: Option<Want>,
+    /// An FP8 output's per-row scale (`_qd` specs).
+    pub scale: Option<Want>,
 }
 
 /// The longest chain of rounded adds a row's sums take under `spec`'s layout
@@ -385,6 +405,7 @@ fn expect_row(spec: &NormSpec, a: &NormInputs<'_>, r: usize, ch: u64) -> RowWant
             residual_out: None,
             mean: None,
             rstd: None,
+            scale: None,
         };
     }
     // Norms: h = x (+ residual, rounded to the input type as the kernel does).
@@ -416,15 +437,20 @@ fn expect_row(spec: &NormSpec, a: &NormInputs<'_>, r: usize, ch: u64) -> RowWant
                 }
             })
             .collect();
-        return RowWant {
-            out,
-            residual_out,
-            mean: None,
-            rstd: Some(Want {
-                value: rstd,
-                tol: rstd * rel,
-            }),
-        };
+        return fp8_scaled(
+            spec,
+            a,
+            RowWant {
+                out,
+                residual_out,
+                mean: None,
+                rstd: Some(Want {
+                    value: rstd,
+                    tol: rstd * rel,
+                }),
+                scale: None,
+            },
+        );
     }
     // Layer norm.
     let mean = hv.iter().sum::<f64>() / nf;
@@ -451,17 +477,62 @@ fn expect_row(spec: &NormSpec, a: &NormInputs<'_>, r: usize, ch: u64) -> RowWant
             }
         })
         .collect();
+    fp8_scaled(
+        spec,
+        a,
+        RowWant {
+            out,
+            residual_out,
+            mean: Some(Want {
+                value: mean,
+                tol: e_mean + mean.abs() * U,
+            }),
+            rstd: Some(Want {
+                value: rstd,
+                tol: rstd * e_var,
+            }),
+            scale: None,
+        },
+    )
+}
+
+/// A norm's row as an FP8 output stores it (`_qd`, `_qs`): y / scale, the
+/// scale the row's max |y| / 448 (at least 1 / (448 x 512)) or the given one.
+/// The kernel's y * (1 / scale) has y's error, the scale's, and two roundings.
+fn fp8_scaled(spec: &NormSpec, a: &NormInputs<'_>, w: RowWant) -> RowWant {
+    let Some(q) = spec.fp8 else {
+        return w;
+    };
+    let (s, s_tol) = match q {
+        Fp8Scale::PerRow => {
+            let amax = w.out.iter().map(|e| e.value.abs()).fold(0.0, f64::max);
+            let nan = w.out.iter().any(|e| e.value.is_nan());
+            let tol = w.out.iter().map(|e| e.tol).fold(0.0, f64::max);
+            let floor = f64::from(FP8_MIN_SCALE);
+            let s = if nan {
+                f64::NAN
+            } else {
+                (amax / f64::from(E4M3_MAX)).max(floor)
+            };
+            (s, tol / f64::from(E4M3_MAX) + s * 2.0 * U)
+        }
+        Fp8Scale::Given => (f64::from(a.scale.expect("a _qs spec's given scale")), 0.0),
+    };
+    let rel = s_tol / s + 2.0 * U;
     RowWant {
-        out,
-        residual_out,
-        mean: Some(Want {
-            value: mean,
-            tol: e_mean + mean.abs() * U,
+        out: w
+            .out
+            .iter()
+            .map(|e| Want {
+                value: e.value / s,
+                tol: (e.tol + e.value.abs() * rel) / s,
+            })
+            .collect(),
+        scale: (q == Fp8Scale::PerRow).then_some(Want {
+            value: s,
+            tol: s_tol,
         }),
-        rstd: Some(Want {
-            value: rstd,
-            tol: rstd * e_var,
-        }),
+        ..w
     }
 }
 
@@ -537,6 +608,39 @@ mod tests {
         a.weight = Some(&wb);
         let r = &expect_rows(&spec("norm_rmsnorm_res_bf16_bf16_w1x1"), &a)[0];
         assert_eq!(r.residual_out.as_ref().unwrap()[0], 0x3f80);
+    }
+
+    #[test]
+    fn fp8_outputs_are_y_over_the_rows_scale() {
+        // RMS norm of [1, 2, 3, 4]: y = x / sqrt(7.5), max |y| = 4 / sqrt(7.5).
+        let x = f32s(&[1.0, 2.0, 3.0, 4.0]);
+        let w = f32s(&[1.0; 4]);
+        let mut a = NormInputs::new(&x, 1, 4, 4, 0.0);
+        a.weight = Some(&w);
+        let r = &expect_rows(&spec("norm_rmsnorm_f32_e4m3_w1x1_qd"), &a)[0];
+        let rms = 7.5f64.sqrt();
+        let s = 4.0 / rms / 448.0;
+        assert!((r.scale.unwrap().value - s).abs() < 1e-15);
+        // The row's max maps to 448, the others in proportion.
+        assert!((r.out[3].value - 448.0).abs() < 1e-9);
+        assert!((r.out[0].value - 112.0).abs() < 1e-9);
+        // 112 and 448 are e4m3 codes 0x6e and 0x7e; one code off passes (the
+        // GPU's f32 y may round the other way), two do not.
+        assert!(r.out[0].check(DType::E4M3, 0x6e).is_ok());
+        assert!(r.out[0].check(DType::E4M3, 0x6f).is_ok());
+        assert!(r.out[0].check(DType::E4M3, 0x70).is_err());
+        assert!(r.out[3].check(DType::E4M3, 0x7e).is_ok());
+        // A given scale divides every row; a row of zeros takes the floor.
+        a.scale = Some(0.5);
+        let r = &expect_rows(&spec("norm_rmsnorm_f32_e4m3_w1x1_qs"), &a)[0];
+        assert!(r.scale.is_none());
+        assert!((r.out[1].value - 2.0 / rms / 0.5).abs() < 1e-12);
+        let z = f32s(&[0.0; 4]);
+        let mut a = NormInputs::new(&z, 1, 4, 4, 1e-6);
+        a.weight = Some(&w);
+        let r = &expect_rows(&spec("norm_rmsnorm_f32_e4m3_w1x1_qd"), &a)[0];
+        assert_eq!(r.scale.unwrap().value, f64::from(FP8_MIN_SCALE));
+        assert!(r.out[0].check(DType::E4M3, 0).is_ok());
     }
 
     #[test]

@@ -373,6 +373,7 @@ pub fn time_case(
             rstd: None,
             shape: case.m,
             param,
+            scale: None,
         };
         kernel.launch(stream, args)?;
         Ok(())

@@ -134,6 +134,7 @@ pub fn check_case(
             rstd: None,
             shape: *m,
             param,
+            scale: None,
         };
         kernel.launch(s, args)?;
     }

@@ -5,7 +5,7 @@
 
 use super::{Form, Tuning};
 use crate::registry::{NormLayout, NormOp, SoftmaxAlgo};
-use crate::spec::norm::{MAX_CLUSTER, MAX_COLS, NormSpec};
+use crate::spec::norm::{FP8_MAX_PACKS, MAX_CLUSTER, MAX_COLS, NormSpec};
 
 impl NormSpec {
     /// The same kernel for rows of any length up to its capacity: without
@@ -130,6 +130,18 @@ impl NormSpec {
             (NormLayout::Block, 512, packs_for(512))
         } else {
             (NormLayout::Split, 512, 8)
+        };
+        // An FP8 output scales a row one block holds: longer rows stay
+        // refused by the block's capacity.
+        let (layout, lanes, packs) = match layout {
+            _ if self.fp8.is_none() => (layout, lanes, packs),
+            NormLayout::Split | NormLayout::Loop => {
+                (NormLayout::Block, 512, packs_for(512).min(FP8_MAX_PACKS))
+            }
+            _ if packs > FP8_MAX_PACKS => {
+                (NormLayout::Block, 512, packs_for(512).min(FP8_MAX_PACKS))
+            }
+            _ => (layout, lanes, packs),
         };
         let mut spec = NormSpec {
             layout,

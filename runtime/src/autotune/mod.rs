@@ -41,6 +41,10 @@ impl Runtime {
     /// a few layouts and keeps the fastest.
     pub fn norm_layout(&self, spec: &NormSpec, rows: usize, cols: usize) -> NormSpec {
         let table = spec.for_shape(Some(rows as u64), cols as u64, &self.tuning().tuning);
+        // An FP8 output's layouts are the ladder's few (no candidates timed).
+        if spec.fp8.is_some() {
+            return table;
+        }
         self.autotune_state()
             .norm(spec, &table, rows, cols, |cands| {
                 time_candidates(self, cands, rows, cols)
@@ -197,6 +201,8 @@ fn time_typed<I: Sample, O: Sample>(
                 rstd: None,
                 shape,
                 param: if info.softmax { 1.0 } else { 1e-5 },
+                // FP8-output kernels are not autotuned (`norm_layout`).
+                scale: None,
             },
         )
     };

@@ -5,6 +5,64 @@ use super::*;
 use crate::spec::{canonical_spelling, name_rest, parse_error};
 
 impl NormSpec {
+    /// An FP8 output's rules: an e4m3 output takes a scale and the other way
+    /// round, on a layer or RMS norm whose row one block or lane group holds.
+    fn validate_fp8(&self) -> Result<(), SpecError> {
+        let Some(q) = self.fp8 else {
+            if self.output == DType::E4M3 {
+                return Err(SpecError::invalid(
+                    "output",
+                    self.output,
+                    "an e4m3 output needs its scaling in the name: _qd (each row's own scale) or _qs (one given scale)",
+                ));
+            }
+            return Ok(());
+        };
+        let suffix = format!("_{}", q.suffix());
+        if self.output != DType::E4M3 {
+            return Err(SpecError::invalid(
+                "fp8",
+                suffix,
+                format!(
+                    "FP8 scaling needs an e4m3 output (this kernel writes {})",
+                    self.output
+                ),
+            ));
+        }
+        if self.op.info().softmax {
+            return Err(SpecError::invalid(
+                "fp8",
+                suffix,
+                format!("{} has no FP8 output (layernorm and rmsnorm do)", self.op),
+            ));
+        }
+        if self.general {
+            return Err(SpecError::invalid(
+                "fp8",
+                suffix,
+                "an FP8 output takes whole packs: cols and ld multiples of 4 and every buffer aligned to 4 elements (it has no general twin, _g)",
+            ));
+        }
+        if self.packs > FP8_MAX_PACKS {
+            return Err(SpecError::invalid(
+                "packs",
+                self.packs,
+                format!("a thread of an FP8-output kernel holds at most {FP8_MAX_PACKS} packs"),
+            ));
+        }
+        if !matches!(self.layout, NormLayout::Warp | NormLayout::Block) {
+            return Err(SpecError::invalid(
+                "fp8",
+                suffix,
+                format!(
+                    "an FP8 output scales a row held in one block or lane group: the warp or block layout (this is the {} layout)",
+                    self.layout
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     pub(super) fn functor(&self) -> String {
         match self.op {
             NormOp::Softmax | NormOp::LogSoftmax => format!(
@@ -47,6 +105,11 @@ impl NormSpec {
             functor: self.functor(),
             input: self.input.slug(),
             output: self.output.slug(),
+            out_type: match self.fp8 {
+                Some(_) => "rj_dtype_e4m3_sat".into(),
+                None => format!("rj_dtype_{}", self.output.slug()),
+            },
+            fp8: self.fp8.map_or("", |q| q.suffix()),
             // The input type's rounding policy: the residual sum is rounded to it.
             input_round: self.input.info().reduce_accum.unwrap_or("rj_acc_f32"),
             layout: self.layout.slug(),
@@ -96,6 +159,10 @@ struct NormContext {
     functor: String,
     input: &'static str,
     output: &'static str,
+    /// The output's device type: the dtype's, or the saturating e4m3 store.
+    out_type: String,
+    /// FP8 output's scaling: "qd" (per row), "qs" (given), "" (none).
+    fp8: &'static str,
     input_round: &'static str,
     layout: &'static str,
     threads: u32,
@@ -159,7 +226,11 @@ impl KernelSpec for NormSpec {
     }
 
     fn validate(&self) -> Result<(), SpecError> {
+        self.validate_fp8()?;
         for (field, d) in [("input", self.input), ("output", self.output)] {
+            if field == "output" && self.fp8.is_some() {
+                continue;
+            }
             if !d.info().store {
                 return Err(SpecError::invalid(
                     field,
@@ -402,7 +473,7 @@ impl KernelSpec for NormSpec {
             s += "_res";
         }
         format!(
-            "{s}_{}_{}_{}{}x{}{}{}{}{}{}{}{}",
+            "{s}_{}_{}_{}{}x{}{}{}{}{}{}{}{}{}",
             self.input,
             self.output,
             self.layout.info().letter,
@@ -414,7 +485,9 @@ impl KernelSpec for NormSpec {
             if self.no_l1 { "_n" } else { "" },
             if self.exact { "_x" } else { "" },
             if self.general { "_g" } else { "" },
-            self.held.map_or(String::new(), |h| format!("_h{h}"))
+            self.held.map_or(String::new(), |h| format!("_h{h}")),
+            self.fp8
+                .map_or(String::new(), |q| format!("_{}", q.suffix()))
         )
     }
 
@@ -433,6 +506,14 @@ impl KernelSpec for NormSpec {
         .into_iter()
         .max()
         .unwrap_or(Arch::SM80)
+    }
+
+    fn preludes(&self) -> Vec<&'static str> {
+        let mut p = Family::Norm.info().preludes.to_vec();
+        if self.fp8.is_some() {
+            p.push("prelude/norm_fp8.cuh");
+        }
+        p
     }
 
     fn render_body(&self) -> Result<String, SpecError> {
@@ -454,6 +535,12 @@ impl FromStr for NormSpec {
         );
         let rest = name_rest(s, Family::Norm, what, format)?;
         let mut parts: Vec<&str> = rest.split('_').collect();
+        let fp8 = [Fp8Scale::PerRow, Fp8Scale::Given]
+            .into_iter()
+            .find(|q| parts.last() == Some(&q.suffix()));
+        if fp8.is_some() {
+            parts.pop();
+        }
         let mut held = None;
         if let Some(h) = parts.last().and_then(|p| p.strip_prefix('h')) {
             held = Some(h.parse::<u32>().map_err(|_| parse_err(format))?);
@@ -525,6 +612,7 @@ impl FromStr for NormSpec {
             exact,
             cluster,
             held,
+            fp8,
         };
         spec.validate()?;
         canonical_spelling(&spec, s, what)?;

@@ -214,7 +214,41 @@ pub struct NormSpec {
     /// (`_h<n>` in names, 0 to `packs`), instead of `held_cols`'s rule (none
     /// for a block kernel): what the benchmarks and tuning tables compare.
     pub held: Option<u32>,
+    /// Layer and RMS norm with an FP8 e4m3 output (`_qd`, `_qs` in names): y
+    /// is stored as e4m3(y / scale), rounded to nearest even and saturated at
+    /// +-448, the row held in one block or lane group (warp and block layouts).
+    pub fp8: Option<Fp8Scale>,
 }
+
+/// How a norm's FP8 (e4m3) output is scaled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fp8Scale {
+    /// `_qd`: each row's own scale, max |y| / 448 but at least 1 / (448 x 512)
+    /// (the floor vLLM's `rms_norm_dynamic_per_token_quant` takes), written to
+    /// the scale buffer (rows f32).
+    PerRow,
+    /// `_qs`: one scale for every row, read from the scale buffer (1 f32).
+    Given,
+}
+
+impl Fp8Scale {
+    /// The suffix in kernel names.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Fp8Scale::PerRow => "qd",
+            Fp8Scale::Given => "qs",
+        }
+    }
+}
+
+/// The largest finite e4m3 value: a per-row scale maps the row's max |y| to it.
+pub const E4M3_MAX: f32 = 448.0;
+/// The smallest per-row scale (`Fp8Scale::PerRow`): 1 / (448 x 512).
+pub const FP8_MIN_SCALE: f32 = 1.0 / (448.0 * 512.0);
+/// The most packs a thread of an FP8-output kernel holds: a block of 512
+/// holds rows of up to 16384. With 16, b512x16 spilled 56-288 bytes at its
+/// 128 registers (ptxas 13.0).
+pub const FP8_MAX_PACKS: u32 = 8;
 
 impl Default for NormSpec {
     /// Online softmax of f32 rows up to 512 long.
@@ -235,6 +269,7 @@ impl Default for NormSpec {
             exact: false,
             cluster: None,
             held: None,
+            fp8: None,
         }
     }
 }
@@ -352,6 +387,19 @@ impl NormSpec {
         if let Some(b) = self.bound {
             return b;
         }
+        // An FP8 output's kernels (no table entry): registers a thread by
+        // packs, 64 up to 2, 128 at 4, 256 at 8. At the tables' bounds (40
+        // for a block of 256 x 4 with the residual) its second reduction and
+        // scaling spilled 24-88 bytes, at 64 registers layer norm of 4 and 8
+        // packs 8-232 (ptxas 13.0).
+        if self.fp8.is_some() {
+            let per_thread = match self.packs {
+                ..=2 => 64,
+                3..=4 => 128,
+                _ => 256,
+            };
+            return (65536 / (self.threads() * per_thread)).max(1);
+        }
         let mut op = self.op.to_string();
         if let Some(a) = self.algo {
             op += &format!("_{a}");
@@ -427,7 +475,10 @@ impl NormSpec {
     /// ahead of b512x16_n at 8192x32768, and bf16 b512x16_x level with the
     /// kernel before (H100; commit 3b614f8).
     pub fn stores_each_pack(&self) -> bool {
-        self.op == NormOp::LayerNorm && self.layout == NormLayout::Block && self.exact
+        self.op == NormOp::LayerNorm
+            && self.layout == NormLayout::Block
+            && self.exact
+            && self.fp8.is_none()
     }
 
     /// Whether a block per row reduces layer norm's (sum, sum of squares) in
@@ -477,6 +528,11 @@ impl NormSpec {
             held: None,
             ..self.clone()
         };
+        // An FP8 output takes whole packs: its twin is refused by `validate`,
+        // naming the rule, when a call off the pack grid asks for it.
+        if self.fp8.is_some() {
+            return twin;
+        }
         // RMS norm between two dtypes spilled 80 bytes at b512x8_g too (ptxas
         // 13.0, at 1 block an SM), f32 -> bf16 layer norm 336: their twin is
         // the split s512x4_g.

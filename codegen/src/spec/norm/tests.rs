@@ -1108,3 +1108,52 @@ fn prefetching_and_l1_bypassing_layouts() {
         "{e}"
     );
 }
+
+#[test]
+fn fp8_outputs_name_their_scaling_and_keep_the_row_in_one_block() {
+    for name in [
+        "norm_rmsnorm_res_bf16_e4m3_b256x4_x_qd",
+        "norm_layernorm_f32_e4m3_w32x2_qs",
+        "norm_rmsnorm_f16_e4m3_b512x8_qd",
+    ] {
+        let s: NormSpec = name.parse().unwrap();
+        assert_eq!(s.name(), name);
+        assert!(s.fp8.is_some() && s.output == DType::E4M3);
+    }
+    for (name, want) in [
+        ("norm_rmsnorm_bf16_e4m3_b256x4", "output = e4m3"),
+        ("norm_rmsnorm_bf16_bf16_b256x4_qd", "needs an e4m3 output"),
+        (
+            "norm_softmax_online_bf16_e4m3_b256x4_qd",
+            "softmax has no FP8 output",
+        ),
+        (
+            "norm_rmsnorm_bf16_e4m3_s512x8_qd",
+            "the warp or block layout",
+        ),
+        ("norm_rmsnorm_bf16_e4m3_b256x4_g_qd", "takes whole packs"),
+        ("norm_rmsnorm_bf16_e4m3_b256x16_qd", "packs = 16"),
+    ] {
+        let e = name.parse::<NormSpec>().unwrap_err().to_string();
+        assert!(e.contains(want), "{name}: {e}");
+    }
+    // The ladder keeps an FP8 row in one block up to 16384, then refuses it
+    // by the block's capacity.
+    let base = NormSpec {
+        op: NormOp::RmsNorm,
+        algo: None,
+        input: DType::BF16,
+        output: DType::E4M3,
+        fp8: Some(Fp8Scale::PerRow),
+        ..NormSpec::default()
+    };
+    for (cols, want) in [
+        (100, "norm_rmsnorm_bf16_e4m3_w8x4_qd"),
+        (4096, "norm_rmsnorm_bf16_e4m3_b256x4_qd"),
+        (16384, "norm_rmsnorm_bf16_e4m3_b512x8_qd"),
+        (1 << 20, "norm_rmsnorm_bf16_e4m3_b512x8_qd"),
+    ] {
+        assert_eq!(base.for_cols(cols).name(), want, "{cols}");
+    }
+    assert_eq!(base.for_cols(1 << 20).capacity(), Some(16384));
+}
