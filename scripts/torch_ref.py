@@ -50,6 +50,10 @@ by block size; rows up to 32768) as "triton_gbps". GB/s counts what redjit
 counts: x read and out written once (plus residual in and out, weight and bias
 once).
 
+--families norm_fp8 adds norms with a per-token FP8 (e4m3) output, y in f32,
+scale max|y| / 448 a row (entries "name": norm_<op>[_res]_<dtype>_e4m3, the
+scaled form redjit's _qd kernels compute), eager and torch.compile.
+
 --families nms adds torchvision.ops.nms (entries "family": "nms", "name": "nms",
 "n" the box count, "shape" thr<threshold>, as `redjit bench nms` keys them) on
 random boxes of the distribution `redjit bench nms` draws: corners uniform in a
@@ -343,6 +347,80 @@ def norm_entries(shapes, a, dev):
                 fmt = lambda v, wd: f"{v:>{wd}.1f}" if v is not None else f"{'-':>{wd}}"  # noqa: E731
                 log(f"{e['name']:<30} {e['shape']:>14} {fmt(e['eager_gbps'], 10)} "
                     f"{fmt(e['compile_gbps'], 12)} {fmt(e['triton_gbps'], 11)}")
+                entries.append(e)
+            del xr, sets, ins, w, b
+            torch.cuda.empty_cache()
+    return entries
+
+
+def norm_fp8_entries(shapes, a, dev):
+    """Norms with a per-token FP8 (e4m3) output, as redjit's `_qd` kernels and
+    vLLM's rms_norm_dynamic_per_token_quant compute them: y in f32, each row's
+    scale max|y| / 448 (at least 1 / (448 * 512)), e4m3(y / scale) saturated;
+    the residual form writes h = x + r too. Keyed norm_<op>[_res]_<dtype>_e4m3."""
+    entries = []
+    eps, fmax, floor = 1e-5, 448.0, 1.0 / (448.0 * 512.0)
+    log(f"{'kernel':<30} {'shape':>14} {'eager us':>10} {'compile us':>10} {'compile GB/s':>12}")
+
+    def quant(y):
+        s = (y.abs().amax(-1, keepdim=True) / fmax).clamp(min=floor)
+        return (y / s).clamp(-fmax, fmax).to(torch.float8_e4m3fn), s
+
+    def rms(h, w):
+        hf = h.float()
+        return hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + eps) * w.float()
+
+    def layer(h, w, b):
+        hf = h.float()
+        m = hf.mean(-1, keepdim=True)
+        v = (hf - m).pow(2).mean(-1, keepdim=True)
+        return (hf - m) * torch.rsqrt(v + eps) * w.float() + b.float()
+
+    ops = [
+        ("rmsnorm", "e4m3(rms(x) w / s)", lambda x, w: quant(rms(x, w)), False, True, False),
+        ("rmsnorm_res", "h = x + r; e4m3(rms(h) w / s)",
+         lambda x, r, w: (x + r,) + quant(rms(x + r, w)), True, True, False),
+        ("layernorm", "e4m3(ln(x) w + b / s)", lambda x, w, b: quant(layer(x, w, b)), False, True, True),
+        ("layernorm_res", "h = x + r; e4m3(ln(h) w + b / s)",
+         lambda x, r, w, b: (x + r,) + quant(layer(x + r, w, b)), True, True, True),
+    ]
+    for dname, dt in NORM_DTYPES.items():
+        esize = torch.tensor([], dtype=dt).element_size()
+        for rows, cols in shapes:
+            n = rows * cols
+            xr = rotation(lambda: (torch.randn(rows, cols, device=dev, dtype=dt),  # noqa: B023
+                                   torch.randn(rows, cols, device=dev, dtype=dt)), 2 * n * esize, dev)
+            w = torch.randn(cols, device=dev, dtype=dt)
+            b = torch.randn(cols, device=dev, dtype=dt)
+            for key, expr, fn, res, has_w, has_b in ops:
+                # x (and r in, h out) in the input type, y as e4m3, a scale a row.
+                nbytes = n * esize * (3 if res else 1) + n + rows * 4 + cols * esize * (int(has_w) + int(has_b))
+                sets = xr[:rotation_count(nbytes, dev)]
+                ins = Rotation((x,) + ((r,) if res else ()) + ((w,) if has_w else ()) + ((b,) if has_b else ())
+                               for x, r in sets)
+                e_us = time_us(fn, ins, a.warmup, a.iters)
+                e = {
+                    "family": "norm",
+                    "name": f"norm_{key}_{dname}_e4m3",
+                    "n": n,
+                    "shape": f"{rows}x{cols}",
+                    "rotations": len(ins),
+                    "eager_us": e_us,
+                    "eager_gbps": gbps(nbytes, e_us),
+                    "eager_expr": expr,
+                    "compile_us": None,
+                    "compile_gbps": None,
+                    "compile_expr": None,
+                }
+                if not a.no_compile:
+                    c_us, c_expr, variants, c_err = compiled_time([(expr, fn)], ins, a.warmup, a.iters)
+                    e.update(compile_us=c_us, compile_gbps=gbps(nbytes, c_us), compile_expr=c_expr,
+                             compile_variants_us=variants)
+                    if c_err:
+                        e["compile_error"] = c_err
+                fmt = lambda v, wd: f"{v:>{wd}.1f}" if v is not None else f"{'-':>{wd}}"  # noqa: E731
+                log(f"{e['name']:<30} {e['shape']:>14} {fmt(e['eager_us'], 10)} {fmt(e['compile_us'], 10)} "
+                    f"{fmt(e['compile_gbps'], 12)}")
                 entries.append(e)
             del xr, sets, ins, w, b
             torch.cuda.empty_cache()
@@ -871,6 +949,8 @@ def main():
                     help="all_reduce: seconds to wait for each phase's result (NCCL, then symmetric memory)")
     ap.add_argument("--norm-shapes", default=None,
                     help="norm: comma-separated ROWSxCOLS shapes (default: the issue's six)")
+    ap.add_argument("--norm-dtypes", default=None,
+                    help="norm, norm_fp8: comma-separated input types of " + ",".join(NORM_DTYPES) + " (default: all)")
     ap.add_argument("--nms-boxes", default="20000", help="nms: comma-separated box counts")
     ap.add_argument("--nms-thresholds", default="0.5", help="nms: comma-separated IoU thresholds")
     ap.add_argument("--compile-sizes", default=None,
@@ -923,9 +1003,18 @@ def main():
         except ValueError as e:
             log(f"error: --norm-shapes: {e}")
             return 2
+    if a.norm_dtypes:
+        keep = [d.strip() for d in a.norm_dtypes.split(",") if d.strip()]
+        bad = [d for d in keep if d not in NORM_DTYPES]
+        if bad:
+            log(f"error: --norm-dtypes: {','.join(bad)} (one of {','.join(NORM_DTYPES)})")
+            return 2
+        for d in list(NORM_DTYPES):
+            if d not in keep:
+                del NORM_DTYPES[d]
     families = [f.strip().replace("-", "_") for f in a.families.split(",") if f.strip()]
     for f in families:
-        if f not in ("reduce_copy", "reduce", "norm", "nms", "softmax_all", "all_reduce"):
+        if f not in ("reduce_copy", "reduce", "norm", "norm_fp8", "nms", "softmax_all", "all_reduce"):
             log(f"error: unknown family {f!r}: expected reduce_copy, reduce, norm, nms, softmax_all, all_reduce")
             return 2
     try:
@@ -1043,6 +1132,9 @@ def main():
     if "norm" in families:
         log("")
         entries.extend(norm_entries(norm_shapes, a, dev))
+    if "norm_fp8" in families:
+        log("")
+        entries.extend(norm_fp8_entries(norm_shapes, a, dev))
 
     if "nms" in families:
         log("")

@@ -16,13 +16,13 @@ use std::sync::Arc;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::{bf16, f16};
-use redjit::codegen::spec::norm::{row_ops, variants};
+use redjit::codegen::spec::norm::{Fp8Scale, row_ops, variants};
 use redjit::partition::{SmPartition, stream_sm_count};
 use redjit::reference::{HostBuffer, par_map};
 use redjit::reference_norm::{NormInputs, RowWant, expect_rows};
 use redjit::{
-    DType, KernelInput, KernelOutput, KernelSpec, Matrix, NormArgs, NormInPlace, NormLayout,
-    NormOp, NormSpec, Runtime, RuntimeOptions, SoftmaxAlgo,
+    DType, F8E4M3, Fp8Scales, KernelInput, KernelOutput, KernelSpec, Matrix, NormArgs, NormInPlace,
+    NormLayout, NormOp, NormSpec, Runtime, RuntimeOptions, SoftmaxAlgo,
 };
 
 /// Poisoned elements on each side of every output: a pack of any type, so an
@@ -2319,5 +2319,247 @@ fn in_place_calls_match_out_of_place_bit_for_bit() {
     assert!(
         e.contains("x = in place") && e.contains("reads bf16 and writes f32"),
         "{e}"
+    );
+}
+
+/// One FP8-output call against the twin: random rows (the residual too), the
+/// e4m3 output poisoned with all-ones bytes around its rows, per-row scales
+/// poisoned; every code within one of the twin's rounding, every per-row scale
+/// within its tolerance, residual_out exact, nothing written outside.
+fn check_fp8(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec, m: Matrix, given: f32) {
+    let s = rt.stream();
+    let what = format!("{} {}x{} ld {}", spec.name(), m.rows, m.cols, m.ld);
+    let n = (m.rows - 1) * m.ld + m.cols;
+    let xh = HostBuffer::from_fn(spec.input, n, {
+        let v = host_values(rng, m.rows, m.cols, m.ld, Values::Normal);
+        move |i| v[i]
+    });
+    let res_h = spec.residual.then(|| {
+        let v = host_values(rng, m.rows, m.cols, m.ld, Values::Normal);
+        HostBuffer::from_fn(spec.input, n, |i| v[i])
+    });
+    let (w_h, b_h) = host_columns(rng, spec, m.cols);
+    let x = Dev::upload(s, &xh);
+    let res = res_h.as_ref().map(|h| Dev::upload(s, h));
+    let w = w_h.as_ref().map(|h| Dev::upload(s, h));
+    let b = b_h.as_ref().map(|h| Dev::upload(s, h));
+    let poison8 = F8E4M3::from_bits(0xff);
+    let mut out = s.clone_htod(&vec![poison8; n + 2 * SLACK]).unwrap();
+    let mut res_out = spec.residual.then(|| Dev::poisoned(s, spec.input, n));
+    let per_row = spec.fp8 == Some(Fp8Scale::PerRow);
+    let mut scales = s.clone_htod(&vec![POISON_F32; m.rows]).unwrap();
+    let given_buf = s.clone_htod(&[given]).unwrap();
+    let kernel = rt.norm(spec).unwrap_or_else(|e| panic!("{what}: {e}"));
+    {
+        let xi = x.input();
+        let ri = res.as_ref().map(|d| d.input());
+        let wi = w.as_ref().map(|d| d.input());
+        let bi = b.as_ref().map(|d| d.input());
+        let mut oo = out.slice_mut(SLACK..SLACK + n);
+        let mut ro = res_out.as_mut().map(|d| d.output(n, 0));
+        let scale = if per_row {
+            Fp8Scales::PerRow(&mut scales)
+        } else {
+            Fp8Scales::Given(&given_buf)
+        };
+        let args = NormArgs {
+            x: xi.as_ref(),
+            residual: ri.as_deref(),
+            weight: wi.as_deref(),
+            bias: bi.as_deref(),
+            out: &mut oo,
+            residual_out: ro.as_deref_mut().map(|o| o as &mut dyn KernelOutput),
+            mean: None,
+            rstd: None,
+            shape: m,
+            param: 1e-5,
+            scale: Some(scale),
+        };
+        kernel
+            .launch(s, args)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+    let got: Vec<u8> = s
+        .clone_dtoh(&out)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    let got_scales = s.clone_dtoh(&scales).unwrap();
+    let mut inputs = NormInputs::new(&xh, m.rows, m.cols, m.ld, 1e-5);
+    inputs.residual = res_h.as_ref();
+    inputs.weight = w_h.as_ref();
+    inputs.bias = b_h.as_ref();
+    inputs.scale = Some(given);
+    let want = expect_rows(spec, &inputs);
+    let mut bad = Vec::new();
+    for (i, &g) in got.iter().enumerate() {
+        let inside = i >= SLACK && {
+            let e = i - SLACK;
+            e < n && e % m.ld < m.cols
+        };
+        if !inside && g != 0xff && bad.len() < 8 {
+            bad.push(format!("wrote outside its elements at {i}: {g:#x}"));
+        }
+    }
+    for (r, row) in want.iter().enumerate() {
+        for (c, e) in row.out.iter().enumerate() {
+            let g = got[SLACK + r * m.ld + c];
+            if let Err(msg) = e.check(DType::E4M3, u32::from(g))
+                && bad.len() < 8
+            {
+                bad.push(format!("out[{r}][{c}]: {msg}"));
+            }
+        }
+        match (row.scale, per_row) {
+            (Some(e), true) => {
+                if let Err(msg) = e.check(DType::F32, got_scales[r].to_bits()) {
+                    bad.push(format!("scale[{r}]: {msg}"));
+                }
+            }
+            (None, false) => {
+                assert!(
+                    got_scales[r].to_bits() == POISON_F32.to_bits(),
+                    "{what}: a given scale's call wrote scales"
+                );
+            }
+            other => panic!("{what}: the twin's scale {other:?}"),
+        }
+        if let (Some(bits), Some(ro)) = (&row.residual_out, &res_out) {
+            let all = ro.bits(s);
+            for (c, &wb) in bits.iter().enumerate() {
+                let g = all[SLACK + r * m.ld + c];
+                if g != wb && bad.len() < 8 {
+                    bad.push(format!("residual_out[{r}][{c}]: {g:#x}, want {wb:#x}"));
+                }
+            }
+        }
+    }
+    bad.truncate(8);
+    assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_outputs_match_the_twin_at_llm_and_odd_shapes() {
+    // Layer and RMS norm, with and without the residual, f32 / bf16 / f16 in,
+    // e4m3 out with per-row and given scales, at the ladder's layout for each
+    // row length (lane groups, blocks of 256 and 512), strided rows among them.
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("fp8_outputs_match_the_twin_at_llm_and_odd_shapes");
+    const SHAPES: [(usize, usize, usize); 9] = [
+        (1, 4096, 4096),
+        (16, 4096, 4096),
+        (128, 8192, 8192),
+        (5, 100, 104),
+        (37, 1000, 1000),
+        (513, 64, 64),
+        (3, 12288, 12288),
+        (2, 16384, 16384),
+        (4096, 4096, 4096),
+    ];
+    let specs = |ops, t, q| {
+        SHAPES.iter().map(move |&(_, c, _)| {
+            NormSpec {
+                output: DType::E4M3,
+                fp8: Some(q),
+                ..NormSpec::with(ops, t, t, 1)
+            }
+            .for_cols(c as u64)
+        })
+    };
+    let norms: Vec<_> = row_ops()
+        .into_iter()
+        .filter(|o| !o.0.info().softmax)
+        .collect();
+    let types = [DType::F32, DType::BF16, DType::F16];
+    let mut all = Vec::new();
+    for &ops in &norms {
+        for t in types {
+            for q in [Fp8Scale::PerRow, Fp8Scale::Given] {
+                all.extend(specs(ops, t, q));
+            }
+        }
+    }
+    rt.prepare(&all).expect("compiling the FP8 kernels");
+    for &ops in &norms {
+        for t in types {
+            for q in [Fp8Scale::PerRow, Fp8Scale::Given] {
+                for ((rows, cols, ld), spec) in SHAPES.into_iter().zip(specs(ops, t, q)) {
+                    check_fp8(&rt, &mut rng, &spec, Matrix { rows, cols, ld }, 0.02);
+                }
+            }
+        }
+    }
+}
+
+/// The error of an RMS norm call with an FP8 output that must fail.
+fn fp8_call_error<'a>(
+    k: &redjit::NormKernel<'_>,
+    s: &Arc<CudaStream>,
+    x: &'a CudaSlice<bf16>,
+    w: &'a CudaSlice<bf16>,
+    y: &'a mut CudaSlice<F8E4M3>,
+    m: Matrix,
+    scale: Option<Fp8Scales<'a>>,
+) -> String {
+    let mut a = NormArgs::norm(x, w, None, y, m, 1e-5);
+    a.scale = scale;
+    k.launch(s, a).map(|_| ()).unwrap_err().to_string()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_bad_calls_are_errors_before_any_launch() {
+    let Some(rt) = gpu() else { return };
+    let s = rt.stream();
+    let spec: NormSpec = "norm_rmsnorm_bf16_e4m3_b256x4_qd".parse().unwrap();
+    let k = rt.norm(&spec).unwrap();
+    let x = s.clone_htod(&vec![bf16::ONE; 4 * 4097]).unwrap();
+    let w = s.clone_htod(&vec![bf16::ONE; 4097]).unwrap();
+    let mut y = s
+        .clone_htod(&vec![F8E4M3::from_bits(0xff); 4 * 4097])
+        .unwrap();
+    let mut scales = s.clone_htod(&[POISON_F32; 4]).unwrap();
+    // No scale buffer, or too short a one.
+    let e = fp8_call_error(&k, s, &x, &w, &mut y, dense(4, 4096), None);
+    assert!(e.contains("scale = none"), "{e}");
+    let mut short = s.clone_htod(&[0f32; 3]).unwrap();
+    let e = fp8_call_error(
+        &k,
+        s,
+        &x,
+        &w,
+        &mut y,
+        dense(4, 4096),
+        Some(Fp8Scales::PerRow(&mut short)),
+    );
+    assert!(
+        e.contains("PerRow: 3 x f32") && e.contains("rows (4)"),
+        "{e}"
+    );
+    // Rows off the pack grid: an FP8 output takes whole packs.
+    let e = fp8_call_error(
+        &k,
+        s,
+        &x,
+        &w,
+        &mut y,
+        dense(4, 4097),
+        Some(Fp8Scales::PerRow(&mut scales)),
+    );
+    assert!(e.contains("takes whole packs"), "{e}");
+    // Nothing was written.
+    assert!(
+        s.clone_dtoh(&y)
+            .unwrap()
+            .iter()
+            .all(|v| v.to_bits() == 0xff)
+    );
+    assert!(
+        s.clone_dtoh(&scales)
+            .unwrap()
+            .iter()
+            .all(|v| v.to_bits() == POISON_F32.to_bits())
     );
 }

@@ -8,10 +8,10 @@
 //! residual and residual_out for the fused variants; weight and bias once).
 
 use clap::Args;
-use redjit_codegen::spec::norm::{row_ops, variants};
+use redjit_codegen::spec::norm::{Fp8Scale, row_ops, variants};
 use redjit_codegen::tuning::Tuning;
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAlgo};
-use redjit_runtime::{KernelOutput, Matrix, NormArgs, NormKernel};
+use redjit_runtime::{Fp8Scales, KernelOutput, Matrix, NormArgs, NormKernel};
 
 use super::reduce::parse_shapes;
 use super::{Bench, Common, KernelRow};
@@ -56,6 +56,21 @@ pub struct NormBenchArgs {
     /// reduction is cheap sums its squares again about the mean.
     #[arg(long, default_value_t = 0.0)]
     pub offset: f32,
+
+    /// The norms (layer and RMS, with and without the residual) with an FP8
+    /// e4m3 output instead: `qd`, each row's own scale (written), or `qs`,
+    /// one given scale (read).
+    #[arg(long, value_parser = parse_fp8)]
+    pub fp8: Option<Fp8Scale>,
+}
+
+fn parse_fp8(s: &str) -> Result<Fp8Scale, String> {
+    [Fp8Scale::PerRow, Fp8Scale::Given]
+        .into_iter()
+        .find(|q| q.suffix() == s)
+        .ok_or_else(|| {
+            format!("`{s}` is no FP8 scaling: qd (each row's scale) or qs (a given scale)")
+        })
 }
 
 impl NormBenchArgs {
@@ -69,6 +84,7 @@ impl NormBenchArgs {
             specs: Vec::new(),
             bounds: Vec::new(),
             offset: 0.0,
+            fp8: None,
         }
     }
 }
@@ -165,9 +181,20 @@ pub fn cases(a: &NormBenchArgs, tuning: &Tuning) -> CliResult<Vec<Case>> {
             if ops.0 == NormOp::LogSoftmax && ops.1 == Some(SoftmaxAlgo::Safe) {
                 continue;
             }
+            if a.fp8.is_some() && ops.0.info().softmax {
+                continue;
+            }
             for &(rows, cols) in &shapes {
-                let base =
-                    NormSpec::with(ops, d, d, 1).for_shape(Some(rows as u64), cols as u64, tuning);
+                let op = NormSpec::with(ops, d, d, 1);
+                let op = match a.fp8 {
+                    Some(q) => NormSpec {
+                        output: DType::E4M3,
+                        fp8: Some(q),
+                        ..op
+                    },
+                    None => op,
+                };
+                let base = op.for_shape(Some(rows as u64), cols as u64, tuning);
                 if a.variants {
                     // Layouts far wider than the row only idle (blocks and
                     // splits at 128 columns ran at 1-27 % of copy and took most
@@ -286,6 +313,8 @@ pub struct Buffers {
     sets: Vec<Set>,
     w: Option<DevBuf>,
     bias: Option<DevBuf>,
+    /// An FP8 output's scales (a row's, written) or scale (given, read).
+    scale: Option<DevBuf>,
 }
 
 impl Buffers {
@@ -325,7 +354,22 @@ impl Buffers {
             .bias
             .then(|| b.filler.alloc(case.spec.input, case.m.cols))
             .transpose()?;
-        Ok(Buffers { sets, w, bias })
+        let scale = match case.spec.fp8 {
+            None => None,
+            Some(Fp8Scale::PerRow) => Some(b.filler.alloc(DType::F32, case.m.rows)?),
+            // A scale that keeps the random rows inside e4m3's range.
+            Some(Fp8Scale::Given) => Some(DevBuf::F32(
+                b.rt.stream()
+                    .clone_htod(&[0.02f32])
+                    .during(|| "uploading the given FP8 scale".into())?,
+            )),
+        };
+        Ok(Buffers {
+            sets,
+            w,
+            bias,
+            scale,
+        })
     }
 }
 
@@ -344,6 +388,11 @@ pub fn time_case(
     let stream = b.rt.stream();
     let rotations = bufs.sets.len();
     let (w, bias) = (bufs.w.as_ref(), bufs.bias.as_ref());
+    let scale_len = match case.spec.fp8 {
+        Some(Fp8Scale::PerRow) => case.m.rows,
+        _ => 1,
+    };
+    let scale = &mut bufs.scale;
     let mut i = 0usize;
     b.median_us(|| {
         let set = &mut bufs.sets[i % rotations];
@@ -362,6 +411,18 @@ pub fn time_case(
             .residual
             .then(|| set.res_out.as_mut().map(|r| r.view_mut(0, n)))
             .flatten();
+        let (mut written, read);
+        let scale = match case.spec.fp8 {
+            Some(Fp8Scale::PerRow) => {
+                written = scale.as_mut().map(|s| s.view_mut(0, scale_len));
+                written.as_mut().map(|v| Fp8Scales::PerRow(v.output()))
+            }
+            Some(Fp8Scale::Given) => {
+                read = scale.as_ref().map(|s| s.view(0, scale_len));
+                read.as_ref().map(|v| Fp8Scales::Given(v.input()))
+            }
+            None => None,
+        };
         let args = NormArgs {
             x: xv.input(),
             residual: rv.as_ref().map(|v| v.input()),
@@ -373,7 +434,7 @@ pub fn time_case(
             rstd: None,
             shape: case.m,
             param,
-            scale: None,
+            scale,
         };
         kernel.launch(stream, args)?;
         Ok(())
