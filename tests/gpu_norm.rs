@@ -2439,15 +2439,14 @@ fn check_fp8(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec, m: Matrix, gi
     assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn fp8_outputs_match_the_twin_at_llm_and_odd_shapes() {
-    // Layer and RMS norm, with and without the residual, f32 / bf16 / f16 in,
-    // e4m3 out with per-row and given scales, at the ladder's layout for each
-    // row length (lane groups, blocks of 256 and 512), strided rows among them.
+/// Every FP8-output kernel of one norm op against the twin: f32 / bf16 / f16
+/// in, e4m3 out with per-row and given scales, at the ladder's layout for each
+/// row length (lane groups, blocks of 256 and 512), strided rows among them.
+/// One test an op, so that their NVRTC compiles run as parallel processes.
+fn check_fp8_op(test: &str, op: NormOp, residual: bool) {
     let Some(rt) = gpu() else { return };
-    let mut rng = common::Rng::fresh("fp8_outputs_match_the_twin_at_llm_and_odd_shapes");
-    const SHAPES: [(usize, usize, usize); 9] = [
+    let mut rng = common::Rng::fresh(test);
+    const SHAPES: [(usize, usize, usize); 8] = [
         (1, 4096, 4096),
         (16, 4096, 4096),
         (128, 8192, 8192),
@@ -2456,41 +2455,78 @@ fn fp8_outputs_match_the_twin_at_llm_and_odd_shapes() {
         (513, 64, 64),
         (3, 12288, 12288),
         (2, 16384, 16384),
-        (4096, 4096, 4096),
     ];
-    let specs = |ops, t, q| {
-        SHAPES.iter().map(move |&(_, c, _)| {
-            NormSpec {
-                output: DType::E4M3,
-                fp8: Some(q),
-                ..NormSpec::with(ops, t, t, 1)
-            }
-            .for_cols(c as u64)
-        })
-    };
-    let norms: Vec<_> = row_ops()
+    let ops = row_ops()
         .into_iter()
-        .filter(|o| !o.0.info().softmax)
-        .collect();
-    let types = [DType::F32, DType::BF16, DType::F16];
-    let mut all = Vec::new();
-    for &ops in &norms {
-        for t in types {
-            for q in [Fp8Scale::PerRow, Fp8Scale::Given] {
-                all.extend(specs(ops, t, q));
-            }
+        .find(|o| o.0 == op && o.2 == residual)
+        .expect("a norm op");
+    let spec = |t, q, cols: usize| {
+        NormSpec {
+            output: DType::E4M3,
+            fp8: Some(q),
+            ..NormSpec::with(ops, t, t, 1)
         }
-    }
-    rt.prepare(&all).expect("compiling the FP8 kernels");
-    for &ops in &norms {
-        for t in types {
-            for q in [Fp8Scale::PerRow, Fp8Scale::Given] {
-                for ((rows, cols, ld), spec) in SHAPES.into_iter().zip(specs(ops, t, q)) {
-                    check_fp8(&rt, &mut rng, &spec, Matrix { rows, cols, ld }, 0.02);
+        .for_cols(cols as u64)
+    };
+    let types = [DType::F32, DType::BF16, DType::F16];
+    let scales = [Fp8Scale::PerRow, Fp8Scale::Given];
+    let mut all: Vec<NormSpec> = Vec::new();
+    for t in types {
+        for q in scales {
+            for (_, c, _) in SHAPES {
+                let s = spec(t, q, c);
+                if !all.contains(&s) {
+                    all.push(s);
                 }
             }
         }
     }
+    rt.prepare(&all).expect("compiling the FP8 kernels");
+    for t in types {
+        for q in scales {
+            for (rows, cols, ld) in SHAPES {
+                check_fp8(
+                    &rt,
+                    &mut rng,
+                    &spec(t, q, cols),
+                    Matrix { rows, cols, ld },
+                    0.02,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_rms_norm_matches_the_twin() {
+    check_fp8_op("fp8_rms_norm_matches_the_twin", NormOp::RmsNorm, false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_rms_norm_with_residual_matches_the_twin() {
+    check_fp8_op(
+        "fp8_rms_norm_with_residual_matches_the_twin",
+        NormOp::RmsNorm,
+        true,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_layer_norm_matches_the_twin() {
+    check_fp8_op("fp8_layer_norm_matches_the_twin", NormOp::LayerNorm, false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_layer_norm_with_residual_matches_the_twin() {
+    check_fp8_op(
+        "fp8_layer_norm_with_residual_matches_the_twin",
+        NormOp::LayerNorm,
+        true,
+    );
 }
 
 /// The error of an RMS norm call with an FP8 output that must fail.
@@ -2523,6 +2559,7 @@ fn fp8_bad_calls_are_errors_before_any_launch() {
     let mut scales = s.clone_htod(&[POISON_F32; 4]).unwrap();
     // No scale buffer, or too short a one.
     let e = fp8_call_error(&k, s, &x, &w, &mut y, dense(4, 4096), None);
+    eprintln!("no scale: {e}");
     assert!(e.contains("scale = none"), "{e}");
     let mut short = s.clone_htod(&[0f32; 3]).unwrap();
     let e = fp8_call_error(

@@ -387,16 +387,17 @@ impl NormSpec {
         if let Some(b) = self.bound {
             return b;
         }
-        // An FP8 output's kernels (no table entry): registers a thread by
-        // packs, 64 up to 2, 128 at 4, 256 at 8. At the tables' bounds (40
-        // for a block of 256 x 4 with the residual) its second reduction and
-        // scaling spilled 24-88 bytes, at 64 registers layer norm of 4 and 8
-        // packs 8-232 (ptxas 13.0).
+        // An FP8 output's kernels (no table entry): 64 registers a thread up
+        // to 4 packs, 128 at 8, and twice that for layer norm's lane groups.
+        // At the tables' bounds (40 for a block of 256 x 4 with the residual)
+        // the second reduction and the scaling spilled 24-88 bytes; layer
+        // norm's groups spilled 8-32 at the budget of the others (ptxas 13.0).
         if self.fp8.is_some() {
-            let per_thread = match self.packs {
-                ..=2 => 64,
-                3..=4 => 128,
-                _ => 256,
+            let warp_layer = self.op == NormOp::LayerNorm && self.layout == NormLayout::Warp;
+            let per_thread = match (self.packs, warp_layer) {
+                (..=4, false) => 64,
+                (..=4, true) | (_, false) => 128,
+                (_, true) => 255,
             };
             return (65536 / (self.threads() * per_thread)).max(1);
         }
