@@ -2534,7 +2534,7 @@ fn fp8_call_error<'a>(
     k: &redjit::NormKernel<'_>,
     s: &Arc<CudaStream>,
     x: &'a CudaSlice<bf16>,
-    w: &'a CudaSlice<bf16>,
+    w: &'a dyn KernelInput,
     y: &'a mut CudaSlice<F8E4M3>,
     m: Matrix,
     scale: Option<Fp8Scales<'a>>,
@@ -2552,14 +2552,14 @@ fn fp8_bad_calls_are_errors_before_any_launch() {
     let spec: NormSpec = "norm_rmsnorm_bf16_e4m3_b256x4_qd".parse().unwrap();
     let k = rt.norm(&spec).unwrap();
     let x = s.clone_htod(&vec![bf16::ONE; 4 * 4097]).unwrap();
-    let w = s.clone_htod(&vec![bf16::ONE; 4097]).unwrap();
+    let w_all = s.clone_htod(&vec![bf16::ONE; 4097]).unwrap();
+    let (w, w_odd) = (w_all.slice(0..4096), w_all.slice(0..4097));
     let mut y = s
         .clone_htod(&vec![F8E4M3::from_bits(0xff); 4 * 4097])
         .unwrap();
     let mut scales = s.clone_htod(&[POISON_F32; 4]).unwrap();
     // No scale buffer, or too short a one.
     let e = fp8_call_error(&k, s, &x, &w, &mut y, dense(4, 4096), None);
-    eprintln!("no scale: {e}");
     assert!(e.contains("scale = none"), "{e}");
     let mut short = s.clone_htod(&[0f32; 3]).unwrap();
     let e = fp8_call_error(
@@ -2580,7 +2580,7 @@ fn fp8_bad_calls_are_errors_before_any_launch() {
         &k,
         s,
         &x,
-        &w,
+        &w_odd,
         &mut y,
         dense(4, 4097),
         Some(Fp8Scales::PerRow(&mut scales)),
