@@ -89,7 +89,8 @@ fn every_norm_kernel_compiles_to_cubin() {
 }
 
 /// The FP8-output norms (e4m3, per-row and given scales) the ladder lays out
-/// at rows of 100 to 16384 (their longest), every input type.
+/// at rows of 100 to 16384 (their longest), every input type, and the ragged
+/// twins of the exact ones.
 fn fp8_grid() -> Vec<NormSpec> {
     let mut out: Vec<NormSpec> = Vec::new();
     for ops in row_ops().into_iter().filter(|o| !o.0.info().softmax) {
@@ -105,8 +106,11 @@ fn fp8_grid() -> Vec<NormSpec> {
                     assert!(s.validate().is_ok(), "{}: {:?}", s.name(), s.validate());
                     // Whole packs only: its general twin is refused.
                     assert!(s.general_twin().validate().is_err(), "{}", s.name());
-                    if !out.contains(&s) {
-                        out.push(s);
+                    // An exact kernel's ragged twin takes the other lengths.
+                    for s in [s.ragged_twin(), s] {
+                        if !out.contains(&s) {
+                            out.push(s);
+                        }
                     }
                 }
             }

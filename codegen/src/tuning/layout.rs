@@ -158,9 +158,14 @@ impl NormSpec {
         if measured.is_some_and(|m| m.form == Form::Cluster) {
             spec.cluster = Some(cols.div_ceil(spec.chunk()).clamp(2, MAX_CLUSTER.into()) as u32);
         }
-        // Exact where measured, and only for rows that fill the layout.
-        spec.exact =
-            measured.is_some_and(|m| m.form.exact()) && !spec.general && spec.fills_exactly(cols);
+        // Exact where measured, and only for rows that fill the layout. An
+        // FP8 output's block takes its exact form: 3-6 points of copy ahead of
+        // the plain one at 2048x4096, 512x8192 and 4096x8192 with the residual
+        // (bf16 in, H200: benchmarks/h200/bench-norm-fp8-layouts.json).
+        let fp8_block = spec.fp8.is_some() && spec.layout == NormLayout::Block;
+        spec.exact = (measured.is_some_and(|m| m.form.exact()) || fp8_block)
+            && !spec.general
+            && spec.fills_exactly(cols);
         // Safe softmax needs two exchanges across blocks; the split layout does one.
         if layout == NormLayout::Split && spec.algo == Some(SoftmaxAlgo::Safe) {
             spec.algo = Some(SoftmaxAlgo::Online);

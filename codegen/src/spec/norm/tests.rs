@@ -1149,8 +1149,10 @@ fn fp8_outputs_name_their_scaling_and_keep_the_row_in_one_block() {
     };
     for (cols, want) in [
         (100, "norm_rmsnorm_bf16_e4m3_w8x4_qd"),
-        (4096, "norm_rmsnorm_bf16_e4m3_b256x4_qd"),
-        (16384, "norm_rmsnorm_bf16_e4m3_b512x8_qd"),
+        // Rows that fill the block take its exact form, others the plain one.
+        (4096, "norm_rmsnorm_bf16_e4m3_b256x4_x_qd"),
+        (4000, "norm_rmsnorm_bf16_e4m3_b256x4_qd"),
+        (16384, "norm_rmsnorm_bf16_e4m3_b512x8_x_qd"),
         (1 << 20, "norm_rmsnorm_bf16_e4m3_b512x8_qd"),
     ] {
         assert_eq!(base.for_cols(cols).name(), want, "{cols}");
