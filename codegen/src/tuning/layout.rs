@@ -161,7 +161,7 @@ impl NormSpec {
         // Exact where measured, and only for rows that fill the layout. An
         // FP8 output's block takes its exact form: 3-6 points of copy ahead of
         // the plain one at 2048x4096, 512x8192 and 4096x8192 with the residual
-        // (bf16 in, H200: benchmarks/h200/bench-norm-fp8-layouts.json).
+        // (bf16 in, H200: benchmarks/h200/layouts-norm-fp8.json).
         let fp8_block = spec.fp8.is_some() && spec.layout == NormLayout::Block;
         spec.exact = (measured.is_some_and(|m| m.form.exact()) || fp8_block)
             && !spec.general
