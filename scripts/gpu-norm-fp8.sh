@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # FP8-output norms on one GPU: the GPU tests, then PyTorch (eager, torch.compile)
-# and redjit's bench in the same call.
+# and redjit's bench in the same call (benchmarks/h200/bench-norm-fp8.json).
+# Here: bash scripts/gpu.sh; on the GPU machine: bash stage/scripts/gpu-norm-fp8.sh
+# (bench-bf16.json: the same shapes with a bf16 output, for the FP8 step's cost).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export REDJIT_REQUIRE_GPU=1 REDJIT_CACHE_DIR=/tmp/rc-fp8 PYTHONUNBUFFERED=1

@@ -7,7 +7,7 @@
 #   stage/bin/redjit     the CLI (bench, info, selftest)
 #   stage/bin/redjit-example-collectives   the #[reduce_copy] example (its GPU
 #                        test binary is stage/bin/example)
-#   stage/scripts/       torch_ref.py and gpu-run.sh
+#   stage/scripts/       torch_ref.py and the gpu-*.sh runs
 #   stage/bin/redjit-base  with BASE_REV=<rev>: the CLI built at that revision
 #                        (a worktree in /tmp), for A/B runs in one device call
 set -euo pipefail
@@ -40,5 +40,5 @@ if [ -n "${BASE_REV:-}" ]; then
 fi
 # Debug info stays here; the GPU machine needs only code (the carry limit is 64 MiB).
 strip stage/bin/* 2>/dev/null || true
-cp scripts/torch_ref.py scripts/gpu-run.sh stage/scripts/ 2>/dev/null || true
+cp scripts/torch_ref.py scripts/gpu-*.sh stage/scripts/ 2>/dev/null || true
 du -sh stage; ls -la stage/bin
