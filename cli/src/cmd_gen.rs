@@ -166,6 +166,8 @@ mod tests {
             let spec = crate::args::parse_spec_name(n).unwrap_or_else(|e| panic!("{n}: {e}"));
             assert_eq!(&spec.name(), n);
             spec.render().unwrap_or_else(|e| panic!("{n}: {e}"));
+            // The launchers push `params()`; the template must declare it.
+            redjit_codegen::spec::check_params(spec.as_ref()).unwrap_or_else(|e| panic!("{e}"));
         }
     }
 }

@@ -23,6 +23,7 @@ pub const CODEGEN_FINGERPRINT: &str = env!("REDJIT_CODEGEN_FINGERPRINT");
 
 mod arch;
 pub mod error;
+pub mod params;
 pub mod registry;
 mod render;
 mod source;

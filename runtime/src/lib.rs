@@ -45,6 +45,7 @@ pub mod fp8;
 mod hash;
 pub mod identity;
 pub mod jit;
+mod launch_args;
 mod nms;
 mod norm;
 pub mod nvrtc;

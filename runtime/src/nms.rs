@@ -39,12 +39,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig};
+use redjit_codegen::params::Param;
 use redjit_codegen::spec::nms::{COL_BLOCK, MAX_BOXES};
 use redjit_codegen::{DType, KernelSpec, NmsSpec, NmsStage};
 
 use crate::elem::KernelInput;
 use crate::error::{DriverContext, Error, Result};
+use crate::launch_args::CheckedArgs;
 use crate::runtime::Runtime;
 
 /// Bytes of mask one launch of the mask kernel writes at most: a call whose
@@ -203,6 +205,8 @@ pub struct NmsKernel<'rt> {
     mask: CudaFunction,
     walk: CudaFunction,
     stages: [NmsSpec; 5],
+    /// Each stage's `params()`: what its launches push.
+    params: [Vec<Param>; 5],
     chunk_rows: Option<usize>,
     workspace: Mutex<Option<Workspace>>,
 }
@@ -233,6 +237,7 @@ impl Runtime {
             tile_merge: f(&stages[2])?,
             mask: f(&stages[3])?,
             walk: f(&stages[4])?,
+            params: stages.map(|s| s.params()),
             stages,
             chunk_rows: None,
             workspace: Mutex::new(None),
@@ -348,10 +353,13 @@ impl NmsKernel<'_> {
         let [sort, merge, tile_merge, mask, walk] = self.stages;
         let tiles = grid(plan.padded, sort.tile());
         {
-            let mut a = stream.launch_builder(&self.sort);
-            scores.push_input(&mut a);
-            boxes.push_input(&mut a);
-            a.arg(&n).arg(&mut ws.keys).arg(&mut ws.status);
+            let mut a = CheckedArgs::new(stream, &self.sort, &self.stages[0], &self.params[0]);
+            a.input(scores)
+                .input(boxes)
+                .u64(&n)
+                .ptr(&mut ws.keys)
+                .ptr(&mut ws.status);
+            let mut a = a.ready()?;
             // SAFETY: nms_sort(scores, boxes: f32*, n: u64, keys: u64*, status: u32*).
             // check_call proved scores holds n f32 and boxes 4n f32; keys holds
             // `padded` words, tiles x tile = padded; status 2 words.
@@ -360,8 +368,9 @@ impl NmsKernel<'_> {
         }
         for (k, steps) in &plan.merges {
             for j in steps {
-                let mut a = stream.launch_builder(&self.merge);
-                a.arg(&mut ws.keys).arg(&plan.padded).arg(k).arg(j);
+                let mut a = CheckedArgs::new(stream, &self.merge, &self.stages[1], &self.params[1]);
+                a.ptr(&mut ws.keys).u64(&plan.padded).u64(k).u64(j);
+                let mut a = a.ready()?;
                 // SAFETY: nms_merge(keys: u64*, padded, k, j: u64); threads past
                 // padded / 2 pairs return; every pair index is below padded.
                 unsafe {
@@ -372,8 +381,10 @@ impl NmsKernel<'_> {
                 }
                 .during(|| format!("launching {}", merge.name()))?;
             }
-            let mut a = stream.launch_builder(&self.tile_merge);
-            a.arg(&mut ws.keys).arg(k);
+            let mut a =
+                CheckedArgs::new(stream, &self.tile_merge, &self.stages[2], &self.params[2]);
+            a.ptr(&mut ws.keys).u64(k);
+            let mut a = a.ready()?;
             // SAFETY: nms_tilemerge(keys: u64*, k: u64); tiles x tile = padded
             // words of keys; its tile equals the sort stage's (same threads).
             unsafe { a.launch(cfg((tiles, 1), tile_merge.threads)) }
@@ -384,15 +395,16 @@ impl NmsKernel<'_> {
             let rows = plan.chunk_rows.min(n - row0);
             let row_blocks = rows.div_ceil(COL_BLOCK) as u32;
             {
-                let mut a = stream.launch_builder(&self.mask);
-                boxes.push_input(&mut a);
-                a.arg(&ws.keys)
-                    .arg(&n)
-                    .arg(&row0)
-                    .arg(&rows)
-                    .arg(&plan.col_blocks)
-                    .arg(&mut ws.mask)
-                    .arg(&iou_threshold);
+                let mut a = CheckedArgs::new(stream, &self.mask, &self.stages[3], &self.params[3]);
+                a.input(boxes)
+                    .ptr(&ws.keys)
+                    .u64(&n)
+                    .u64(&row0)
+                    .u64(&rows)
+                    .u64(&plan.col_blocks)
+                    .ptr(&mut ws.mask)
+                    .f32(&iou_threshold);
+                let mut a = a.ready()?;
                 // SAFETY: nms_mask(boxes: f32*, keys: u64*, n, row0, rows,
                 // col_blocks: u64, mask: u64*, thr: f32); keys[0..n] hold
                 // indices below n (sorted keys; padding sorts after them); the
@@ -401,16 +413,17 @@ impl NmsKernel<'_> {
                 unsafe { a.launch(cfg((plan.col_blocks as u32, row_blocks), mask.threads)) }
                     .during(|| format!("launching {}", mask.name()))?;
             }
-            let mut a = stream.launch_builder(&self.walk);
-            a.arg(&ws.mask)
-                .arg(&ws.keys)
-                .arg(&n)
-                .arg(&row0)
-                .arg(&rows)
-                .arg(&plan.col_blocks)
-                .arg(&mut ws.removed)
-                .arg(&mut ws.keep)
-                .arg(&mut ws.status);
+            let mut a = CheckedArgs::new(stream, &self.walk, &self.stages[4], &self.params[4]);
+            a.ptr(&ws.mask)
+                .ptr(&ws.keys)
+                .u64(&n)
+                .u64(&row0)
+                .u64(&rows)
+                .u64(&plan.col_blocks)
+                .ptr(&mut ws.removed)
+                .ptr(&mut ws.keep)
+                .ptr(&mut ws.status);
+            let mut a = a.ready()?;
             // SAFETY: nms_walk(mask, keys: u64*, n, row0, rows, col_blocks: u64,
             // removed: u64*, keep: i64*, status: u32*); one block; it reads the
             // mask words the mask launch just wrote (same stream), removed holds

@@ -29,12 +29,14 @@ use std::iter;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys::{CUfunction_attribute, CUresult};
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
+use redjit_codegen::params::Param;
 use redjit_codegen::spec::norm::{Fp8Scale, Plan};
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormSpec, SpecError};
 
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
+use crate::launch_args::CheckedArgs;
 use crate::partition;
 use crate::reduce::Matrix;
 use crate::runtime::{Runtime, blocks_per_sm};
@@ -379,6 +381,8 @@ pub struct NormKernel<'rt> {
 /// keeps its epoch in a counter that the twin's rows would reset.
 struct Loaded {
     spec: NormSpec,
+    /// `spec.params()`, what each launch pushes.
+    params: Vec<Param>,
     func: CudaFunction,
     blocks_per_sm: u32,
     workspace: Workspace,
@@ -416,6 +420,7 @@ impl Loaded {
         let blocks_per_sm = blocks_per_sm(&func, spec.threads(), stage as usize, &spec.name())?;
         Ok(Loaded {
             spec: spec.clone(),
+            params: spec.params(),
             func,
             blocks_per_sm,
             workspace: Workspace::new(),
@@ -702,50 +707,47 @@ impl<'rt> NormKernel<'rt> {
             read_at(&rows, &rows_copy),
             read_at(&residual, &residual_copy),
         );
-        let mut args = stream.launch_builder(&k.func);
+        let mut args = CheckedArgs::new(stream, &k.func, &k.spec, &k.params);
         match (&rows, &rows_copy) {
-            (RowStream::Apart(Some(x), _), None) => x.push_input(&mut args),
-            _ => {
-                args.arg(&rows_at);
-            }
-        }
+            (RowStream::Apart(Some(x), _), None) => args.input(*x),
+            _ => args.ptr(&rows_at),
+        };
         match (&residual, &residual_copy) {
-            (RowStream::Apart(Some(r), _), None) => r.push_input(&mut args),
-            _ => {
-                args.arg(&residual_at);
-            }
-        }
+            (RowStream::Apart(Some(r), _), None) => args.input(*r),
+            _ => args.ptr(&residual_at),
+        };
         for b in [weight, bias] {
             match b {
-                Some(b) => b.push_input(&mut args),
-                None => {
-                    args.arg(&null);
-                }
-            }
+                Some(b) => args.input(b),
+                None => args.ptr(&null),
+            };
         }
         for b in [rows.into_written(), residual.into_written(), mean, rstd] {
             match b {
-                Some(b) => b.push_output(&mut args),
-                None => {
-                    args.arg(&null);
-                }
-            }
+                Some(b) => args.output(b),
+                None => args.ptr(&null),
+            };
         }
         let (rows, cols, ld) = (shape.rows as u64, shape.cols as u64, shape.ld as u64);
-        args.arg(&counters).arg(&partials);
-        args.arg(&rows)
-            .arg(&cols)
-            .arg(&ld)
-            .arg(&plan.splits)
-            .arg(&plan.span)
-            .arg(&param);
+        args.ptr(&counters).ptr(&partials);
+        args.u64(&rows)
+            .u64(&cols)
+            .u64(&ld)
+            .u32(&plan.splits)
+            .u32(&plan.span)
+            .f32(&param);
         // `check_call` proved a `_qd` or `_qs` kernel has its scale buffer and
         // any other kernel none.
         match scale {
-            Some(Fp8Scales::PerRow(b)) => b.push_output(&mut args),
-            Some(Fp8Scales::Given(b)) => b.push_input(&mut args),
+            Some(Fp8Scales::PerRow(b)) => {
+                args.output(b);
+            }
+            Some(Fp8Scales::Given(b)) => {
+                args.input(b);
+            }
             None => {}
         }
+        let mut args = args.ready()?;
         let cfg = LaunchConfig {
             grid_dim: (plan.grid, 1, 1),
             block_dim: (k.spec.threads(), 1, 1),

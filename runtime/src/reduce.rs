@@ -24,11 +24,13 @@ use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, CudaViewMut, DeviceSlice, LaunchArgs, LaunchConfig,
     PushKernelArg,
 };
+use redjit_codegen::params::Param;
 use redjit_codegen::spec::reduce::{PARTIAL_BYTES, Plan, ReduceStrategy, Shape};
 use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceSpec, SpecError};
 
 use crate::elem::KernelInput;
 use crate::error::{DriverContext, Error, Result};
+use crate::launch_args::CheckedArgs;
 use crate::runtime::{Runtime, blocks_per_sm};
 use crate::workspace::Workspace;
 
@@ -152,6 +154,9 @@ pub struct ReduceKernel<'rt> {
     /// its first call.
     tuned: Mutex<Vec<(ReduceStrategy, Loaded)>>,
     workspace: Workspace,
+    /// `spec.params()`: what each launch pushes (every twin and tuned layout
+    /// takes the same parameters).
+    params: Vec<Param>,
 }
 
 /// A loaded kernel and the blocks of it an SM holds.
@@ -197,6 +202,7 @@ impl Runtime {
             rt: self,
             spec: spec.clone(),
             name: spec.name(),
+            params: spec.params(),
             main: Loaded::of(self, spec)?,
             warp_twin: OnceLock::new(),
             cluster_twin: OnceLock::new(),
@@ -345,21 +351,22 @@ impl ReduceKernel<'_> {
             &self.name,
         )?;
         let (counters, partials) = ws.addresses();
-        let mut args = stream.launch_builder(&kernel.func);
-        for s in srcs {
-            s.push_input(&mut args);
+        let mut args = CheckedArgs::new(stream, &kernel.func, &self.spec, &self.params);
+        for &s in srcs {
+            args.input(s);
         }
-        out.push_output(&mut args);
-        args.arg(&counters).arg(&partials);
+        args.pushed_ptr(|a| out.push_output(a));
+        args.ptr(&counters).ptr(&partials);
         let (a, b, c, d) = match shape {
             Shape::All { n } => (n, 0, 0, 0),
             Shape::Matrix { rows, cols, ld } => (rows, cols, ld, plan.rows_per_split),
         };
         match self.spec.axis {
-            ReduceAxis::All => args.arg(&a),
-            ReduceAxis::Rows => args.arg(&a).arg(&b).arg(&c),
-            ReduceAxis::Cols => args.arg(&a).arg(&b).arg(&c).arg(&d),
+            ReduceAxis::All => args.u64(&a),
+            ReduceAxis::Rows => args.u64(&a).u64(&b).u64(&c),
+            ReduceAxis::Cols => args.u64(&a).u64(&b).u64(&c).u64(&d),
         };
+        let mut args = args.ready()?;
         let cfg = LaunchConfig {
             grid_dim: (plan.grid.0, plan.grid.1, 1),
             block_dim: (plan.threads, 1, 1),

@@ -23,12 +23,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
+use redjit_codegen::params::Param;
 use redjit_codegen::spec::reduce_copy::Misalignment;
 use redjit_codegen::{DType, KernelSpec, Op, ReduceCopySpec, Rounding};
 
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
+use crate::launch_args::CheckedArgs;
 use crate::runtime::Runtime;
 
 /// Threads per block unless the caller asks otherwise (or the kernel's launch
@@ -97,6 +99,8 @@ pub struct ReduceCopyKernel<'rt> {
     max_threads: u32,
     /// Misaligned twins loaded so far, by placement (a program meets few).
     twins: Mutex<Vec<(Misalignment, CudaFunction)>>,
+    /// `spec.params()`: what each launch pushes.
+    params: Vec<Param>,
 }
 
 impl Runtime {
@@ -117,6 +121,7 @@ impl Runtime {
             func: self.function(spec)?,
             max_threads: spec.max_launch_threads(),
             twins: Mutex::default(),
+            params: spec.params(),
         })
     }
 }
@@ -194,16 +199,18 @@ impl ReduceCopyKernel<'_> {
         let cfg = self.config(n, opts);
         let func = self.pick(&src_addresses, &dst_addresses, call)?;
         let n = n as u64;
-        let mut args = stream.launch_builder(&func);
-        for s in srcs {
-            s.push_input(&mut args);
-        }
-        for d in dsts.iter_mut() {
-            d.push_output(&mut args);
-        }
         let op_arg = call.scalar.unwrap_or(0.0);
         let sr = call.stochastic.unwrap_or(Stochastic { seed: 0, base: 0 });
-        args.arg(&n).arg(&op_arg).arg(&sr.seed).arg(&sr.base);
+        // A misaligned twin takes the spec's parameters.
+        let mut args = CheckedArgs::new(stream, &func, &self.spec, &self.params);
+        for &s in srcs {
+            args.input(s);
+        }
+        for d in dsts.iter_mut() {
+            args.output(&mut **d);
+        }
+        args.u64(&n).f32(&op_arg).u64(&sr.seed).u64(&sr.base);
+        let mut args = args.ready()?;
         // SAFETY: the kernel was generated from `self.spec`, whose parameters are one
         // pointer per source, one per destination, then n (u64), the op's scalar
         // (f32), the SR seed and base (u64), in that order; `check` proved every

@@ -45,13 +45,15 @@
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::CUstreamCaptureStatus;
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig};
+use redjit_codegen::params::Param;
 use redjit_codegen::spec::reduce::{MAX_ALL_BLOCKS, PARTIAL_BYTES, Plan, THREADS};
 use redjit_codegen::spec::softmax_all::STATS_BYTES;
 use redjit_codegen::{DType, KernelSpec, SoftmaxAllSpec, SoftmaxAllStage};
 
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
+use crate::launch_args::CheckedArgs;
 use crate::runtime::{Runtime, blocks_per_sm};
 use crate::tracking::TrackingPaused;
 
@@ -126,6 +128,8 @@ pub struct SoftmaxAllKernel<'rt> {
     stats: CudaFunction,
     normalize: CudaFunction,
     stats_blocks_per_sm: u32,
+    /// The two stages' specs and `params()`: what each launch pushes.
+    stages: [(SoftmaxAllSpec, Vec<Param>); 2],
     /// The state (`STATS_BYTES`, padded to `PARTIAL_BYTES`), the arrival
     /// counter (padded likewise), then `MAX_ALL_BLOCKS` partial slots. Locked
     /// for the span of a call's two launches (host side only).
@@ -167,6 +171,7 @@ impl Runtime {
             stats,
             normalize,
             stats_blocks_per_sm,
+            stages: spec.pipeline().map(|s| (s, s.params())),
             workspace: Mutex::new(workspace),
         })
     }
@@ -247,18 +252,20 @@ impl SoftmaxAllKernel<'_> {
         let (mut state, mut rest) = guard.split_at_mut(STATE_AREA);
         {
             let (mut counter, mut partials) = rest.split_at_mut(COUNTER_AREA);
-            let mut a = stream.launch_builder(&self.stats);
+            let (stats, params) = &self.stages[0];
+            let mut a = CheckedArgs::new(stream, &self.stats, stats, params);
             match x {
-                Some(x) => x.push_input(&mut a),
+                Some(x) => a.input(x),
                 // In place: y is x (pushed as an output, so a write elsewhere
                 // on another stream is waited for).
-                None => y.push_output(&mut a),
-            }
-            a.arg(&mut state)
-                .arg(&mut counter)
-                .arg(&mut partials)
-                .arg(&n)
-                .arg(&scale);
+                None => a.output(&mut *y),
+            };
+            a.ptr(&mut state)
+                .ptr(&mut counter)
+                .ptr(&mut partials)
+                .u64(&n)
+                .f32(&scale);
+            let mut a = a.ready()?;
             // SAFETY: softmax_all_stats_<in>(x, stats, counters, partials:
             // pointers; n: u64; scale: f32). check_call proved x holds n
             // elements of the input type (in place: y, the same buffer); the
@@ -271,16 +278,16 @@ impl SoftmaxAllKernel<'_> {
                 .during(|| format!("launching {}", stats_spec.name()))?;
         }
         let grid = self.spec.normalize_grid(n, self.rt.device().sm_count);
-        let mut a = stream.launch_builder(&self.normalize);
+        let (normalize, params) = &self.stages[1];
+        let mut a = CheckedArgs::new(stream, &self.normalize, normalize, params);
         match x {
-            Some(x) => x.push_input(&mut a),
+            Some(x) => a.input(x),
             // In place: x is y's own address (y is pushed, tracked, next).
-            None => {
-                a.arg(&y_buf.2);
-            }
-        }
-        y.push_output(&mut a);
-        a.arg(&mut state).arg(&n).arg(&scale);
+            None => a.ptr(&y_buf.2),
+        };
+        a.output(y);
+        a.ptr(&mut state).u64(&n).f32(&scale);
+        let mut a = a.ready()?;
         // SAFETY: softmax_all_<op>_<in>_<out>(x, y, stats: pointers; n: u64;
         // scale: f32). check_call proved x holds n elements of the input type
         // and y n of the output type, apart or exactly the same memory with one

@@ -67,6 +67,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::error::SpecError;
+use crate::params::Param;
 use crate::registry::{AllReduceAlgo, Arch, DType, Family, Op};
 use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
@@ -350,6 +351,31 @@ struct AllReduceContext {
 impl KernelSpec for AllReduceSpec {
     fn family(&self) -> Family {
         Family::AllReduce
+    }
+
+    fn params(&self) -> Vec<Param> {
+        let (input, third) = match self.algo {
+            AllReduceAlgo::PushLl => ("in_ptr", "ll"),
+            AllReduceAlgo::Push => ("in_ptr", "push"),
+            AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => ("in_table", "tmp"),
+        };
+        let mut p = vec![
+            Param::ptr(input),
+            Param::peer_table("sig"),
+            Param::peer_table(third),
+            Param::ptr("out_ptr"),
+            Param::u32("rank"),
+            Param::u64("n"),
+            Param::f32("op_arg"),
+            Param::u64("timeout_ns"),
+            Param::ptr("error_ptr"),
+        ];
+        if self.algo.info().in_place {
+            p.push(Param::u64("window"));
+        } else if self.transport.is_some() {
+            p.extend([Param::u64("seed"), Param::u64("partial_base")]);
+        }
+        p
     }
 
     fn validate(&self) -> Result<(), SpecError> {

@@ -8,6 +8,7 @@ pub mod reduce_copy;
 pub mod softmax_all;
 
 use crate::error::SpecError;
+use crate::params::{Param, ParamKind};
 use crate::registry::{Arch, Family};
 use crate::source::KernelSource;
 use serde::Serialize;
@@ -25,6 +26,10 @@ pub trait KernelSpec {
 
     /// Oldest GPU the generated code runs on.
     fn min_arch(&self) -> Arch;
+
+    /// The kernel's parameters in order: what its launcher pushes (checked
+    /// before a launch) and what its rendered signature declares (a test).
+    fn params(&self) -> Vec<Param>;
 
     /// Shared device code the kernel needs (family preludes, then the dtype files
     /// of its buffers), in the order it must appear. By default the family's.
@@ -71,6 +76,9 @@ impl<S: KernelSpec + ?Sized> KernelSpec for &S {
     }
     fn min_arch(&self) -> Arch {
         (**self).min_arch()
+    }
+    fn params(&self) -> Vec<Param> {
+        (**self).params()
     }
     fn preludes(&self) -> Vec<&'static str> {
         (**self).preludes()
@@ -160,6 +168,28 @@ pub fn name_format(family: Family) -> String {
             crate::registry::NmsStage::allowed()
         ),
     }
+}
+
+/// Whether `spec`'s rendered signature declares exactly `spec.params()` (names
+/// and kinds, in order); the first difference otherwise.
+pub fn check_params(spec: &dyn KernelSpec) -> Result<(), String> {
+    let name = spec.name();
+    let src = spec.render().map_err(|e| format!("{name}: {e}"))?;
+    let declared = crate::params::signature(&src.code, &name)
+        .ok_or_else(|| format!("{name}: no extern \"C\" definition in its source"))?;
+    let listed = spec.params();
+    for i in 0..declared.len().max(listed.len()) {
+        let d = declared
+            .get(i)
+            .map(|(n, t)| (n.as_str(), ParamKind::of_c_type(t)));
+        let l = listed.get(i).map(|p| (p.name, Some(p.kind)));
+        if d != l {
+            return Err(format!(
+                "{name}: parameter {i} is {d:?} in the template and {l:?} in params()"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Validates `spec`, then renders its family's template from `ctx`: every

@@ -30,6 +30,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::error::SpecError;
+use crate::params::Param;
 use crate::registry::{Arch, Family, NmsStage};
 use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
@@ -114,6 +115,46 @@ struct NmsContext {
 impl KernelSpec for NmsSpec {
     fn family(&self) -> Family {
         Family::Nms
+    }
+
+    fn params(&self) -> Vec<Param> {
+        match self.stage {
+            NmsStage::Sort => vec![
+                Param::ptr("scores"),
+                Param::ptr("boxes"),
+                Param::u64("n"),
+                Param::ptr("keys"),
+                Param::ptr("status"),
+            ],
+            NmsStage::Merge => vec![
+                Param::ptr("keys"),
+                Param::u64("padded"),
+                Param::u64("k"),
+                Param::u64("j"),
+            ],
+            NmsStage::TileMerge => vec![Param::ptr("keys"), Param::u64("k")],
+            NmsStage::Mask => vec![
+                Param::ptr("boxes"),
+                Param::ptr("keys"),
+                Param::u64("n"),
+                Param::u64("row0"),
+                Param::u64("rows"),
+                Param::u64("col_blocks"),
+                Param::ptr("mask"),
+                Param::f32("thr"),
+            ],
+            NmsStage::Walk => vec![
+                Param::ptr("mask"),
+                Param::ptr("keys"),
+                Param::u64("n"),
+                Param::u64("row0"),
+                Param::u64("rows"),
+                Param::u64("col_blocks"),
+                Param::ptr("removed"),
+                Param::ptr("keep"),
+                Param::ptr("status"),
+            ],
+        }
     }
 
     fn validate(&self) -> Result<(), SpecError> {

@@ -23,6 +23,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::error::SpecError;
+use crate::params::Param;
 use crate::registry::{Arch, DType, Family, ReduceAxis, ReduceOp};
 use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
@@ -552,6 +553,31 @@ struct ReduceContext {
 impl KernelSpec for ReduceSpec {
     fn family(&self) -> Family {
         Family::Reduce
+    }
+
+    fn params(&self) -> Vec<Param> {
+        let mut p = vec![Param::ptr("src0_ptr")];
+        if self.op.info().inputs == 2 {
+            p.push(Param::ptr("src1_ptr"));
+        }
+        p.extend([
+            Param::ptr("out_ptr"),
+            Param::ptr("counters_ptr"),
+            Param::ptr("partials_ptr"),
+        ]);
+        match self.axis {
+            ReduceAxis::All => p.push(Param::u64("n")),
+            ReduceAxis::Rows => {
+                p.extend([Param::u64("rows"), Param::u64("cols"), Param::u64("ld")])
+            }
+            ReduceAxis::Cols => p.extend([
+                Param::u64("rows"),
+                Param::u64("cols"),
+                Param::u64("ld"),
+                Param::u64("rows_per_split"),
+            ]),
+        }
+        p
     }
 
     fn validate(&self) -> Result<(), SpecError> {

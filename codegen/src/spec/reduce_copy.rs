@@ -25,6 +25,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::error::SpecError;
+use crate::params::Param;
 use crate::registry::{Arch, DType, Family, Op, Role, Rounding, Src};
 use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
@@ -370,6 +371,26 @@ fn srcs_letters(srcs: &[Src]) -> String {
 impl KernelSpec for ReduceCopySpec {
     fn family(&self) -> Family {
         Family::ReduceCopy
+    }
+
+    fn params(&self) -> Vec<Param> {
+        const SRC: [&str; 8] = [
+            "src0_ptr", "src1_ptr", "src2_ptr", "src3_ptr", "src4_ptr", "src5_ptr", "src6_ptr",
+            "src7_ptr",
+        ];
+        const DST: [&str; 2] = ["dst0_ptr", "dst1_ptr"];
+        let mut p: Vec<Param> = SRC[..self.srcs.len().min(8)]
+            .iter()
+            .chain(&DST[..self.dsts.len().min(2)])
+            .map(|&n| Param::ptr(n))
+            .collect();
+        p.extend([
+            Param::u64("n"),
+            Param::f32("op_arg"),
+            Param::u64("sr_seed"),
+            Param::u64("sr_base"),
+        ]);
+        p
     }
 
     fn validate(&self) -> Result<(), SpecError> {

@@ -50,6 +50,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::error::SpecError;
+use crate::params::Param;
 use crate::registry::{Arch, DType, Family, NormOp, ReduceAxis, ReduceOp, SoftmaxAllStage};
 use crate::spec::reduce::{Plan, ReduceSpec, Shape};
 use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
@@ -245,6 +246,26 @@ struct SoftmaxAllContext {
 impl KernelSpec for SoftmaxAllSpec {
     fn family(&self) -> Family {
         Family::SoftmaxAll
+    }
+
+    fn params(&self) -> Vec<Param> {
+        match self.stage {
+            SoftmaxAllStage::Stats => vec![
+                Param::ptr("x_ptr"),
+                Param::ptr("stats_ptr"),
+                Param::ptr("counters_ptr"),
+                Param::ptr("partials_ptr"),
+                Param::u64("n"),
+                Param::f32("scale"),
+            ],
+            SoftmaxAllStage::Normalize => vec![
+                Param::ptr("x_ptr"),
+                Param::ptr("y_ptr"),
+                Param::ptr("stats_ptr"),
+                Param::u64("n"),
+                Param::f32("scale"),
+            ],
+        }
     }
 
     fn validate(&self) -> Result<(), SpecError> {

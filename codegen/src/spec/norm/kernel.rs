@@ -13,7 +13,10 @@ impl NormSpec {
                 return Err(SpecError::invalid(
                     "output",
                     self.output,
-                    "an e4m3 output needs its scaling in the name: _qd (each row's own scale) or _qs (one given scale)",
+                    format!(
+                        "a norm kernel's output must be one of: {}, or e4m3 with its scaling in the name: _qd (each row's own scale) or _qs (one given scale)",
+                        DType::store_types()
+                    ),
                 ));
             }
             return Ok(());
@@ -223,6 +226,36 @@ fn list(values: &[u32]) -> String {
 impl KernelSpec for NormSpec {
     fn family(&self) -> Family {
         Family::Norm
+    }
+
+    fn params(&self) -> Vec<Param> {
+        let mut p: Vec<Param> = [
+            "x_ptr",
+            "res_ptr",
+            "w_ptr",
+            "b_ptr",
+            "out_ptr",
+            "res_out_ptr",
+            "mean_ptr",
+            "rstd_ptr",
+            "counters_ptr",
+            "partials_ptr",
+        ]
+        .into_iter()
+        .map(Param::ptr)
+        .collect();
+        p.extend([
+            Param::u64("rows"),
+            Param::u64("cols"),
+            Param::u64("ld"),
+            Param::u32("splits"),
+            Param::u32("span"),
+            Param::f32("param"),
+        ]);
+        if self.fp8.is_some() {
+            p.push(Param::ptr("scale_ptr"));
+        }
+        p
     }
 
     fn validate(&self) -> Result<(), SpecError> {

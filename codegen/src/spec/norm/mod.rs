@@ -29,6 +29,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::error::SpecError;
+use crate::params::Param;
 use crate::registry::{Arch, DType, Family, NormLayout, NormOp, SoftmaxAlgo};
 use crate::spec::KernelSpec;
 

@@ -1121,7 +1121,10 @@ fn fp8_outputs_name_their_scaling_and_keep_the_row_in_one_block() {
         assert!(s.fp8.is_some() && s.output == DType::E4M3);
     }
     for (name, want) in [
-        ("norm_rmsnorm_bf16_e4m3_b256x4", "output = e4m3"),
+        (
+            "norm_rmsnorm_bf16_e4m3_b256x4",
+            "or e4m3 with its scaling in the name",
+        ),
         ("norm_rmsnorm_bf16_bf16_b256x4_qd", "needs an e4m3 output"),
         (
             "norm_softmax_online_bf16_e4m3_b256x4_qd",
@@ -1158,4 +1161,52 @@ fn fp8_outputs_name_their_scaling_and_keep_the_row_in_one_block() {
         assert_eq!(base.for_cols(cols).name(), want, "{cols}");
     }
     assert_eq!(base.for_cols(1 << 20).capacity(), Some(16384));
+    // The scale's pointer closes the signature, as params() lists it.
+    for cols in [100, 4096, 16384] {
+        let s = base.for_cols(cols);
+        crate::spec::check_params(&s).unwrap();
+        assert_eq!(s.params().last().map(|p| p.name), Some("scale_ptr"));
+    }
+}
+
+#[test]
+fn a_params_list_that_drifts_from_its_template_is_caught() {
+    // The template's own list passes; one with two parameters swapped, or one
+    // short, does not.
+    struct Drifted(NormSpec, fn(&mut Vec<crate::params::Param>));
+    impl KernelSpec for Drifted {
+        fn family(&self) -> Family {
+            self.0.family()
+        }
+        fn validate(&self) -> Result<(), SpecError> {
+            self.0.validate()
+        }
+        fn name(&self) -> String {
+            self.0.name()
+        }
+        fn min_arch(&self) -> Arch {
+            self.0.min_arch()
+        }
+        fn params(&self) -> Vec<crate::params::Param> {
+            let mut p = self.0.params();
+            (self.1)(&mut p);
+            p
+        }
+        fn preludes(&self) -> Vec<&'static str> {
+            self.0.preludes()
+        }
+        fn render_body(&self) -> Result<String, SpecError> {
+            self.0.render_body()
+        }
+    }
+    let spec: NormSpec = "norm_rmsnorm_res_bf16_bf16_b256x4".parse().unwrap();
+    assert!(crate::spec::check_params(&Drifted(spec.clone(), |_| {})).is_ok());
+    let swapped = crate::spec::check_params(&Drifted(spec.clone(), |p| p.swap(12, 13)))
+        .unwrap_err();
+    assert!(swapped.contains("parameter 12"), "{swapped}");
+    let short = crate::spec::check_params(&Drifted(spec, |p| {
+        p.pop();
+    }))
+    .unwrap_err();
+    assert!(short.contains("parameter 15") && short.contains("None"), "{short}");
 }

@@ -1,6 +1,7 @@
 //! Issuing one call: its inputs staged or read in place, its kernels launched on every rank.
 
 use super::*;
+use crate::launch_args::CheckedArgs;
 
 impl Communicator {
     pub(super) fn issue_call(
@@ -291,6 +292,8 @@ impl Communicator {
             Some(at) => PtrTable(tables[2].0.map(|a| if a == 0 { 0 } else { a + at.offset })),
             None => tables[2],
         };
+        // What every rank's launch pushes, checked before it launches.
+        let params = spec.params();
         for ((i, rank), func) in self.ranks.iter().enumerate().zip(&kernel.funcs) {
             let r = rank.id as usize;
             if call.skip_rank == Some(r as u32) {
@@ -309,22 +312,23 @@ impl Communicator {
                 block_dim: (spec.threads(), 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut args = rank.stream.launch_builder(func);
-            args.arg(&in_table)
-                .arg(&tables[1])
-                .arg(&third)
-                .arg(&out)
-                .arg(&rank_u32)
-                .arg(&n64)
-                .arg(&op_arg)
-                .arg(&timeout_ns)
-                .arg(&err);
+            let mut args = CheckedArgs::new(&rank.stream, func, spec, &params);
+            args.ptr(&in_table)
+                .peer_table(&tables[1])
+                .peer_table(&third)
+                .ptr(&out)
+                .u32(&rank_u32)
+                .u64(&n64)
+                .f32(&op_arg)
+                .u64(&timeout_ns)
+                .ptr(&err);
             if quant.is_some() {
-                args.arg(&seed).arg(&partial_base);
+                args.u64(&seed).u64(&partial_base);
             }
             if let Some(at) = &at {
-                args.arg(&at.region);
+                args.u64(&at.region);
             }
+            let mut args = args.ready()?;
             // SAFETY: the kernel was generated from `spec` and takes, in this
             // order: the input table's device address (a live slot of 64
             // bytes; a captured call's slot is written at end_capture, before
