@@ -1201,12 +1201,15 @@ fn a_params_list_that_drifts_from_its_template_is_caught() {
     }
     let spec: NormSpec = "norm_rmsnorm_res_bf16_bf16_b256x4".parse().unwrap();
     assert!(crate::spec::check_params(&Drifted(spec.clone(), |_| {})).is_ok());
-    let swapped = crate::spec::check_params(&Drifted(spec.clone(), |p| p.swap(12, 13)))
-        .unwrap_err();
+    let swapped =
+        crate::spec::check_params(&Drifted(spec.clone(), |p| p.swap(12, 13))).unwrap_err();
     assert!(swapped.contains("parameter 12"), "{swapped}");
     let short = crate::spec::check_params(&Drifted(spec, |p| {
         p.pop();
     }))
     .unwrap_err();
-    assert!(short.contains("parameter 15") && short.contains("None"), "{short}");
+    assert!(
+        short.contains("parameter 15") && short.contains("None"),
+        "{short}"
+    );
 }
