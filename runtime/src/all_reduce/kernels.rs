@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::CudaFunction;
 use redjit_codegen::AllReduceSpec;
+use redjit_codegen::params::Param;
 
 use crate::error::Result;
 
@@ -23,6 +24,8 @@ pub(crate) struct LoadedKernel {
     /// shared GPU its share): the grid's upper bound. The push kernel's fixed
     /// grid for it, which needs no occupancy query.
     pub(crate) share: u32,
+    /// `spec.params()`: what each rank's launch pushes, listed once here.
+    pub(crate) params: Vec<Param>,
 }
 
 /// The kernels loaded so far, by spec.
@@ -63,6 +66,7 @@ mod tests {
         Ok(LoadedKernel {
             funcs: Vec::new(),
             share,
+            params: Vec::new(),
         })
     }
 

@@ -292,8 +292,6 @@ impl Communicator {
             Some(at) => PtrTable(tables[2].0.map(|a| if a == 0 { 0 } else { a + at.offset })),
             None => tables[2],
         };
-        // What every rank's launch pushes, checked before it launches.
-        let params = spec.params();
         for ((i, rank), func) in self.ranks.iter().enumerate().zip(&kernel.funcs) {
             let r = rank.id as usize;
             if call.skip_rank == Some(r as u32) {
@@ -312,7 +310,7 @@ impl Communicator {
                 block_dim: (spec.threads(), 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut args = CheckedArgs::new(&rank.stream, func, spec, &params);
+            let mut args = CheckedArgs::new(&rank.stream, func, spec, &kernel.params);
             args.ptr(&in_table)
                 .peer_table(&tables[1])
                 .peer_table(&third)

@@ -560,7 +560,11 @@ impl Communicator {
                 Some(at) => at.grid,
                 None => self.resident_share(spec, &funcs[0], &self.runtimes[self.ranks[0].rt])?,
             };
-            Ok(LoadedKernel { funcs, share })
+            Ok(LoadedKernel {
+                funcs,
+                share,
+                params: spec.params(),
+            })
         })
     }
 
