@@ -4,16 +4,16 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaStream, LaunchArgs, PushKernelArg, result, sys};
+use cudarc::driver::{CudaStream, LaunchArgs, PushKernelArg, result};
 use redjit_codegen::DType;
 
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Result};
+use crate::workspace::StreamAlloc;
 
 /// The first `len` elements of a buffer as they were when the copy was queued.
 pub(crate) struct StreamCopy {
-    stream: Arc<CudaStream>,
-    ptr: sys::CUdeviceptr,
+    buf: StreamAlloc,
     dtype: DType,
     len: usize,
 }
@@ -30,17 +30,9 @@ impl StreamCopy {
         let len = len.min(src.len());
         let dtype = src.dtype();
         let bytes = (len * dtype.info().bytes as usize).max(1);
-        stream
-            .context()
-            .bind_to_thread()
-            .during(|| format!("copying {what}"))?;
-        // SAFETY: a fresh allocation on `stream`, filled on the same stream
-        // before any launch queued after it reads it.
-        let ptr = unsafe { result::malloc_async(stream.cu_stream(), bytes) }
-            .during(|| format!("allocating a copy of {what}"))?;
         let copy = StreamCopy {
-            stream: stream.clone(),
-            ptr,
+            buf: StreamAlloc::new(stream, bytes)
+                .during(|| format!("allocating a copy of {what}"))?,
             dtype,
             len,
         };
@@ -48,16 +40,16 @@ impl StreamCopy {
         // recorded as a write: the launch that follows writes it).
         let (from, _order) = src.write_address(stream);
         // SAFETY: both hold at least `bytes` bytes (`len` is at most the
-        // source's length), on the stream's context.
-        unsafe { result::memcpy_dtod_async(ptr, from, bytes, stream.cu_stream()) }
+        // source's length), on the stream's context (bound by the allocation).
+        unsafe { result::memcpy_dtod_async(copy.buf.ptr, from, bytes, stream.cu_stream()) }
             .during(|| format!("copying {what}"))?;
         Ok(copy)
     }
 }
 
-// SAFETY: `ptr` holds `len` elements of `dtype` on the stream's context,
+// SAFETY: `buf` holds `len` elements of `dtype` on the stream's context,
 // readable until the copy is dropped, which frees it stream-ordered after the
-// work queued with it.
+// work queued with it (`StreamAlloc`).
 unsafe impl KernelInput for StreamCopy {
     fn dtype(&self) -> DType {
         self.dtype
@@ -66,20 +58,9 @@ unsafe impl KernelInput for StreamCopy {
         self.len
     }
     fn push_input<'a>(&'a self, args: &mut LaunchArgs<'a>) {
-        args.arg(&self.ptr);
+        args.arg(&self.buf.ptr);
     }
     fn address(&self, _stream: &CudaStream) -> u64 {
-        self.ptr
-    }
-}
-
-impl Drop for StreamCopy {
-    fn drop(&mut self) {
-        // Stream-ordered: the launch queued with it finishes first. A failure
-        // here (a context already torn down) leaves nothing to free.
-        if self.stream.context().bind_to_thread().is_ok() {
-            // SAFETY: `ptr` came from `malloc_async` on this stream and is freed once.
-            let _ = unsafe { result::free_async(self.ptr, self.stream.cu_stream()) };
-        }
+        self.buf.ptr
     }
 }

@@ -24,17 +24,33 @@ use crate::error::{DriverContext, Result};
 /// A kernel object's counters-then-partials scratch buffers, one per stream.
 pub(crate) struct Workspace(Mutex<Vec<StreamScratch>>);
 
-/// A zeroed-on-allocation device buffer used on one stream only.
-struct StreamScratch {
+/// `len` bytes of device memory allocated on one stream and freed on it,
+/// stream-ordered, when dropped: after the launches queued with it.
+pub(crate) struct StreamAlloc {
     stream: Arc<CudaStream>,
-    ptr: sys::CUdeviceptr,
-    len: usize,
-    /// Leading bytes that hold counters as the last launch left them (all of
-    /// a fresh buffer); past them lie its partial states.
-    counters_at_rest: usize,
+    pub(crate) ptr: sys::CUdeviceptr,
+    pub(crate) len: usize,
 }
 
-impl Drop for StreamScratch {
+impl StreamAlloc {
+    /// `len` bytes (uninitialised) on `stream`, its context bound first.
+    pub(crate) fn new(
+        stream: &Arc<CudaStream>,
+        len: usize,
+    ) -> Result<StreamAlloc, result::DriverError> {
+        stream.context().bind_to_thread()?;
+        // SAFETY: a fresh allocation on `stream`; whoever queues work on it
+        // after this call is ordered after the allocation.
+        let ptr = unsafe { result::malloc_async(stream.cu_stream(), len) }?;
+        Ok(StreamAlloc {
+            stream: stream.clone(),
+            ptr,
+            len,
+        })
+    }
+}
+
+impl Drop for StreamAlloc {
     fn drop(&mut self) {
         // Stream-ordered: launches already queued on the stream finish first.
         // A failure here (a context already torn down) leaves nothing to free.
@@ -43,6 +59,14 @@ impl Drop for StreamScratch {
             let _ = unsafe { result::free_async(self.ptr, self.stream.cu_stream()) };
         }
     }
+}
+
+/// A zeroed-on-allocation device buffer used on one stream only.
+struct StreamScratch {
+    buf: StreamAlloc,
+    /// Leading bytes that hold counters as the last launch left them (all of
+    /// a fresh buffer); past them lie its partial states.
+    counters_at_rest: usize,
 }
 
 /// The workspace of one stream, locked for one launch and large enough for it.
@@ -74,9 +98,9 @@ impl Workspace {
         let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let at = all
             .iter()
-            .position(|s| s.stream.cu_stream() == stream.cu_stream());
+            .position(|s| s.buf.stream.cu_stream() == stream.cu_stream());
         let i = match at {
-            Some(i) if all[i].len >= need => i,
+            Some(i) if all[i].buf.len >= need => i,
             _ => {
                 let fresh = zeroed(stream, need)
                     .during(|| format!("allocating the workspace of {kernel}"))?;
@@ -93,7 +117,7 @@ impl Workspace {
             }
         };
         let scratch = &mut all[i];
-        let ptr = scratch.ptr;
+        let ptr = scratch.buf.ptr;
         if counter_bytes > scratch.counters_at_rest {
             let rest = scratch.counters_at_rest;
             stream
@@ -124,19 +148,14 @@ impl Workspace {
 }
 
 fn zeroed(stream: &Arc<CudaStream>, len: usize) -> Result<StreamScratch, result::DriverError> {
-    stream.context().bind_to_thread()?;
-    // SAFETY: a fresh allocation on `stream`, zeroed on the same stream before
-    // any launch that is queued after it can read it.
-    let ptr = unsafe { result::malloc_async(stream.cu_stream(), len) }?;
-    let scratch = StreamScratch {
-        stream: stream.clone(),
-        ptr,
-        len,
+    let buf = StreamAlloc::new(stream, len)?;
+    // SAFETY: `buf` holds `len` bytes, zeroed on its stream before any launch
+    // that is queued after it can read it.
+    unsafe { result::memset_d8_async(buf.ptr, 0, len, stream.cu_stream()) }?;
+    Ok(StreamScratch {
+        buf,
         counters_at_rest: len,
-    };
-    // SAFETY: `ptr` holds `len` bytes.
-    unsafe { result::memset_d8_async(ptr, 0, len, stream.cu_stream()) }?;
-    Ok(scratch)
+    })
 }
 
 impl Held<'_> {
