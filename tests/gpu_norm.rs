@@ -281,16 +281,13 @@ fn check_on(
         m.ld
     );
     let n = (m.rows - 1) * m.ld + m.cols;
-    let xh = HostBuffer::from_fn(spec.input, n, {
-        let v = host_values(rng, m.rows, m.cols, m.ld, values);
-        move |i| v[i]
-    });
+    let HostCall {
+        x: xh,
+        res: res_h,
+        w: w_h,
+        b: b_h,
+    } = host_call(rng, spec, m, values);
     let info = spec.op.info();
-    let res_h = spec.residual.then(|| {
-        let v = host_values(rng, m.rows, m.cols, m.ld, Values::Normal);
-        HostBuffer::from_fn(spec.input, n, |i| v[i])
-    });
-    let (w_h, b_h) = host_columns(rng, spec, m.cols);
     let x = Dev::upload(s, &xh);
     let res = res_h.as_ref().map(|h| Dev::upload(s, h));
     let w = w_h.as_ref().map(|h| Dev::upload_at(s, h, place.weight));
@@ -447,6 +444,31 @@ fn host_columns(
         HostBuffer::from_fn(spec.input, cols, |i| 0.5 * v[i])
     });
     (w, b)
+}
+
+/// One call's host inputs.
+struct HostCall {
+    x: HostBuffer,
+    res: Option<HostBuffer>,
+    w: Option<HostBuffer>,
+    b: Option<HostBuffer>,
+}
+
+/// The host inputs of a call of `spec` over `m`, drawn in this order: x (of
+/// `values`), the residual (normal; `_res` only), then the weight and bias
+/// the op takes (`host_columns`).
+fn host_call(rng: &mut common::Rng, spec: &NormSpec, m: Matrix, values: Values) -> HostCall {
+    let n = (m.rows - 1) * m.ld + m.cols;
+    let x = HostBuffer::from_fn(spec.input, n, {
+        let v = host_values(rng, m.rows, m.cols, m.ld, values);
+        move |i| v[i]
+    });
+    let res = spec.residual.then(|| {
+        let v = host_values(rng, m.rows, m.cols, m.ld, Values::Normal);
+        HostBuffer::from_fn(spec.input, n, |i| v[i])
+    });
+    let (w, b) = host_columns(rng, spec, m.cols);
+    HostCall { x, res, w, b }
 }
 
 /// Rows of `cols` back to back (ld = cols).
@@ -2145,15 +2167,12 @@ fn check_in_place(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec, m: Matri
         m.ld
     );
     let n = (m.rows - 1) * m.ld + m.cols;
-    let xh = HostBuffer::from_fn(spec.input, n, {
-        let v = host_values(rng, m.rows, m.cols, m.ld, Values::Normal);
-        move |i| v[i]
-    });
-    let res_h = spec.residual.then(|| {
-        let v = host_values(rng, m.rows, m.cols, m.ld, Values::Normal);
-        HostBuffer::from_fn(spec.input, n, |i| v[i])
-    });
-    let (w_h, b_h) = host_columns(rng, spec, m.cols);
+    let HostCall {
+        x: xh,
+        res: res_h,
+        w: w_h,
+        b: b_h,
+    } = host_call(rng, spec, m, Values::Normal);
     let w = w_h.as_ref().map(|h| Dev::upload(s, h));
     let b = b_h.as_ref().map(|h| Dev::upload(s, h));
     let kernel = rt.norm(spec).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -2330,15 +2349,12 @@ fn check_fp8(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec, m: Matrix, gi
     let s = rt.stream();
     let what = format!("{} {}x{} ld {}", spec.name(), m.rows, m.cols, m.ld);
     let n = (m.rows - 1) * m.ld + m.cols;
-    let xh = HostBuffer::from_fn(spec.input, n, {
-        let v = host_values(rng, m.rows, m.cols, m.ld, Values::Normal);
-        move |i| v[i]
-    });
-    let res_h = spec.residual.then(|| {
-        let v = host_values(rng, m.rows, m.cols, m.ld, Values::Normal);
-        HostBuffer::from_fn(spec.input, n, |i| v[i])
-    });
-    let (w_h, b_h) = host_columns(rng, spec, m.cols);
+    let HostCall {
+        x: xh,
+        res: res_h,
+        w: w_h,
+        b: b_h,
+    } = host_call(rng, spec, m, Values::Normal);
     let x = Dev::upload(s, &xh);
     let res = res_h.as_ref().map(|h| Dev::upload(s, h));
     let w = w_h.as_ref().map(|h| Dev::upload(s, h));
