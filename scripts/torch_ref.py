@@ -164,11 +164,7 @@ def reduce_entries(sizes, shapes, a, dev):
         if shape:
             e["shape"] = shape
         if not a.no_compile and n in a.compile_sizes_set:
-            c_us, c_expr, variants, c_err = compiled_time([(expr, fn)], ins, a.warmup, a.iters)
-            e.update(compile_us=c_us, compile_gbps=gbps(nbytes, c_us), compile_expr=c_expr,
-                     compile_variants_us=variants)
-            if c_err:
-                e["compile_error"] = c_err
+            add_compiled(e, expr, fn, ins, nbytes, a)
         fmt = lambda v, w: f"{v:>{w}.1f}" if v is not None else f"{'-':>{w}}"  # noqa: E731
         log(f"{name:<34} {shape or n:>12} {fmt(e['eager_us'], 10)} {fmt(e['eager_gbps'], 10)} "
             f"{fmt(e['compile_us'], 10)} {fmt(e['compile_gbps'], 12)}")
@@ -324,11 +320,7 @@ def norm_entries(shapes, a, dev):
                     "triton_gbps": None,
                 }
                 if not a.no_compile:
-                    c_us, c_expr, variants, c_err = compiled_time([(expr, fn)], ins, a.warmup, a.iters)
-                    e.update(compile_us=c_us, compile_gbps=gbps(nbytes, c_us), compile_expr=c_expr,
-                             compile_variants_us=variants)
-                    if c_err:
-                        e["compile_error"] = c_err
+                    add_compiled(e, expr, fn, ins, nbytes, a)
                 if tri and key in tri and cols <= TRITON_MAX_COLS:
                     ys = [torch.empty_like(x) for x, _ in sets]
                     targs = Rotation((x, y) if key == "softmax" else (x, w, y) for (x, _), y in zip(sets, ys))
@@ -413,11 +405,7 @@ def norm_fp8_entries(shapes, a, dev):
                     "compile_expr": None,
                 }
                 if not a.no_compile:
-                    c_us, c_expr, variants, c_err = compiled_time([(expr, fn)], ins, a.warmup, a.iters)
-                    e.update(compile_us=c_us, compile_gbps=gbps(nbytes, c_us), compile_expr=c_expr,
-                             compile_variants_us=variants)
-                    if c_err:
-                        e["compile_error"] = c_err
+                    add_compiled(e, expr, fn, ins, nbytes, a)
                 fmt = lambda v, wd: f"{v:>{wd}.1f}" if v is not None else f"{'-':>{wd}}"  # noqa: E731
                 log(f"{e['name']:<30} {e['shape']:>14} {fmt(e['eager_us'], 10)} {fmt(e['compile_us'], 10)} "
                     f"{fmt(e['compile_gbps'], 12)}")
@@ -499,11 +487,7 @@ def softmax_all_entries(sizes, a, dev):
                     "compile_expr": None,
                 }
                 if not a.no_compile:
-                    c_us, c_expr, variants, c_err = compiled_time([(expr, fn)], xs, a.warmup, a.iters)
-                    e.update(compile_us=c_us, compile_gbps=gbps(nbytes, c_us), compile_expr=c_expr,
-                             compile_variants_us=variants)
-                    if c_err:
-                        e["compile_error"] = c_err
+                    add_compiled(e, expr, fn, xs, nbytes, a)
                 fmt = lambda v, wd: f"{v:>{wd}.1f}" if v is not None else f"{'-':>{wd}}"  # noqa: E731
                 log(f"{e['name']:<36} {n:>11} {fmt(e_us, 10)} {fmt(e['eager_gbps'], 10)} "
                     f"{fmt(e['compile_gbps'], 12)}")
@@ -667,6 +651,16 @@ def compiled_time(candidates, args, warmup, iters):
         if best_us is None or us < best_us:
             best_us, best_expr = us, expr
     return best_us, best_expr, variants, (" | ".join(errors) or None)
+
+
+def add_compiled(e, expr, fn, args, nbytes, a):
+    """Times `fn` under torch.compile into entry `e` (compile_us, compile_gbps,
+    compile_expr, compile_variants_us, and compile_error where it failed)."""
+    c_us, c_expr, variants, c_err = compiled_time([(expr, fn)], args, a.warmup, a.iters)
+    e.update(compile_us=c_us, compile_gbps=gbps(nbytes, c_us), compile_expr=c_expr,
+             compile_variants_us=variants)
+    if c_err:
+        e["compile_error"] = c_err
 
 
 AR_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
