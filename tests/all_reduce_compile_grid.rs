@@ -111,3 +111,51 @@ fn every_stage_kernel_compiles_and_ptxas_reports_no_spills() {
     common::assert_compiles_for_sm90(&specs, &[Output::Ptx, Output::Cubin]);
     common::assert_ptxas_no_stack_no_spills(&specs, AllReduceSpec::threads);
 }
+
+/// The fused all-reduce + residual + RMS norm kernels at their register
+/// limit: for world 2..8, each dtype and each packs a thread, the widest block
+/// that validates (the launch bound's fewest registers; `ArNorm::for_row`
+/// picks only valid layouts), and bf16 with the FP8 per-row output.
+fn fused_norm_grid() -> Vec<AllReduceSpec> {
+    use redjit::codegen::spec::ar_norm::{ArNorm, MAX_PACKS, MAX_THREADS, MIN_THREADS};
+    use redjit::codegen::spec::norm::Fp8Scale;
+    let mut out = Vec::new();
+    for world in MIN_WORLD..=MAX_WORLD {
+        let kinds = redjit::DType::stores()
+            .map(|d| (d, None))
+            .chain([(redjit::DType::BF16, Some(Fp8Scale::PerRow))]);
+        for (dtype, fp8) in kinds {
+            for packs in 1..=MAX_PACKS {
+                let widest = (MIN_THREADS..=MAX_THREADS)
+                    .rev()
+                    .step_by(32)
+                    .find_map(|threads| {
+                        let spec = AllReduceSpec {
+                            world,
+                            dtype,
+                            norm: Some(ArNorm {
+                                threads,
+                                packs,
+                                fp8,
+                            }),
+                            ..AllReduceSpec::default()
+                        };
+                        spec.validate().is_ok().then_some(spec)
+                    });
+                out.extend(widest);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_fused_norm_layout_compiles_and_ptxas_reports_no_spills() {
+    let Some(_nvrtc) = common::nvrtc_or_skip() else {
+        return;
+    };
+    let specs = fused_norm_grid();
+    assert!(specs.len() > 100, "{} fused kernels", specs.len());
+    common::assert_compiles_for_sm90(&specs, &[Output::Ptx]);
+    common::assert_ptxas_no_stack_no_spills(&specs, AllReduceSpec::threads);
+}

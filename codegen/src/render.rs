@@ -62,6 +62,10 @@ pub(crate) const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/all_reduce.cu"),
     ),
     (
+        "all_reduce_norm.cu",
+        include_str!("../../templates/all_reduce_norm.cu"),
+    ),
+    (
         "prelude/norm.cuh",
         include_str!("../../templates/prelude/norm.cuh"),
     ),

@@ -69,6 +69,7 @@ use serde::Serialize;
 use crate::error::SpecError;
 use crate::params::Param;
 use crate::registry::{AllReduceAlgo, Arch, DType, Family, Op};
+pub use crate::spec::ar_norm::ArNorm;
 use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
 
 /// Fewest and most ranks a kernel is generated for (one host: up to 8 GPUs).
@@ -142,6 +143,9 @@ pub struct AllReduceSpec {
     /// hierarchical mode's intra-host steps, with NCCL across hosts between
     /// them (`_rs` / `_ag` in names; see `redjit_runtime::all_reduce::comm`).
     pub stage: ArStage,
+    /// `Some`: the fused residual + RMS norm epilogue (`_addrms_...` in
+    /// names; see [`crate::spec::ar_norm`]): one-shot sums only.
+    pub norm: Option<ArNorm>,
 }
 
 /// Which part of the two-stage all-reduce a kernel runs.
@@ -181,6 +185,8 @@ impl ArStage {
 const SR_SUFFIX: &str = "_sr";
 /// Marks the transport type in a quantized kernel's name (`_q_bf16_sr`).
 const Q_MARK: &str = "_q_";
+/// The fused norm's template (the family's other kernels are in `all_reduce.cu`).
+const NORM_TEMPLATE: &str = "all_reduce_norm.cu";
 
 impl Default for AllReduceSpec {
     fn default() -> Self {
@@ -192,6 +198,7 @@ impl Default for AllReduceSpec {
             cp_async: false,
             transport: None,
             stage: ArStage::Whole,
+            norm: None,
         }
     }
 }
@@ -239,6 +246,7 @@ impl AllReduceSpec {
                         cp_async,
                         transport,
                         stage: ArStage::Whole,
+                        norm: None,
                     };
                     if spec.validate().is_ok() {
                         out.push(spec);
@@ -254,7 +262,9 @@ impl AllReduceSpec {
     /// rank per thread within `CP_ASYNC_SMEM_BYTES` (R = 8: 128 threads); for
     /// the LL push kernel [`LL_THREADS`].
     pub fn threads(&self) -> u32 {
-        if self.cp_async {
+        if let Some(norm) = &self.norm {
+            norm.threads
+        } else if self.cp_async {
             let per_thread = 2 * self.world * PACK_BYTES;
             (CP_ASYNC_SMEM_BYTES / per_thread / 32 * 32).clamp(32, THREADS)
         } else if self.algo == AllReduceAlgo::PushLl {
@@ -301,6 +311,8 @@ impl AllReduceSpec {
             cp_async: self.cp_async,
             threads: self.threads(),
             stage: self.stage.slug(),
+            norm_packs: self.norm.map_or(0, |n| n.packs),
+            fp8: self.norm.and_then(|n| n.fp8).map(|s| s.suffix()),
         }
     }
 
@@ -346,6 +358,10 @@ struct AllReduceContext {
     threads: u32,
     /// "whole", "rs" or "ag".
     stage: &'static str,
+    /// The fused norm's packs a thread (0: none).
+    norm_packs: u32,
+    /// The fused norm's FP8 output: "qd" or "qs".
+    fp8: Option<&'static str>,
 }
 
 impl KernelSpec for AllReduceSpec {
@@ -354,6 +370,9 @@ impl KernelSpec for AllReduceSpec {
     }
 
     fn params(&self) -> Vec<Param> {
+        if let Some(norm) = &self.norm {
+            return norm.params();
+        }
         let (input, third) = match self.algo {
             AllReduceAlgo::PushLl => ("in_ptr", "ll"),
             AllReduceAlgo::Push => ("in_ptr", "push"),
@@ -476,6 +495,17 @@ impl KernelSpec for AllReduceSpec {
                 return Err(SpecError::invalid("stage", self.stage.slug(), rule));
             }
         }
+        if let Some(norm) = &self.norm {
+            norm.validate(
+                self.world,
+                self.dtype,
+                self.op,
+                self.algo,
+                self.transport.is_some(),
+                self.stage == ArStage::Whole,
+                self.cp_async,
+            )?;
+        }
         Ok(())
     }
 
@@ -494,18 +524,35 @@ impl KernelSpec for AllReduceSpec {
         ) + if self.cp_async { "_cpasync" } else { "" }
             + self.stage.suffix()
             + &quant
+            + &self.norm.map_or(String::new(), |n| n.suffix())
     }
 
     /// `ld.acquire.sys` / `st.release.sys` are sm_70+, cp.async sm_80+.
     fn min_arch(&self) -> Arch {
         let base = if self.cp_async { Arch::SM80 } else { Arch(70) };
         let transport = self.transport.map_or(base, |t| t.info().min_arch);
+        // cvt.rn.satfinite.e4m3x2 is sm_89+.
+        let fp8 = match self.norm.and_then(|n| n.fp8) {
+            Some(_) => DType::E4M3.info().min_arch,
+            None => base,
+        };
         base.max(self.dtype.info().min_arch)
+            .max(fp8)
             .max(self.op.min_arch())
             .max(transport)
     }
 
     fn preludes(&self) -> Vec<&'static str> {
+        if let Some(norm) = &self.norm {
+            // The norm family's row helpers (block sums, the correctly
+            // rounded rstd, the FP8 row scale), then the peer barrier.
+            let mut out = Family::Norm.info().preludes.to_vec();
+            out.push("prelude/peer.cuh");
+            if norm.fp8.is_some() {
+                out.push("prelude/norm_fp8.cuh");
+            }
+            return out;
+        }
         let mut out = Family::AllReduce.info().preludes.to_vec();
         out.push(self.dtype.info().prelude);
         if let Some(t) = self.transport {
@@ -516,6 +563,10 @@ impl KernelSpec for AllReduceSpec {
     }
 
     fn render_body(&self) -> Result<String, SpecError> {
+        if self.norm.is_some() {
+            self.validate()?;
+            return crate::render::render_template(NORM_TEMPLATE, &self.context());
+        }
         crate::spec::render_body(self, &self.context())
     }
 }
@@ -533,6 +584,15 @@ impl FromStr for AllReduceSpec {
             crate::spec::name_format(crate::registry::Family::AllReduce)
         );
         let rest = name_rest(s, Family::AllReduce, what, format)?;
+        let (rest, norm) = match rest.split_once(crate::spec::ar_norm::MARK) {
+            Some((r, n)) => (
+                r,
+                Some(ArNorm::parse(n).ok_or_else(|| {
+                    parse_err("the fused norm part is _addrms_t<threads>x<packs>[_qd|_qs]")
+                })?),
+            ),
+            None => (rest, None),
+        };
         let (rest, transport) = match rest
             .strip_suffix(SR_SUFFIX)
             .and_then(|r| r.rsplit_once(Q_MARK))
@@ -565,6 +625,7 @@ impl FromStr for AllReduceSpec {
             cp_async,
             transport,
             stage,
+            norm,
         };
         spec.validate()?;
         canonical_spelling(&spec, s, what)?;
@@ -789,6 +850,7 @@ mod tests {
             cp_async,
             transport: Some(DType::BF16),
             stage: ArStage::Whole,
+            norm: None,
         }
     }
 

@@ -193,6 +193,7 @@ impl Communicator {
             cp_async: call.cp_async,
             transport,
             stage: ArStage::Whole,
+            norm: None,
         }
     }
 
