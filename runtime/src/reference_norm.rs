@@ -41,7 +41,9 @@
 
 use half::{bf16, f16};
 use redjit_codegen::spec::norm::{E4M3_MAX, FP8_MIN_SCALE, Fp8Scale};
-use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAllSpec};
+use redjit_codegen::{
+    AllReduceSpec, DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAllSpec,
+};
 
 use crate::fp8::{F8E4M3, e4m3_rn};
 
@@ -287,6 +289,47 @@ pub fn expect_rows(spec: &NormSpec, a: &NormInputs<'_>) -> Vec<RowWant> {
     assert_eq!(a.x.dtype(), spec.input, "x dtype");
     let ch = chain(spec, a.cols as u64);
     par_map(a.rows, |r| expect_row(spec, a, r, ch))
+}
+
+/// The fused all-reduce + residual + RMS norm (issue 60, an `AllReduceSpec`
+/// with `norm`) on the host, for one rank: the ranks' `xs` summed in rank
+/// order in f32 and rounded to x's type (the all-reduce's bits), then
+/// [`expect_rows`] of RMS norm + residual over that sum, with the error
+/// budget of the kernel's layout (a block of its threads, its packs a
+/// thread). Its `residual_out` is the new residual's exact bits.
+pub fn expect_ar_add_rms_norm(
+    spec: &AllReduceSpec,
+    xs: &[&HostBuffer],
+    a: &NormInputs<'_>,
+) -> Vec<RowWant> {
+    let norm = spec.norm.expect("a fused all-reduce + norm spec");
+    let dtype = spec.dtype;
+    let n = a.rows * a.cols;
+    let sum = HostBuffer::from_fn(dtype, n, |i| {
+        let mut acc = xs[0].get_f32(i);
+        for x in &xs[1..] {
+            acc += x.get_f32(i);
+        }
+        acc
+    });
+    let norm_spec = NormSpec {
+        op: NormOp::RmsNorm,
+        algo: None,
+        residual: true,
+        input: dtype,
+        output: if norm.fp8.is_some() {
+            DType::E4M3
+        } else {
+            dtype
+        },
+        fp8: norm.fp8,
+        layout: NormLayout::Block,
+        lanes: norm.threads,
+        // The norm family counts packs of 4 elements.
+        packs: norm.packs * spec.pack_elts() / 4,
+        ..NormSpec::default()
+    };
+    expect_rows(&norm_spec, &NormInputs { x: &sum, ..*a })
 }
 
 /// Whole-array softmax (`softmax_all`, issue 11): the statistics of

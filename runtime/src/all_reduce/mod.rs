@@ -20,7 +20,7 @@ pub mod protocol;
 pub mod quant;
 
 pub use comm::{
-    Call, CommOptions, Communicator, DEFAULT_MAX_BLOCKS, NcclUse, Placement, Registered,
-    check_call, check_call_for,
+    AddRmsNorm, ArFp8Scales, Call, CommOptions, Communicator, DEFAULT_MAX_BLOCKS, NcclUse,
+    Placement, Registered, check_call, check_call_for,
 };
 pub use quant::Quantize;

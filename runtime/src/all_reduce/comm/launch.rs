@@ -12,15 +12,7 @@ impl Communicator {
         call: Call,
         quant: Option<Quantize>,
     ) -> Result<()> {
-        if let Some(why) = &self.peer_missing {
-            return Err(comm_err(
-                "peer access",
-                format!(
-                    "{why}: the kernels need peer access; this communicator runs its calls through NCCL (all_reduce_routed)"
-                ),
-            ));
-        }
-        let capturing = issue.capturing;
+        self.check_peer_access()?;
         let main = self.stream();
         let (outs, dtype, n) = self.check_outputs(inputs.bufs, outputs, call)?;
         if n == 0 {
@@ -52,10 +44,37 @@ impl Communicator {
             self.fork.fan_out(main, self.rank_streams())?;
             return self.launch_ranks(&launch, InputsAt::InPlace(push_in));
         }
-        // Captured calls read their inputs in place through a table slot filled
-        // at end_capture; eager calls stage them and use slot 0.
-        // A quantized call always stages (quantizing is the staging).
-        let slot = if capturing && quant.is_none() {
+        let slot = self.table_slot(issue, inputs, n, dtype, quant)?;
+        self.launch_ranks(&launch, InputsAt::Table(slot))
+    }
+
+    /// The kernels need peer access: an error naming the NCCL route where it
+    /// is missing.
+    pub(super) fn check_peer_access(&self) -> Result<()> {
+        match &self.peer_missing {
+            Some(why) => Err(comm_err(
+                "peer access",
+                format!(
+                    "{why}: the kernels need peer access; this communicator runs its calls through NCCL (all_reduce_routed)"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The input table slot a table-reading kernel takes: captured calls read
+    /// their inputs in place through a slot filled at end_capture; eager calls
+    /// stage them (here) and use slot 0. A quantized call always stages
+    /// (quantizing is the staging).
+    pub(super) fn table_slot(
+        &self,
+        issue: &Issue<'_>,
+        inputs: &CallInputs<'_>,
+        n: usize,
+        dtype: DType,
+        quant: Option<Quantize>,
+    ) -> Result<u32> {
+        let slot = if issue.capturing && quant.is_none() {
             self.graph
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -63,8 +82,8 @@ impl Communicator {
         } else {
             crate::all_reduce::graph::EAGER_SLOT
         };
-        self.stage_inputs(main, inputs, n, dtype, capturing, quant)?;
-        self.launch_ranks(&launch, InputsAt::Table(slot))
+        self.stage_inputs(self.stream(), inputs, n, dtype, issue.capturing, quant)?;
+        Ok(slot)
     }
 
     /// Where a kernel that reads its inputs in place (the push kernels) finds

@@ -122,9 +122,11 @@ use crate::tracking::TrackingPaused;
 mod capture;
 mod hierarchical;
 mod launch;
+mod norm;
 mod options;
 mod setup;
 
+pub use norm::{AddRmsNorm, ArFp8Scales};
 pub use options::{CommOptions, DEFAULT_MAX_BLOCKS, NcclUse, Placement};
 
 /// Where a launch's kernels find their inputs: slot `n` of the input tables

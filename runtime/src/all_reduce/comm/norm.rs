@@ -1,0 +1,309 @@
+//! The fused all-reduce + residual + RMS norm call (issue 60): what
+//! tensor-parallel inference runs after every attention and MLP block, in one
+//! kernel per rank (`templates/all_reduce_norm.cu`).
+
+use redjit_codegen::spec::ar_norm::{ArNorm, MAX_PACKS, MAX_THREADS};
+use redjit_codegen::spec::norm::Fp8Scale;
+
+use super::*;
+use crate::launch_args::CheckedArgs;
+
+/// One fused call's buffers, one entry per local rank in rank order (as
+/// [`Communicator::all_reduce`]'s inputs and outputs).
+pub struct AddRmsNorm<'c, 'b> {
+    /// Each rank's partial rows: rows x `cols`, row-major and contiguous,
+    /// f32, bf16 or f16 (the same on every rank). Any alignment when the call
+    /// is eager (staged); 16-byte aligned when captured (read in place).
+    pub x: &'c [&'b dyn KernelInput],
+    /// Each rank's residual (x's type and length, 16-byte aligned): read,
+    /// then overwritten with `h = allreduce(x) + residual`, rounded to x's
+    /// type. Equal residuals on every rank give equal bits everywhere.
+    pub residual: &'c mut [&'b mut dyn KernelOutput],
+    /// Each rank's weight: `cols` elements of x's type, 16-byte aligned.
+    pub weight: &'c [&'b dyn KernelInput],
+    /// Each rank's `y = h * rstd * weight`, `rstd = 1 / sqrt(mean(h^2) +
+    /// eps)`: rows x `cols` of x's type, or e4m3 with `scale`; 16-byte
+    /// aligned, apart from x and the residual.
+    pub out: &'c mut [&'b mut dyn KernelOutput],
+    /// FP8 (e4m3) output: how y is scaled (x bf16 or f16).
+    pub scale: Option<ArFp8Scales<'c, 'b>>,
+    /// Elements of a row: a whole number of 16-byte packs.
+    pub cols: usize,
+    /// Added to the mean square.
+    pub eps: f32,
+}
+
+/// How the fused call's FP8 output is scaled, one buffer per local rank.
+pub enum ArFp8Scales<'c, 'b> {
+    /// Receives each row's scale, max |y| / 448 but at least 1 / (448 x
+    /// 512) (rows f32): the same on every rank.
+    PerRow(&'c mut [&'b mut dyn KernelOutput]),
+    /// The one scale every row is divided by (1 f32, read on the device).
+    Given(&'c [&'b dyn KernelInput]),
+}
+
+impl ArFp8Scales<'_, '_> {
+    fn kind(&self) -> Fp8Scale {
+        match self {
+            ArFp8Scales::PerRow(_) => Fp8Scale::PerRow,
+            ArFp8Scales::Given(_) => Fp8Scale::Given,
+        }
+    }
+}
+
+impl Communicator {
+    /// On every rank r: `residual[r] = allreduce(x) + residual[r]` (in place;
+    /// the sum in rank order in f32, rounded to x's type as
+    /// [`Communicator::all_reduce`] writes it, then the add rounded as the
+    /// norm family's fused residual), and `out[r] = rms_norm(residual[r]) *
+    /// weight[r]`, in x's type or e4m3 (see [`AddRmsNorm`]). One kernel a
+    /// rank: the one-shot all-reduce's barriers, each block owning whole
+    /// rows. Graph-capturable as the all-reduce is. A call of 0 rows does
+    /// nothing (after its checks).
+    pub fn all_reduce_add_rms_norm(&self, a: AddRmsNorm<'_, '_>) -> Result<()> {
+        let issue = self.start_issue()?;
+        self.check_peer_access()?;
+        let ranks = self.ranks.len();
+        let AddRmsNorm {
+            x,
+            residual,
+            weight,
+            out,
+            mut scale,
+            cols,
+            eps,
+        } = a;
+        let counts = [
+            ("weights", weight.len()),
+            ("outputs", out.len()),
+            (
+                "scale buffers",
+                match &scale {
+                    Some(ArFp8Scales::PerRow(s)) => s.len(),
+                    Some(ArFp8Scales::Given(s)) => s.len(),
+                    None => ranks,
+                },
+            ),
+        ];
+        if let Some((what, n)) = counts.iter().find(|(_, n)| *n != ranks) {
+            return Err(comm_err(
+                "rank count",
+                format!("{n} {what} for {ranks} ranks: one per rank this process drives"),
+            ));
+        }
+        // x and the residual: the all-reduce's input and output rules.
+        let ins = CallInputs::new(x, &self.ranks);
+        let (res, dtype, n) = self.check_outputs(x, residual, Call::sum(AllReduceAlgo::OneShot))?;
+        let norm = self.fused_layout(dtype, n, cols, scale.as_ref().map(|s| s.kind()))?;
+        let rows = n.checked_div(cols).unwrap_or(0);
+        let spec = AllReduceSpec {
+            norm: Some(norm),
+            ..self.spec_of(dtype, Call::sum(AllReduceAlgo::OneShot), None)
+        };
+        let kernel = self.kernel(&spec)?;
+        let out_dtype = if norm.fp8.is_some() {
+            DType::E4M3
+        } else {
+            dtype
+        };
+        let mut guards = Vec::new();
+        let mut weights = Vec::with_capacity(ranks);
+        let mut outs = Vec::with_capacity(ranks);
+        let mut scales = Vec::with_capacity(ranks);
+        for (i, rank) in self.ranks.iter().enumerate() {
+            let (w, g) = weight[i].read_address(&rank.stream);
+            guards.push(g);
+            check_buffer(
+                i,
+                "weight",
+                (weight[i].dtype(), weight[i].len()),
+                (dtype, cols),
+                w,
+            )?;
+            weights.push(w);
+        }
+        for (i, (o, rank)) in out.iter_mut().zip(&self.ranks).enumerate() {
+            let (dt, len) = (o.dtype(), o.len());
+            let (addr, g) = o.write_address(&rank.stream);
+            guards.push(g);
+            check_buffer(i, "output", (dt, len), (out_dtype, n), addr)?;
+            let end = addr + (n * out_dtype.info().bytes as usize) as u64;
+            let x_bytes = (n * dtype.info().bytes as usize) as u64;
+            let r = res.addresses[i];
+            if n > 0 && addr < r + x_bytes && r < end {
+                return Err(comm_err(
+                    "output",
+                    format!(
+                        "local rank {i}'s output {addr:#x} overlaps its residual {r:#x}: y and h are both written"
+                    ),
+                ));
+            }
+            outs.push(addr);
+        }
+        match &mut scale {
+            Some(ArFp8Scales::PerRow(s)) => {
+                for (i, (b, rank)) in s.iter_mut().zip(&self.ranks).enumerate() {
+                    let (dt, len) = (b.dtype(), b.len());
+                    let (addr, g) = b.write_address(&rank.stream);
+                    guards.push(g);
+                    check_scale(i, "per-row scale", (dt, len), rows, addr)?;
+                    scales.push(addr);
+                }
+            }
+            Some(ArFp8Scales::Given(s)) => {
+                for (i, (b, rank)) in s.iter().zip(&self.ranks).enumerate() {
+                    let (addr, g) = b.read_address(&rank.stream);
+                    guards.push(g);
+                    check_scale(i, "given scale", (b.dtype(), b.len()), 1, addr)?;
+                    scales.push(addr);
+                }
+            }
+            None => scales.resize(ranks, 0),
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let slot = self.table_slot(&issue, &ins, n, dtype, None)?;
+        if issue.capturing {
+            // In place, a peer reads x while this rank writes out.
+            for (i, (&xa, &o)) in ins.addresses().iter().zip(&outs).enumerate() {
+                let (xb, ob) = (
+                    (n * dtype.info().bytes as usize) as u64,
+                    (n * out_dtype.info().bytes as usize) as u64,
+                );
+                if xa < o + ob && o < xa + xb {
+                    return Err(comm_err(
+                        "output",
+                        format!(
+                            "local rank {i}'s output {o:#x} overlaps its captured input {xa:#x}, which peers read in place"
+                        ),
+                    ));
+                }
+            }
+        }
+        let blocks = (rows.min(MAX_BLOCKS as usize) as u32)
+            .min(kernel.share)
+            .min(self.max_blocks)
+            .max(1);
+        let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
+        let (rows64, cols64) = (rows as u64, cols as u64);
+        for (i, (rank, func)) in self.ranks.iter().zip(&kernel.funcs).enumerate() {
+            let r = rank.id as usize;
+            let in_table = rank.in_tables.ptr() + u64::from(slot) * TABLE_BYTES;
+            let rank_u32 = r as u32;
+            let cfg = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (spec.threads(), 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut args = CheckedArgs::new(&rank.stream, func, &spec, &kernel.params);
+            args.ptr(&in_table)
+                .peer_table(&self.tables[1])
+                .ptr(&res.addresses[i])
+                .ptr(&weights[i])
+                .ptr(&outs[i])
+                .ptr(&scales[i])
+                .u32(&rank_u32)
+                .u64(&rows64)
+                .u64(&cols64)
+                .f32(&eps)
+                .u64(&timeout_ns)
+                .ptr(&rank.error_ptr);
+            let mut args = args.ready()?;
+            // SAFETY: the kernel was generated from `spec` and takes these
+            // parameters in this order (CheckedArgs held them to its list):
+            // the input table slot (live, 64 bytes; a captured slot is
+            // written at end_capture, before any replay) whose entries hold
+            // rows x cols elements (check_call), the signal table, this rank's
+            // residual (n elements, 16-byte aligned: check_outputs), weight
+            // (cols, aligned), output (n of out_dtype, aligned, apart from the
+            // residual and a captured input) and scale buffer (rows or 1 f32,
+            // or unused without FP8), then scalars and the error word. Every
+            // rank launches the same grid.
+            unsafe { args.launch(cfg) }
+                .during(|| format!("rank {r}: launching {}", spec.name()))?;
+        }
+        self.fork.fan_in(self.stream(), self.rank_streams())?;
+        drop(guards);
+        Ok(())
+    }
+
+    /// The fused kernel's layout for n elements in rows of `cols`: an error
+    /// naming the value and the rule where no kernel holds them.
+    fn fused_layout(
+        &self,
+        dtype: DType,
+        n: usize,
+        cols: usize,
+        fp8: Option<Fp8Scale>,
+    ) -> Result<ArNorm> {
+        let elts = (PACK_BYTES / dtype.info().bytes) as usize;
+        if cols == 0 || !n.is_multiple_of(cols) {
+            return Err(comm_err(
+                "cols",
+                format!("{cols}: the {n} elements of x must be whole rows of cols > 0"),
+            ));
+        }
+        ArNorm::for_row(self.world(), dtype, cols, fp8).ok_or_else(|| {
+            comm_err(
+                "cols",
+                format!(
+                    "{cols} {dtype} elements a row: the fused kernel takes whole 16-byte packs ({elts} elements) and at most {MAX_PACKS} packs of each of {} ranks a thread of {MAX_THREADS} within its registers",
+                    self.world()
+                ),
+            )
+        })
+    }
+}
+
+/// A per-rank buffer of `want` (dtype, at least len elements), 16-byte aligned.
+fn check_buffer(
+    rank: usize,
+    what: &str,
+    got: (DType, usize),
+    want: (DType, usize),
+    address: u64,
+) -> Result<()> {
+    if got.0 != want.0 || got.1 < want.1 {
+        return Err(comm_err(
+            what,
+            format!(
+                "local rank {rank}'s {what} is {} x {}: the call needs {} x {} or more",
+                got.0, got.1, want.0, want.1
+            ),
+        ));
+    }
+    if want.1 > 0 && !address.is_multiple_of(u64::from(PACK_BYTES)) {
+        return Err(comm_err(
+            "alignment",
+            format!("local rank {rank}'s {what} starts at {address:#x}: it must start on 16 bytes"),
+        ));
+    }
+    Ok(())
+}
+
+/// A scale buffer: at least `len` f32 (4-byte aligned, as any f32 buffer).
+fn check_scale(
+    rank: usize,
+    what: &str,
+    got: (DType, usize),
+    len: usize,
+    address: u64,
+) -> Result<()> {
+    if got.0 != DType::F32 || got.1 < len {
+        return Err(comm_err(
+            "scale",
+            format!(
+                "local rank {rank}'s {what} buffer is {} x {}: it takes {len} f32 or more",
+                got.0, got.1
+            ),
+        ));
+    }
+    if !address.is_multiple_of(4) {
+        return Err(comm_err(
+            "alignment",
+            format!("local rank {rank}'s {what} buffer starts at {address:#x}: f32 on 4 bytes"),
+        ));
+    }
+    Ok(())
+}

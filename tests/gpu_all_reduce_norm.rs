@@ -1,0 +1,706 @@
+//! The fused all-reduce + residual + RMS norm (issue 60) on one GPU with R
+//! in {2, 4, 8} virtual ranks (the test placement: the kernels and barriers
+//! are the multi-GPU ones, only the pointers differ): f32, bf16 and f16 rows
+//! from 1 token to 129 of 128 to 8192 columns, bf16 and f16 with an e4m3
+//! output (per-row or given scale), fresh random inputs, outputs poisoned
+//! with guards past them. Every rank's new residual must be the CPU twin's
+//! bits (the all-reduce's sum rounded, plus the residual, rounded), y within
+//! the norm family's bound of the twin's f64 RMS norm, and every rank's y
+//! and scales the same bits. A graph of one call replayed 1000 times; bad
+//! calls are typed errors before any launch. Run with `--ignored` on a GPU
+//! machine; scripts/gpu-run.sh tests runs it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::ar::{Elem, rank_stream};
+use cudarc::driver::CudaSlice;
+use half::{bf16, f16};
+use redjit::all_reduce::{AddRmsNorm, ArFp8Scales, CommOptions, Communicator, Placement};
+use redjit::codegen::spec::ar_norm::ArNorm;
+use redjit::codegen::spec::norm::Fp8Scale;
+use redjit::peer::LegacyAlloc;
+use redjit::reference::HostBuffer;
+use redjit::reference_norm::{NormInputs, RowWant, expect_ar_add_rms_norm};
+use redjit::{AllReduceSpec, DType, Error, F8E4M3, KernelInput, KernelOutput, KernelSpec};
+
+fn comm(world: u32) -> Option<Communicator> {
+    common::gpu_or_skip()?;
+    Some(
+        Communicator::new(
+            Placement::SameGpu { ordinal: 0, world },
+            CommOptions::default()
+                .timeout(Duration::from_secs(10))
+                .max_bytes(16 << 20),
+        )
+        .unwrap(),
+    )
+}
+
+/// Shapes (rows, cols): LLM widths at 1, 16 and 128 tokens, and odd ones.
+const SHAPES: [(usize, usize); 7] = [
+    (1, 4096),
+    (16, 4096),
+    (128, 8192),
+    (5, 6144),
+    (37, 1000),
+    (129, 128),
+    (3, 16),
+];
+
+/// Guard elements past every output, poisoned and checked untouched.
+const GUARD: usize = 16;
+
+/// One rank's host inputs for a call.
+struct RankInputs<T> {
+    x: Vec<T>,
+    residual: Vec<T>,
+}
+
+fn host<T: Elem>(v: &[T]) -> HostBuffer {
+    HostBuffer::from_fn(T::DT, v.len(), |i| v[i].to_f64() as f32)
+}
+
+/// What one call left on the device, per rank: the residual, y's bits (the
+/// guard included) and the scales.
+struct Got {
+    residual: Vec<Vec<u32>>,
+    y: Vec<Vec<u32>>,
+    scales: Vec<Vec<f32>>,
+}
+
+/// Runs one fused call over `inputs` (per rank) on fresh device buffers: y
+/// and the scales poisoned, `GUARD` poisoned elements past y.
+#[allow(clippy::too_many_arguments)]
+fn run<T: Elem>(
+    c: &Communicator,
+    inputs: &[RankInputs<T>],
+    weight: &[T],
+    rows: usize,
+    cols: usize,
+    fp8: Option<Fp8Scale>,
+    given: f32,
+) -> Got {
+    let w = inputs.len();
+    let n = rows * cols;
+    let s = |r: usize| rank_stream(c, r);
+    let xs: Vec<CudaSlice<T>> = (0..w)
+        .map(|r| s(r).clone_htod(&inputs[r].x).unwrap())
+        .collect();
+    let mut res: Vec<CudaSlice<T>> = (0..w)
+        .map(|r| s(r).clone_htod(&inputs[r].residual).unwrap())
+        .collect();
+    let ws: Vec<CudaSlice<T>> = (0..w).map(|r| s(r).clone_htod(weight).unwrap()).collect();
+    let poison = T::from_f64(f64::NAN);
+    let mut ys16: Vec<CudaSlice<T>> = Vec::new();
+    let mut ys8: Vec<CudaSlice<F8E4M3>> = Vec::new();
+    for r in 0..w {
+        match fp8 {
+            None => ys16.push(s(r).clone_htod(&vec![poison; n + GUARD]).unwrap()),
+            Some(_) => ys8.push(
+                s(r).clone_htod(&vec![F8E4M3::from_bits(0x7f); n + GUARD])
+                    .unwrap(),
+            ),
+        }
+    }
+    let mut per_row: Vec<CudaSlice<f32>> = (0..w)
+        .map(|r| s(r).clone_htod(&vec![f32::NAN; rows.max(1)]).unwrap())
+        .collect();
+    let given_bufs: Vec<CudaSlice<f32>> =
+        (0..w).map(|r| s(r).clone_htod(&[given]).unwrap()).collect();
+    {
+        let x: Vec<&dyn KernelInput> = xs.iter().map(|b| b as &dyn KernelInput).collect();
+        let mut residual: Vec<&mut dyn KernelOutput> =
+            res.iter_mut().map(|b| b as &mut dyn KernelOutput).collect();
+        let weights: Vec<&dyn KernelInput> = ws.iter().map(|b| b as &dyn KernelInput).collect();
+        let mut y16: Vec<cudarc::driver::CudaViewMut<'_, T>> =
+            ys16.iter_mut().map(|b| b.slice_mut(0..n)).collect();
+        let mut y8: Vec<cudarc::driver::CudaViewMut<'_, F8E4M3>> =
+            ys8.iter_mut().map(|b| b.slice_mut(0..n)).collect();
+        let mut out: Vec<&mut dyn KernelOutput> = match fp8 {
+            None => y16.iter_mut().map(|b| b as &mut dyn KernelOutput).collect(),
+            Some(_) => y8.iter_mut().map(|b| b as &mut dyn KernelOutput).collect(),
+        };
+        let mut rows_out: Vec<&mut dyn KernelOutput> = per_row
+            .iter_mut()
+            .map(|b| b as &mut dyn KernelOutput)
+            .collect();
+        let given_in: Vec<&dyn KernelInput> =
+            given_bufs.iter().map(|b| b as &dyn KernelInput).collect();
+        let scale = match fp8 {
+            None => None,
+            Some(Fp8Scale::PerRow) => Some(ArFp8Scales::PerRow(&mut rows_out)),
+            Some(Fp8Scale::Given) => Some(ArFp8Scales::Given(&given_in)),
+        };
+        c.all_reduce_add_rms_norm(AddRmsNorm {
+            x: &x,
+            residual: &mut residual,
+            weight: &weights,
+            out: &mut out,
+            scale,
+            cols,
+            eps: 1e-5,
+        })
+        .unwrap_or_else(|e| panic!("{rows}x{cols} {} {fp8:?}: {e}", T::DT));
+    }
+    c.synchronize().unwrap();
+    Got {
+        residual: (0..w)
+            .map(|r| {
+                s(r).clone_dtoh(&res[r])
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.bits())
+                    .collect()
+            })
+            .collect(),
+        y: (0..w)
+            .map(|r| match fp8 {
+                None => s(r)
+                    .clone_dtoh(&ys16[r])
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.bits())
+                    .collect(),
+                Some(_) => s(r)
+                    .clone_dtoh(&ys8[r])
+                    .unwrap()
+                    .iter()
+                    .map(|v| u32::from(v.to_bits()))
+                    .collect(),
+            })
+            .collect(),
+        scales: (0..w)
+            .map(|r| s(r).clone_dtoh(&per_row[r]).unwrap())
+            .collect(),
+    }
+}
+
+/// Checks `got` against the twin for rank 0's residual (every rank passed
+/// the same), and every rank against rank 0 bit for bit.
+fn check<T: Elem>(
+    spec: &AllReduceSpec,
+    inputs: &[RankInputs<T>],
+    weight: &[T],
+    rows: usize,
+    cols: usize,
+    given: f32,
+    got: &Got,
+) {
+    let what = format!("{} {rows}x{cols}", spec.name());
+    let xs: Vec<HostBuffer> = inputs.iter().map(|i| host(&i.x)).collect();
+    let xr: Vec<&HostBuffer> = xs.iter().collect();
+    let res = host(&inputs[0].residual);
+    let w = host(weight);
+    let a = NormInputs {
+        residual: Some(&res),
+        weight: Some(&w),
+        scale: Some(given),
+        ..NormInputs::new(&xs[0], rows, cols, cols, 1e-5)
+    };
+    let want: Vec<RowWant> = expect_ar_add_rms_norm(spec, &xr, &a);
+    let fp8 = spec.norm.and_then(|n| n.fp8);
+    let out_dtype = if fp8.is_some() {
+        DType::E4M3
+    } else {
+        spec.dtype
+    };
+    let poison = match fp8 {
+        Some(_) => 0x7f,
+        None => T::from_f64(f64::NAN).bits(),
+    };
+    for (r, row) in want.iter().enumerate() {
+        let bits = row.residual_out.as_ref().unwrap();
+        for c in 0..cols {
+            let i = r * cols + c;
+            assert_eq!(
+                got.residual[0][i], bits[c],
+                "{what}: residual row {r} col {c}"
+            );
+            if let Err(e) = row.out[c].check(out_dtype, got.y[0][i]) {
+                panic!("{what}: y row {r} col {c}: {e}");
+            }
+        }
+        if let Some(s) = &row.scale {
+            let g = f64::from(got.scales[0][r]);
+            assert!(
+                (g - s.value).abs() <= s.tol,
+                "{what}: scale of row {r}: {g} against {s:?}"
+            );
+        }
+    }
+    for g in &got.y[0][rows * cols..] {
+        assert_eq!(*g, poison, "{what}: a guard element past y was written");
+    }
+    for q in 1..got.y.len() {
+        assert_eq!(
+            got.residual[q], got.residual[0],
+            "{what}: rank {q}'s residual"
+        );
+        assert_eq!(got.y[q], got.y[0], "{what}: rank {q}'s y");
+        if fp8 == Some(Fp8Scale::PerRow) {
+            let bits = |v: &Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&got.scales[q]),
+                bits(&got.scales[0]),
+                "{what}: rank {q}'s scales"
+            );
+        }
+    }
+}
+
+fn random_inputs<T: Elem>(rng: &mut common::Rng, world: usize, n: usize) -> Vec<RankInputs<T>> {
+    let residual: Vec<T> = rng
+        .values(n)
+        .iter()
+        .map(|&v| T::from_f64(f64::from(v)))
+        .collect();
+    (0..world)
+        .map(|_| RankInputs {
+            x: rng
+                .values(n)
+                .iter()
+                .map(|&v| T::from_f64(f64::from(v)))
+                .collect(),
+            residual: residual.clone(),
+        })
+        .collect()
+}
+
+fn spec_for(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Option<AllReduceSpec> {
+    Some(AllReduceSpec {
+        world,
+        dtype,
+        norm: Some(ArNorm::for_row(world, dtype, cols, fp8)?),
+        ..AllReduceSpec::default()
+    })
+}
+
+fn matches_the_twin<T: Elem>(test: &str, fp8s: &[Option<Fp8Scale>]) {
+    let mut rng = common::Rng::fresh(test);
+    for world in [2u32, 4, 8] {
+        let Some(c) = comm(world) else { return };
+        for &fp8 in fp8s {
+            for (rows, cols) in SHAPES {
+                let Some(spec) = spec_for(world, T::DT, cols, fp8) else {
+                    // f32 rows of 16 take 4 packs of 4: every width here fits.
+                    panic!(
+                        "no fused layout for {world} ranks of {rows}x{cols} {}",
+                        T::DT
+                    );
+                };
+                let inputs = random_inputs::<T>(&mut rng, world as usize, rows * cols);
+                let weight: Vec<T> = rng
+                    .values(cols)
+                    .iter()
+                    .map(|&v| T::from_f64(f64::from(v)))
+                    .collect();
+                let given = 0.01 + rng.value().abs();
+                let got = run(&c, &inputs, &weight, rows, cols, fp8, given);
+                check(&spec, &inputs, &weight, rows, cols, given, &got);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fused_f32_matches_the_twin_on_every_rank() {
+    matches_the_twin::<f32>("fused_f32_matches_the_twin_on_every_rank", &[None]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fused_bf16_matches_the_twin_on_every_rank() {
+    matches_the_twin::<bf16>(
+        "fused_bf16_matches_the_twin_on_every_rank",
+        &[None, Some(Fp8Scale::PerRow), Some(Fp8Scale::Given)],
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fused_f16_matches_the_twin_on_every_rank() {
+    matches_the_twin::<f16>(
+        "fused_f16_matches_the_twin_on_every_rank",
+        &[None, Some(Fp8Scale::PerRow), Some(Fp8Scale::Given)],
+    );
+}
+
+/// One call captured in a CUDA graph (inputs read in place), replayed 1000
+/// times with new inputs each time; after every replay each rank's residual
+/// and y are checked against the twin over the residual the replay before
+/// left (the residual is updated in place by each).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_captured_call_replayed_1000_times() {
+    use cudarc::driver::sys;
+    let Some(c) = comm(2) else { return };
+    let mut rng = common::Rng::fresh("a_captured_call_replayed_1000_times");
+    let (rows, cols, w) = (4usize, 4096usize, 2usize);
+    let n = rows * cols;
+    let spec = spec_for(2, DType::BF16, cols, Some(Fp8Scale::PerRow)).unwrap();
+    let legacy: Vec<LegacyAlloc> = (0..w)
+        .map(|r| LegacyAlloc::zeroed(c.runtime(r).context(), n * 2).unwrap())
+        .collect();
+    // SAFETY: each allocation holds n bf16 and outlives its slice, which is
+    // leaked at the end so that only the LegacyAlloc frees the memory.
+    let mut xs: Vec<CudaSlice<bf16>> = legacy
+        .iter()
+        .enumerate()
+        .map(|(r, a)| unsafe { rank_stream(&c, r).upgrade_device_ptr(a.ptr(), n) })
+        .collect();
+    let mut residual: Vec<bf16> = rng.values(n).iter().map(|&v| bf16::from_f32(v)).collect();
+    let weight: Vec<bf16> = rng
+        .values(cols)
+        .iter()
+        .map(|&v| bf16::from_f32(v))
+        .collect();
+    let mut res: Vec<CudaSlice<bf16>> = (0..w)
+        .map(|r| rank_stream(&c, r).clone_htod(&residual).unwrap())
+        .collect();
+    let ws: Vec<CudaSlice<bf16>> = (0..w)
+        .map(|r| rank_stream(&c, r).clone_htod(&weight).unwrap())
+        .collect();
+    let mut ys: Vec<CudaSlice<F8E4M3>> = (0..w)
+        .map(|r| rank_stream(&c, r).alloc_zeros::<F8E4M3>(n).unwrap())
+        .collect();
+    let mut scales: Vec<CudaSlice<f32>> = (0..w)
+        .map(|r| rank_stream(&c, r).alloc_zeros::<f32>(rows).unwrap())
+        .collect();
+    let issue = |xs: &[CudaSlice<bf16>],
+                 res: &mut [CudaSlice<bf16>],
+                 ys: &mut [CudaSlice<F8E4M3>],
+                 scales: &mut [CudaSlice<f32>]| {
+        let x: Vec<&dyn KernelInput> = xs.iter().map(|b| b as &dyn KernelInput).collect();
+        let mut r: Vec<&mut dyn KernelOutput> =
+            res.iter_mut().map(|b| b as &mut dyn KernelOutput).collect();
+        let wi: Vec<&dyn KernelInput> = ws.iter().map(|b| b as &dyn KernelInput).collect();
+        let mut o: Vec<&mut dyn KernelOutput> =
+            ys.iter_mut().map(|b| b as &mut dyn KernelOutput).collect();
+        let mut sc: Vec<&mut dyn KernelOutput> = scales
+            .iter_mut()
+            .map(|b| b as &mut dyn KernelOutput)
+            .collect();
+        c.all_reduce_add_rms_norm(AddRmsNorm {
+            x: &x,
+            residual: &mut r,
+            weight: &wi,
+            out: &mut o,
+            scale: Some(ArFp8Scales::PerRow(&mut sc)),
+            cols,
+            eps: 1e-5,
+        })
+    };
+    // Compiled and loaded before capture (an eager call), then the residual
+    // reset.
+    issue(&xs, &mut res, &mut ys, &mut scales).unwrap();
+    c.synchronize().unwrap();
+    for (r, b) in res.iter_mut().enumerate() {
+        rank_stream(&c, r).memcpy_htod(&residual, b).unwrap();
+    }
+    c.synchronize().unwrap();
+    let main = c.stream().clone();
+    c.begin_capture().unwrap();
+    main.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+        .unwrap();
+    issue(&xs, &mut res, &mut ys, &mut scales).unwrap();
+    let graph = main
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .unwrap()
+        .expect("a captured graph");
+    assert_eq!(c.end_capture().unwrap(), 1);
+    for it in 0..1000 {
+        // Small inputs keep the residual's growth over 1000 replays modest.
+        let host_x: Vec<Vec<bf16>> = (0..w)
+            .map(|_| {
+                rng.values(n)
+                    .iter()
+                    .map(|&v| bf16::from_f32(v / 64.0))
+                    .collect()
+            })
+            .collect();
+        for (r, h) in host_x.iter().enumerate() {
+            rank_stream(&c, r).memcpy_htod(h, &mut xs[r]).unwrap();
+        }
+        for r in 0..w {
+            rank_stream(&c, r).synchronize().unwrap();
+        }
+        graph.launch().unwrap();
+        c.synchronize().unwrap();
+        let inputs: Vec<RankInputs<bf16>> = host_x
+            .into_iter()
+            .map(|x| RankInputs {
+                x,
+                residual: residual.clone(),
+            })
+            .collect();
+        let got = Got {
+            residual: (0..w)
+                .map(|r| {
+                    rank_stream(&c, r)
+                        .clone_dtoh(&res[r])
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.bits())
+                        .collect()
+                })
+                .collect(),
+            y: (0..w)
+                .map(|r| {
+                    rank_stream(&c, r)
+                        .clone_dtoh(&ys[r])
+                        .unwrap()
+                        .iter()
+                        .map(|v| u32::from(v.to_bits()))
+                        .collect()
+                })
+                .collect(),
+            scales: (0..w)
+                .map(|r| rank_stream(&c, r).clone_dtoh(&scales[r]).unwrap())
+                .collect(),
+        };
+        check(&spec, &inputs, &weight, rows, cols, 1.0, &got);
+        residual = got.residual[0]
+            .iter()
+            .map(|&b| bf16::from_bits(b as u16))
+            .collect();
+        let _ = it;
+    }
+    drop(graph);
+    for x in xs {
+        x.leak();
+    }
+    drop(legacy);
+}
+
+/// A device buffer of a dtype the bad calls pick.
+enum Dev {
+    F32(CudaSlice<f32>),
+    Bf16(CudaSlice<bf16>),
+    E4m3(CudaSlice<F8E4M3>),
+}
+
+impl Dev {
+    fn new(c: &Communicator, r: usize, (dtype, len): (DType, usize)) -> Dev {
+        let s = rank_stream(c, r);
+        match dtype {
+            DType::F32 => Dev::F32(s.clone_htod(&vec![0.5f32; len]).unwrap()),
+            DType::BF16 => Dev::Bf16(s.clone_htod(&vec![bf16::from_f32(0.5); len]).unwrap()),
+            DType::E4M3 => Dev::E4m3(s.alloc_zeros::<F8E4M3>(len).unwrap()),
+            other => panic!("no {other} buffers here"),
+        }
+    }
+    fn input(&self) -> &dyn KernelInput {
+        match self {
+            Dev::F32(b) => b,
+            Dev::Bf16(b) => b,
+            Dev::E4m3(b) => b,
+        }
+    }
+    fn output(&mut self) -> &mut dyn KernelOutput {
+        match self {
+            Dev::F32(b) => b,
+            Dev::Bf16(b) => b,
+            Dev::E4m3(b) => b,
+        }
+    }
+}
+
+/// One call's buffer shapes, (dtype, len) each, for every rank.
+#[derive(Clone, Copy)]
+struct Shape {
+    x: (DType, usize),
+    residual: (DType, usize),
+    weight: (DType, usize),
+    out: (DType, usize),
+    scale: Option<(Fp8Scale, usize)>,
+    cols: usize,
+    weights: usize,
+}
+
+fn call_with(c: &Communicator, sh: Shape) -> Result<(), Error> {
+    let w = c.world() as usize;
+    let xs: Vec<Dev> = (0..w).map(|r| Dev::new(c, r, sh.x)).collect();
+    let mut res: Vec<Dev> = (0..w).map(|r| Dev::new(c, r, sh.residual)).collect();
+    let ws: Vec<Dev> = (0..sh.weights)
+        .map(|r| Dev::new(c, r % w, sh.weight))
+        .collect();
+    let mut outs: Vec<Dev> = (0..w).map(|r| Dev::new(c, r, sh.out)).collect();
+    let scale_len = sh.scale.map_or(1, |s| s.1);
+    let givens: Vec<Dev> = (0..w)
+        .map(|r| Dev::new(c, r, (DType::F32, scale_len)))
+        .collect();
+    let mut per_row: Vec<Dev> = (0..w)
+        .map(|r| Dev::new(c, r, (DType::F32, scale_len)))
+        .collect();
+    let x: Vec<&dyn KernelInput> = xs.iter().map(Dev::input).collect();
+    let mut residual: Vec<&mut dyn KernelOutput> = res.iter_mut().map(Dev::output).collect();
+    let weight: Vec<&dyn KernelInput> = ws.iter().map(Dev::input).collect();
+    let mut out: Vec<&mut dyn KernelOutput> = outs.iter_mut().map(Dev::output).collect();
+    let given: Vec<&dyn KernelInput> = givens.iter().map(Dev::input).collect();
+    let mut rows_out: Vec<&mut dyn KernelOutput> = per_row.iter_mut().map(Dev::output).collect();
+    let scale = match sh.scale.map(|s| s.0) {
+        None => None,
+        Some(Fp8Scale::Given) => Some(ArFp8Scales::Given(&given)),
+        Some(Fp8Scale::PerRow) => Some(ArFp8Scales::PerRow(&mut rows_out)),
+    };
+    let r = c.all_reduce_add_rms_norm(AddRmsNorm {
+        x: &x,
+        residual: &mut residual,
+        weight: &weight,
+        out: &mut out,
+        scale,
+        cols: sh.cols,
+        eps: 1e-5,
+    });
+    c.synchronize()?;
+    r
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_calls_are_errors_before_any_launch() {
+    let Some(c) = comm(2) else { return };
+    let (rows, cols) = (4usize, 4096usize);
+    let n = rows * cols;
+    let good = Shape {
+        x: (DType::BF16, n),
+        residual: (DType::BF16, n),
+        weight: (DType::BF16, cols),
+        out: (DType::BF16, n),
+        scale: None,
+        cols,
+        weights: 2,
+    };
+    let fp8 = Shape {
+        out: (DType::E4M3, n),
+        scale: Some((Fp8Scale::PerRow, rows)),
+        ..good
+    };
+    let cases: Vec<(&str, Shape, &str)> = vec![
+        (
+            "rows not whole",
+            Shape { cols: 4095, ..good },
+            "cols: 4095",
+        ),
+        (
+            "cols off the pack grid",
+            Shape {
+                x: (DType::BF16, 12 * 4),
+                residual: (DType::BF16, 48),
+                weight: (DType::BF16, 12),
+                out: (DType::BF16, 48),
+                cols: 12,
+                ..good
+            },
+            "whole 16-byte packs",
+        ),
+        (
+            "a row too long",
+            Shape {
+                x: (DType::BF16, 32776),
+                residual: (DType::BF16, 32776),
+                weight: (DType::BF16, 32776),
+                out: (DType::BF16, 32776),
+                cols: 32776,
+                ..good
+            },
+            "within its registers",
+        ),
+        (
+            "short weight",
+            Shape {
+                weight: (DType::BF16, cols - 8),
+                ..good
+            },
+            "weight",
+        ),
+        (
+            "f32 weight",
+            Shape {
+                weight: (DType::F32, cols),
+                ..good
+            },
+            "weight",
+        ),
+        (
+            "residual of another type",
+            Shape {
+                residual: (DType::F32, n),
+                ..good
+            },
+            "sizes",
+        ),
+        (
+            "short output",
+            Shape {
+                out: (DType::BF16, n - 1),
+                ..good
+            },
+            "output",
+        ),
+        (
+            "e4m3 output with no scale",
+            Shape {
+                out: (DType::E4M3, n),
+                ..good
+            },
+            "output",
+        ),
+        (
+            "a scale but a bf16 output",
+            Shape {
+                out: (DType::BF16, n),
+                ..fp8
+            },
+            "output",
+        ),
+        (
+            "short per-row scales",
+            Shape {
+                scale: Some((Fp8Scale::PerRow, rows - 1)),
+                ..fp8
+            },
+            "scale",
+        ),
+        (
+            "f32 rows with an e4m3 output",
+            Shape {
+                x: (DType::F32, n),
+                residual: (DType::F32, n),
+                weight: (DType::F32, cols),
+                ..fp8
+            },
+            "bf16 or f16",
+        ),
+        (
+            "three weights for two ranks",
+            Shape { weights: 3, ..good },
+            "rank count",
+        ),
+    ];
+    for (what, sh, says) in cases {
+        let e = call_with(&c, sh).expect_err(what);
+        assert!(
+            matches!(e, Error::Comm { .. } | Error::Spec(_)),
+            "{what}: {e:?}"
+        );
+        assert!(e.to_string().contains(says), "{what}: {e}");
+        assert!(c.broken().is_none(), "{what} broke the communicator");
+    }
+    // Nothing was launched: good calls (and one of no rows) still run.
+    call_with(&c, good).unwrap();
+    call_with(&c, fp8).unwrap();
+    call_with(
+        &c,
+        Shape {
+            x: (DType::BF16, 0),
+            residual: (DType::BF16, 0),
+            out: (DType::BF16, 0),
+            ..good
+        },
+    )
+    .unwrap();
+}
