@@ -212,13 +212,13 @@ fn check<T: Elem>(
     };
     for (r, row) in want.iter().enumerate() {
         let bits = row.residual_out.as_ref().unwrap();
-        for c in 0..cols {
+        for (c, (want_bits, want_y)) in bits.iter().zip(&row.out).enumerate() {
             let i = r * cols + c;
             assert_eq!(
-                got.residual[0][i], bits[c],
+                got.residual[0][i], *want_bits,
                 "{what}: residual row {r} col {c}"
             );
-            if let Err(e) = row.out[c].check(out_dtype, got.y[0][i]) {
+            if let Err(e) = want_y.check(out_dtype, got.y[0][i]) {
                 panic!("{what}: y row {r} col {c}: {e}");
             }
         }
@@ -580,11 +580,7 @@ fn bad_calls_are_errors_before_any_launch() {
         ..good
     };
     let cases: Vec<(&str, Shape, &str)> = vec![
-        (
-            "rows not whole",
-            Shape { cols: 4095, ..good },
-            "cols: 4095",
-        ),
+        ("rows not whole", Shape { cols: 4095, ..good }, "cols: 4095"),
         (
             "cols off the pack grid",
             Shape {

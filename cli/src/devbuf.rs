@@ -71,6 +71,30 @@ impl DevViewMut<'_> {
 }
 
 impl DevBuf {
+    /// The whole buffer as a kernel's input.
+    pub fn input(&self) -> &dyn KernelInput {
+        match self {
+            DevBuf::F32(s) => s,
+            DevBuf::BF16(s) => s,
+            DevBuf::F16(s) => s,
+            DevBuf::E4M3(s) => s,
+            DevBuf::E5M2(s) => s,
+            DevBuf::I8(s) => s,
+        }
+    }
+
+    /// The whole buffer as a kernel's output.
+    pub fn output(&mut self) -> &mut dyn KernelOutput {
+        match self {
+            DevBuf::F32(s) => s,
+            DevBuf::BF16(s) => s,
+            DevBuf::F16(s) => s,
+            DevBuf::E4M3(s) => s,
+            DevBuf::E5M2(s) => s,
+            DevBuf::I8(s) => s,
+        }
+    }
+
     /// Elements `offset .. offset + n` (the caller keeps them in range).
     pub fn view(&self, offset: usize, n: usize) -> DevView<'_> {
         match self {

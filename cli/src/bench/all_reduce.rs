@@ -111,6 +111,20 @@ pub struct AllReduceBenchArgs {
     #[arg(long)]
     pub graph: bool,
 
+    /// Time the fused all-reduce + residual + RMS norm instead (bf16 or
+    /// f16; one process): rows of --tokens x --hidden, beside the plain
+    /// all-reduce of the same bytes and the two-launch pair.
+    #[arg(long, conflicts_with_all = ["processes", "quantized", "registered"])]
+    pub fused_norm: bool,
+
+    /// With --fused-norm: tokens (rows), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![1usize, 16, 128, 512, 2048])]
+    pub tokens: Vec<usize>,
+
+    /// With --fused-norm: hidden sizes (columns), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![4096usize, 8192])]
+    pub hidden: Vec<usize>,
+
     /// Inputs in the communicator's registered staging buffers (written there
     /// once, by a first call), so no call copies its input.
     #[arg(long)]
@@ -431,27 +445,29 @@ fn us_or_dash(v: Option<f64>) -> String {
 /// The ranks this process drives, timed; rank 0's process prints and writes.
 fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
     let (sizes, elem, algos) = (&c.sizes, c.elem, &c.algos);
-    let largest = sizes.iter().copied().max().unwrap_or(0);
-    // Every captured call takes a graph slot for the communicator's life.
-    let captured = if a.graph {
-        (sizes.len() * algos.len()) as u32 * a.batch
-    } else {
-        0
+    let fused_largest =
+        a.tokens.iter().max().unwrap_or(&0) * a.hidden.iter().max().unwrap_or(&0) * elem;
+    let largest = match a.fused_norm {
+        true => fused_largest,
+        false => sizes.iter().copied().max().unwrap_or(0),
+    };
+    // Every captured call takes a graph slot for the communicator's life
+    // (the fused bench: four kinds of call a shape, the pair one all-reduce).
+    let captured = match (a.graph, a.fused_norm) {
+        (false, _) => 0,
+        (true, false) => (sizes.len() * algos.len()) as u32 * a.batch,
+        (true, true) => (a.tokens.len() * a.hidden.len() * 4) as u32 * a.batch,
     };
     let comm = Communicator::new(
         placement.clone(),
         CommOptions::default()
             .max_bytes(largest)
             .push_bytes(
-                algos
-                    .iter()
-                    .any(|(algo, _)| *algo == AllReduceAlgo::Push)
+                (a.fused_norm || algos.iter().any(|(algo, _)| *algo == AllReduceAlgo::Push))
                     .then_some(largest),
             )
             .ll_bytes(
-                algos
-                    .iter()
-                    .any(|(algo, _)| *algo == AllReduceAlgo::PushLl)
+                (a.fused_norm || algos.iter().any(|(algo, _)| *algo == AllReduceAlgo::PushLl))
                     .then_some(largest),
             )
             .timeout(Duration::from_secs(30))
@@ -460,6 +476,9 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             .max_blocks(a.max_blocks)
             .ll_blocks(a.ll_blocks),
     )?;
+    if a.fused_norm {
+        return super::all_reduce_norm::run_fused(&comm, a);
+    }
     let world = comm.world();
     let local = comm.local_ranks();
     let leader = local.contains(&0);
@@ -713,7 +732,7 @@ fn quantized_error(
 /// (through peer access, or CUDA IPC with one process per rank), and both cover
 /// `cuMemAlloc` memory only, not the pool memory cudarc allocates
 /// (`Communicator::end_capture` refuses that); eager calls copy any input.
-struct LegacyInput {
+pub(super) struct LegacyInput {
     /// A slice over `_alloc`, leaked when dropped: only `_alloc` frees the
     /// memory (after the slice is gone: fields drop after `drop`).
     buf: Option<DevBuf>,
@@ -723,7 +742,7 @@ struct LegacyInput {
 impl LegacyInput {
     /// A copy of the `n` elements of `src`, issued on `stream` (the caller
     /// synchronises it).
-    fn copy_of(
+    pub(super) fn copy_of(
         stream: &Arc<CudaStream>,
         src: &DevBuf,
         dtype: DType,
@@ -743,7 +762,7 @@ impl LegacyInput {
     }
 
     /// Its first `n` elements.
-    fn view(&self, n: usize) -> Option<DevView<'_>> {
+    pub(super) fn view(&self, n: usize) -> Option<DevView<'_>> {
         self.buf.as_ref().map(|b| b.view(0, n))
     }
 }
@@ -800,7 +819,7 @@ fn copy_into<T: DeviceRepr>(
 /// between batches). `aligned` (one process per rank): before every timed
 /// batch one call, then this rank waits for it; its barrier meets every rank,
 /// so all start the batch together (each process times only its own stream).
-fn time_calls(
+pub(super) fn time_calls(
     comm: &Communicator,
     a: &AllReduceBenchArgs,
     aligned: bool,

@@ -496,15 +496,28 @@ impl KernelSpec for AllReduceSpec {
             }
         }
         if let Some(norm) = &self.norm {
-            norm.validate(
-                self.world,
-                self.dtype,
-                self.op,
-                self.algo,
-                self.transport.is_some(),
-                self.stage == ArStage::Whole,
-                self.cp_async,
-            )?;
+            let rule = if self.algo != AllReduceAlgo::OneShot
+                || self.cp_async
+                || self.stage != ArStage::Whole
+            {
+                Some(format!(
+                    "the fused norm is an epilogue of the whole {} kernel (a block a row)",
+                    AllReduceAlgo::OneShot
+                ))
+            } else if self.op != Op::Sum {
+                Some(format!("the fused norm follows a {} all-reduce", Op::Sum))
+            } else if self.transport.is_some() {
+                Some(
+                    "the fused norm exchanges the element type itself (no quantized transport)"
+                        .into(),
+                )
+            } else {
+                None
+            };
+            if let Some(rule) = rule {
+                return Err(SpecError::invalid("norm", norm.suffix(), rule));
+            }
+            norm.validate(self.world, self.dtype)?;
         }
         Ok(())
     }

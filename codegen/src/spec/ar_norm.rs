@@ -13,7 +13,7 @@
 
 use crate::error::SpecError;
 use crate::params::Param;
-use crate::registry::{AllReduceAlgo, DType, Op};
+use crate::registry::DType;
 use crate::spec::norm::Fp8Scale;
 
 /// Most 16-byte packs of one rank a thread holds per row.
@@ -117,32 +117,9 @@ impl ArNorm {
         })
     }
 
-    /// The rules of a fused kernel, for a spec of `world` ranks.
-    pub(crate) fn validate(
-        &self,
-        world: u32,
-        dtype: DType,
-        op: Op,
-        algo: AllReduceAlgo,
-        quantized: bool,
-        whole: bool,
-        cp_async: bool,
-    ) -> Result<(), SpecError> {
-        let rule = if algo != AllReduceAlgo::OneShot || cp_async || !whole {
-            Some(format!(
-                "the fused norm is an epilogue of the whole {} kernel (a block a row)",
-                AllReduceAlgo::OneShot
-            ))
-        } else if op != Op::Sum {
-            Some(format!("the fused norm follows a {} all-reduce", Op::Sum))
-        } else if quantized {
-            Some("the fused norm exchanges the element type itself (no quantized transport)".into())
-        } else {
-            None
-        };
-        if let Some(rule) = rule {
-            return Err(SpecError::invalid("norm", self.suffix(), rule));
-        }
+    /// The rules of the fused layout, for a spec of `world` ranks of
+    /// `dtype` (the all-reduce spec checks what it is an epilogue of).
+    pub(crate) fn validate(&self, world: u32, dtype: DType) -> Result<(), SpecError> {
         if !(MIN_THREADS..=MAX_THREADS).contains(&self.threads) || !self.threads.is_multiple_of(32)
         {
             return Err(SpecError::invalid(
@@ -230,16 +207,7 @@ mod tests {
         for world in 2..=8 {
             for cols in (8..40000).step_by(8 * 37) {
                 if let Some(a) = ArNorm::for_row(world, DType::BF16, cols, None) {
-                    a.validate(
-                        world,
-                        DType::BF16,
-                        Op::Sum,
-                        AllReduceAlgo::OneShot,
-                        false,
-                        true,
-                        false,
-                    )
-                    .unwrap();
+                    a.validate(world, DType::BF16).unwrap();
                 }
             }
         }
