@@ -126,9 +126,9 @@ fn fused_norm_grid() -> Vec<AllReduceSpec> {
             .chain([(redjit::DType::BF16, Some(Fp8Scale::PerRow))]);
         for (dtype, fp8) in kinds {
             for packs in 1..=MAX_PACKS {
-                let widest = (MIN_THREADS..=MAX_THREADS)
-                    .rev()
-                    .step_by(32)
+                let widest = [512, 256, 128]
+                    .into_iter()
+                    .filter(|t| (MIN_THREADS..=MAX_THREADS).contains(t))
                     .find_map(|threads| {
                         let spec = AllReduceSpec {
                             world,

@@ -223,11 +223,9 @@ fn check<T: Elem>(
             }
         }
         if let Some(s) = &row.scale {
-            let g = f64::from(got.scales[0][r]);
-            assert!(
-                (g - s.value).abs() <= s.tol,
-                "{what}: scale of row {r}: {g} against {s:?}"
-            );
+            if let Err(e) = s.check(DType::F32, got.scales[0][r].to_bits()) {
+                panic!("{what}: scale of row {r}: {e}");
+            }
         }
     }
     for g in &got.y[0][rows * cols..] {
@@ -284,11 +282,14 @@ fn matches_the_twin<T: Elem>(test: &str, fp8s: &[Option<Fp8Scale>]) {
         for &fp8 in fp8s {
             for (rows, cols) in SHAPES {
                 let Some(spec) = spec_for(world, T::DT, cols, fp8) else {
-                    // f32 rows of 16 take 4 packs of 4: every width here fits.
-                    panic!(
+                    // The one shape here no layout holds: 2048 f32 packs a
+                    // row take more registers than a thread has from 4 ranks.
+                    assert!(
+                        T::DT == DType::F32 && cols == 8192 && world >= 4,
                         "no fused layout for {world} ranks of {rows}x{cols} {}",
                         T::DT
                     );
+                    continue;
                 };
                 let inputs = random_inputs::<T>(&mut rng, world as usize, rows * cols);
                 let weight: Vec<T> = rng

@@ -472,7 +472,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             )
             .timeout(Duration::from_secs(30))
             .graph_slots(captured.max(1))
-            .no_event_tracking(a.untracked)
+            .no_event_tracking(a.untracked || a.fused_norm)
             .max_blocks(a.max_blocks)
             .ll_blocks(a.ll_blocks),
     )?;

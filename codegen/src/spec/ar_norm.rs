@@ -18,17 +18,17 @@ use crate::spec::norm::Fp8Scale;
 
 /// Most 16-byte packs of one rank a thread holds per row.
 pub const MAX_PACKS: u32 = 8;
-/// Fewest and most threads of a block (a multiple of 32 between).
+/// Fewest and most threads of a block (a power of two between: the block
+/// reduction merges one state a warp in a power-of-two lane group).
 pub const MIN_THREADS: u32 = 128;
 /// Most threads of a block: at 1024 the launch bound leaves 64 registers, and
 /// every layout that needed it spilled (ptxas 13.0, sm_90).
 pub const MAX_THREADS: u32 = 512;
 
 /// Registers a thread's row state takes: every rank's packs, the residual's
-/// and the weight's (4 each), and the row's values in f32 (4 a pack, counted
-/// at 16-bit's 8 elements).
-fn row_registers(packs: u32, world: u32) -> u32 {
-    packs * (4 * world + 16)
+/// and the weight's (4 each), and the row's values in f32 (`elts` a pack).
+fn row_registers(packs: u32, world: u32, elts: u32) -> u32 {
+    packs * (4 * world + 8 + elts)
 }
 
 /// Registers a thread of a block of `threads` gets under its launch bound
@@ -67,8 +67,8 @@ pub(crate) const MARK: &str = "_addrms_t";
 
 impl ArNorm {
     /// The layout for rows of `cols` elements of `dtype` over `world` ranks:
-    /// the fewest packs a thread whose block (the fewest threads, a multiple
-    /// of 32, at least 128, that cover the row) stays within 512 threads and
+    /// the fewest packs a thread whose block (the fewest threads, a power of
+    /// two, at least 128, that cover the row) stays within 512 threads and
     /// keeps the row state within the launch bound's registers. `None` where
     /// the row is no whole number of packs or no layout holds it.
     pub fn for_row(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Option<ArNorm> {
@@ -80,11 +80,11 @@ impl ArNorm {
         (1..=MAX_PACKS).find_map(|packs| {
             let threads = row_packs
                 .div_ceil(packs as usize)
-                .next_multiple_of(32)
+                .next_power_of_two()
                 .max(MIN_THREADS as usize);
             let threads = u32::try_from(threads).ok()?;
-            let fits =
-                threads <= MAX_THREADS && row_registers(packs, world) <= register_budget(threads);
+            let fits = threads <= MAX_THREADS
+                && row_registers(packs, world, elts as u32) <= register_budget(threads);
             fits.then_some(ArNorm {
                 threads,
                 packs,
@@ -120,13 +120,12 @@ impl ArNorm {
     /// The rules of the fused layout, for a spec of `world` ranks of
     /// `dtype` (the all-reduce spec checks what it is an epilogue of).
     pub(crate) fn validate(&self, world: u32, dtype: DType) -> Result<(), SpecError> {
-        if !(MIN_THREADS..=MAX_THREADS).contains(&self.threads) || !self.threads.is_multiple_of(32)
-        {
+        if !(MIN_THREADS..=MAX_THREADS).contains(&self.threads) || !self.threads.is_power_of_two() {
             return Err(SpecError::invalid(
                 "threads",
                 self.threads,
                 format!(
-                    "a fused norm's block has {MIN_THREADS} to {MAX_THREADS} threads, a multiple of 32"
+                    "a fused norm's block has {MIN_THREADS} to {MAX_THREADS} threads, a power of two"
                 ),
             ));
         }
@@ -137,8 +136,9 @@ impl ArNorm {
                 format!("a fused norm's thread holds 1 to {MAX_PACKS} packs of a row"),
             ));
         }
+        let elts = crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes;
         let (need, budget) = (
-            row_registers(self.packs, world),
+            row_registers(self.packs, world, elts),
             register_budget(self.threads),
         );
         if need > budget {
@@ -197,11 +197,11 @@ mod tests {
             assert_eq!(n(world, DType::BF16, 1001), None);
             assert_eq!(n(world, DType::BF16, 0), None);
         }
-        assert_eq!(n(2, DType::BF16, 6144), Some((384, 2)));
+        assert_eq!(n(2, DType::BF16, 6144), Some((512, 2)));
         assert_eq!(n(2, DType::BF16, 16384), Some((512, 4)));
         assert_eq!(n(4, DType::BF16, 16384), None);
         assert_eq!(n(2, DType::BF16, 16384 + 8), None);
-        assert_eq!(n(2, DType::BF16, 12288 + 8), Some((416, 4)));
+        assert_eq!(n(2, DType::BF16, 12288 + 8), Some((512, 4)));
         assert_eq!(n(2, DType::BF16, 32768 + 8), None);
         // Every layout it picks is valid.
         for world in 2..=8 {
