@@ -43,13 +43,13 @@ struct Red {
 };
 }  // namespace {{ name }}_impl
 
-// Launched with exactly {{ threads }} threads per block, the same grid on every rank, at
-// most kArMaxBlocks. The input table is read from device memory as the one-shot
+// Launched with exactly {{ threads }} threads per block ({{ norm_min_blocks }} an SM: a smaller block
+// puts more rows in flight), the same grid on every rank, at most kArMaxBlocks. The input table is read from device memory as the one-shot
 // kernel's (a graph captured before the peers' input addresses are known reads
 // the slot the communicator fills after capture). residual, weight and out are
 // this rank's, 16-byte aligned (the launcher checks); scale_ptr is rows f32 (qd),
 // one f32 (qs) or unused.
-extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
+extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
     const rj_ar_ptrs* __restrict__ in_table, rj_ar_ptrs sig, void* residual_ptr, const void* weight_ptr,
     void* out_ptr, float* scale_ptr, rj_u32 rank, rj_u64 rows, rj_u64 cols, float eps, rj_u64 timeout_ns,
     rj_u32* error_ptr) {

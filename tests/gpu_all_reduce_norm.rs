@@ -75,13 +75,14 @@ struct Got {
 #[allow(clippy::too_many_arguments)]
 fn run<T: Elem>(
     c: &Communicator,
+    spec: &AllReduceSpec,
     inputs: &[RankInputs<T>],
     weight: &[T],
     rows: usize,
     cols: usize,
-    fp8: Option<Fp8Scale>,
     given: f32,
 ) -> Got {
+    let fp8 = spec.norm.and_then(|n| n.fp8);
     let w = inputs.len();
     let n = rows * cols;
     let s = |r: usize| rank_stream(c, r);
@@ -141,8 +142,9 @@ fn run<T: Elem>(
             scale,
             cols,
             eps: 1e-5,
+            layout: spec.norm,
         })
-        .unwrap_or_else(|e| panic!("{rows}x{cols} {} {fp8:?}: {e}", T::DT));
+        .unwrap_or_else(|e| panic!("{} {rows}x{cols}: {e}", spec.name()));
     }
     c.synchronize().unwrap();
     Got {
@@ -266,40 +268,38 @@ fn random_inputs<T: Elem>(rng: &mut common::Rng, world: usize, n: usize) -> Vec<
         .collect()
 }
 
-fn spec_for(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Option<AllReduceSpec> {
-    Some(AllReduceSpec {
-        world,
-        dtype,
-        norm: Some(ArNorm::for_row(world, dtype, cols, fp8)?),
-        ..AllReduceSpec::default()
-    })
-}
-
 fn matches_the_twin<T: Elem>(test: &str, fp8s: &[Option<Fp8Scale>]) {
     let mut rng = common::Rng::fresh(test);
     for world in [2u32, 4, 8] {
         let Some(c) = comm(world) else { return };
         for &fp8 in fp8s {
             for (rows, cols) in SHAPES {
-                let Some(spec) = spec_for(world, T::DT, cols, fp8) else {
-                    // The one shape here no layout holds: 2048 f32 packs a
-                    // row take more registers than a thread has from 4 ranks.
-                    assert!(
-                        T::DT == DType::F32 && cols == 8192 && world >= 4,
-                        "no fused layout for {world} ranks of {rows}x{cols} {}",
-                        T::DT
-                    );
-                    continue;
-                };
-                let inputs = random_inputs::<T>(&mut rng, world as usize, rows * cols);
-                let weight: Vec<T> = rng
-                    .values(cols)
-                    .iter()
-                    .map(|&v| T::from_f64(f64::from(v)))
-                    .collect();
-                let given = 0.01 + rng.value().abs();
-                let got = run(&c, &inputs, &weight, rows, cols, fp8, given);
-                check(&spec, &inputs, &weight, rows, cols, given, &got);
+                let layouts = ArNorm::candidates(world, T::DT, cols, fp8);
+                // The shapes here no layout holds: f32 rows past 4096 take
+                // more registers than a thread has from 4 ranks up.
+                assert!(
+                    !layouts.is_empty() || (T::DT == DType::F32 && cols > 4096 && world >= 4),
+                    "no fused layout for {world} ranks of {rows}x{cols} {}",
+                    T::DT
+                );
+                // Every layout the call may take (the default is the first).
+                for norm in layouts {
+                    let spec = AllReduceSpec {
+                        world,
+                        dtype: T::DT,
+                        norm: Some(norm),
+                        ..AllReduceSpec::default()
+                    };
+                    let inputs = random_inputs::<T>(&mut rng, world as usize, rows * cols);
+                    let weight: Vec<T> = rng
+                        .values(cols)
+                        .iter()
+                        .map(|&v| T::from_f64(f64::from(v)))
+                        .collect();
+                    let given = 0.01 + rng.value().abs();
+                    let got = run(&c, &spec, &inputs, &weight, rows, cols, given);
+                    check(&spec, &inputs, &weight, rows, cols, given, &got);
+                }
             }
         }
     }
@@ -341,7 +341,12 @@ fn a_captured_call_replayed_1000_times() {
     let mut rng = common::Rng::fresh("a_captured_call_replayed_1000_times");
     let (rows, cols, w) = (4usize, 4096usize, 2usize);
     let n = rows * cols;
-    let spec = spec_for(2, DType::BF16, cols, Some(Fp8Scale::PerRow)).unwrap();
+    let spec = AllReduceSpec {
+        world: 2,
+        dtype: DType::BF16,
+        norm: ArNorm::for_row(2, DType::BF16, cols, Some(Fp8Scale::PerRow)),
+        ..AllReduceSpec::default()
+    };
     let legacy: Vec<LegacyAlloc> = (0..w)
         .map(|r| LegacyAlloc::zeroed(c.runtime(r).context(), n * 2).unwrap())
         .collect();
@@ -392,6 +397,7 @@ fn a_captured_call_replayed_1000_times() {
             scale: Some(ArFp8Scales::PerRow(&mut sc)),
             cols,
             eps: 1e-5,
+            layout: None,
         })
     };
     // Compiled and loaded before capture (an eager call), then the residual
@@ -519,6 +525,7 @@ struct Shape {
     scale: Option<(Fp8Scale, usize)>,
     cols: usize,
     weights: usize,
+    layout: Option<ArNorm>,
 }
 
 fn call_with(c: &Communicator, sh: Shape) -> Result<(), Error> {
@@ -555,6 +562,7 @@ fn call_with(c: &Communicator, sh: Shape) -> Result<(), Error> {
         scale,
         cols: sh.cols,
         eps: 1e-5,
+        layout: sh.layout,
     });
     c.synchronize()?;
     r
@@ -574,6 +582,7 @@ fn bad_calls_are_errors_before_any_launch() {
         scale: None,
         cols,
         weights: 2,
+        layout: None,
     };
     let fp8 = Shape {
         out: (DType::E4M3, n),
@@ -676,6 +685,30 @@ fn bad_calls_are_errors_before_any_launch() {
             "three weights for two ranks",
             Shape { weights: 3, ..good },
             "rank count",
+        ),
+        (
+            "a layout too short for the row",
+            Shape {
+                layout: Some(ArNorm {
+                    threads: 256,
+                    packs: 1,
+                    fp8: None,
+                }),
+                ..good
+            },
+            "do not hold rows of 4096",
+        ),
+        (
+            "a block of 384 threads",
+            Shape {
+                layout: Some(ArNorm {
+                    threads: 384,
+                    packs: 2,
+                    fp8: None,
+                }),
+                ..good
+            },
+            "a power of two",
         ),
     ];
     for (what, sh, says) in cases {

@@ -452,11 +452,12 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
         false => sizes.iter().copied().max().unwrap_or(0),
     };
     // Every captured call takes a graph slot for the communicator's life
-    // (the fused bench: four kinds of call a shape, the pair one all-reduce).
+    // (the fused bench: the plain call, the pair, and two calls for each of up
+    // to three layouts a shape).
     let captured = match (a.graph, a.fused_norm) {
         (false, _) => 0,
         (true, false) => (sizes.len() * algos.len()) as u32 * a.batch,
-        (true, true) => (a.tokens.len() * a.hidden.len() * 4) as u32 * a.batch,
+        (true, true) => (a.tokens.len() * a.hidden.len() * 8) as u32 * a.batch,
     };
     let comm = Communicator::new(
         placement.clone(),

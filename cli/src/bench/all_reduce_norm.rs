@@ -7,6 +7,7 @@
 //! from a CUDA graph); one process drives every rank.
 
 use cudarc::driver::CudaStream;
+use redjit_codegen::spec::ar_norm::ArNorm;
 use redjit_codegen::{NormOp, NormSpec};
 use redjit_runtime::all_reduce::{AddRmsNorm, ArFp8Scales, Communicator};
 use redjit_runtime::{KernelInput, KernelOutput, Matrix, NormInPlace};
@@ -82,7 +83,7 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
             let call = comm.choose(bytes)?;
             let views: Vec<_> = xs.iter().filter_map(|b| b.view(n)).collect();
             let x: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
-            let fused = |fp8: bool, bufs: &mut [RankBufs]| -> CliResult {
+            let fused = |fp8: bool, layout: ArNorm, bufs: &mut [RankBufs]| -> CliResult {
                 let (mut res, mut y, mut sc, mut w) =
                     (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                 for b in bufs.iter_mut() {
@@ -99,6 +100,7 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
                     scale: fp8.then_some(ArFp8Scales::PerRow(&mut sc)),
                     cols: hidden,
                     eps: 1e-6,
+                    layout: Some(layout),
                 })?;
                 Ok(())
             };
@@ -147,15 +149,20 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
                 Ok(())
             };
             let (plain_us, _) = time_calls(comm, a, false, &mut || plain(&mut bufs))?;
-            let (fused_us, _) = time_calls(comm, a, false, &mut || fused(false, &mut bufs))?;
-            let (fp8_us, _) = time_calls(comm, a, false, &mut || fused(true, &mut bufs))?;
             let (pair_us, _) = time_calls(comm, a, false, &mut || pair(&mut bufs))?;
-            println!(
-                "{tokens:>7} {hidden:>7} {:>9} {plain_us:>10.2} {fused_us:>10.2} {fp8_us:>10.2} {pair_us:>10.2} {:>9.2}x {:>+10.2}",
-                fmt_size(bytes as u64),
-                pair_us / fused_us,
-                fused_us - plain_us
-            );
+            for layout in ArNorm::candidates(world, dtype, hidden, None) {
+                let (fused_us, _) =
+                    time_calls(comm, a, false, &mut || fused(false, layout, &mut bufs))?;
+                let (fp8_us, _) =
+                    time_calls(comm, a, false, &mut || fused(true, layout, &mut bufs))?;
+                println!(
+                    "{tokens:>7} {hidden:>7} {:>9} {:>9} {plain_us:>9.2} {pair_us:>9.2} {fused_us:>9.2} {fp8_us:>9.2} {:>9.2}x {:>+11.2}",
+                    fmt_size(bytes as u64),
+                    format!("t{}x{}", layout.threads, layout.packs),
+                    pair_us / fused_us,
+                    fused_us - plain_us
+                );
+            }
         }
     }
     Ok(())

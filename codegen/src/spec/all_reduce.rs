@@ -312,6 +312,7 @@ impl AllReduceSpec {
             threads: self.threads(),
             stage: self.stage.slug(),
             norm_packs: self.norm.map_or(0, |n| n.packs),
+            norm_min_blocks: self.norm.map_or(1, |n| n.min_blocks()),
             fp8: self.norm.and_then(|n| n.fp8).map(|s| s.suffix()),
         }
     }
@@ -360,6 +361,8 @@ struct AllReduceContext {
     stage: &'static str,
     /// The fused norm's packs a thread (0: none).
     norm_packs: u32,
+    /// The fused norm's blocks an SM (its launch bound's second number).
+    norm_min_blocks: u32,
     /// The fused norm's FP8 output: "qd" or "qs".
     fp8: Option<&'static str>,
 }

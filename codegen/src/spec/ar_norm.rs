@@ -31,23 +31,16 @@ fn row_registers(packs: u32, world: u32, elts: u32) -> u32 {
     packs * (4 * world + 8 + elts)
 }
 
-/// Registers a thread of a block of `threads` gets under its launch bound
-/// (ptxas 13.0, sm_90, as it reported for this kernel: 255 up to 256
-/// threads, 168 up to 384, 128 above).
-fn register_cap(threads: u32) -> u32 {
-    match threads {
-        0..=256 => 255,
-        257..=384 => 168,
-        _ => 128,
-    }
-}
+/// Threads of every layout an SM holds: a block of `threads` is launched
+/// with at least 512 / threads blocks an SM (its launch bound), so a smaller
+/// block puts more rows in flight on an SM and every layout gets the
+/// registers of 512 threads.
+pub const SM_THREADS: u32 = 512;
 
-/// Registers the row state may take: the cap less 32 for addresses, the
-/// loop and the reduction (with 24 left, 448x5 and 384x6 with FP8 output at
-/// two ranks spilled: tests/all_reduce_compile_grid.rs).
-fn register_budget(threads: u32) -> u32 {
-    register_cap(threads) - 32
-}
+/// Registers the row state may take: 65536 / 512 = 128 a thread, less 32 for
+/// addresses, the loop and the reduction (with 24 left, 448 threads x 5 packs
+/// at two ranks spilled: tests/all_reduce_compile_grid.rs).
+const REGISTER_BUDGET: u32 = 65536 / SM_THREADS - 32;
 
 /// The fused epilogue of an all-reduce kernel: `residual = allreduce(x) +
 /// residual` (in place), `y = rms_norm(residual) * weight`.
@@ -66,31 +59,58 @@ pub struct ArNorm {
 pub(crate) const MARK: &str = "_addrms_t";
 
 impl ArNorm {
-    /// The layout for rows of `cols` elements of `dtype` over `world` ranks:
-    /// the fewest packs a thread whose block (the fewest threads, a power of
-    /// two, at least 128, that cover the row) stays within 512 threads and
-    /// keeps the row state within the launch bound's registers. `None` where
-    /// the row is no whole number of packs or no layout holds it.
-    pub fn for_row(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Option<ArNorm> {
+    /// Every layout for rows of `cols` elements of `dtype` over `world`
+    /// ranks, widest block first: for each block of 512, 256 and 128 threads
+    /// the fewest packs a thread that cover the row, where they fit the
+    /// registers. Empty where the row is no whole number of packs or no
+    /// layout holds it.
+    pub fn candidates(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Vec<ArNorm> {
         let elts = (crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes) as usize;
         if cols == 0 || !cols.is_multiple_of(elts) {
-            return None;
+            return Vec::new();
         }
         let row_packs = cols / elts;
-        (1..=MAX_PACKS).find_map(|packs| {
-            let threads = row_packs
-                .div_ceil(packs as usize)
-                .next_power_of_two()
-                .max(MIN_THREADS as usize);
-            let threads = u32::try_from(threads).ok()?;
-            let fits = threads <= MAX_THREADS
-                && row_registers(packs, world, elts as u32) <= register_budget(threads);
-            fits.then_some(ArNorm {
+        let mut out: Vec<ArNorm> = Vec::new();
+        for threads in [512, 256, 128] {
+            let Ok(packs) = u32::try_from(row_packs.div_ceil(threads as usize)) else {
+                continue;
+            };
+            // A row that a narrower block covers at one pack a thread takes it.
+            let threads = if packs == 1 {
+                (row_packs.next_power_of_two() as u32).clamp(MIN_THREADS, threads)
+            } else {
+                threads
+            };
+            let a = ArNorm {
                 threads,
                 packs,
                 fp8,
-            })
-        })
+            };
+            if packs <= MAX_PACKS
+                && row_registers(packs, world, elts as u32) <= REGISTER_BUDGET
+                && !out.contains(&a)
+            {
+                out.push(a);
+            }
+        }
+        out
+    }
+
+    /// The layout the call takes unless told: the widest block (the fewest
+    /// packs a thread). `None` where no layout holds the row.
+    pub fn for_row(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Option<ArNorm> {
+        Self::candidates(world, dtype, cols, fp8).first().copied()
+    }
+
+    /// Blocks an SM runs at once (the launch bound's second number).
+    pub fn min_blocks(&self) -> u32 {
+        (SM_THREADS / self.threads).max(1)
+    }
+
+    /// Whether this layout holds rows of `cols` elements of `dtype`.
+    pub fn holds(&self, dtype: DType, cols: usize) -> bool {
+        let elts = (crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes) as usize;
+        cols > 0 && cols.is_multiple_of(elts) && cols / elts <= (self.threads * self.packs) as usize
     }
 
     /// The suffix of kernel names.
@@ -137,17 +157,14 @@ impl ArNorm {
             ));
         }
         let elts = crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes;
-        let (need, budget) = (
-            row_registers(self.packs, world, elts),
-            register_budget(self.threads),
-        );
+        let (need, budget) = (row_registers(self.packs, world, elts), REGISTER_BUDGET);
         if need > budget {
             return Err(SpecError::invalid(
                 "packs",
                 self.packs,
                 format!(
-                    "{} packs of {world} ranks take {need} registers a thread; a block of {} keeps {budget} for them",
-                    self.packs, self.threads
+                    "{} packs of {world} ranks take {need} registers a thread; a thread keeps {budget} for them",
+                    self.packs
                 ),
             ));
         }
@@ -203,11 +220,25 @@ mod tests {
         assert_eq!(n(2, DType::BF16, 16384 + 8), None);
         assert_eq!(n(2, DType::BF16, 12288 + 8), Some((512, 4)));
         assert_eq!(n(2, DType::BF16, 32768 + 8), None);
-        // Every layout it picks is valid.
+        let c = |world, dtype, cols| {
+            ArNorm::candidates(world, dtype, cols, None)
+                .iter()
+                .map(|a| (a.threads, a.packs))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(c(2, DType::BF16, 4096), [(512, 1), (256, 2), (128, 4)]);
+        assert_eq!(c(2, DType::BF16, 8192), [(512, 2), (256, 4)]);
+        assert_eq!(c(8, DType::BF16, 8192), [(512, 2)]);
+        assert_eq!(c(2, DType::BF16, 1000), [(128, 1)]);
+        // Every layout it offers is valid and holds the row.
         for world in 2..=8 {
-            for cols in (8..40000).step_by(8 * 37) {
-                if let Some(a) = ArNorm::for_row(world, DType::BF16, cols, None) {
-                    a.validate(world, DType::BF16).unwrap();
+            for dtype in [DType::F32, DType::BF16] {
+                for cols in (8..40000).step_by(8 * 37) {
+                    for a in ArNorm::candidates(world, dtype, cols, None) {
+                        a.validate(world, dtype).unwrap();
+                        assert!(a.holds(dtype, cols), "{a:?} {cols}");
+                        assert!(!a.holds(dtype, cols + (a.threads * a.packs) as usize * 8));
+                    }
                 }
             }
         }

@@ -31,6 +31,9 @@ pub struct AddRmsNorm<'c, 'b> {
     pub cols: usize,
     /// Added to the mean square.
     pub eps: f32,
+    /// The kernel's layout (one of [`ArNorm::candidates`] for the rows; its
+    /// `fp8` is taken from `scale`); `None`: [`ArNorm::for_row`]'s.
+    pub layout: Option<ArNorm>,
 }
 
 /// How the fused call's FP8 output is scaled, one buffer per local rank.
@@ -72,6 +75,7 @@ impl Communicator {
             mut scale,
             cols,
             eps,
+            layout,
         } = a;
         let counts = [
             ("weights", weight.len()),
@@ -94,7 +98,7 @@ impl Communicator {
         // x and the residual: the all-reduce's input and output rules.
         let ins = CallInputs::new(x, &self.ranks);
         let (res, dtype, n) = self.check_outputs(x, residual, Call::sum(AllReduceAlgo::OneShot))?;
-        let norm = self.fused_layout(dtype, n, cols, scale.as_ref().map(|s| s.kind()))?;
+        let norm = self.fused_layout(dtype, n, cols, scale.as_ref().map(|s| s.kind()), layout)?;
         let rows = n.checked_div(cols).unwrap_or(0);
         let spec = AllReduceSpec {
             norm: Some(norm),
@@ -236,6 +240,7 @@ impl Communicator {
         n: usize,
         cols: usize,
         fp8: Option<Fp8Scale>,
+        layout: Option<ArNorm>,
     ) -> Result<ArNorm> {
         let elts = (PACK_BYTES / dtype.info().bytes) as usize;
         if cols == 0 || !n.is_multiple_of(cols) {
@@ -243,6 +248,21 @@ impl Communicator {
                 "cols",
                 format!("{cols}: the {n} elements of x must be whole rows of cols > 0"),
             ));
+        }
+        if let Some(l) = layout {
+            if !l.holds(dtype, cols) {
+                return Err(comm_err(
+                    "layout",
+                    format!(
+                        "{}: {} threads x {} packs of {elts} {dtype} elements do not hold rows of {cols}",
+                        l.suffix(),
+                        l.threads,
+                        l.packs
+                    ),
+                ));
+            }
+            // The spec's validation (at the kernel's load) checks the rest.
+            return Ok(ArNorm { fp8, ..l });
         }
         ArNorm::for_row(self.world(), dtype, cols, fp8).ok_or_else(|| {
             comm_err(
