@@ -265,36 +265,6 @@ __device__ __forceinline__ rj_b128 ll_load(rj_u64 a, rj_u64 p, rj_u64 n) {
   for (int e = 0; e < kElts; ++e) x[e] = p * kElts + e < n ? rj_ld1<T, rj_load_plain>(a, p * kElts + e) : 0.0f;
   return rj_ar_pack16<T>(x);
 }
-// Byte offset in a region of pack p's line h (0: its first 8 bytes, 1: its
-// last 8). A group of 32 packs keeps its 32 first lines, then its 32 last ones:
-// a warp's store of one half covers 512 contiguous bytes, whole sectors on the
-// link, where lines side by side would fill half of each sector per store.
-// The region holds whole groups (the launcher rounds ll_bytes up to 512).
-__device__ __forceinline__ rj_u64 ll_line(rj_u64 p, int h) {
-  return ((p & ~(rj_u64)31) * 2u + (rj_u64)h * 32u + (p & 31u)) * 16u;
-}
-// Waits until both lines of pack p in the region at `a` carry `c`, the call's
-// flag (false, with the error word written, once timeout_ns has passed), then
-// gives the pack's data.
-__device__ __forceinline__ bool ll_recv(rj_u64 a, rj_u64 p, rj_u32 c, rj_u64 timeout_ns, rj_u64 error,
-                                        rj_u32 from, rj_b128& v) {
-  const rj_u64 a0 = a + ll_line(p, 0), a1 = a + ll_line(p, 1);
-  rj_b128 lo = rj_load_volatile::b128(a0), hi = rj_load_volatile::b128(a1);
-  if (lo.y != c || lo.w != c || hi.y != c || hi.w != c) {
-    const rj_u64 t0 = rj_globaltimer();
-    for (;;) {
-      lo = rj_load_volatile::b128(a0);
-      hi = rj_load_volatile::b128(a1);
-      if (lo.y == c && lo.w == c && hi.y == c && hi.w == c) break;
-      if (rj_globaltimer() - t0 > timeout_ns) {
-        rj_st_relaxed_sys(error, 0x80000000u | (kArData << 24) | (from << 16) | (blockIdx.x & 0xffffu));
-        return false;
-      }
-    }
-  }
-  v = rj_b128{lo.x, lo.z, hi.x, hi.z};
-  return true;
-}
 }  // namespace {{ name }}_impl
 
 // Launched with exactly {{ threads }} threads per block, the same grid on every rank: the
@@ -335,8 +305,8 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
 #pragma unroll
     for (int q = 0; q < kRanks; ++q) {
       if (q == (int)rank) continue;
-      rj_st_volatile_b128(ll.p[q] + mine + ll_line(p, 0), lo);
-      rj_st_volatile_b128(ll.p[q] + mine + ll_line(p, 1), hi);
+      rj_st_volatile_b128(ll.p[q] + mine + rj_ll_line(p, 0), lo);
+      rj_st_volatile_b128(ll.p[q] + mine + rj_ll_line(p, 1), hi);
     }
   }
   // Rank order 0..R-1 on every rank: its own input for itself, the lines its
@@ -349,7 +319,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
     for (int q = 0; q < kRanks; ++q) {
       rj_b128 v = rj_b128{0u, 0u, 0u, 0u};
       if (q == (int)rank) v = ll_load(in, p, n);
-      else if (ok && !ll_recv(local + (rj_u64)q * window, p, flag, timeout_ns, error, (rj_u32)q, v)) ok = false;
+      else if (ok && !rj_ll_recv(local + (rj_u64)q * window, p, flag, timeout_ns, error, (rj_u32)q, v)) ok = false;
       float x[kElts];
       rj_ar_unpack16<T>(v, x);
 #pragma unroll

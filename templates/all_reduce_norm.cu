@@ -41,32 +41,190 @@ struct Red {
     return rj_block_reduce<kThreads>(f, s);
   }
 };
+
+// Row `row` from its packs loaded (v: every rank's, r: the residual's, w: the
+// weight's; only those below row_packs): the sum over ranks, h stored over the
+// residual, the norm, y (and its scale) stored. Every thread of the block
+// calls it (it reduces over the block).
+__device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], const rj_b128 (&r)[kPacks],
+                                         const rj_b128 (&w)[kPacks], rj_u64 row, rj_u64 row_packs, rj_u64 cols,
+                                         float eps, rj_u64 residual, rj_u64 out, rj_u64 scale) {
+  const Op op = {0.0f};
+  const Cols c = {row_packs};
+  const rj_u64 first = row * row_packs;
+  float y[kGroups][4];
+  float ss = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const rj_u64 j = threadIdx.x + (rj_u64)k * kThreads;
+    float h[kElts];
+    if (j < row_packs) {
+      float acc[kElts];
+      rj_ar_unpack16<T>(v[k][0], acc);
+#pragma unroll
+      for (int e = 0; e < kElts; ++e) acc[e] = op.pre(acc[e]);
+#pragma unroll
+      for (int q = 1; q < kRanks; ++q) {
+        float x[kElts];
+        rj_ar_unpack16<T>(v[k][q], x);
+#pragma unroll
+        for (int e = 0; e < kElts; ++e) acc[e] = op.apply(acc[e], op.pre(x[e]));
+      }
+      float a[kElts], res[kElts];
+#pragma unroll
+      for (int e = 0; e < kElts; ++e) acc[e] = op.post(acc[e]);
+      rj_ar_unpack16<T>(rj_ar_pack16<T>(acc), a);
+      rj_ar_unpack16<T>(r[k], res);
+#pragma unroll
+      for (int e = 0; e < kElts; ++e) h[e] = rj_add_rn(a[e], res[e]);
+      const rj_b128 packed = rj_ar_pack16<T>(h);
+      rj_st_b128(residual + (first + j) * 16u, packed);
+      rj_ar_unpack16<T>(packed, h);
+#pragma unroll
+      for (int e = 0; e < kElts; ++e) ss += rj_mul_rn(h[e], h[e]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kElts; ++e) h[e] = 0.0f;
+    }
+#pragma unroll
+    for (int e = 0; e < kElts; ++e) y[k * (kElts / 4) + e / 4][e % 4] = h[e];
+  }
+  ss = Red()(rj_red_sum<rj_acc_f32>(), ss);
+  const float rstd = rj_rsqrt_rn(rj_div_rn(ss, (float)cols) + eps);
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    float wv[kElts];
+    rj_ar_unpack16<T>(w[k], wv);
+#pragma unroll
+    for (int e = 0; e < kElts; ++e) {
+      float& o = y[k * (kElts / 4) + e / 4][e % 4];
+      o = rj_mul_rn(rj_mul_rn(o, rstd), wv[e]);
+    }
+  }
+{%- if fp8 %}
+  rj_fp8_scale_row<{% if fp8 == "qd" %}true{% else %}false{% endif %}>(y, c, Red(), threadIdx.x == 0, scale, row);
+{%- else %}
+  (void)c;
+  (void)scale;
+{%- endif %}
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const rj_u64 j = threadIdx.x + (rj_u64)k * kThreads;
+    if (j >= row_packs) continue;
+{%- if fp8 %}
+    // 8 e4m3 values: one 8-byte store.
+    rj_u32 lo[1], hi[1];
+    rj_dtype_e4m3_sat::pack4(y[k * 2], lo);
+    rj_dtype_e4m3_sat::pack4(y[k * 2 + 1], hi);
+    rj_st_b64(out + (first + j) * kElts, rj_b64{lo[0], hi[0]});
+{%- else %}
+    float o[kElts];
+#pragma unroll
+    for (int e = 0; e < kElts; ++e) o[e] = y[k * (kElts / 4) + e / 4][e % 4];
+    rj_st_b128(out + (first + j) * 16u, rj_ar_pack16<T>(o));
+{%- endif %}
+  }
+}
 }  // namespace {{ name }}_impl
 
+{% if ll -%}
 // Launched with exactly {{ threads }} threads per block ({{ norm_min_blocks }} an SM: a smaller block
-// puts more rows in flight), the same grid on every rank, at most kArMaxBlocks. The input table is read from device memory as the one-shot
-// kernel's (a graph captured before the peers' input addresses are known reads
-// the slot the communicator fills after capture). residual, weight and out are
-// this rank's, 16-byte aligned (the launcher checks); scale_ptr is rows f32 (qd),
-// one f32 (qs) or unused.
+// puts more rows in flight), the same grid on every rank, every block resident
+// with every peer's (they poll each other's lines), at most kArMaxBlocks.
+// `in_ptr` is this rank's x, read in place (16-byte aligned; the launcher
+// checks); ll.p[q] is rank q's fused LL buffer: two sets of kRanks regions of
+// `window` bytes (two lines per pack), set s region r written by rank r only.
+// residual, weight and out are this rank's, 16-byte aligned; scale_ptr is
+// rows f32 (qd), one f32 (qs) or unused.
+extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
+    const void* in_ptr, rj_ar_ptrs sig, rj_ar_ptrs ll, void* residual_ptr, const void* weight_ptr,
+    void* out_ptr, float* scale_ptr, rj_u32 rank, rj_u64 rows, rj_u64 cols, float eps, rj_u64 timeout_ns,
+    rj_u32* error_ptr, rj_u64 window) {
+  using namespace {{ name }}_impl;
+  const rj_u64 in = rj_cvta_global(in_ptr);
+  const rj_u64 residual = rj_cvta_global(residual_ptr);
+  const rj_u64 weight = rj_cvta_global(weight_ptr);
+  const rj_u64 out = rj_cvta_global(out_ptr);
+  const rj_u64 error = rj_cvta_global(error_ptr);
+  const rj_u64 scale = rj_cvta_global(scale_ptr);
+  const rj_u64 row_packs = cols / kElts;
+  const rj_u64 self = rj_ar_pick<kRanks>(sig, rank);
+  // k: this rank's fused call count, the same in every block (the last block
+  // of the call before stored it before this kernel started).
+  const rj_u32 k = rj_load_volatile::b32(self + {{ fused_count_off }}) + 1u;
+  const rj_u64 set = (rj_u64)(k & 1u) * kRanks * window;
+  const rj_u64 mine = set + (rj_u64)rank * window;
+  // k | 1 is never 0, the zeroed buffer's, and differs between two calls of
+  // one set.
+  const rj_u32 flag = k | 1u;
+  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+#pragma unroll
+    for (int kk = 0; kk < kPacks; ++kk) {
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+      if (j >= row_packs) continue;
+      const rj_u64 p = row * row_packs + j;
+      const rj_b128 x = rj_load_plain::b128(in + p * 16u);
+#pragma unroll
+      for (int q = 0; q < kRanks; ++q)
+        if (q != (int)rank) rj_ll_send(ll.p[q] + mine, p, flag, x);
+    }
+  }
+  const rj_u64 local = rj_ar_pick<kRanks>(ll, rank) + set;
+  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const rj_u64 first = row * row_packs;
+    rj_b128 v[kPacks][kRanks], r[kPacks], w[kPacks];
+    bool ok = true;
+#pragma unroll
+    for (int kk = 0; kk < kPacks; ++kk) {
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+      if (j >= row_packs) continue;
+      r[kk] = rj_load_plain::b128(residual + (first + j) * 16u);
+      w[kk] = rj_load_nc::b128(weight + j * 16u);
+#pragma unroll
+      for (int q = 0; q < kRanks; ++q) {
+        rj_b128 got = rj_b128{0u, 0u, 0u, 0u};
+        if (q == (int)rank) {
+          got = rj_load_plain::b128(in + (first + j) * 16u);
+        } else if (ok) {
+          ok = rj_ll_recv(local + (rj_u64)q * window, first + j, flag, timeout_ns, error, (rj_u32)q, got);
+        }
+        v[kk][q] = got;
+      }
+    }
+    // A peer that never sent: the whole block stops (the error word says
+    // which; the host breaks the communicator).
+    if (!rj_block_all(ok)) return;
+    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
+  }
+  // The last block to finish stores k.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (rj_atom_add_acq_rel(self + {{ fused_done_off }}, 1u) == gridDim.x - 1) {
+      rj_st_b32(self + {{ fused_done_off }}, 0u);
+      rj_st_b32(self + {{ fused_count_off }}, k);
+    }
+  }
+}
+{%- else -%}
+// Launched with exactly {{ threads }} threads per block ({{ norm_min_blocks }} an SM: a smaller block
+// puts more rows in flight), the same grid on every rank, at most kArMaxBlocks.
+// The input table is read from device memory as the one-shot kernel's (a graph
+// captured before the peers' input addresses are known reads the slot the
+// communicator fills after capture). residual, weight and out are this rank's,
+// 16-byte aligned (the launcher checks); scale_ptr is rows f32 (qd), one f32
+// (qs) or unused.
 extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
     const rj_ar_ptrs* __restrict__ in_table, rj_ar_ptrs sig, void* residual_ptr, const void* weight_ptr,
     void* out_ptr, float* scale_ptr, rj_u32 rank, rj_u64 rows, rj_u64 cols, float eps, rj_u64 timeout_ns,
     rj_u32* error_ptr) {
   using namespace {{ name }}_impl;
   const rj_ar_ptrs in = *in_table;
-  const Op op = {0.0f};
   const rj_u64 residual = rj_cvta_global(residual_ptr);
   const rj_u64 weight = rj_cvta_global(weight_ptr);
   const rj_u64 out = rj_cvta_global(out_ptr);
   const rj_u64 error = rj_cvta_global(error_ptr);
-{%- if fp8 %}
   const rj_u64 scale = rj_cvta_global(scale_ptr);
-{%- else %}
-  (void)scale_ptr;
-{%- endif %}
   const rj_u64 row_packs = cols / kElts;
-  const Cols c = {row_packs};
 
   if (!rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArStart)) return;
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -84,77 +242,8 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
         w[k] = rj_load_nc::b128(weight + j * 16u);
       }
     }
-    float y[kGroups][4];
-    float ss = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-      const rj_u64 j = threadIdx.x + (rj_u64)k * kThreads;
-      float h[kElts];
-      if (j < row_packs) {
-        float acc[kElts];
-        rj_ar_unpack16<T>(v[k][0], acc);
-#pragma unroll
-        for (int e = 0; e < kElts; ++e) acc[e] = op.pre(acc[e]);
-#pragma unroll
-        for (int q = 1; q < kRanks; ++q) {
-          float x[kElts];
-          rj_ar_unpack16<T>(v[k][q], x);
-#pragma unroll
-          for (int e = 0; e < kElts; ++e) acc[e] = op.apply(acc[e], op.pre(x[e]));
-        }
-        float a[kElts], res[kElts];
-#pragma unroll
-        for (int e = 0; e < kElts; ++e) acc[e] = op.post(acc[e]);
-        rj_ar_unpack16<T>(rj_ar_pack16<T>(acc), a);
-        rj_ar_unpack16<T>(r[k], res);
-#pragma unroll
-        for (int e = 0; e < kElts; ++e) h[e] = rj_add_rn(a[e], res[e]);
-        const rj_b128 packed = rj_ar_pack16<T>(h);
-        rj_st_b128(residual + (first + j) * 16u, packed);
-        rj_ar_unpack16<T>(packed, h);
-#pragma unroll
-        for (int e = 0; e < kElts; ++e) ss += rj_mul_rn(h[e], h[e]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < kElts; ++e) h[e] = 0.0f;
-      }
-#pragma unroll
-      for (int e = 0; e < kElts; ++e) y[k * (kElts / 4) + e / 4][e % 4] = h[e];
-    }
-    ss = Red()(rj_red_sum<rj_acc_f32>(), ss);
-    const float rstd = rj_rsqrt_rn(rj_div_rn(ss, (float)cols) + eps);
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-      float wv[kElts];
-      rj_ar_unpack16<T>(w[k], wv);
-#pragma unroll
-      for (int e = 0; e < kElts; ++e) {
-        float& o = y[k * (kElts / 4) + e / 4][e % 4];
-        o = rj_mul_rn(rj_mul_rn(o, rstd), wv[e]);
-      }
-    }
-{%- if fp8 %}
-    rj_fp8_scale_row<{% if fp8 == "qd" %}true{% else %}false{% endif %}>(y, c, Red(), threadIdx.x == 0, scale, row);
-{%- else %}
-    (void)c;
-{%- endif %}
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-      const rj_u64 j = threadIdx.x + (rj_u64)k * kThreads;
-      if (j >= row_packs) continue;
-{%- if fp8 %}
-      // 8 e4m3 values: one 8-byte store.
-      rj_u32 lo[1], hi[1];
-      rj_dtype_e4m3_sat::pack4(y[k * 2], lo);
-      rj_dtype_e4m3_sat::pack4(y[k * 2 + 1], hi);
-      rj_st_b64(out + (first + j) * kElts, rj_b64{lo[0], hi[0]});
-{%- else %}
-      float o[kElts];
-#pragma unroll
-      for (int e = 0; e < kElts; ++e) o[e] = y[k * (kElts / 4) + e / 4][e % 4];
-      rj_st_b128(out + (first + j) * 16u, rj_ar_pack16<T>(o));
-{%- endif %}
-    }
+    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
   }
   rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArEnd);
 }
+{%- endif %}

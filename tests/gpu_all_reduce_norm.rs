@@ -23,7 +23,9 @@ use redjit::codegen::spec::norm::Fp8Scale;
 use redjit::peer::LegacyAlloc;
 use redjit::reference::HostBuffer;
 use redjit::reference_norm::{NormInputs, RowWant, expect_ar_add_rms_norm};
-use redjit::{AllReduceSpec, DType, Error, F8E4M3, KernelInput, KernelOutput, KernelSpec};
+use redjit::{
+    AllReduceAlgo, AllReduceSpec, DType, Error, F8E4M3, KernelInput, KernelOutput, KernelSpec,
+};
 
 fn comm(world: u32) -> Option<Communicator> {
     common::gpu_or_skip()?;
@@ -32,7 +34,8 @@ fn comm(world: u32) -> Option<Communicator> {
             Placement::SameGpu { ordinal: 0, world },
             CommOptions::default()
                 .timeout(Duration::from_secs(10))
-                .max_bytes(16 << 20),
+                .max_bytes(16 << 20)
+                .ll_bytes(Some(LL_BYTES)),
         )
         .unwrap(),
     )
@@ -48,6 +51,9 @@ const SHAPES: [(usize, usize); 7] = [
     (129, 128),
     (3, 16),
 ];
+
+/// The largest message the LL kernel takes in these tests.
+const LL_BYTES: usize = 4 << 20;
 
 /// Guard elements past every output, poisoned and checked untouched.
 const GUARD: usize = 16;
@@ -143,6 +149,7 @@ fn run<T: Elem>(
             cols,
             eps: 1e-5,
             layout: spec.norm,
+            algo: Some(spec.algo),
         })
         .unwrap_or_else(|e| panic!("{} {rows}x{cols}: {e}", spec.name()));
     }
@@ -282,11 +289,24 @@ fn matches_the_twin<T: Elem>(test: &str, fp8s: &[Option<Fp8Scale>]) {
                     "no fused layout for {world} ranks of {rows}x{cols} {}",
                     T::DT
                 );
-                // Every layout the call may take (the default is the first).
-                for norm in layouts {
+                // Every layout the call may take (the default is the first),
+                // one-shot and, where it takes the call, LL.
+                let bytes = rows * cols * T::DT.info().bytes as usize;
+                let kernels = layouts.iter().flat_map(|&norm| {
+                    let ll = norm.fits_ll(world, T::DT) && bytes <= LL_BYTES;
+                    [
+                        Some(AllReduceAlgo::OneShot),
+                        ll.then_some(AllReduceAlgo::PushLl),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .map(move |algo| (norm, algo))
+                });
+                for (norm, algo) in kernels {
                     let spec = AllReduceSpec {
                         world,
                         dtype: T::DT,
+                        algo,
                         norm: Some(norm),
                         ..AllReduceSpec::default()
                     };
@@ -333,17 +353,16 @@ fn fused_f16_matches_the_twin_on_every_rank() {
 /// times with new inputs each time; after every replay each rank's residual
 /// and y are checked against the twin over the residual the replay before
 /// left (the residual is updated in place by each).
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn a_captured_call_replayed_1000_times() {
+fn replayed_1000_times(test: &str, algo: AllReduceAlgo) {
     use cudarc::driver::sys;
     let Some(c) = comm(2) else { return };
-    let mut rng = common::Rng::fresh("a_captured_call_replayed_1000_times");
+    let mut rng = common::Rng::fresh(test);
     let (rows, cols, w) = (4usize, 4096usize, 2usize);
     let n = rows * cols;
     let spec = AllReduceSpec {
         world: 2,
         dtype: DType::BF16,
+        algo,
         norm: ArNorm::for_row(2, DType::BF16, cols, Some(Fp8Scale::PerRow)),
         ..AllReduceSpec::default()
     };
@@ -398,6 +417,7 @@ fn a_captured_call_replayed_1000_times() {
             cols,
             eps: 1e-5,
             layout: None,
+            algo: Some(algo),
         })
     };
     // Compiled and loaded before capture (an eager call), then the residual
@@ -417,7 +437,9 @@ fn a_captured_call_replayed_1000_times() {
         .end_capture(sys::CUgraphInstantiate_flags(0))
         .unwrap()
         .expect("a captured graph");
-    assert_eq!(c.end_capture().unwrap(), 1);
+    // The one-shot kernel reads x through a table slot; the LL kernel in place.
+    let slots = u32::from(algo == AllReduceAlgo::OneShot);
+    assert_eq!(c.end_capture().unwrap(), slots);
     for it in 0..1000 {
         // Small inputs keep the residual's growth over 1000 replays modest.
         let host_x: Vec<Vec<bf16>> = (0..w)
@@ -482,6 +504,24 @@ fn a_captured_call_replayed_1000_times() {
     drop(legacy);
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_captured_one_shot_call_replayed_1000_times() {
+    replayed_1000_times(
+        "a_captured_one_shot_call_replayed_1000_times",
+        AllReduceAlgo::OneShot,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_captured_ll_call_replayed_1000_times() {
+    replayed_1000_times(
+        "a_captured_ll_call_replayed_1000_times",
+        AllReduceAlgo::PushLl,
+    );
+}
+
 /// A device buffer of a dtype the bad calls pick.
 enum Dev {
     F32(CudaSlice<f32>),
@@ -526,6 +566,7 @@ struct Shape {
     cols: usize,
     weights: usize,
     layout: Option<ArNorm>,
+    algo: Option<AllReduceAlgo>,
 }
 
 fn call_with(c: &Communicator, sh: Shape) -> Result<(), Error> {
@@ -563,6 +604,7 @@ fn call_with(c: &Communicator, sh: Shape) -> Result<(), Error> {
         cols: sh.cols,
         eps: 1e-5,
         layout: sh.layout,
+        algo: sh.algo,
     });
     c.synchronize()?;
     r
@@ -583,6 +625,7 @@ fn bad_calls_are_errors_before_any_launch() {
         cols,
         weights: 2,
         layout: None,
+        algo: None,
     };
     let fp8 = Shape {
         out: (DType::E4M3, n),
@@ -697,6 +740,25 @@ fn bad_calls_are_errors_before_any_launch() {
                 ..good
             },
             "do not hold rows of 4096",
+        ),
+        (
+            "a two-stage fused call",
+            Shape {
+                algo: Some(AllReduceAlgo::TwoStage),
+                ..good
+            },
+            "epilogue of the whole",
+        ),
+        (
+            "an LL call past ll_bytes",
+            Shape {
+                x: (DType::BF16, (LL_BYTES / 2) + 4096),
+                residual: (DType::BF16, (LL_BYTES / 2) + 4096),
+                out: (DType::BF16, (LL_BYTES / 2) + 4096),
+                algo: Some(AllReduceAlgo::PushLl),
+                ..good
+            },
+            "ll_bytes",
         ),
         (
             "a block of 384 threads",

@@ -127,6 +127,45 @@ __device__ __forceinline__ bool rj_ar_barrier(const rj_ar_ptrs& sig, rj_u32 rank
   return ok;
 }
 
+// ---- LL lines (NCCL's low-latency protocol): 8 bytes of data and a flag in
+// each 8-byte half of a 16-byte line, so a line's data is there when its flags
+// are (each 8-byte half lands whole).
+// Byte offset in a region of pack p's line h (0: its first 8 bytes, 1: its
+// last 8). A group of 32 packs keeps its 32 first lines, then its 32 last ones:
+// a warp's store of one half covers 512 contiguous bytes, whole sectors on the
+// link, where lines side by side would fill half of each sector per store.
+// The region holds whole groups (the launcher rounds ll_bytes up to 512).
+__device__ __forceinline__ rj_u64 rj_ll_line(rj_u64 p, int h) {
+  return ((p & ~(rj_u64)31) * 2u + (rj_u64)h * 32u + (p & 31u)) * 16u;
+}
+// Stores pack v as pack p's two lines, flagged c, into the region at `a`.
+__device__ __forceinline__ void rj_ll_send(rj_u64 a, rj_u64 p, rj_u32 c, rj_b128 v) {
+  rj_st_volatile_b128(a + rj_ll_line(p, 0), rj_b128{v.x, c, v.y, c});
+  rj_st_volatile_b128(a + rj_ll_line(p, 1), rj_b128{v.z, c, v.w, c});
+}
+// Waits until both lines of pack p in the region at `a` carry `c`, the call's
+// flag (false, with the error word written, once timeout_ns has passed), then
+// gives the pack's data.
+__device__ __forceinline__ bool rj_ll_recv(rj_u64 a, rj_u64 p, rj_u32 c, rj_u64 timeout_ns, rj_u64 error,
+                                           rj_u32 from, rj_b128& v) {
+  const rj_u64 a0 = a + rj_ll_line(p, 0), a1 = a + rj_ll_line(p, 1);
+  rj_b128 lo = rj_load_volatile::b128(a0), hi = rj_load_volatile::b128(a1);
+  if (lo.y != c || lo.w != c || hi.y != c || hi.w != c) {
+    const rj_u64 t0 = rj_globaltimer();
+    for (;;) {
+      lo = rj_load_volatile::b128(a0);
+      hi = rj_load_volatile::b128(a1);
+      if (lo.y == c && lo.w == c && hi.y == c && hi.w == c) break;
+      if (rj_globaltimer() - t0 > timeout_ns) {
+        rj_st_relaxed_sys(error, 0x80000000u | (kArData << 24) | (from << 16) | (blockIdx.x & 0xffffu));
+        return false;
+      }
+    }
+  }
+  v = rj_b128{lo.x, lo.z, hi.x, hi.z};
+  return true;
+}
+
 // ---- 16-byte packs of a dtype: 16 / T::kBytes elements, widened to f32.
 template <class T>
 __device__ __forceinline__ void rj_ar_unpack16(const rj_b128 p, float (&v)[16 / T::kBytes]) {

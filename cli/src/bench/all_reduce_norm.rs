@@ -8,7 +8,7 @@
 
 use cudarc::driver::CudaStream;
 use redjit_codegen::spec::ar_norm::ArNorm;
-use redjit_codegen::{NormOp, NormSpec};
+use redjit_codegen::{AllReduceAlgo, NormOp, NormSpec};
 use redjit_runtime::all_reduce::{AddRmsNorm, ArFp8Scales, Communicator};
 use redjit_runtime::{KernelInput, KernelOutput, Matrix, NormInPlace};
 
@@ -43,14 +43,15 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
         }
     );
     println!(
-        "{:>7} {:>7} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>10}",
+        "{:>7} {:>7} {:>9} {:>14} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11}",
         "tokens",
         "hidden",
         "bytes",
+        "kernel",
         "plain us",
+        "pair us",
         "fused us",
         "fp8 us",
-        "pair us",
         "pair/fused",
         "fused-plain"
     );
@@ -83,7 +84,11 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
             let call = comm.choose(bytes)?;
             let views: Vec<_> = xs.iter().filter_map(|b| b.view(n)).collect();
             let x: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
-            let fused = |fp8: bool, layout: ArNorm, bufs: &mut [RankBufs]| -> CliResult {
+            let fused = |fp8: bool,
+                         layout: ArNorm,
+                         algo: AllReduceAlgo,
+                         bufs: &mut [RankBufs]|
+             -> CliResult {
                 let (mut res, mut y, mut sc, mut w) =
                     (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                 for b in bufs.iter_mut() {
@@ -101,6 +106,7 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
                     cols: hidden,
                     eps: 1e-6,
                     layout: Some(layout),
+                    algo: Some(algo),
                 })?;
                 Ok(())
             };
@@ -151,17 +157,25 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
             let (plain_us, _) = time_calls(comm, a, false, &mut || plain(&mut bufs))?;
             let (pair_us, _) = time_calls(comm, a, false, &mut || pair(&mut bufs))?;
             for layout in ArNorm::candidates(world, dtype, hidden, None) {
-                let (fused_us, _) =
-                    time_calls(comm, a, false, &mut || fused(false, layout, &mut bufs))?;
-                let (fp8_us, _) =
-                    time_calls(comm, a, false, &mut || fused(true, layout, &mut bufs))?;
-                println!(
-                    "{tokens:>7} {hidden:>7} {:>9} {:>9} {plain_us:>9.2} {pair_us:>9.2} {fused_us:>9.2} {fp8_us:>9.2} {:>9.2}x {:>+11.2}",
-                    fmt_size(bytes as u64),
-                    format!("t{}x{}", layout.threads, layout.packs),
-                    pair_us / fused_us,
-                    fused_us - plain_us
-                );
+                let ll = layout.fits_ll(world, dtype);
+                let algos = [
+                    Some(AllReduceAlgo::PushLl).filter(|_| ll),
+                    Some(AllReduceAlgo::OneShot),
+                ];
+                for algo in algos.into_iter().flatten() {
+                    let (fused_us, _) = time_calls(comm, a, false, &mut || {
+                        fused(false, layout, algo, &mut bufs)
+                    })?;
+                    let (fp8_us, _) =
+                        time_calls(comm, a, false, &mut || fused(true, layout, algo, &mut bufs))?;
+                    println!(
+                        "{tokens:>7} {hidden:>7} {:>9} {:>14} {plain_us:>9.2} {pair_us:>9.2} {fused_us:>9.2} {fp8_us:>9.2} {:>9.2}x {:>+11.2}",
+                        fmt_size(bytes as u64),
+                        format!("{algo} t{}x{}", layout.threads, layout.packs),
+                        pair_us / fused_us,
+                        fused_us - plain_us
+                    );
+                }
             }
         }
     }

@@ -113,8 +113,14 @@ pub mod signal {
     pub const fn counter_offset(block: u32) -> usize {
         ((SLOTS * MAX_BLOCKS * MAX_WORLD + block) * 4) as usize
     }
+    /// Byte offset of the rank's fused LL call count (the fused all-reduce +
+    /// norm's LL kernel: its flag and buffer set; stored by the call's last
+    /// block).
+    pub const FUSED_COUNT: usize = counter_offset(MAX_BLOCKS);
+    /// Byte offset of the count of the fused LL call's blocks that finished.
+    pub const FUSED_DONE: usize = FUSED_COUNT + 4;
     /// Bytes the layout uses.
-    pub const USED_BYTES: usize = counter_offset(MAX_BLOCKS);
+    pub const USED_BYTES: usize = FUSED_DONE + 4;
     /// Bytes allocated per signal buffer (a round size; the rest is unused).
     pub const BYTES: usize = 16384;
     const _: () = assert!(USED_BYTES <= BYTES);
@@ -313,6 +319,8 @@ impl AllReduceSpec {
             stage: self.stage.slug(),
             norm_packs: self.norm.map_or(0, |n| n.packs),
             norm_min_blocks: self.norm.map_or(1, |n| n.min_blocks()),
+            fused_count_off: signal::FUSED_COUNT,
+            fused_done_off: signal::FUSED_DONE,
             fp8: self.norm.and_then(|n| n.fp8).map(|s| s.suffix()),
         }
     }
@@ -363,6 +371,10 @@ struct AllReduceContext {
     norm_packs: u32,
     /// The fused norm's blocks an SM (its launch bound's second number).
     norm_min_blocks: u32,
+    /// Where the fused LL kernel's call count and finished-blocks count lie
+    /// in the signal buffer.
+    fused_count_off: usize,
+    fused_done_off: usize,
     /// The fused norm's FP8 output: "qd" or "qs".
     fp8: Option<&'static str>,
 }
@@ -374,7 +386,7 @@ impl KernelSpec for AllReduceSpec {
 
     fn params(&self) -> Vec<Param> {
         if let Some(norm) = &self.norm {
-            return norm.params();
+            return norm.params(self.algo == AllReduceAlgo::PushLl);
         }
         let (input, third) = match self.algo {
             AllReduceAlgo::PushLl => ("in_ptr", "ll"),
@@ -499,13 +511,14 @@ impl KernelSpec for AllReduceSpec {
             }
         }
         if let Some(norm) = &self.norm {
-            let rule = if self.algo != AllReduceAlgo::OneShot
+            let rule = if !matches!(self.algo, AllReduceAlgo::OneShot | AllReduceAlgo::PushLl)
                 || self.cp_async
                 || self.stage != ArStage::Whole
             {
                 Some(format!(
-                    "the fused norm is an epilogue of the whole {} kernel (a block a row)",
-                    AllReduceAlgo::OneShot
+                    "the fused norm is an epilogue of the whole {} or {} kernel (a block a row)",
+                    AllReduceAlgo::OneShot,
+                    AllReduceAlgo::PushLl
                 ))
             } else if self.op != Op::Sum {
                 Some(format!("the fused norm follows a {} all-reduce", Op::Sum))
@@ -520,7 +533,7 @@ impl KernelSpec for AllReduceSpec {
             if let Some(rule) = rule {
                 return Err(SpecError::invalid("norm", norm.suffix(), rule));
             }
-            norm.validate(self.world, self.dtype)?;
+            norm.validate(self.world, self.dtype, self.algo == AllReduceAlgo::PushLl)?;
         }
         Ok(())
     }

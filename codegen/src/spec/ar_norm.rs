@@ -41,6 +41,10 @@ pub const SM_THREADS: u32 = 512;
 /// addresses, the loop and the reduction (with 24 left, 448 threads x 5 packs
 /// at two ranks spilled: tests/all_reduce_compile_grid.rs).
 const REGISTER_BUDGET: u32 = 65536 / SM_THREADS - 32;
+/// The LL kernel's budget: its polling (line addresses, timers, flags) takes
+/// about a third of the registers (at 80 and 96, layouts from 2 to 8 ranks
+/// spilled: tests/all_reduce_compile_grid.rs).
+const LL_REGISTER_BUDGET: u32 = 64;
 
 /// The fused epilogue of an all-reduce kernel: `residual = allreduce(x) +
 /// residual` (in place), `y = rms_norm(residual) * weight`.
@@ -137,9 +141,17 @@ impl ArNorm {
         })
     }
 
+    /// Whether the LL kernel takes this layout for `world` ranks of `dtype`
+    /// (within its smaller register budget).
+    pub fn fits_ll(&self, world: u32, dtype: DType) -> bool {
+        let elts = crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes;
+        row_registers(self.packs, world, elts) <= LL_REGISTER_BUDGET
+    }
+
     /// The rules of the fused layout, for a spec of `world` ranks of
-    /// `dtype` (the all-reduce spec checks what it is an epilogue of).
-    pub(crate) fn validate(&self, world: u32, dtype: DType) -> Result<(), SpecError> {
+    /// `dtype`, of the LL kernel with `ll` (the all-reduce spec checks what
+    /// it is an epilogue of).
+    pub(crate) fn validate(&self, world: u32, dtype: DType, ll: bool) -> Result<(), SpecError> {
         if !(MIN_THREADS..=MAX_THREADS).contains(&self.threads) || !self.threads.is_power_of_two() {
             return Err(SpecError::invalid(
                 "threads",
@@ -157,14 +169,20 @@ impl ArNorm {
             ));
         }
         let elts = crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes;
-        let (need, budget) = (row_registers(self.packs, world, elts), REGISTER_BUDGET);
+        let budget = if ll {
+            LL_REGISTER_BUDGET
+        } else {
+            REGISTER_BUDGET
+        };
+        let need = row_registers(self.packs, world, elts);
         if need > budget {
             return Err(SpecError::invalid(
                 "packs",
                 self.packs,
                 format!(
-                    "{} packs of {world} ranks take {need} registers a thread; a thread keeps {budget} for them",
-                    self.packs
+                    "{} packs of {world} ranks take {need} registers a thread; a thread of the {} kernel keeps {budget} for them",
+                    self.packs,
+                    if ll { "LL" } else { "one-shot" }
                 ),
             ));
         }
@@ -178,11 +196,19 @@ impl ArNorm {
         Ok(())
     }
 
-    /// The kernel's parameters.
-    pub(crate) fn params(&self) -> Vec<Param> {
-        vec![
-            Param::ptr("in_table"),
-            Param::peer_table("sig"),
+    /// The kernel's parameters: the one-shot kernel's, or with `ll` the LL
+    /// kernel's (its own input in place, the LL buffers, their region size).
+    pub(crate) fn params(&self, ll: bool) -> Vec<Param> {
+        let mut p = if ll {
+            vec![
+                Param::ptr("in_ptr"),
+                Param::peer_table("sig"),
+                Param::peer_table("ll"),
+            ]
+        } else {
+            vec![Param::ptr("in_table"), Param::peer_table("sig")]
+        };
+        p.extend([
             Param::ptr("residual_ptr"),
             Param::ptr("weight_ptr"),
             Param::ptr("out_ptr"),
@@ -193,7 +219,11 @@ impl ArNorm {
             Param::f32("eps"),
             Param::u64("timeout_ns"),
             Param::ptr("error_ptr"),
-        ]
+        ]);
+        if ll {
+            p.push(Param::u64("window"));
+        }
+        p
     }
 }
 
@@ -235,7 +265,11 @@ mod tests {
             for dtype in [DType::F32, DType::BF16] {
                 for cols in (8..40000).step_by(8 * 37) {
                     for a in ArNorm::candidates(world, dtype, cols, None) {
-                        a.validate(world, dtype).unwrap();
+                        a.validate(world, dtype, false).unwrap();
+                        assert_eq!(
+                            a.validate(world, dtype, true).is_ok(),
+                            a.fits_ll(world, dtype)
+                        );
                         assert!(a.holds(dtype, cols), "{a:?} {cols}");
                         assert!(!a.holds(dtype, cols + (a.threads * a.packs) as usize * 8));
                     }
@@ -256,5 +290,82 @@ mod tests {
         }
         assert_eq!(ArNorm::parse("512x"), None);
         assert_eq!(ArNorm::parse("512x1_qq"), None);
+    }
+
+    #[test]
+    fn fused_specs_round_trip_render_their_parameters_and_refuse_the_rest() {
+        use crate::spec::KernelSpec;
+        use crate::spec::all_reduce::{AllReduceSpec, ArStage};
+        use crate::{AllReduceAlgo, Op};
+        let mut seen = 0;
+        for world in 2..=8 {
+            for dtype in [DType::F32, DType::BF16, DType::F16] {
+                for cols in [1000, 4096, 8192] {
+                    for fp8 in [None, Some(Fp8Scale::PerRow), Some(Fp8Scale::Given)] {
+                        for norm in ArNorm::candidates(world, dtype, cols, fp8) {
+                            for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::PushLl] {
+                                let spec = AllReduceSpec {
+                                    world,
+                                    dtype,
+                                    algo,
+                                    norm: Some(norm),
+                                    ..AllReduceSpec::default()
+                                };
+                                let ok = !(fp8.is_some() && dtype == DType::F32)
+                                    && (algo == AllReduceAlgo::OneShot
+                                        || norm.fits_ll(world, dtype));
+                                assert_eq!(spec.validate().is_ok(), ok, "{}", spec.name());
+                                if !ok {
+                                    continue;
+                                }
+                                assert_eq!(spec.name().parse::<AllReduceSpec>().unwrap(), spec);
+                                crate::spec::check_params(&spec).unwrap();
+                                seen += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen > 300, "{seen}");
+        let norm = ArNorm::for_row(2, DType::BF16, 4096, None);
+        let base = AllReduceSpec {
+            norm,
+            ..AllReduceSpec::default()
+        };
+        for (bad, says) in [
+            (
+                AllReduceSpec {
+                    algo: AllReduceAlgo::TwoStage,
+                    ..base.clone()
+                },
+                "epilogue of the whole",
+            ),
+            (
+                AllReduceSpec {
+                    op: Op::Max,
+                    ..base.clone()
+                },
+                "follows a sum",
+            ),
+            (
+                AllReduceSpec {
+                    dtype: DType::F32,
+                    transport: Some(DType::BF16),
+                    ..base.clone()
+                },
+                "no quantized transport",
+            ),
+            (
+                AllReduceSpec {
+                    stage: ArStage::ReduceScatter,
+                    ..base.clone()
+                },
+                "invalid stage",
+            ),
+        ] {
+            let e = bad.validate().unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
     }
 }

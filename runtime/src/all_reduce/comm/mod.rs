@@ -280,6 +280,9 @@ pub struct Communicator {
     /// twice this) and where its buffer starts in each rank's scratch.
     ll_max: u64,
     ll_offset: u64,
+    /// Where the fused all-reduce + norm's LL buffer (as large as the LL
+    /// kernel's) starts in each rank's scratch.
+    fused_ll_offset: u64,
     /// The push kernels' grids, fixed at set-up (block b always owns the
     /// same packs, which its barrier count's parity relies on).
     push_blocks: u32,
@@ -558,7 +561,9 @@ impl Communicator {
                 .map(|r| self.runtimes[r.rt].function(spec))
                 .collect::<Result<Vec<_>>>()?;
             // The push kernels' grids were fixed at set-up: no occupancy query.
-            let share = match self.in_place(spec.algo) {
+            // The fused LL kernel's blocks poll each other's lines: its grid is
+            // what stays resident.
+            let share = match self.in_place(spec.algo).filter(|_| spec.norm.is_none()) {
                 Some(at) => at.grid,
                 None => self.resident_share(spec, &funcs[0], &self.runtimes[self.ranks[0].rt])?,
             };

@@ -34,6 +34,13 @@ pub struct AddRmsNorm<'c, 'b> {
     /// The kernel's layout (one of [`ArNorm::candidates`] for the rows; its
     /// `fp8` is taken from `scale`); `None`: [`ArNorm::for_row`]'s.
     pub layout: Option<ArNorm>,
+    /// The transport: [`AllReduceAlgo::PushLl`] (every rank's x read in
+    /// place, 16-byte aligned, at most `CommOptions::ll_bytes`; no barrier)
+    /// or [`AllReduceAlgo::OneShot`] (x staged, or read in place through a
+    /// table slot when captured; two barriers). `None`: LL where it takes the
+    /// call (the message, x's alignment and the layout's registers), else
+    /// one-shot.
+    pub algo: Option<AllReduceAlgo>,
 }
 
 /// How the fused call's FP8 output is scaled, one buffer per local rank.
@@ -76,6 +83,7 @@ impl Communicator {
             cols,
             eps,
             layout,
+            algo,
         } = a;
         let counts = [
             ("weights", weight.len()),
@@ -100,9 +108,24 @@ impl Communicator {
         let (res, dtype, n) = self.check_outputs(x, residual, Call::sum(AllReduceAlgo::OneShot))?;
         let norm = self.fused_layout(dtype, n, cols, scale.as_ref().map(|s| s.kind()), layout)?;
         let rows = n.checked_div(cols).unwrap_or(0);
+        let algo = match algo {
+            Some(a) => a,
+            None => {
+                let bytes = (n * dtype.info().bytes as usize) as u64;
+                let aligned = ins
+                    .addresses()
+                    .iter()
+                    .all(|a| a.is_multiple_of(u64::from(PACK_BYTES)));
+                if bytes <= self.ll_max && aligned && norm.fits_ll(self.world(), dtype) {
+                    AllReduceAlgo::PushLl
+                } else {
+                    AllReduceAlgo::OneShot
+                }
+            }
+        };
         let spec = AllReduceSpec {
             norm: Some(norm),
-            ..self.spec_of(dtype, Call::sum(AllReduceAlgo::OneShot), None)
+            ..self.spec_of(dtype, Call::sum(algo), None)
         };
         let kernel = self.kernel(&spec)?;
         let out_dtype = if norm.fp8.is_some() {
@@ -167,9 +190,8 @@ impl Communicator {
         if n == 0 {
             return Ok(());
         }
-        let slot = self.table_slot(&issue, &ins, n, dtype, None)?;
-        if issue.capturing {
-            // In place, a peer reads x while this rank writes out.
+        if issue.capturing || algo == AllReduceAlgo::PushLl {
+            // In place, this rank's (or a peer's) reads of x meet the writes of out.
             for (i, (&xa, &o)) in ins.addresses().iter().zip(&outs).enumerate() {
                 let (xb, ob) = (
                     (n * dtype.info().bytes as usize) as u64,
@@ -179,21 +201,40 @@ impl Communicator {
                     return Err(comm_err(
                         "output",
                         format!(
-                            "local rank {i}'s output {o:#x} overlaps its captured input {xa:#x}, which peers read in place"
+                            "local rank {i}'s output {o:#x} overlaps its input {xa:#x}, which is read in place"
                         ),
                     ));
                 }
             }
         }
+        let inputs_at = if algo == AllReduceAlgo::PushLl {
+            // Each rank reads its own x in place and sends it as LL lines.
+            let own = self.push_inputs(algo, &ins, n * dtype.info().bytes as usize)?;
+            self.fork.fan_out(self.stream(), self.rank_streams())?;
+            InputsAt::InPlace(own)
+        } else {
+            InputsAt::Table(self.table_slot(&issue, &ins, n, dtype, None)?)
+        };
         let blocks = (rows.min(MAX_BLOCKS as usize) as u32)
             .min(kernel.share)
             .min(self.max_blocks)
             .max(1);
         let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
         let (rows64, cols64) = (rows as u64, cols as u64);
+        // The LL kernel's buffers: two sets of world regions of two lines a
+        // pack of ll_max bytes.
+        let fused_ll = PtrTable(
+            self.tables[2]
+                .0
+                .map(|a| if a == 0 { 0 } else { a + self.fused_ll_offset }),
+        );
+        let window = 2 * self.ll_max;
         for (i, (rank, func)) in self.ranks.iter().zip(&kernel.funcs).enumerate() {
             let r = rank.id as usize;
-            let in_table = rank.in_tables.ptr() + u64::from(slot) * TABLE_BYTES;
+            let input = match inputs_at {
+                InputsAt::InPlace(own) => own[i],
+                InputsAt::Table(slot) => rank.in_tables.ptr() + u64::from(slot) * TABLE_BYTES,
+            };
             let rank_u32 = r as u32;
             let cfg = LaunchConfig {
                 grid_dim: (blocks, 1, 1),
@@ -201,9 +242,11 @@ impl Communicator {
                 shared_mem_bytes: 0,
             };
             let mut args = CheckedArgs::new(&rank.stream, func, &spec, &kernel.params);
-            args.ptr(&in_table)
-                .peer_table(&self.tables[1])
-                .ptr(&res.addresses[i])
+            args.ptr(&input).peer_table(&self.tables[1]);
+            if algo == AllReduceAlgo::PushLl {
+                args.peer_table(&fused_ll);
+            }
+            args.ptr(&res.addresses[i])
                 .ptr(&weights[i])
                 .ptr(&outs[i])
                 .ptr(&scales[i])
@@ -213,12 +256,18 @@ impl Communicator {
                 .f32(&eps)
                 .u64(&timeout_ns)
                 .ptr(&rank.error_ptr);
+            if algo == AllReduceAlgo::PushLl {
+                args.u64(&window);
+            }
             let mut args = args.ready()?;
             // SAFETY: the kernel was generated from `spec` and takes these
             // parameters in this order (CheckedArgs held them to its list):
             // the input table slot (live, 64 bytes; a captured slot is
             // written at end_capture, before any replay) whose entries hold
-            // rows x cols elements (check_call), the signal table, this rank's
+            // rows x cols elements (check_call), or for the LL kernel this
+            // rank's x (n elements, 16-byte aligned, at most ll_max bytes:
+            // push_inputs); the signal table (and the LL kernel's buffers,
+            // two sets of world regions of `window` bytes each); this rank's
             // residual (n elements, 16-byte aligned: check_outputs), weight
             // (cols, aligned), output (n of out_dtype, aligned, apart from the
             // residual and a captured input) and scale buffer (rows or 1 f32,

@@ -112,7 +112,11 @@ impl Communicator {
             .min(opts.max_bytes)
             .next_multiple_of(32 * PACK_BYTES as usize);
         let ll_offset = push_offset + 2 * world as usize * push_window;
-        let scratch_bytes = ll_offset + 2 * world as usize * 2 * ll_max;
+        // The fused all-reduce + norm's LL buffer, as large: its lines' flags
+        // are its own call counts, which the plain LL kernel's lines must
+        // never be mistaken for.
+        let fused_ll_offset = ll_offset + 2 * world as usize * 2 * ll_max;
+        let scratch_bytes = fused_ll_offset + 2 * world as usize * 2 * ll_max;
         let per_gpu = match &placement {
             Placement::Devices { .. } => 1,
             Placement::SameGpu { world, .. } => *world,
@@ -233,6 +237,7 @@ impl Communicator {
             push_offset: push_offset as u64,
             ll_max: ll_max as u64,
             ll_offset: ll_offset as u64,
+            fused_ll_offset: fused_ll_offset as u64,
             push_blocks,
             ll_blocks,
             max_blocks,
