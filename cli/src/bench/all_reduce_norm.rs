@@ -43,11 +43,12 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
         }
     );
     println!(
-        "{:>7} {:>7} {:>9} {:>14} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11}",
+        "{:>7} {:>7} {:>9} {:>8} {:>14} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11}",
         "tokens",
         "hidden",
         "bytes",
-        "kernel",
+        "plain",
+        "fused kernel",
         "plain us",
         "pair us",
         "fused us",
@@ -169,8 +170,9 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
                     let (fp8_us, _) =
                         time_calls(comm, a, false, &mut || fused(true, layout, algo, &mut bufs))?;
                     println!(
-                        "{tokens:>7} {hidden:>7} {:>9} {:>14} {plain_us:>9.2} {pair_us:>9.2} {fused_us:>9.2} {fp8_us:>9.2} {:>9.2}x {:>+11.2}",
+                        "{tokens:>7} {hidden:>7} {:>9} {:>8} {:>14} {plain_us:>9.2} {pair_us:>9.2} {fused_us:>9.2} {fp8_us:>9.2} {:>9.2}x {:>+11.2}",
                         fmt_size(bytes as u64),
+                        call.algo.to_string(),
                         format!("{algo} t{}x{}", layout.threads, layout.packs),
                         pair_us / fused_us,
                         fused_us - plain_us

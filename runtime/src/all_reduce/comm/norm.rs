@@ -37,9 +37,10 @@ pub struct AddRmsNorm<'c, 'b> {
     /// The transport: [`AllReduceAlgo::PushLl`] (every rank's x read in
     /// place, 16-byte aligned, at most `CommOptions::ll_bytes`; no barrier)
     /// or [`AllReduceAlgo::OneShot`] (x staged, or read in place through a
-    /// table slot when captured; two barriers). `None`: LL where it takes the
-    /// call (the message, x's alignment and the layout's registers), else
-    /// one-shot.
+    /// table slot when captured; two barriers). `None`: LL where the choice
+    /// table picks the LL kernel for the plain all-reduce of these bytes and
+    /// the LL kernel takes the call (x's alignment, the layout's registers),
+    /// else one-shot.
     pub algo: Option<AllReduceAlgo>,
 }
 
@@ -111,12 +112,21 @@ impl Communicator {
         let algo = match algo {
             Some(a) => a,
             None => {
-                let bytes = (n * dtype.info().bytes as usize) as u64;
+                // LL where the choice table sends the plain all-reduce of these
+                // bytes to its LL kernel: past that, polling a row's lines
+                // costs more than the one-shot kernel's two barriers.
+                let bytes = n * dtype.info().bytes as usize;
+                let table_ll =
+                    self.algos.choose(self.world(), bytes)?.algo == AllReduceAlgo::PushLl;
                 let aligned = ins
                     .addresses()
                     .iter()
                     .all(|a| a.is_multiple_of(u64::from(PACK_BYTES)));
-                if bytes <= self.ll_max && aligned && norm.fits_ll(self.world(), dtype) {
+                if table_ll
+                    && bytes as u64 <= self.ll_max
+                    && aligned
+                    && norm.fits_ll(self.world(), dtype)
+                {
                     AllReduceAlgo::PushLl
                 } else {
                     AllReduceAlgo::OneShot
