@@ -231,10 +231,11 @@ fn check<T: Elem>(
                 panic!("{what}: y row {r} col {c}: {e}");
             }
         }
-        if let Some(s) = &row.scale {
-            if let Err(e) = s.check(DType::F32, got.scales[0][r].to_bits()) {
-                panic!("{what}: scale of row {r}: {e}");
-            }
+        if let Some(Err(e)) = row
+            .scale
+            .map(|s| s.check(DType::F32, got.scales[0][r].to_bits()))
+        {
+            panic!("{what}: scale of row {r}: {e}");
         }
     }
     for g in &got.y[0][rows * cols..] {
