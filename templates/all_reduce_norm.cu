@@ -180,11 +180,28 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
       if (j >= row_packs) continue;
       r[kk] = rj_load_plain::b128(residual + (first + j) * 16u);
       w[kk] = rj_load_nc::b128(weight + j * 16u);
+{%- if ll_batched %}
+      // Every peer's two lines of the pack asked for at once (one round trip
+      // where they have landed, as they mostly have); a peer's whose flags
+      // are not there yet is polled alone.
+      rj_b128 lo[kRanks], hi[kRanks];
+#pragma unroll
+      for (int q = 0; q < kRanks; ++q) {
+        if (q == (int)rank) continue;
+        const rj_u64 a = local + (rj_u64)q * window;
+        lo[q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 0));
+        hi[q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 1));
+      }
+{%- endif %}
 #pragma unroll
       for (int q = 0; q < kRanks; ++q) {
         rj_b128 got = rj_b128{0u, 0u, 0u, 0u};
         if (q == (int)rank) {
           got = rj_load_plain::b128(in + (first + j) * 16u);
+{%- if ll_batched %}
+        } else if (lo[q].y == flag && lo[q].w == flag && hi[q].y == flag && hi[q].w == flag) {
+          got = rj_b128{lo[q].x, lo[q].z, hi[q].x, hi[q].z};
+{%- endif %}
         } else if (ok) {
           ok = rj_ll_recv(local + (rj_u64)q * window, first + j, flag, timeout_ns, error, (rj_u32)q, got);
         }

@@ -319,6 +319,9 @@ impl AllReduceSpec {
             stage: self.stage.slug(),
             norm_packs: self.norm.map_or(0, |n| n.packs),
             norm_min_blocks: self.norm.map_or(1, |n| n.min_blocks()),
+            ll_batched: self
+                .norm
+                .is_some_and(|n| n.ll_batched(self.world, self.dtype)),
             fused_count_off: signal::FUSED_COUNT,
             fused_done_off: signal::FUSED_DONE,
             fp8: self.norm.and_then(|n| n.fp8).map(|s| s.suffix()),
@@ -371,6 +374,8 @@ struct AllReduceContext {
     norm_packs: u32,
     /// The fused norm's blocks an SM (its launch bound's second number).
     norm_min_blocks: u32,
+    /// The fused LL kernel asks for every peer's lines of a pack at once.
+    ll_batched: bool,
     /// Where the fused LL kernel's call count and finished-blocks count lie
     /// in the signal buffer.
     fused_count_off: usize,

@@ -45,6 +45,9 @@ const REGISTER_BUDGET: u32 = 65536 / SM_THREADS - 32;
 /// about a third of the registers (at 80 and 96, layouts from 2 to 8 ranks
 /// spilled: tests/all_reduce_compile_grid.rs).
 const LL_REGISTER_BUDGET: u32 = 64;
+/// The LL kernel's budget for the row state and every peer's lines of a
+/// pack at once (at 80, 6 ranks spilled: tests/all_reduce_compile_grid.rs).
+const LL_BATCHED_BUDGET: u32 = 72;
 
 /// The fused epilogue of an all-reduce kernel: `residual = allreduce(x) +
 /// residual` (in place), `y = rms_norm(residual) * weight`.
@@ -146,6 +149,14 @@ impl ArNorm {
     pub fn fits_ll(&self, world: u32, dtype: DType) -> bool {
         let elts = crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes;
         row_registers(self.packs, world, elts) <= LL_REGISTER_BUDGET
+    }
+
+    /// Whether the LL kernel asks for every peer's lines of a pack at once
+    /// (a round trip a pack, not a peer), which holds both lines of each
+    /// peer's pack (8 registers a peer) beside the row state.
+    pub fn ll_batched(&self, world: u32, dtype: DType) -> bool {
+        let elts = crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes;
+        row_registers(self.packs, world, elts) + 8 * (world - 1) <= LL_BATCHED_BUDGET
     }
 
     /// The rules of the fused layout, for a spec of `world` ranks of
@@ -260,6 +271,12 @@ mod tests {
         assert_eq!(c(2, DType::BF16, 8192), [(512, 2), (256, 4)]);
         assert_eq!(c(8, DType::BF16, 8192), [(512, 2)]);
         assert_eq!(c(2, DType::BF16, 1000), [(128, 1)]);
+        // The LL kernel asks for every peer's lines at once where that fits.
+        let wide = |world, cols| ArNorm::for_row(world, DType::BF16, cols, None).unwrap();
+        assert!(wide(2, 4096).ll_batched(2, DType::BF16));
+        assert!(wide(4, 4096).ll_batched(4, DType::BF16));
+        assert!(!wide(8, 4096).ll_batched(8, DType::BF16));
+        assert!(wide(8, 4096).fits_ll(8, DType::BF16));
         // Every layout it offers is valid and holds the row.
         for world in 2..=8 {
             for dtype in [DType::F32, DType::BF16] {
