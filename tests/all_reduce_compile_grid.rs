@@ -118,7 +118,7 @@ fn every_stage_kernel_compiles_and_ptxas_reports_no_spills() {
 /// picks only valid layouts), and bf16 with the FP8 per-row output; the
 /// one-shot and the LL kernel of each.
 fn fused_norm_grid() -> Vec<AllReduceSpec> {
-    use redjit::codegen::spec::ar_norm::{ArNorm, MAX_PACKS, MAX_THREADS, MIN_THREADS};
+    use redjit::codegen::spec::all_reduce::norm::{ArNorm, MAX_PACKS, MAX_THREADS, MIN_THREADS};
     use redjit::codegen::spec::norm::Fp8Scale;
     let mut out = Vec::new();
     for world in MIN_WORLD..=MAX_WORLD {

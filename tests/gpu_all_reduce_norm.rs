@@ -18,7 +18,7 @@ use common::ar::{Elem, rank_stream};
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use redjit::all_reduce::{AddRmsNorm, ArFp8Scales, CommOptions, Communicator, Placement};
-use redjit::codegen::spec::ar_norm::ArNorm;
+use redjit::codegen::spec::all_reduce::norm::ArNorm;
 use redjit::codegen::spec::norm::Fp8Scale;
 use redjit::peer::LegacyAlloc;
 use redjit::reference::HostBuffer;

@@ -9,7 +9,6 @@
 //! in L2 (at 2^28 elements one copy is already 20x L2).
 
 mod all_reduce;
-mod all_reduce_norm;
 pub(crate) mod nms;
 pub mod norm;
 pub mod reduce;

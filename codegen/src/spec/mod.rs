@@ -1,7 +1,6 @@
 //! Kernel specs: plain Rust values that describe one kernel configuration.
 
 pub mod all_reduce;
-pub mod ar_norm;
 pub mod nms;
 pub mod norm;
 pub mod reduce;

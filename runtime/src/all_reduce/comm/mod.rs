@@ -37,6 +37,14 @@
 //! data each) into LL buffers after the push buffers (two sets of `world`
 //! regions of twice `CommOptions::ll_bytes`), with no barrier.
 //!
+//! The fused all-reduce + residual + RMS norm
+//! ([`Communicator::all_reduce_add_rms_norm`], `comm/norm.rs`) runs the
+//! one-shot kernel's barriers and input table, or an LL kernel of its own:
+//! lines into a fused LL buffer after the LL kernel's (as large), flagged with
+//! a per-rank call count kept in the signal buffer's spare words (its
+//! row-to-block mapping changes with the row length, so it cannot share the
+//! LL kernel's per-block counts).
+//!
 //! One process per GPU ([`Placement::Process`]): each process creates its
 //! rank's buffers, zeroes its signal buffer and synchronises, then exchanges
 //! the IPC handles of staging, signal and scratch through

@@ -2,7 +2,7 @@
 //! tensor-parallel inference runs after every attention and MLP block, in one
 //! kernel per rank (`templates/all_reduce_norm.cu`).
 
-use redjit_codegen::spec::ar_norm::{ArNorm, MAX_PACKS, MAX_THREADS};
+use redjit_codegen::spec::all_reduce::norm::{ArNorm, MAX_PACKS, MAX_THREADS};
 use redjit_codegen::spec::norm::Fp8Scale;
 
 use super::*;

@@ -69,8 +69,10 @@ use serde::Serialize;
 use crate::error::SpecError;
 use crate::params::Param;
 use crate::registry::{AllReduceAlgo, Arch, DType, Family, Op};
-pub use crate::spec::ar_norm::ArNorm;
+pub mod norm;
+
 use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
+pub use norm::ArNorm;
 
 /// Fewest and most ranks a kernel is generated for (one host: up to 8 GPUs).
 pub const MIN_WORLD: u32 = 2;
@@ -150,7 +152,7 @@ pub struct AllReduceSpec {
     /// them (`_rs` / `_ag` in names; see `redjit_runtime::all_reduce::comm`).
     pub stage: ArStage,
     /// `Some`: the fused residual + RMS norm epilogue (`_addrms_...` in
-    /// names; see [`crate::spec::ar_norm`]): one-shot sums only.
+    /// names; see [`norm`]): one-shot sums only.
     pub norm: Option<ArNorm>,
 }
 
@@ -618,7 +620,7 @@ impl FromStr for AllReduceSpec {
             crate::spec::name_format(crate::registry::Family::AllReduce)
         );
         let rest = name_rest(s, Family::AllReduce, what, format)?;
-        let (rest, norm) = match rest.split_once(crate::spec::ar_norm::MARK) {
+        let (rest, norm) = match rest.split_once(norm::MARK) {
             Some((r, n)) => (
                 r,
                 Some(ArNorm::parse(n).ok_or_else(|| {

@@ -72,7 +72,7 @@ impl ArNorm {
     /// registers. Empty where the row is no whole number of packs or no
     /// layout holds it.
     pub fn candidates(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Vec<ArNorm> {
-        let elts = (crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes) as usize;
+        let elts = (super::PACK_BYTES / dtype.info().bytes) as usize;
         if cols == 0 || !cols.is_multiple_of(elts) {
             return Vec::new();
         }
@@ -116,7 +116,7 @@ impl ArNorm {
 
     /// Whether this layout holds rows of `cols` elements of `dtype`.
     pub fn holds(&self, dtype: DType, cols: usize) -> bool {
-        let elts = (crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes) as usize;
+        let elts = (super::PACK_BYTES / dtype.info().bytes) as usize;
         cols > 0 && cols.is_multiple_of(elts) && cols / elts <= (self.threads * self.packs) as usize
     }
 
@@ -147,7 +147,7 @@ impl ArNorm {
     /// Whether the LL kernel takes this layout for `world` ranks of `dtype`
     /// (within its smaller register budget).
     pub fn fits_ll(&self, world: u32, dtype: DType) -> bool {
-        let elts = crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes;
+        let elts = super::PACK_BYTES / dtype.info().bytes;
         row_registers(self.packs, world, elts) <= LL_REGISTER_BUDGET
     }
 
@@ -155,7 +155,7 @@ impl ArNorm {
     /// (a round trip a pack, not a peer), which holds both lines of each
     /// peer's pack (8 registers a peer) beside the row state.
     pub fn ll_batched(&self, world: u32, dtype: DType) -> bool {
-        let elts = crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes;
+        let elts = super::PACK_BYTES / dtype.info().bytes;
         row_registers(self.packs, world, elts) + 8 * (world - 1) <= LL_BATCHED_BUDGET
     }
 
@@ -179,7 +179,7 @@ impl ArNorm {
                 format!("a fused norm's thread holds 1 to {MAX_PACKS} packs of a row"),
             ));
         }
-        let elts = crate::spec::all_reduce::PACK_BYTES / dtype.info().bytes;
+        let elts = super::PACK_BYTES / dtype.info().bytes;
         let budget = if ll {
             LL_REGISTER_BUDGET
         } else {

@@ -24,6 +24,7 @@
 //! all-reduce, one process per GPU); "vs best" is the fastest of the three over
 //! ours.
 
+mod norm;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -478,7 +479,7 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             .ll_blocks(a.ll_blocks),
     )?;
     if a.fused_norm {
-        return super::all_reduce_norm::run_fused(&comm, a);
+        return norm::run_fused(&comm, a);
     }
     let world = comm.world();
     let local = comm.local_ranks();

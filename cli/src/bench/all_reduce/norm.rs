@@ -7,12 +7,12 @@
 //! from a CUDA graph); one process drives every rank.
 
 use cudarc::driver::CudaStream;
-use redjit_codegen::spec::ar_norm::ArNorm;
+use redjit_codegen::spec::all_reduce::norm::ArNorm;
 use redjit_codegen::{AllReduceAlgo, NormOp, NormSpec};
 use redjit_runtime::all_reduce::{AddRmsNorm, ArFp8Scales, Communicator};
 use redjit_runtime::{KernelInput, KernelOutput, Matrix, NormInPlace};
 
-use super::all_reduce::{AllReduceBenchArgs, LegacyInput, time_calls};
+use super::{AllReduceBenchArgs, LegacyInput, time_calls};
 use crate::devbuf::{DevBuf, Filler};
 use crate::error::{CliResult, DriverContext};
 use crate::sizes::fmt_size;
