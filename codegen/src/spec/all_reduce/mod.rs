@@ -8,7 +8,7 @@
 //! use redjit_codegen::spec::all_reduce::ArStage;
 //! use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 //!
-//! let spec = AllReduceSpec { world: 4, dtype: DType::BF16, op: Op::Sum, algo: AllReduceAlgo::TwoStage, cp_async: true, transport: None, stage: ArStage::Whole };
+//! let spec = AllReduceSpec { world: 4, dtype: DType::BF16, op: Op::Sum, algo: AllReduceAlgo::TwoStage, cp_async: true, transport: None, stage: ArStage::Whole, norm: None };
 //! assert_eq!(spec.name(), "all_reduce_r4_bf16_sum_twostage_cpasync");
 //! assert_eq!(spec.name().parse::<AllReduceSpec>().unwrap(), spec);
 //! let src = spec.render().unwrap();
@@ -22,6 +22,12 @@
 //! // The hierarchical mode's reduce-scatter alone (NCCL across hosts follows it).
 //! let rs = AllReduceSpec { stage: ArStage::ReduceScatter, ..spec };
 //! assert_eq!(rs.name(), "all_reduce_r4_bf16_sum_twostage_cpasync_rs");
+//!
+//! // All-reduce + residual + RMS norm in one kernel, a block a row (`norm`).
+//! use redjit_codegen::spec::all_reduce::ArNorm;
+//! let fused = AllReduceSpec { world: 4, norm: ArNorm::for_row(4, DType::BF16, 4096, None), ..AllReduceSpec::default() };
+//! assert_eq!(fused.name(), "all_reduce_r4_bf16_sum_oneshot_addrms_t512x1");
+//! assert_eq!(fused.name().parse::<AllReduceSpec>().unwrap(), fused);
 //! ```
 //!
 //! ## Quantized transport (`transport: Some(bf16)`, issue 12 item 7)
