@@ -41,6 +41,7 @@ pub mod cache;
 mod device;
 mod elem;
 mod error;
+mod extent;
 pub mod fp8;
 mod hash;
 pub mod identity;

@@ -30,6 +30,7 @@ use redjit_codegen::{DType, KernelSpec, Op, ReduceCopySpec, Rounding};
 
 use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
+use crate::extent::Extent;
 use crate::launch_args::CheckedArgs;
 use crate::runtime::Runtime;
 
@@ -418,20 +419,6 @@ impl ReduceCopyKernel<'_> {
     }
 }
 
-/// The bytes a buffer covers in one launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Extent {
-    address: u64,
-    bytes: u64,
-}
-
-impl Extent {
-    fn overlaps(&self, other: &Extent) -> bool {
-        self.address < other.address.saturating_add(other.bytes)
-            && other.address < self.address.saturating_add(self.bytes)
-    }
-}
-
 /// Element i of a destination is written by the thread that reads element i of
 /// every source, so a destination may be a source exactly (in place: same start,
 /// same dtype, hence the same bytes); any other overlap, with a source or with the
@@ -462,7 +449,8 @@ fn overlap_violation(srcs: &[Extent], dsts: &[Extent]) -> Option<(String, String
 
 #[cfg(test)]
 mod tests {
-    use super::{Extent, overlap_violation};
+    use super::overlap_violation;
+    use crate::extent::Extent;
 
     fn e(address: u64, bytes: u64) -> Extent {
         Extent { address, bytes }

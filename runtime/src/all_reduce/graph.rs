@@ -48,6 +48,7 @@
 
 #![warn(missing_docs)]
 
+use crate::extent::Extent;
 use redjit_codegen::spec::all_reduce::PACK_BYTES;
 
 use crate::error::{Error, Result};
@@ -258,8 +259,11 @@ impl GraphRecord {
     }
 
     fn overlaps(&self, other: &GraphRecord) -> bool {
-        self.base < other.base.saturating_add(other.size)
-            && other.base < self.base.saturating_add(self.size)
+        let extent = |r: &GraphRecord| Extent {
+            address: r.base,
+            bytes: r.size,
+        };
+        extent(self).overlaps(&extent(other))
     }
 }
 

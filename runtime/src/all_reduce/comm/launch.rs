@@ -1,6 +1,7 @@
 //! Issuing one call: its inputs staged or read in place, its kernels launched on every rank.
 
 use super::*;
+use crate::extent::Extent;
 use crate::launch_args::CheckedArgs;
 
 impl Communicator {
@@ -181,7 +182,16 @@ impl Communicator {
         let bytes = (n * dtype.info().bytes as usize) as u64;
         for ((rank, &out), i) in self.ranks.iter().zip(&addresses).zip(0..) {
             let staging = rank.staging.ptr();
-            if n > 0 && out < staging + rank.staging.bytes() as u64 && staging < out + bytes {
+            let staged = Extent {
+                address: staging,
+                bytes: rank.staging.bytes() as u64,
+            };
+            if n > 0
+                && staged.overlaps(&Extent {
+                    address: out,
+                    bytes,
+                })
+            {
                 return Err(comm_err(
                     "output",
                     format!(
