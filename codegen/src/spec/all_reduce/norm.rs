@@ -25,10 +25,15 @@ pub const MIN_THREADS: u32 = 128;
 /// every layout that needed it spilled (ptxas 13.0, sm_90).
 pub const MAX_THREADS: u32 = 512;
 
+/// Elements of `dtype` in a 16-byte pack.
+fn pack_elts(dtype: DType) -> u32 {
+    super::PACK_BYTES / dtype.info().bytes
+}
+
 /// Registers a thread's row state takes: every rank's packs, the residual's
-/// and the weight's (4 each), and the row's values in f32 (`elts` a pack).
-fn row_registers(packs: u32, world: u32, elts: u32) -> u32 {
-    packs * (4 * world + 8 + elts)
+/// and the weight's (4 each), and the row's values in f32 (a pack's elements).
+fn row_registers(packs: u32, world: u32, dtype: DType) -> u32 {
+    packs * (4 * world + 8 + pack_elts(dtype))
 }
 
 /// Threads of every layout an SM holds: a block of `threads` is launched
@@ -72,31 +77,9 @@ impl ArNorm {
     /// registers. Empty where the row is no whole number of packs or no
     /// layout holds it.
     pub fn candidates(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Vec<ArNorm> {
-        let elts = (super::PACK_BYTES / dtype.info().bytes) as usize;
-        if cols == 0 || !cols.is_multiple_of(elts) {
-            return Vec::new();
-        }
-        let row_packs = cols / elts;
         let mut out: Vec<ArNorm> = Vec::new();
-        for threads in [512, 256, 128] {
-            let Ok(packs) = u32::try_from(row_packs.div_ceil(threads as usize)) else {
-                continue;
-            };
-            // A row that a narrower block covers at one pack a thread takes it.
-            let threads = if packs == 1 {
-                (row_packs.next_power_of_two() as u32).clamp(MIN_THREADS, threads)
-            } else {
-                threads
-            };
-            let a = ArNorm {
-                threads,
-                packs,
-                fp8,
-            };
-            if packs <= MAX_PACKS
-                && row_registers(packs, world, elts as u32) <= REGISTER_BUDGET
-                && !out.contains(&a)
-            {
+        for a in Self::layouts(world, dtype, cols, fp8) {
+            if !out.contains(&a) {
                 out.push(a);
             }
         }
@@ -106,7 +89,36 @@ impl ArNorm {
     /// The layout the call takes unless told: the widest block (the fewest
     /// packs a thread). `None` where no layout holds the row.
     pub fn for_row(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Option<ArNorm> {
-        Self::candidates(world, dtype, cols, fp8).first().copied()
+        Self::layouts(world, dtype, cols, fp8).next()
+    }
+
+    /// [`Self::candidates`] in order, a short row's one layout perhaps more
+    /// than once (no allocation: the call's default takes the first).
+    fn layouts(
+        world: u32,
+        dtype: DType,
+        cols: usize,
+        fp8: Option<Fp8Scale>,
+    ) -> impl Iterator<Item = ArNorm> {
+        let elts = pack_elts(dtype) as usize;
+        let row_packs = (cols > 0 && cols.is_multiple_of(elts)).then_some(cols / elts);
+        [512u32, 256, 128].into_iter().filter_map(move |threads| {
+            let row_packs = row_packs?;
+            let packs = u32::try_from(row_packs.div_ceil(threads as usize)).ok()?;
+            // A row that a narrower block covers at one pack a thread takes it.
+            let threads = if packs == 1 {
+                (row_packs.next_power_of_two() as u32).clamp(MIN_THREADS, threads)
+            } else {
+                threads
+            };
+            (packs <= MAX_PACKS && row_registers(packs, world, dtype) <= REGISTER_BUDGET).then_some(
+                ArNorm {
+                    threads,
+                    packs,
+                    fp8,
+                },
+            )
+        })
     }
 
     /// Blocks an SM runs at once (the launch bound's second number).
@@ -116,7 +128,7 @@ impl ArNorm {
 
     /// Whether this layout holds rows of `cols` elements of `dtype`.
     pub fn holds(&self, dtype: DType, cols: usize) -> bool {
-        let elts = (super::PACK_BYTES / dtype.info().bytes) as usize;
+        let elts = pack_elts(dtype) as usize;
         cols > 0 && cols.is_multiple_of(elts) && cols / elts <= (self.threads * self.packs) as usize
     }
 
@@ -147,16 +159,14 @@ impl ArNorm {
     /// Whether the LL kernel takes this layout for `world` ranks of `dtype`
     /// (within its smaller register budget).
     pub fn fits_ll(&self, world: u32, dtype: DType) -> bool {
-        let elts = super::PACK_BYTES / dtype.info().bytes;
-        row_registers(self.packs, world, elts) <= LL_REGISTER_BUDGET
+        row_registers(self.packs, world, dtype) <= LL_REGISTER_BUDGET
     }
 
     /// Whether the LL kernel asks for every peer's lines of a pack at once
     /// (a round trip a pack, not a peer), which holds both lines of each
     /// peer's pack (8 registers a peer) beside the row state.
     pub fn ll_batched(&self, world: u32, dtype: DType) -> bool {
-        let elts = super::PACK_BYTES / dtype.info().bytes;
-        row_registers(self.packs, world, elts) + 8 * (world - 1) <= LL_BATCHED_BUDGET
+        row_registers(self.packs, world, dtype) + 8 * (world - 1) <= LL_BATCHED_BUDGET
     }
 
     /// The rules of the fused layout, for a spec of `world` ranks of
@@ -179,13 +189,12 @@ impl ArNorm {
                 format!("a fused norm's thread holds 1 to {MAX_PACKS} packs of a row"),
             ));
         }
-        let elts = super::PACK_BYTES / dtype.info().bytes;
         let budget = if ll {
             LL_REGISTER_BUDGET
         } else {
             REGISTER_BUDGET
         };
-        let need = row_registers(self.packs, world, elts);
+        let need = row_registers(self.packs, world, dtype);
         if need > budget {
             return Err(SpecError::invalid(
                 "packs",

@@ -6,6 +6,7 @@ use redjit_codegen::spec::all_reduce::norm::{ArNorm, MAX_PACKS, MAX_THREADS};
 use redjit_codegen::spec::norm::Fp8Scale;
 
 use super::*;
+use crate::extent::Extent;
 use crate::launch_args::CheckedArgs;
 
 /// One fused call's buffers, one entry per local rank in rank order (as
@@ -68,9 +69,10 @@ impl Communicator {
     /// [`Communicator::all_reduce`] writes it, then the add rounded as the
     /// norm family's fused residual), and `out[r] = rms_norm(residual[r]) *
     /// weight[r]`, in x's type or e4m3 (see [`AddRmsNorm`]). One kernel a
-    /// rank: the one-shot all-reduce's barriers, each block owning whole
-    /// rows. Graph-capturable as the all-reduce is. A call of 0 rows does
-    /// nothing (after its checks).
+    /// rank, each block owning whole rows: the one-shot all-reduce's
+    /// barriers, or the LL kernel's flagged lines ([`AddRmsNorm::algo`]).
+    /// Graph-capturable as the all-reduce is. A call of 0 rows does nothing
+    /// (after its checks).
     pub fn all_reduce_add_rms_norm(&self, a: AddRmsNorm<'_, '_>) -> Result<()> {
         let issue = self.start_issue()?;
         self.check_peer_access()?;
@@ -108,22 +110,23 @@ impl Communicator {
         let ins = CallInputs::new(x, &self.ranks);
         let (res, dtype, n) = self.check_outputs(x, residual, Call::sum(AllReduceAlgo::OneShot))?;
         let norm = self.fused_layout(dtype, n, cols, scale.as_ref().map(|s| s.kind()), layout)?;
-        let rows = n.checked_div(cols).unwrap_or(0);
+        // fused_layout refused cols = 0.
+        let rows = n / cols;
+        let x_bytes = n * dtype.info().bytes as usize;
         let algo = match algo {
             Some(a) => a,
             None => {
                 // LL where the choice table sends the plain all-reduce of these
                 // bytes to its LL kernel: past that, polling a row's lines
                 // costs more than the one-shot kernel's two barriers.
-                let bytes = n * dtype.info().bytes as usize;
                 let table_ll =
-                    self.algos.choose(self.world(), bytes)?.algo == AllReduceAlgo::PushLl;
+                    self.algos.choose(self.world(), x_bytes)?.algo == AllReduceAlgo::PushLl;
                 let aligned = ins
                     .addresses()
                     .iter()
                     .all(|a| a.is_multiple_of(u64::from(PACK_BYTES)));
                 if table_ll
-                    && bytes as u64 <= self.ll_max
+                    && x_bytes as u64 <= self.ll_max
                     && aligned
                     && norm.fits_ll(self.world(), dtype)
                 {
@@ -142,6 +145,10 @@ impl Communicator {
             DType::E4M3
         } else {
             dtype
+        };
+        let extent = |address: u64, dtype: DType| Extent {
+            address,
+            bytes: (n * dtype.info().bytes as usize) as u64,
         };
         let mut guards = Vec::new();
         let mut weights = Vec::with_capacity(ranks);
@@ -164,10 +171,8 @@ impl Communicator {
             let (addr, g) = o.write_address(&rank.stream);
             guards.push(g);
             check_buffer(i, "output", (dt, len), (out_dtype, n), addr)?;
-            let end = addr + (n * out_dtype.info().bytes as usize) as u64;
-            let x_bytes = (n * dtype.info().bytes as usize) as u64;
             let r = res.addresses[i];
-            if n > 0 && addr < r + x_bytes && r < end {
+            if n > 0 && extent(addr, out_dtype).overlaps(&extent(r, dtype)) {
                 return Err(comm_err(
                     "output",
                     format!(
@@ -203,11 +208,7 @@ impl Communicator {
         if issue.capturing || algo == AllReduceAlgo::PushLl {
             // In place, this rank's (or a peer's) reads of x meet the writes of out.
             for (i, (&xa, &o)) in ins.addresses().iter().zip(&outs).enumerate() {
-                let (xb, ob) = (
-                    (n * dtype.info().bytes as usize) as u64,
-                    (n * out_dtype.info().bytes as usize) as u64,
-                );
-                if xa < o + ob && o < xa + xb {
+                if extent(o, out_dtype).overlaps(&extent(xa, dtype)) {
                     return Err(comm_err(
                         "output",
                         format!(
@@ -219,7 +220,7 @@ impl Communicator {
         }
         let inputs_at = if algo == AllReduceAlgo::PushLl {
             // Each rank reads its own x in place and sends it as LL lines.
-            let own = self.push_inputs(algo, &ins, n * dtype.info().bytes as usize)?;
+            let own = self.push_inputs(algo, &ins, x_bytes)?;
             self.fork.fan_out(self.stream(), self.rank_streams())?;
             InputsAt::InPlace(own)
         } else {
