@@ -42,6 +42,16 @@ struct Red {
   }
 };
 
+// 1 / sqrt(v) from the MUFU (2^-22.9, inside the CPU twin's tolerance; with
+// reduce.cuh's rj_rcp_approx): one block a row waits on it before any output.
+// (The norm family keeps the rounded steps: with the MUFU's, ptxas spilled
+// kernels of its compile grid under their launch bounds.)
+__device__ __forceinline__ float rj_rsqrt_approx(float v) {
+  float r;
+  asm("rsqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
+
 // Row `row` from its packs loaded (v: every rank's, r: the residual's, w: the
 // weight's; only those below row_packs): the sum over ranks, h stored over the
 // residual, the norm, y (and its scale) stored. Every thread of the block
@@ -90,7 +100,9 @@ __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], con
     for (int e = 0; e < kElts; ++e) y[k * (kElts / 4) + e / 4][e % 4] = h[e];
   }
   ss = Red()(rj_red_sum<rj_acc_f32>(), ss);
-  const float rstd = rj_rsqrt_rn(rj_div_rn(ss, (float)cols) + eps);
+  // The MUFU's forms: the rstd and the FP8 scale are on the block's critical
+  // path (rj_rsqrt_approx).
+  const float rstd = rj_rsqrt_approx(rj_mul_rn(ss, rj_rcp_approx((float)cols)) + eps);
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
     float wv[kElts];
@@ -102,7 +114,7 @@ __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], con
     }
   }
 {%- if fp8 %}
-  rj_fp8_scale_row<{% if fp8 == "qd" %}true{% else %}false{% endif %}>(y, c, Red(), threadIdx.x == 0, scale, row);
+  rj_fp8_scale_row<{% if fp8 == "qd" %}true{% else %}false{% endif %}, kGroups, Cols, Red, true>(y, c, Red(), threadIdx.x == 0, scale, row);
 {%- else %}
   (void)c;
   (void)scale;

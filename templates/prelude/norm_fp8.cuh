@@ -31,8 +31,9 @@ template <> __device__ __forceinline__ void rj_st4<rj_dtype_e4m3_sat>(rj_u64 a, 
 // The row's y divided by its scale, in place, before the store. kPerRow: the
 // scale is the row's max |y| / 448, at least 1 / (448 x 512), reduced over the
 // row's threads and written by the leader to scale[row]; else the one scale at
-// `scale`. The division is y * (1 / scale), the reciprocal correctly rounded.
-template <bool kPerRow, int P, class C, class Red>
+// `scale`. The division is y * (1 / scale), the reciprocal correctly rounded,
+// or (kFast) both divisions through the MUFU's reciprocal.
+template <bool kPerRow, int P, class C, class Red, bool kFast = false>
 __device__ __forceinline__ void rj_fp8_scale_row(float (&y)[P][4], const C& c, const Red& red, bool leader, rj_u64 scale, rj_u64 row) {
   float s;
   if (kPerRow) {
@@ -43,12 +44,12 @@ __device__ __forceinline__ void rj_fp8_scale_row(float (&y)[P][4], const C& c, c
       for (int k = 0; k < 4; ++k)
         if (c.ok(p, k)) m = rj_max_nan(m, fabsf(y[p][k]));
     m = red(rj_red_max<rj_acc_f32>(), m);
-    s = rj_max_nan(rj_div_rn(m, 448.0f), 1.0f / (448.0f * 512.0f));
+    s = rj_max_nan(kFast ? rj_mul_rn(m, rj_rcp_approx(448.0f)) : rj_div_rn(m, 448.0f), 1.0f / (448.0f * 512.0f));
     if (leader) rj_st_b32(scale + row * 4, rj_f32_as_bits(s));
   } else {
     s = rj_bits_as_f32(rj_load_nc::b32(scale));
   }
-  const float inv = rj_div_rn(1.0f, s);
+  const float inv = kFast ? rj_rcp_approx(s) : rj_div_rn(1.0f, s);
 #pragma unroll
   for (int p = 0; p < P; ++p)
 #pragma unroll
