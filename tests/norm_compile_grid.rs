@@ -10,6 +10,7 @@
 mod common;
 
 use redjit::codegen::spec::norm::{Fp8Scale, row_ops, variants};
+use redjit::codegen::tuning::Tuning;
 use redjit::{DType, KernelSpec, NormLayout, NormSpec, Output, SoftmaxAlgo};
 
 fn grid() -> Vec<NormSpec> {
@@ -88,28 +89,33 @@ fn every_norm_kernel_compiles_to_cubin() {
     common::assert_compiles_for_sm90(&grid(), &[Output::Cubin]);
 }
 
-/// The FP8-output norms (e4m3, per-row and given scales) the ladder lays out
+/// The FP8-output norms (e4m3, per-row and given scales) the ladder and the
+/// shipped H200 table (its input types' rows, at the LLM row counts) lay out
 /// at rows of 100 to 16384 (their longest), every input type, and the ragged
 /// twins of the exact ones.
 fn fp8_grid() -> Vec<NormSpec> {
+    let h200 = Tuning::shipped("h200").unwrap();
     let mut out: Vec<NormSpec> = Vec::new();
     for ops in row_ops().into_iter().filter(|o| !o.0.info().softmax) {
         for input in DType::stores() {
             for q in [Fp8Scale::PerRow, Fp8Scale::Given] {
+                let base = NormSpec {
+                    output: DType::E4M3,
+                    fp8: Some(q),
+                    ..NormSpec::with(ops, input, input, 1)
+                };
                 for cols in [100, 1000, 4096, 8192, 12288, 16384] {
-                    let s = NormSpec {
-                        output: DType::E4M3,
-                        fp8: Some(q),
-                        ..NormSpec::with(ops, input, input, 1)
-                    }
-                    .for_cols(cols);
-                    assert!(s.validate().is_ok(), "{}: {:?}", s.name(), s.validate());
-                    // Whole packs only: its general twin is refused.
-                    assert!(s.general_twin().validate().is_err(), "{}", s.name());
-                    // An exact kernel's ragged twin takes the other lengths.
-                    for s in [s.ragged_twin(), s] {
-                        if !out.contains(&s) {
-                            out.push(s);
+                    let tabled = [1, 16, 128, 512, 2048, 4096]
+                        .map(|rows| base.for_shape(Some(rows), cols, &h200));
+                    for s in std::iter::once(base.for_cols(cols)).chain(tabled) {
+                        assert!(s.validate().is_ok(), "{}: {:?}", s.name(), s.validate());
+                        // Whole packs only: its general twin is refused.
+                        assert!(s.general_twin().validate().is_err(), "{}", s.name());
+                        // An exact kernel's ragged twin takes the other lengths.
+                        for s in [s.ragged_twin(), s] {
+                            if !out.contains(&s) {
+                                out.push(s);
+                            }
                         }
                     }
                 }

@@ -76,3 +76,44 @@ fn the_h100_table_keeps_every_pick() {
     assert_eq!(text, picks(|base, cols| base.for_cols(cols)));
     snapshot!("norm_picks_h100", text.as_str());
 }
+
+/// An FP8 output's picks on the H200 table: the rows of its input type in
+/// and out where its kernel takes them, each a valid kernel.
+#[test]
+fn fp8_outputs_take_their_input_types_rows() {
+    use redjit::codegen::spec::norm::Fp8Scale;
+    use redjit::codegen::tuning::TypePair;
+    let h200 = Tuning::shipped("h200").unwrap();
+    let mut text = String::new();
+    for ops in row_ops().into_iter().filter(|o| o.1.is_none()) {
+        for input in DType::stores() {
+            let base = NormSpec {
+                fp8: Some(Fp8Scale::PerRow),
+                ..NormSpec::with(ops, input, DType::E4M3, 1)
+            };
+            for cols in [100u64, 4096, 8192, 12288, 16384] {
+                for rows in [1u64, 16, 128, 512, 2048, 4096] {
+                    let s = base.for_shape(Some(rows), cols, &h200);
+                    s.validate()
+                        .unwrap_or_else(|e| panic!("{rows}x{cols}: {}: {e}", s.name()));
+                    assert_eq!(TypePair::of_spec(&s), TypePair::of(input, input));
+                    writeln!(text, "{rows}x{cols} {}", s.name()).unwrap();
+                }
+            }
+        }
+    }
+    let rms_res: NormSpec = NormSpec {
+        fp8: Some(Fp8Scale::PerRow),
+        ..NormSpec::with(
+            (redjit::NormOp::RmsNorm, None, true),
+            DType::BF16,
+            DType::E4M3,
+            1,
+        )
+    };
+    assert_eq!(
+        rms_res.for_shape(Some(4096), 8192, &h200).name(),
+        "norm_rmsnorm_res_bf16_e4m3_b256x8_x_qd"
+    );
+    snapshot!("norm_picks_h200_fp8", text.as_str());
+}

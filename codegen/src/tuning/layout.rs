@@ -5,6 +5,7 @@
 
 use super::{Form, Tuning};
 use crate::registry::{NormLayout, NormOp, SoftmaxAlgo};
+use crate::spec::KernelSpec;
 use crate::spec::norm::{FP8_MAX_PACKS, MAX_CLUSTER, MAX_COLS, NormSpec};
 
 impl NormSpec {
@@ -151,7 +152,10 @@ impl NormSpec {
             no_l1: measured.is_some_and(|m| m.form.no_l1()),
             exact: false,
             cluster: None,
-            held: measured.and_then(|m| m.held),
+            // An FP8 output's register budget holds the row and its scaling,
+            // not held columns (f32 layer norm b512x4_x_h4_qd spilled 32
+            // bytes, ptxas 13.0).
+            held: measured.and_then(|m| m.held).filter(|_| self.fp8.is_none()),
             ..self.clone()
         };
         // A cluster of the row's chunks.
@@ -169,6 +173,12 @@ impl NormSpec {
         // Safe softmax needs two exchanges across blocks; the split layout does one.
         if layout == NormLayout::Split && spec.algo == Some(SoftmaxAlgo::Safe) {
             spec.algo = Some(SoftmaxAlgo::Online);
+        }
+        // An FP8 output laid out by its input's row that its kernel cannot
+        // take (a form or held columns of a layout the block replaced) takes
+        // the ladder's.
+        if spec.fp8.is_some() && measured.is_some() && spec.validate().is_err() {
+            return self.laid_out(rows, cols, clusters, &Tuning::ladder());
         }
         spec
     }

@@ -212,7 +212,7 @@ impl NormRule {
         self.op == spec.op
             && self.algo.is_none_or(|a| Some(a) == spec.algo)
             && self.residual == spec.residual
-            && self.types == TypePair::of(spec.input, spec.output)
+            && self.types == TypePair::of_spec(spec)
     }
 
     /// Whether it takes `rows` of `cols`: both in range (a row of a row range

@@ -119,6 +119,20 @@ impl TypePair {
         }
     }
 
+    /// The group whose table rows lay `spec` out: its types', but an FP8
+    /// output's kernel takes the rows of its input type in and out. Its row
+    /// streams (x, the residual and its sum) are that kernel's, the e4m3
+    /// store the smaller part: at 4096x8192 bf16 RMS norm + residual the 16-bit
+    /// rows' b256x8 ran ahead of the ladder's b512x4 with the FP8 output too
+    /// (benchmarks/h200/layouts-norm-fp8.json).
+    pub fn of_spec(spec: &NormSpec) -> TypePair {
+        if spec.fp8.is_some() {
+            TypePair::of(spec.input, spec.input)
+        } else {
+            TypePair::of(spec.input, spec.output)
+        }
+    }
+
     /// The name in tables.
     pub fn slug(self) -> &'static str {
         match self {
