@@ -133,16 +133,14 @@ impl NormSpec {
             (NormLayout::Split, 512, 8)
         };
         // An FP8 output scales a row one block holds: longer rows stay
-        // refused by the block's capacity.
-        let (layout, lanes, packs) = match layout {
-            _ if self.fp8.is_none() => (layout, lanes, packs),
-            NormLayout::Split | NormLayout::Loop => {
-                (NormLayout::Block, 512, packs_for(512).min(FP8_MAX_PACKS))
-            }
-            _ if packs > FP8_MAX_PACKS => {
-                (NormLayout::Block, 512, packs_for(512).min(FP8_MAX_PACKS))
-            }
-            _ => (layout, lanes, packs),
+        // refused by the block's capacity. A row's layout replaced so takes
+        // the plain form, not its row's.
+        let one_block = (NormLayout::Block, 512, packs_for(512).min(FP8_MAX_PACKS));
+        let ((layout, lanes, packs), measured) = match layout {
+            _ if self.fp8.is_none() => ((layout, lanes, packs), measured),
+            NormLayout::Split | NormLayout::Loop => (one_block, None),
+            _ if packs > FP8_MAX_PACKS => (one_block, None),
+            _ => ((layout, lanes, packs), measured),
         };
         let mut spec = NormSpec {
             layout,

@@ -41,7 +41,7 @@ impl Runtime {
     /// a few layouts and keeps the fastest.
     pub fn norm_layout(&self, spec: &NormSpec, rows: usize, cols: usize) -> NormSpec {
         let table = spec.for_shape(Some(rows as u64), cols as u64, &self.tuning().tuning);
-        // An FP8 output's layouts are the ladder's few (no candidates timed).
+        // An FP8 output takes its input type's rows (no candidates timed).
         if spec.fp8.is_some() {
             return table;
         }

@@ -1140,8 +1140,9 @@ fn fp8_outputs_name_their_scaling_and_keep_the_row_in_one_block() {
         let e = name.parse::<NormSpec>().unwrap_err().to_string();
         assert!(e.contains(want), "{name}: {e}");
     }
-    // The ladder keeps an FP8 row in one block up to 16384, then refuses it
-    // by the block's capacity.
+    // An FP8 row takes the layout its input type's rows give the 16-bit
+    // kernel where its own kernel holds it (one block or group, at most
+    // FP8_MAX_PACKS), up to 16384, then is refused by the block's capacity.
     let base = NormSpec {
         op: NormOp::RmsNorm,
         algo: None,
@@ -1150,11 +1151,24 @@ fn fp8_outputs_name_their_scaling_and_keep_the_row_in_one_block() {
         fp8: Some(Fp8Scale::PerRow),
         ..NormSpec::default()
     };
+    let sixteen = NormSpec {
+        output: DType::BF16,
+        fp8: None,
+        ..base.clone()
+    };
+    for cols in [100, 4000, 4096] {
+        let (f, b) = (base.for_cols(cols), sixteen.for_cols(cols));
+        assert_eq!(
+            (f.layout, f.lanes, f.packs),
+            (b.layout, b.lanes, b.packs),
+            "{cols}"
+        );
+        // A block the row fills takes its exact form.
+        let fills = f.layout == NormLayout::Block && f.fills_exactly(cols);
+        assert_eq!(f.exact, fills, "{cols}");
+    }
     for (cols, want) in [
-        (100, "norm_rmsnorm_bf16_e4m3_w8x4_qd"),
         // Rows that fill the block take its exact form, others the plain one.
-        (4096, "norm_rmsnorm_bf16_e4m3_b256x4_x_qd"),
-        (4000, "norm_rmsnorm_bf16_e4m3_b256x4_qd"),
         (16384, "norm_rmsnorm_bf16_e4m3_b512x8_x_qd"),
         (1 << 20, "norm_rmsnorm_bf16_e4m3_b512x8_qd"),
     ] {
