@@ -20,6 +20,9 @@ run cargo fmt --all --check
 # No module of a crate imports one that imports it back (scripts/module_cycles.py).
 run python3 scripts/module_cycles.py codegen/src runtime/src cli/src macros/src src examples/collectives/src
 run cargo clippy --workspace --all-targets -- -D warnings
+# The runtime beside a crate that has cudarc link the CUDA libraries (candle's
+# CUDA build): it builds in that mode too (checked, not linked: no CUDA here).
+run cargo check -p redjit-runtime --features cudarc/dynamic-linking
 run cargo test --workspace
 RUSTDOCFLAGS="-D warnings" run cargo doc --workspace --no-deps
 echo "redjit: all checks passed" >&2

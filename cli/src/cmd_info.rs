@@ -169,7 +169,7 @@ fn nvrtc_path() -> Option<PathBuf> {
         .map(|v| std::env::split_paths(&v).collect())
         .unwrap_or_default();
     dirs.push(PathBuf::from("/usr/local/cuda/lib64"));
-    let names = cudarc::get_lib_name_candidates("nvrtc");
+    let names = redjit_runtime::libraries::candidates("nvrtc");
     dirs.iter()
         .flat_map(|d| names.iter().map(move |n| d.join(n)))
         .find(|p| p.is_file())

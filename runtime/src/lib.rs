@@ -47,6 +47,7 @@ mod hash;
 pub mod identity;
 pub mod jit;
 mod launch_args;
+pub mod libraries;
 mod nms;
 mod norm;
 pub mod nvrtc;

@@ -131,13 +131,13 @@ impl NvrtcFacts {
 }
 
 /// Opens NVRTC and keeps it open for the life of the process, so the presence
-/// check is an `Err` rather than cudarc's panic, and cudarc's own load (same
-/// candidates, same order) then only bumps the reference count. cudarc's
-/// `is_culib_present` closes what it opened, and the second open cost ~5 ms.
+/// check is an `Err` rather than cudarc's panic, and cudarc's own load of the
+/// same library then only bumps the reference count (a check that closed what
+/// it opened cost ~5 ms in the second open).
 fn hold_library() -> Result<()> {
     static HELD: OnceLock<std::result::Result<libloading::Library, String>> = OnceLock::new();
     HELD.get_or_init(|| {
-        let candidates = cudarc::get_lib_name_candidates("nvrtc");
+        let candidates = crate::libraries::candidates("nvrtc");
         for name in &candidates {
             // SAFETY: NVRTC's initialisers have no preconditions; cudarc opens the
             // same library the same way.

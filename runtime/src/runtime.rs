@@ -152,8 +152,7 @@ pub(crate) fn blocks_per_sm(
 /// Checks that a CUDA driver and a device exist, without cudarc's panic when the
 /// driver library is missing.
 pub fn gpu_available() -> Result<usize> {
-    // SAFETY: only checks whether the driver library can be opened.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+    if !crate::libraries::driver_present() {
         return Err(Error::NoGpu(
             "the CUDA driver library (libcuda.so) is not installed".into(),
         ));
