@@ -19,7 +19,10 @@ REDJIT_REQUIRE_GPU=1 timeout "${TUNE_TIMEOUT:-420}" stage/bin/redjit tune --fami
 echo "tune rc=$?"
 table=$(ls "$REDJIT_CACHE_DIR"/tuning/*.toml 2>/dev/null | head -1)
 [ -n "$table" ] && cp "$table" "$RESULTS/tuned.toml"
-cp "$table.partial.jsonl" "$RESULTS/tune-$FAMILY.jsonl" 2>/dev/null
+# The finished shapes, also of a tune cut off by TUNE_TIMEOUT before it wrote
+# its table (a later call resumes from them).
+partial=$(ls "$REDJIT_CACHE_DIR"/tuning/*.partial.jsonl 2>/dev/null | head -1)
+[ -n "$partial" ] && cp "$partial" "$RESULTS/tune-$FAMILY.jsonl"
 grep -E "pick|dropped" "$W/tune.log" | head -80
 stage/bin/redjit info 2>&1 | grep -E "GPU|tuning" | tee "$W/info.txt"
 if [ "$FAMILY" = reduce ]; then
