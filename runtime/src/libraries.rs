@@ -30,13 +30,22 @@ pub fn candidates(lib: &str) -> Vec<String> {
     }
 }
 
+/// The first of `lib`'s candidates that opens, or the names tried.
+pub(crate) fn open(lib: &str) -> Result<libloading::Library, Vec<String>> {
+    let names = candidates(lib);
+    for name in &names {
+        // SAFETY: the driver's and NVRTC's initialisers have no
+        // preconditions; cudarc opens the same libraries the same way.
+        if let Ok(l) = unsafe { libloading::Library::new(name) } {
+            return Ok(l);
+        }
+    }
+    Err(names)
+}
+
 /// Whether the CUDA driver library opens (it is closed again).
 pub fn driver_present() -> bool {
-    candidates("cuda").iter().any(|name| {
-        // SAFETY: the driver library's initialisers have no preconditions;
-        // cudarc opens the same library the same way.
-        unsafe { libloading::Library::new(name) }.is_ok()
-    })
+    open("cuda").is_ok()
 }
 
 #[cfg(test)]

@@ -137,15 +137,8 @@ impl NvrtcFacts {
 fn hold_library() -> Result<()> {
     static HELD: OnceLock<std::result::Result<libloading::Library, String>> = OnceLock::new();
     HELD.get_or_init(|| {
-        let candidates = crate::libraries::candidates("nvrtc");
-        for name in &candidates {
-            // SAFETY: NVRTC's initialisers have no preconditions; cudarc opens the
-            // same library the same way.
-            if let Ok(lib) = unsafe { libloading::Library::new(name) } {
-                return Ok(lib);
-            }
-        }
-        Err(format!("no libnvrtc found; searched {candidates:?}"))
+        crate::libraries::open("nvrtc")
+            .map_err(|names| format!("no libnvrtc found; searched {names:?}"))
     })
     .as_ref()
     .map(|_| ())
