@@ -198,13 +198,35 @@ impl Runtime {
             unsafe { ctx.disable_event_tracking() };
         }
         let stream = ctx.new_stream().during(|| "creating a stream".into())?;
-        let context_time = t0.elapsed();
+        Runtime::build(ctx, stream, t0.elapsed(), &opts)
+    }
+
+    /// A runtime that launches on another library's stream (candle's, say):
+    /// its context is the stream's, and its launches are ordered with that
+    /// library's work on the stream. `opts.ordinal` and
+    /// `opts.no_event_tracking` are not used: the stream says the device, and
+    /// its context was set up by its owner.
+    pub fn on_stream(stream: Arc<CudaStream>, opts: RuntimeOptions) -> Result<Runtime> {
+        std::thread::spawn(|| {
+            let _ = crate::nvrtc::Nvrtc::load();
+        });
+        let ctx = stream.context().clone();
+        Runtime::build(ctx, stream, Duration::ZERO, &opts)
+    }
+
+    fn build(
+        ctx: Arc<CudaContext>,
+        stream: Arc<CudaStream>,
+        context_time: Duration,
+        opts: &RuntimeOptions,
+    ) -> Result<Runtime> {
+        let ordinal = ctx.ordinal();
         let attr = |a: CUdevice_attribute| ctx.attribute(a).during(|| format!("reading {a:?}"));
         let (major, minor) = ctx
             .compute_capability()
             .during(|| "reading the compute capability".into())?;
         let device = DeviceInfo {
-            ordinal: opts.ordinal,
+            ordinal,
             name: ctx.name().during(|| "reading the device name".into())?,
             arch: Arch::from_compute_capability(major, minor),
             sm_count: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1)

@@ -1,0 +1,173 @@
+//! The public ops: redjit's kernels for CUDA tensors of f32, bf16 and f16,
+//! candle's own ops for everything else (CPU tensors, other dtypes, empty
+//! tensors), with the same results within rounding.
+
+use candle_core::{D, Result, Tensor, bail};
+
+use crate::norm::{Kind, RowOp, on_redjit};
+use crate::rows::Rows;
+
+/// `t` itself where its rows are evenly spaced (contiguous or narrowed), else
+/// a contiguous copy (transposed, broadcast).
+fn as_rows(t: &Tensor) -> Result<Tensor> {
+    match Rows::of(t.layout()) {
+        Some(_) => Ok(t.clone()),
+        None => t.contiguous(),
+    }
+}
+
+/// Drops the gap a row wider than `cols` leaves in a result (a narrowed input's
+/// row spacing).
+fn to_cols(y: Tensor, cols: usize) -> Result<Tensor> {
+    if y.dim(D::Minus1)? == cols {
+        Ok(y)
+    } else {
+        y.narrow(D::Minus1, 0, cols)
+    }
+}
+
+fn check_vector(what: &str, op: &str, v: &Tensor, cols: usize, x: &Tensor) -> Result<()> {
+    if v.dims() != [cols] {
+        bail!(
+            "{op}: {what} must be one-dimensional with one element per column of x ({cols}); x is {:?}, {what} is {:?}",
+            x.dims(),
+            v.dims()
+        );
+    }
+    Ok(())
+}
+
+fn row_op(kind: Kind, residual: bool, param: f32, bias: Option<Tensor>) -> RowOp {
+    RowOp {
+        kind,
+        residual,
+        param,
+        bias,
+    }
+}
+
+/// Softmax over the last dimension (candle-nn's `ops::softmax_last_dim`).
+pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
+    if !on_redjit(x, &[]) {
+        return candle_nn::ops::softmax_last_dim(x);
+    }
+    let cols = x.dim(D::Minus1)?;
+    to_cols(
+        as_rows(x)?.apply_op1_no_bwd(&row_op(Kind::Softmax, false, 1.0, None))?,
+        cols,
+    )
+}
+
+/// Log-softmax over the last dimension (candle-nn's `ops::log_softmax(x,
+/// D::Minus1)`, one kernel instead of five).
+pub fn log_softmax_last_dim(x: &Tensor) -> Result<Tensor> {
+    if !on_redjit(x, &[]) {
+        return candle_nn::ops::log_softmax(x, D::Minus1);
+    }
+    let cols = x.dim(D::Minus1)?;
+    to_cols(
+        as_rows(x)?.apply_op1_no_bwd(&row_op(Kind::LogSoftmax, false, 1.0, None))?,
+        cols,
+    )
+}
+
+/// `x / sqrt(mean(x^2) + eps) * weight` over the last dimension (candle-nn's
+/// `ops::rms_norm`).
+pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32) -> Result<Tensor> {
+    if !on_redjit(x, &[weight]) {
+        return candle_nn::ops::rms_norm(x, weight, eps);
+    }
+    let cols = x.dim(D::Minus1)?;
+    check_vector("weight", "rms_norm", weight, cols, x)?;
+    let y = as_rows(x)?
+        .apply_op2_no_bwd(&as_rows(weight)?, &row_op(Kind::RmsNorm, false, eps, None))?;
+    to_cols(y, cols)
+}
+
+/// `(x - mean) / sqrt(var + eps) * weight + bias` over the last dimension,
+/// population variance (candle-nn's `ops::layer_norm`).
+pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32) -> Result<Tensor> {
+    if !on_redjit(x, &[weight, bias]) {
+        return candle_nn::ops::layer_norm(x, weight, bias, eps);
+    }
+    let cols = x.dim(D::Minus1)?;
+    check_vector("weight", "layer_norm", weight, cols, x)?;
+    check_vector("bias", "layer_norm", bias, cols, x)?;
+    let y = as_rows(x)?.apply_op3_no_bwd(
+        &as_rows(weight)?,
+        &as_rows(bias)?,
+        &row_op(Kind::LayerNorm, false, eps, None),
+    )?;
+    to_cols(y, cols)
+}
+
+/// x and the residual with one row spacing, as one launch reads both: each as
+/// it is where they share it, else contiguous.
+fn paired(op: &str, x: &Tensor, residual: &Tensor) -> Result<(Tensor, Tensor)> {
+    if x.dims() != residual.dims() {
+        bail!(
+            "{op}: residual must have the shape of x; x is {:?}, residual is {:?}",
+            x.dims(),
+            residual.dims()
+        );
+    }
+    let (a, b) = (as_rows(x)?, as_rows(residual)?);
+    match (Rows::of(a.layout()), Rows::of(b.layout())) {
+        (Some(ra), Some(rb)) if ra.matrix == rb.matrix => Ok((a, b)),
+        _ => Ok((a.contiguous()?, b.contiguous()?)),
+    }
+}
+
+/// The two results of a fused residual norm, split from the stacked output.
+fn split(y: Tensor, cols: usize) -> Result<(Tensor, Tensor)> {
+    Ok((to_cols(y.get(0)?, cols)?, to_cols(y.get(1)?, cols)?))
+}
+
+/// `h = x + residual`, then `(rms_norm(h, weight, eps), h)`: the residual
+/// stream's update and the next layer's input in one kernel, as serving code
+/// runs them at every layer.
+pub fn add_rms_norm(
+    x: &Tensor,
+    residual: &Tensor,
+    weight: &Tensor,
+    eps: f32,
+) -> Result<(Tensor, Tensor)> {
+    if !on_redjit(x, &[residual, weight]) {
+        let h = (x + residual)?;
+        return Ok((candle_nn::ops::rms_norm(&h, weight, eps)?, h));
+    }
+    let cols = x.dim(D::Minus1)?;
+    check_vector("weight", "add_rms_norm", weight, cols, x)?;
+    let (x, r) = paired("add_rms_norm", x, residual)?;
+    let y = x.apply_op3_no_bwd(
+        &r,
+        &as_rows(weight)?,
+        &row_op(Kind::RmsNorm, true, eps, None),
+    )?;
+    split(y, cols)
+}
+
+/// `h = x + residual`, then `(layer_norm(h, weight, bias, eps), h)`, in one
+/// kernel.
+pub fn add_layer_norm(
+    x: &Tensor,
+    residual: &Tensor,
+    weight: &Tensor,
+    bias: &Tensor,
+    eps: f32,
+) -> Result<(Tensor, Tensor)> {
+    if !on_redjit(x, &[residual, weight, bias]) {
+        let h = (x + residual)?;
+        return Ok((candle_nn::ops::layer_norm(&h, weight, bias, eps)?, h));
+    }
+    let cols = x.dim(D::Minus1)?;
+    check_vector("weight", "add_layer_norm", weight, cols, x)?;
+    check_vector("bias", "add_layer_norm", bias, cols, x)?;
+    let (x, r) = paired("add_layer_norm", x, residual)?;
+    let y = x.apply_op3_no_bwd(
+        &r,
+        &as_rows(weight)?,
+        &row_op(Kind::LayerNorm, true, eps, Some(as_rows(bias)?)),
+    )?;
+    split(y, cols)
+}

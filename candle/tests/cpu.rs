@@ -1,0 +1,70 @@
+//! CPU tensors (and dtypes redjit lacks) take candle's own ops: the same bits
+//! as calling candle directly. Runs everywhere, no GPU needed.
+
+use candle_core::{D, DType, Device, Tensor};
+
+fn same(a: &Tensor, b: &Tensor) {
+    assert_eq!(a.dims(), b.dims());
+    let a = a
+        .to_dtype(DType::F64)
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f64>()
+        .unwrap();
+    let b = b
+        .to_dtype(DType::F64)
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f64>()
+        .unwrap();
+    assert!(
+        a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+        "results differ"
+    );
+}
+
+#[test]
+fn cpu_tensors_take_candles_ops() -> candle_core::Result<()> {
+    let dev = Device::Cpu;
+    for dtype in [DType::F32, DType::BF16, DType::F16] {
+        let x = Tensor::randn(0f32, 1.0, (5, 37), &dev)?.to_dtype(dtype)?;
+        let r = Tensor::randn(0f32, 1.0, (5, 37), &dev)?.to_dtype(dtype)?;
+        let w = Tensor::randn(1f32, 0.5, 37, &dev)?.to_dtype(dtype)?;
+        let b = Tensor::randn(0f32, 0.5, 37, &dev)?.to_dtype(dtype)?;
+        same(
+            &redjit_candle::softmax_last_dim(&x)?,
+            &candle_nn::ops::softmax_last_dim(&x)?,
+        );
+        same(
+            &redjit_candle::log_softmax_last_dim(&x)?,
+            &candle_nn::ops::log_softmax(&x, D::Minus1)?,
+        );
+        same(
+            &redjit_candle::rms_norm(&x, &w, 1e-5)?,
+            &candle_nn::ops::rms_norm(&x, &w, 1e-5)?,
+        );
+        same(
+            &redjit_candle::layer_norm(&x, &w, &b, 1e-5)?,
+            &candle_nn::ops::layer_norm(&x, &w, &b, 1e-5)?,
+        );
+        let h = (&x + &r)?;
+        let (y, s) = redjit_candle::add_rms_norm(&x, &r, &w, 1e-5)?;
+        same(&s, &h);
+        same(&y, &candle_nn::ops::rms_norm(&h, &w, 1e-5)?);
+        let (y, s) = redjit_candle::add_layer_norm(&x, &r, &w, &b, 1e-5)?;
+        same(&s, &h);
+        same(&y, &candle_nn::ops::layer_norm(&h, &w, &b, 1e-5)?);
+    }
+    Ok(())
+}
+
+#[test]
+fn bad_cpu_calls_are_candles_errors_not_panics() {
+    let x = Tensor::ones((4, 8), DType::F32, &Device::Cpu).unwrap();
+    let w = Tensor::ones(7, DType::F32, &Device::Cpu).unwrap();
+    assert!(redjit_candle::rms_norm(&x, &w, 1e-5).is_err());
+    let r = Tensor::ones((4, 7), DType::F32, &Device::Cpu).unwrap();
+    assert!(redjit_candle::add_rms_norm(&x, &r, &w, 1e-5).is_err());
+}
