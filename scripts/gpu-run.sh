@@ -3,7 +3,7 @@
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
 #   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro] [bench-all] [norm]
 #                           [some-tests] [reduce] [all-reduce] [nms] [softmax-all] [norm-quick] [norm-variants] [sanitize]
-#                           [misaligned] [gpus]
+#                           [misaligned] [gpus] [candle]
 #   (default: the first five; bench-all is a sweep of every family with PyTorch and a plot)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
@@ -270,6 +270,40 @@ for step in "${steps[@]}"; do
       "$BIN/redjit" bench reduce-copy --misaligned --spec "$spec" --json "$OUT/misaligned-$spec.json" 2>&1 | tee -a "$OUT/misaligned.log"
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     done
+    ;;
+  candle)
+    # redjit-candle (issue 59): its GPU tests, its bench beside candle's own
+    # kernels, and the transformer-block example. candle's CUDA build links
+    # cuBLAS, cuRAND, the runtime and NCCL by soname: PyTorch's CUDA 13 wheels
+    # hold them.
+    echo "== redjit-candle"
+    nv=$(python3 -c 'import nvidia, os; print(list(nvidia.__path__)[0])')
+    export LD_LIBRARY_PATH="$nv/cu13/lib:$nv/nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export REDJIT_CACHE_DIR=/tmp/redjit-cache-candle
+    t0=$(date +%s)
+    timeout "${TEST_TIMEOUT:-300}" "$BIN/candle_gpu" --ignored --test-threads=3 >"$OUT/candle-gpu.log" 2>&1 || status=1
+    echo "candle_gpu: rc=$? in $(($(date +%s) - t0)) s"
+    grep -E "^test |test result|panicked" "$OUT/candle-gpu.log" | head -30
+    "$BIN/candle_cpu" >"$OUT/candle-cpu.log" 2>&1 || status=1
+    grep "test result" "$OUT/candle-cpu.log"
+    "$BIN/candle_bench" ${CANDLE_BENCH_ARGS:-} --out "$OUT/candle-bench.jsonl" 2>&1 | tee "$OUT/candle-bench.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    for t in ${CANDLE_BLOCK_TOKENS:-128 1024}; do
+      "$BIN/candle_block" "$t" 2>&1 | tee -a "$OUT/candle-block.log"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    done
+    # The record: benchmarks/<gpu>/bench-candle.json (`redjit report` reads it).
+    python3 - "$OUT" <<'PY'
+import datetime, json, re, sys
+out = sys.argv[1]
+ops = [json.loads(l) for l in open(f"{out}/candle-bench.jsonl") if l.strip()]
+blocks = [json.loads(l) for l in open(f"{out}/candle-block.log") if l.startswith('{"example"')]
+lock = open("candle/Cargo.lock").read()
+version = re.search(r'name = "candle-core"\nversion = "([^"]+)"', lock).group(1)
+json.dump({"date": datetime.date.today().isoformat(), "gpu": ops[0]["gpu"] if ops else "",
+           "candle_version": version, "candle_ops": ops, "candle_blocks": blocks},
+          open(f"{out}/bench-candle.json", "w"), indent=1)
+PY
     ;;
   *) echo "unknown step $step"; status=2 ;;
   esac

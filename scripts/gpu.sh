@@ -9,6 +9,7 @@
 #                        test binary is stage/bin/example)
 #   stage/scripts/       torch_ref.py and the gpu-*.sh runs
 #   stage/bin/redjit-base  with BASE_REV=<rev>: the CLI built at that revision
+#   stage/bin/candle_*     with CANDLE=1: redjit-candle's tests and examples
 #                        (a worktree in /tmp), for A/B runs in one device call
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,23 @@ if [ -n "${BASE_REV:-}" ]; then
   (cd "$base" && CARGO_TARGET_DIR="$base/target" cargo build --release -p redjit-cli)
   cp "$base/target/release/redjit" stage/bin/redjit-base
   git -C "$base" log --oneline -1 >stage/base-rev.txt
+fi
+# CANDLE=1: redjit-candle's GPU and CPU tests and its two examples, as
+# stage/bin/candle_{gpu,cpu,bench,block} (its own workspace; candle's CUDA
+# crate builds with the toolkit wheels of scripts/cuda-toolkit.sh, for sm_90
+# unless CUDA_COMPUTE_CAP says otherwise).
+if [ "${CANDLE:-0}" = 1 ]; then
+  source scripts/cuda-toolkit.sh
+  cargo build --release --manifest-path candle/Cargo.toml --target-dir "${CARGO_TARGET_DIR:-target}" \
+    --tests --examples --message-format=json 2>/dev/null |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] in ("gpu", "cpu", "bench", "block"):
+        print(m["target"]["name"], m["executable"])
+' | while read -r name exe; do cp "$exe" "stage/bin/candle_$name"; done
 fi
 # Debug info stays here; the GPU machine needs only code (the carry limit is 64 MiB).
 strip stage/bin/* 2>/dev/null || true

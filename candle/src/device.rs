@@ -6,14 +6,31 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use candle_core::Result;
 use candle_core::cuda_backend::{CudaDevice, DeviceId};
-use redjit_runtime::{KernelSpec, NormKernel, NormSpec, Runtime, RuntimeOptions};
+use redjit_runtime::{
+    KernelSpec, NormKernel, NormSpec, ReduceKernel, ReduceSpec, Runtime, RuntimeOptions,
+};
 
 use crate::error::wrap;
 
 /// A candle device's runtime and its loaded kernels by spec name.
 pub struct Redjit {
     rt: Runtime,
-    norms: Mutex<HashMap<String, Arc<NormKernel<'static>>>>,
+    norms: Kernels<NormKernel<'static>>,
+    reductions: Kernels<ReduceKernel<'static>>,
+}
+
+/// Loaded kernels by spec name.
+type Kernels<K> = Mutex<HashMap<String, Arc<K>>>;
+
+/// The kernel named `name` in `cache`, else `load`ed (outside the lock: a
+/// compile takes a while) and kept.
+fn cached<K>(cache: &Kernels<K>, name: String, load: impl FnOnce() -> Result<K>) -> Result<Arc<K>> {
+    let lock = || cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(k) = lock().get(&name) {
+        return Ok(k.clone());
+    }
+    let k = Arc::new(load()?);
+    Ok(lock().entry(name).or_insert(k).clone())
 }
 
 /// The runtimes made so far, by candle device. Each is leaked on purpose: its
@@ -33,6 +50,7 @@ pub fn redjit(dev: &CudaDevice) -> Result<&'static Redjit> {
     let r: &'static Redjit = Box::leak(Box::new(Redjit {
         rt,
         norms: Mutex::default(),
+        reductions: Mutex::default(),
     }));
     devices.insert(dev.id(), r);
     Ok(r)
@@ -46,16 +64,15 @@ impl Redjit {
 
     /// The norm kernel `spec`, loaded on its first use.
     pub(crate) fn norm(&'static self, spec: &NormSpec) -> Result<Arc<NormKernel<'static>>> {
-        let name = spec.name();
-        if let Some(k) = self.lock_norms().get(&name) {
-            return Ok(k.clone());
-        }
-        // Compiled (or read from the disk cache) outside the lock.
-        let k = Arc::new(self.rt.norm(spec).map_err(wrap)?);
-        Ok(self.lock_norms().entry(name).or_insert(k).clone())
+        cached(&self.norms, spec.name(), || {
+            self.rt.norm(spec).map_err(wrap)
+        })
     }
 
-    fn lock_norms(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<NormKernel<'static>>>> {
-        self.norms.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The reduce kernel `spec`, loaded on its first use.
+    pub(crate) fn reduce(&'static self, spec: &ReduceSpec) -> Result<Arc<ReduceKernel<'static>>> {
+        cached(&self.reductions, spec.name(), || {
+            self.rt.reduce(spec).map_err(wrap)
+        })
     }
 }

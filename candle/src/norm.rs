@@ -6,8 +6,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::driver::CudaView;
 use candle_core::cuda_backend::{CudaDType, CudaStorageSlice};
 use candle_core::{
-    CpuStorage, CudaStorage, CustomOp1, CustomOp2, CustomOp3, DType, Layout, Result, Shape, Tensor,
-    bail,
+    CpuStorage, CudaStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail,
 };
 use half::{bf16, f16};
 use redjit_runtime::{DeviceElem, Matrix, NormArgs, NormOp, NormSpec, SoftmaxAlgo};
@@ -297,16 +296,4 @@ impl CustomOp3 for RowOp {
             bias,
         })
     }
-}
-
-/// Whether redjit takes a call on these tensors: all on one CUDA device, of
-/// one dtype redjit's norms have, and not empty.
-pub(crate) fn on_redjit(x: &Tensor, others: &[&Tensor]) -> bool {
-    x.device().is_cuda()
-        && matches!(x.dtype(), DType::F32 | DType::BF16 | DType::F16)
-        && x.rank() > 0
-        && x.elem_count() > 0
-        && others
-            .iter()
-            .all(|t| t.dtype() == x.dtype() && t.device().same_device(x.device()))
 }

@@ -2,10 +2,23 @@
 //! candle's own ops for everything else (CPU tensors, other dtypes, empty
 //! tensors), with the same results within rounding.
 
-use candle_core::{D, Result, Tensor, bail};
+use candle_core::{D, DType, Result, Tensor, bail};
 
-use crate::norm::{Kind, RowOp, on_redjit};
+use crate::norm::{Kind, RowOp};
+use crate::reduce::{ReduceOp1, Reduction};
 use crate::rows::Rows;
+
+/// Whether redjit takes a call on these tensors: all on one CUDA device, of
+/// one dtype redjit's norms have, and not empty.
+fn on_redjit(x: &Tensor, others: &[&Tensor]) -> bool {
+    x.device().is_cuda()
+        && matches!(x.dtype(), DType::F32 | DType::BF16 | DType::F16)
+        && x.rank() > 0
+        && x.elem_count() > 0
+        && others
+            .iter()
+            .all(|t| t.dtype() == x.dtype() && t.device().same_device(x.device()))
+}
 
 /// `t` itself where its rows are evenly spaced (contiguous or narrowed), else
 /// a contiguous copy (transposed, broadcast).
@@ -170,4 +183,58 @@ pub fn add_layer_norm(
         &row_op(Kind::LayerNorm, true, eps, Some(as_rows(bias)?)),
     )?;
     split(y, cols)
+}
+
+/// A reduction's result in candle's type: x's dtype for values, u32 for
+/// argmax (redjit's kernels give f32 and i64).
+fn in_candles_type(y: Tensor, dtype: DType, r: Reduction) -> Result<Tensor> {
+    match r {
+        Reduction::ArgMax => y.to_dtype(DType::U32),
+        _ if dtype != DType::F32 => y.to_dtype(dtype),
+        _ => Ok(y),
+    }
+}
+
+/// `r` of each row of the last dimension, which the result keeps (of size 1),
+/// as candle's `sum_keepdim(D::Minus1)`, `max_keepdim`, `min_keepdim`,
+/// `argmax_keepdim`, `mean_keepdim` and `var_keepdim` give it. redjit
+/// accumulates in f32 (bf16 and f16 inputs too); a 16-bit input's result is
+/// rounded to its type once, at the end.
+pub fn reduce_last_dim(x: &Tensor, r: Reduction) -> Result<Tensor> {
+    if !on_redjit(x, &[]) {
+        return match r {
+            Reduction::Sum => x.sum_keepdim(D::Minus1),
+            Reduction::Max => x.max_keepdim(D::Minus1),
+            Reduction::Min => x.min_keepdim(D::Minus1),
+            Reduction::ArgMax => x.argmax_keepdim(D::Minus1),
+            Reduction::Mean => x.mean_keepdim(D::Minus1),
+            Reduction::Var => x.var_keepdim(D::Minus1),
+        };
+    }
+    let y = as_rows(x)?.apply_op1_no_bwd(&ReduceOp1 {
+        reduction: r,
+        whole: false,
+    })?;
+    in_candles_type(y, x.dtype(), r)
+}
+
+/// `r` of every element of the tensor, a scalar (candle's `sum_all`,
+/// `max_all`, `min_all`, `mean_all`; argmax and variance as over the
+/// flattened tensor). A tensor that is not contiguous is made so first.
+pub fn reduce_all(x: &Tensor, r: Reduction) -> Result<Tensor> {
+    if !on_redjit(x, &[]) {
+        return match r {
+            Reduction::Sum => x.sum_all(),
+            Reduction::Max => x.max_all(),
+            Reduction::Min => x.min_all(),
+            Reduction::ArgMax => x.flatten_all()?.argmax(0),
+            Reduction::Mean => x.mean_all(),
+            Reduction::Var => x.flatten_all()?.var(0),
+        };
+    }
+    let y = x.contiguous()?.apply_op1_no_bwd(&ReduceOp1 {
+        reduction: r,
+        whole: true,
+    })?;
+    in_candles_type(y, x.dtype(), r)
 }

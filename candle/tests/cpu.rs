@@ -68,3 +68,24 @@ fn bad_cpu_calls_are_candles_errors_not_panics() {
     let r = Tensor::ones((4, 7), DType::F32, &Device::Cpu).unwrap();
     assert!(redjit_candle::add_rms_norm(&x, &r, &w, 1e-5).is_err());
 }
+
+#[test]
+fn cpu_reductions_take_candles_ops() -> candle_core::Result<()> {
+    use redjit_candle::{Reduction, reduce_all, reduce_last_dim};
+    let x = Tensor::randn(0f32, 1.0, (6, 41), &Device::Cpu)?;
+    same(
+        &reduce_last_dim(&x, Reduction::Sum)?,
+        &x.sum_keepdim(D::Minus1)?,
+    );
+    same(
+        &reduce_last_dim(&x, Reduction::Var)?,
+        &x.var_keepdim(D::Minus1)?,
+    );
+    same(
+        &reduce_last_dim(&x, Reduction::ArgMax)?,
+        &x.argmax_keepdim(D::Minus1)?,
+    );
+    same(&reduce_all(&x, Reduction::Max)?, &x.max_all()?);
+    same(&reduce_all(&x, Reduction::Mean)?, &x.mean_all()?);
+    Ok(())
+}

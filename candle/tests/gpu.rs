@@ -7,9 +7,14 @@
 
 use candle_core::{D, DType, Device, Tensor};
 use half::{bf16, f16};
+use redjit_candle::Reduction;
 use redjit_runtime::reference::HostBuffer;
 use redjit_runtime::reference_norm::{NormInputs, RowWant, expect_rows};
-use redjit_runtime::{DType as RjType, KernelSpec, NormOp, NormSpec, SoftmaxAlgo};
+use redjit_runtime::reference_reduce::{self, Expected, Reduced};
+use redjit_runtime::{
+    DType as RjType, KernelSpec, NormOp, NormSpec, ReduceAxis, ReduceOp, ReduceShape, ReduceSpec,
+    SoftmaxAlgo,
+};
 
 const EPS: f32 = 1e-5;
 
@@ -367,4 +372,178 @@ fn bad_calls_are_errors_naming_the_rule() {
     // A weight of another dtype takes candle's op, which refuses it.
     let wb = w.to_dtype(DType::BF16).unwrap();
     assert!(redjit_candle::rms_norm(&x, &wb, EPS).is_err());
+}
+
+/// The runtime's CPU twin of `r` (`reference_reduce`: the f64 value and the
+/// tolerance of the kernel's chain of f32 adds) for each result: of each row,
+/// or (`whole`) of all the rows x cols elements of `host`.
+fn reduction_want(
+    dev: &Device,
+    r: Reduction,
+    host: &HostBuffer,
+    rows: usize,
+    cols: usize,
+    whole: bool,
+) -> Vec<Expected> {
+    let op = match r {
+        Reduction::Sum => ReduceOp::Sum,
+        Reduction::Max => ReduceOp::Max,
+        Reduction::Min => ReduceOp::Min,
+        Reduction::ArgMax => ReduceOp::ArgMax,
+        Reduction::Mean => ReduceOp::Mean,
+        Reduction::Var => ReduceOp::VarSamp,
+    };
+    let spec = ReduceSpec {
+        axis: if whole {
+            ReduceAxis::All
+        } else {
+            ReduceAxis::Rows
+        },
+        op,
+        input: host.dtype(),
+        accum: RjType::F32,
+        warp_per_row: false,
+        cluster: false,
+        strategy: None,
+    };
+    let rj = redjit_candle::redjit(dev.as_cuda_device().unwrap()).unwrap();
+    let kernel = rj.runtime().reduce(&spec).unwrap();
+    if whole {
+        let n = (rows * cols) as u64;
+        let chain = kernel.plan(ReduceShape::All { n }).unwrap().chain;
+        vec![reference_reduce::all(&spec, chain, &[host])]
+    } else {
+        let shape = ReduceShape::Matrix {
+            rows: rows as u64,
+            cols: cols as u64,
+            ld: cols as u64,
+        };
+        let chain = kernel.plan(shape).unwrap().chain;
+        reference_reduce::rows(&spec, chain, &[host], (rows, cols, cols))
+    }
+}
+
+const REDUCTIONS: [Reduction; 6] = [
+    Reduction::Sum,
+    Reduction::Max,
+    Reduction::Min,
+    Reduction::ArgMax,
+    Reduction::Mean,
+    Reduction::Var,
+];
+
+/// Each row's result (or the whole tensor's, `rows == 1` and `whole`) against
+/// the f64 value, and against candle's own reduction: the same value, or for
+/// argmax an index of the same element.
+fn check_reduction(
+    dev: &Device,
+    r: Reduction,
+    rows: usize,
+    cols: usize,
+    dtype: DType,
+    view: View,
+    whole: bool,
+) {
+    let what = format!("{r:?} {rows}x{cols} {dtype:?} {view:?} whole={whole}");
+    let x = (input(dev, rows, cols, dtype, view, 0.25)).clone();
+    let xh = host(&x);
+    let xs = values(&x);
+    let (ours, theirs) = if whole {
+        let o = redjit_candle::reduce_all(&x, r).unwrap();
+        assert_eq!(o.dims(), [] as [usize; 0], "{what}");
+        let t = match r {
+            Reduction::Sum => x.sum_all(),
+            Reduction::Max => x.max_all(),
+            Reduction::Min => x.min_all(),
+            Reduction::ArgMax => x.flatten_all().unwrap().argmax(0),
+            Reduction::Mean => x.mean_all(),
+            Reduction::Var => x.flatten_all().unwrap().var(0),
+        }
+        .unwrap();
+        (o.unsqueeze(0).unwrap(), t.unsqueeze(0).unwrap())
+    } else {
+        let o = redjit_candle::reduce_last_dim(&x, r).unwrap();
+        assert_eq!(o.dims(), [rows, 1], "{what}");
+        let xc = x.contiguous().unwrap();
+        let t = match r {
+            Reduction::Sum => xc.sum_keepdim(D::Minus1),
+            Reduction::Max => xc.max_keepdim(D::Minus1),
+            Reduction::Min => xc.min_keepdim(D::Minus1),
+            Reduction::ArgMax => xc.argmax_keepdim(D::Minus1),
+            Reduction::Mean => xc.mean_keepdim(D::Minus1),
+            Reduction::Var => xc.var_keepdim(D::Minus1),
+        }
+        .unwrap();
+        (o, t)
+    };
+    let expect_type = if r == Reduction::ArgMax {
+        DType::U32
+    } else {
+        dtype
+    };
+    assert_eq!(ours.dtype(), expect_type, "{what}: result type");
+    let (ours, theirs) = (values(&ours), values(&theirs));
+    let want = reduction_want(dev, r, &xh, rows, cols, whole);
+    // A 16-bit input's value is rounded once more, to its type.
+    let last_round = match dtype {
+        DType::F32 => 0.0,
+        DType::BF16 => 1.0 / 256.0,
+        _ => 1.0 / 2048.0,
+    };
+    let n = if whole { rows * cols } else { cols };
+    for (i, ((o, t), w)) in ours.iter().zip(&theirs).zip(&want).enumerate() {
+        let got = f64::from(*o);
+        match w.result {
+            Reduced::Index(k) => {
+                assert_eq!(*o as i64, k, "{what}, result {i}: argmax");
+                // candle's may name another element of the same value.
+                let row = &xs[i * n..(i + 1) * n];
+                assert_eq!(
+                    row[*o as usize], row[*t as usize],
+                    "{what}, result {i}: candle's argmax {t} names another value"
+                );
+            }
+            Reduced::Value(v) => {
+                let tol = w.tol + last_round * v.abs();
+                assert!(
+                    (got - v).abs() <= tol,
+                    "{what}, result {i}: {got}, want {v} within {tol:e}"
+                );
+                // candle's own: the same value but for its own rounding (16-bit
+                // sums round as they go).
+                let slack =
+                    2.0 * tol + (v.abs() + 1.0) * if dtype == DType::F32 { 1e-4 } else { 0.03 };
+                assert!(
+                    (f64::from(*t) - got).abs() <= slack,
+                    "{what}, result {i}: redjit {got}, candle {t}"
+                );
+            }
+            Reduced::Int(_) => unreachable!("no integer inputs here"),
+        }
+    }
+}
+
+#[test]
+#[ignore]
+fn reductions_match_the_f64_value_and_candle() {
+    let Some(dev) = gpu() else { return };
+    for r in REDUCTIONS {
+        for dtype in [DType::F32, DType::BF16] {
+            for (rows, cols) in [
+                (1, 4096),
+                (128, 8192),
+                (4096, 4096),
+                (3, 100_003),
+                (4097, 257),
+            ] {
+                check_reduction(&dev, r, rows, cols, dtype, View::Contiguous, false);
+                check_reduction(&dev, r, rows, cols, dtype, View::NarrowCols, false);
+            }
+            for (rows, cols) in [(1, 100_003), (1024, 1024), (4097, 4099)] {
+                check_reduction(&dev, r, rows, cols, dtype, View::Contiguous, true);
+                check_reduction(&dev, r, rows, cols, dtype, View::NarrowCols, true);
+            }
+        }
+        check_reduction(&dev, r, 4097, 257, DType::F16, View::NarrowRows, false);
+    }
 }

@@ -10,6 +10,7 @@ use std::path::Path;
 use crate::error::{CliError, CliResult};
 use crate::plot::{Panel, Series};
 
+use super::candle::candle_table;
 use super::results::{ArReport, BenchFile, GpuResults, Measured, load_all};
 use super::tables::{
     BAR_COPY_PCT, BAR_VS_BEST, Figures, Table, all_reduce_table, kernel_tables, series_key,
@@ -81,7 +82,7 @@ fn section(root: &Path, g: &GpuResults) -> Section {
         .iter()
         .filter_map(|f| match &f.measured {
             Measured::AllReduce(r) => Some((f, r)),
-            Measured::Kernels(_) => None,
+            Measured::Kernels(_) | Measured::Candle(_) => None,
         })
         .collect();
     if !ar.is_empty() {
@@ -105,6 +106,20 @@ fn section(root: &Path, g: &GpuResults) -> Section {
             figs.into_iter()
                 .map(|fig| ("all-reduce".to_string(), fig, date.to_string())),
         );
+    }
+    for f in &g.files {
+        if let Measured::Candle(r) = &f.measured {
+            let _ = writeln!(
+                s,
+                "### {} ({}, {})",
+                f.title(),
+                file_link(&rname, g, &f.file),
+                f.date()
+            );
+            let _ = writeln!(s);
+            describe(&rname, g, &[f], &mut s);
+            candle_table(r, &mut s);
+        }
     }
     Section { body: s, rows }
 }

@@ -7,6 +7,7 @@
 //! needed, so a plot can be drawn where fonts are installed.
 
 mod all;
+mod candle;
 mod results;
 mod tables;
 

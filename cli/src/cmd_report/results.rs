@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::candle::CandleReport;
+
 use crate::bench::BenchReport;
 use crate::error::{CliError, CliResult};
 use crate::torch_ref::{TorchEntry, TorchRef};
@@ -87,6 +89,7 @@ pub struct ArReport {
 pub enum Measured {
     Kernels(Box<BenchReport>),
     AllReduce(ArReport),
+    Candle(CandleReport),
 }
 
 /// One `bench-<stem>.json` with its anchors and description.
@@ -110,6 +113,7 @@ impl BenchFile {
         match &self.measured {
             Measured::Kernels(r) => &r.date,
             Measured::AllReduce(r) => &r.date,
+            Measured::Candle(r) => &r.date,
         }
     }
 
@@ -140,6 +144,7 @@ impl GpuResults {
         for f in &self.files {
             match &f.measured {
                 Measured::Kernels(r) => return r.gpu.clone(),
+                Measured::Candle(r) => return r.gpu.clone(),
                 Measured::AllReduce(r) => {
                     if let (Some(g), Some(row)) = (&f.anchor_gpu, r.rows.first()) {
                         return format!("{} x {g}", row.ranks);
@@ -241,7 +246,9 @@ pub fn load_dir(dir: &Path) -> CliResult<GpuResults> {
         let file = format!("bench-{b}.json");
         let path = dir.join(&file);
         let value: serde_json::Value = parse_json(&path, "JSON")?;
-        let measured = if value.get("rows").is_some() {
+        let measured = if value.get("candle_ops").is_some() {
+            Measured::Candle(parse_json(&path, "a redjit-candle bench file")?)
+        } else if value.get("rows").is_some() {
             Measured::AllReduce(parse_json(
                 &path,
                 "a `redjit bench all-reduce --json` file",

@@ -1,0 +1,272 @@
+//! redjit-candle's ops beside candle's own, on one GPU, in one run: each op
+//! (the norms and softmax; the reductions of each row and of the whole
+//! tensor) at the LLM shapes (1 to 4096 tokens x 4096 and 8192) and two odd
+//! ones, f32 and bf16. Method (as `redjit bench`): back-to-back calls on candle's stream
+//! timed with CUDA events, inputs rotated over more than 4x the L2 so no call
+//! reads what the last one left in it, redjit's and candle's rounds
+//! alternated, the median of the rounds (at most 64 sets: the smallest shapes
+//! stay in the L2 on both sides). A call's time includes its host work
+//! (candle's op dispatch, the output's allocation), as a model sees it.
+//!
+//! `cargo run --release --example bench -- [--quick] [--out FILE]`: one JSON
+//! object a line (FILE, else stdout), and a table on stderr.
+
+use std::io::Write;
+use std::time::Instant;
+
+use candle_core::cuda_backend::cudarc::driver::sys::CUevent_flags;
+use candle_core::{D, DType, Device, Result, Tensor};
+use redjit_candle::Reduction;
+
+const EPS: f32 = 1e-5;
+const ROUNDS: usize = 9;
+/// The time one round of calls should take at least.
+const ROUND_SECONDS: f64 = 2e-3;
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Softmax,
+    LogSoftmax,
+    RmsNorm,
+    LayerNorm,
+    AddRmsNorm,
+    AddLayerNorm,
+    /// A reduction of each row of the last dimension.
+    Last(Reduction),
+    /// A reduction of the whole tensor.
+    All(Reduction),
+}
+
+const REDUCTIONS: [Reduction; 6] = [
+    Reduction::Sum,
+    Reduction::Max,
+    Reduction::Min,
+    Reduction::ArgMax,
+    Reduction::Mean,
+    Reduction::Var,
+];
+
+fn ops() -> Vec<Op> {
+    let mut ops = vec![
+        Op::Softmax,
+        Op::LogSoftmax,
+        Op::RmsNorm,
+        Op::LayerNorm,
+        Op::AddRmsNorm,
+        Op::AddLayerNorm,
+    ];
+    ops.extend(REDUCTIONS.map(Op::Last));
+    ops.extend(REDUCTIONS.map(Op::All));
+    ops
+}
+
+impl Op {
+    fn name(self) -> String {
+        let reduction = |r: Reduction| format!("{r:?}").to_lowercase();
+        match self {
+            Op::Last(r) => format!("{}_last_dim", reduction(r)),
+            Op::All(r) => format!("{}_all", reduction(r)),
+            _ => self.norm_name().to_string(),
+        }
+    }
+
+    fn norm_name(self) -> &'static str {
+        match self {
+            Op::Softmax => "softmax_last_dim",
+            Op::LogSoftmax => "log_softmax_last_dim",
+            Op::RmsNorm => "rms_norm",
+            Op::LayerNorm => "layer_norm",
+            Op::AddRmsNorm => "add_rms_norm",
+            Op::AddLayerNorm => "add_layer_norm",
+            Op::Last(_) | Op::All(_) => "",
+        }
+    }
+
+    /// Row streams a call reads and writes (x, the residual, the results).
+    fn streams(self) -> usize {
+        match self {
+            Op::AddRmsNorm | Op::AddLayerNorm => 4,
+            Op::Last(_) | Op::All(_) => 1,
+            _ => 2,
+        }
+    }
+
+    fn redjit(self, s: &Set, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+        match self {
+            Op::Softmax => redjit_candle::softmax_last_dim(&s.x),
+            Op::LogSoftmax => redjit_candle::log_softmax_last_dim(&s.x),
+            Op::RmsNorm => redjit_candle::rms_norm(&s.x, w, EPS),
+            Op::LayerNorm => redjit_candle::layer_norm(&s.x, w, b, EPS),
+            Op::AddRmsNorm => Ok(redjit_candle::add_rms_norm(&s.x, &s.r, w, EPS)?.0),
+            Op::AddLayerNorm => Ok(redjit_candle::add_layer_norm(&s.x, &s.r, w, b, EPS)?.0),
+            Op::Last(r) => redjit_candle::reduce_last_dim(&s.x, r),
+            Op::All(r) => redjit_candle::reduce_all(&s.x, r),
+        }
+    }
+
+    /// candle's own: its fused kernels where it has them, its composite
+    /// log-softmax, and the residual add as a separate op.
+    fn candle(self, s: &Set, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+        match self {
+            Op::Softmax => candle_nn::ops::softmax_last_dim(&s.x),
+            Op::LogSoftmax => candle_nn::ops::log_softmax(&s.x, D::Minus1),
+            Op::RmsNorm => candle_nn::ops::rms_norm(&s.x, w, EPS),
+            Op::LayerNorm => candle_nn::ops::layer_norm(&s.x, w, b, EPS),
+            Op::AddRmsNorm => candle_nn::ops::rms_norm(&(&s.x + &s.r)?, w, EPS),
+            Op::AddLayerNorm => candle_nn::ops::layer_norm(&(&s.x + &s.r)?, w, b, EPS),
+            Op::Last(r) => match r {
+                Reduction::Sum => s.x.sum_keepdim(D::Minus1),
+                Reduction::Max => s.x.max_keepdim(D::Minus1),
+                Reduction::Min => s.x.min_keepdim(D::Minus1),
+                Reduction::ArgMax => s.x.argmax_keepdim(D::Minus1),
+                Reduction::Mean => s.x.mean_keepdim(D::Minus1),
+                Reduction::Var => s.x.var_keepdim(D::Minus1),
+            },
+            Op::All(r) => match r {
+                Reduction::Sum => s.x.sum_all(),
+                Reduction::Max => s.x.max_all(),
+                Reduction::Min => s.x.min_all(),
+                Reduction::ArgMax => s.x.flatten_all()?.argmax(0),
+                Reduction::Mean => s.x.mean_all(),
+                Reduction::Var => s.x.flatten_all()?.var(0),
+            },
+        }
+    }
+}
+
+/// One call's inputs; calls rotate over several sets.
+struct Set {
+    x: Tensor,
+    r: Tensor,
+}
+
+/// µs a call, median of the rounds, for each side (redjit first, then candle),
+/// their rounds alternated.
+fn time_pair(
+    dev: &Device,
+    calls: usize,
+    mut a: impl FnMut(usize) -> Result<Tensor>,
+    mut b: impl FnMut(usize) -> Result<Tensor>,
+) -> Result<(f64, f64)> {
+    let stream = dev.as_cuda_device()?.cuda_stream();
+    let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
+    let round = |f: &mut dyn FnMut(usize) -> Result<Tensor>| -> Result<f64> {
+        let start = stream
+            .record_event(flags)
+            .map_err(candle_core::Error::wrap)?;
+        for i in 0..calls {
+            f(i)?;
+        }
+        let end = stream
+            .record_event(flags)
+            .map_err(candle_core::Error::wrap)?;
+        end.synchronize().map_err(candle_core::Error::wrap)?;
+        let ms = start.elapsed_ms(&end).map_err(candle_core::Error::wrap)?;
+        Ok(f64::from(ms) * 1e3 / calls as f64)
+    };
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        ta.push(round(&mut a)?);
+        tb.push(round(&mut b)?);
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Ok((median(ta), median(tb)))
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let out_path = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1));
+    let mut out: Box<dyn Write> = match out_path {
+        Some(p) => Box::new(std::fs::File::create(p)?),
+        None => Box::new(std::io::stdout()),
+    };
+    let dev = Device::new_cuda(0)?;
+    let rj = redjit_candle::redjit(dev.as_cuda_device()?)?;
+    let info = rj.runtime().device().clone();
+    eprintln!(
+        "{} ({} SMs, {} MiB L2), tuning table: {}",
+        info.name,
+        info.sm_count,
+        info.l2_bytes >> 20,
+        rj.runtime().tuning().why
+    );
+    let tokens: &[usize] = if quick {
+        &[1, 4096]
+    } else {
+        &[1, 16, 128, 512, 4096]
+    };
+    let mut shapes: Vec<(usize, usize)> = tokens
+        .iter()
+        .flat_map(|&t| [4096, 8192].map(|h| (t, h)))
+        .collect();
+    shapes.extend([(3, 100_003), (4097, 257)]);
+    eprintln!(
+        "{:<22} {:>5} {:>14} {:>10} {:>10} {:>7}",
+        "op", "dtype", "shape", "redjit µs", "candle µs", "ratio"
+    );
+    for dtype in [DType::BF16, DType::F32] {
+        for &(rows, cols) in &shapes {
+            let bytes = rows * cols * dtype.size_in_bytes();
+            // Enough sets that one pass over them is 4x the L2, at most 64.
+            let sets = (4 * info.l2_bytes as usize)
+                .div_ceil(2 * bytes)
+                .clamp(2, 64);
+            let sets: Vec<Set> = (0..sets)
+                .map(|_| -> Result<Set> {
+                    Ok(Set {
+                        x: Tensor::randn(0f32, 1.0, (rows, cols), &dev)?.to_dtype(dtype)?,
+                        r: Tensor::randn(0f32, 1.0, (rows, cols), &dev)?.to_dtype(dtype)?,
+                    })
+                })
+                .collect::<Result<_>>()?;
+            let w = (Tensor::randn(0f32, 0.5, cols, &dev)? + 1.0)?.to_dtype(dtype)?;
+            let b = Tensor::randn(0f32, 0.5, cols, &dev)?.to_dtype(dtype)?;
+            for op in ops() {
+                // Warm-up (compiles redjit's kernel once, loads candle's) and an
+                // estimate of the call count a round needs.
+                op.redjit(&sets[0], &w, &b)?;
+                op.candle(&sets[0], &w, &b)?;
+                dev.synchronize()?;
+                let t0 = Instant::now();
+                for s in &sets {
+                    op.candle(s, &w, &b)?;
+                }
+                dev.synchronize()?;
+                let per = t0.elapsed().as_secs_f64() / sets.len() as f64;
+                let calls = ((ROUND_SECONDS / per).ceil() as usize).clamp(sets.len(), 20_000);
+                let (ours, theirs) = time_pair(
+                    &dev,
+                    calls,
+                    |i| op.redjit(&sets[i % sets.len()], &w, &b),
+                    |i| op.candle(&sets[i % sets.len()], &w, &b),
+                )?;
+                let moved = op.streams() * bytes;
+                eprintln!(
+                    "{:<22} {:>5} {:>14} {:>10.2} {:>10.2} {:>6.2}x",
+                    op.name(),
+                    format!("{dtype:?}").to_lowercase(),
+                    format!("{rows}x{cols}"),
+                    ours,
+                    theirs,
+                    theirs / ours
+                );
+                writeln!(
+                    out,
+                    "{{\"op\":\"{}\",\"dtype\":\"{}\",\"rows\":{rows},\"cols\":{cols},\"redjit_us\":{ours:.3},\"candle_us\":{theirs:.3},\"bytes\":{moved},\"calls\":{calls},\"sets\":{},\"gpu\":\"{}\"}}",
+                    op.name(),
+                    format!("{dtype:?}").to_lowercase(),
+                    sets.len(),
+                    info.name
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
