@@ -277,6 +277,7 @@ for step in "${steps[@]}"; do
     # cuBLAS, cuRAND, the runtime and NCCL by soname: PyTorch's CUDA 13 wheels
     # hold them.
     echo "== redjit-candle"
+    [ -f stage/candle.tar.xz ] && tar -xJf stage/candle.tar.xz -C "$BIN"
     nv=$(python3 -c 'import nvidia, os; print(list(nvidia.__path__)[0])')
     export LD_LIBRARY_PATH="$nv/cu13/lib:$nv/nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export REDJIT_CACHE_DIR=/tmp/redjit-cache-candle

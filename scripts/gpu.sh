@@ -9,12 +9,14 @@
 #                        test binary is stage/bin/example)
 #   stage/scripts/       torch_ref.py and the gpu-*.sh runs
 #   stage/bin/redjit-base  with BASE_REV=<rev>: the CLI built at that revision
-#   stage/bin/candle_*     with CANDLE=1: redjit-candle's tests and examples
+#   stage/candle.tar.xz    with CANDLE=1: redjit-candle's tests and examples, packed
 #                        (a worktree in /tmp), for A/B runs in one device call
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/cuda-tools.sh
 rm -rf stage && mkdir -p stage/bin stage/scripts
+# CANDLE=only: redjit-candle's alone (below).
+[ "${CANDLE:-0}" = only ] || {
 cargo build --release -p redjit-cli -p redjit-example-collectives
 cargo test --release --no-run --message-format=json -p redjit -p redjit-example-collectives 2>/dev/null |
   python3 -c '
@@ -39,11 +41,12 @@ if [ -n "${BASE_REV:-}" ]; then
   cp "$base/target/release/redjit" stage/bin/redjit-base
   git -C "$base" log --oneline -1 >stage/base-rev.txt
 fi
-# CANDLE=1: redjit-candle's GPU and CPU tests and its two examples, as
+}
+# CANDLE=1 (or only): redjit-candle's GPU and CPU tests and its two examples, as
 # stage/bin/candle_{gpu,cpu,bench,block} (its own workspace; candle's CUDA
 # crate builds with the toolkit wheels of scripts/cuda-toolkit.sh, for sm_90
 # unless CUDA_COMPUTE_CAP says otherwise).
-if [ "${CANDLE:-0}" = 1 ]; then
+if [ "${CANDLE:-0}" != 0 ]; then
   source scripts/cuda-toolkit.sh
   cargo build --release --manifest-path candle/Cargo.toml --target-dir "${CARGO_TARGET_DIR:-target}" \
     --tests --examples --message-format=json 2>/dev/null |
@@ -58,5 +61,11 @@ for line in sys.stdin:
 fi
 # Debug info stays here; the GPU machine needs only code (the carry limit is 64 MiB).
 strip stage/bin/* 2>/dev/null || true
+if [ "${CANDLE:-0}" != 0 ]; then
+  # Each candle binary holds candle-kernels' compiled kernels (tens of MB, the
+  # same bytes in each): packed together they fit the carry limit;
+  # gpu-run.sh candle unpacks them.
+  (cd stage/bin && tar -cf - candle_* | xz -9 -T2 >../candle.tar.xz && rm candle_*)
+fi
 cp scripts/torch_ref.py scripts/gpu-*.sh stage/scripts/ 2>/dev/null || true
 du -sh stage; ls -la stage/bin

@@ -197,6 +197,9 @@ fn main() -> Result<()> {
         info.l2_bytes >> 20,
         rj.runtime().tuning().why
     );
+    if args.iter().any(|a| a == "--host") {
+        return host_costs(&dev);
+    }
     let tokens: &[usize] = if quick {
         &[1, 4096]
     } else {
@@ -268,5 +271,84 @@ fn main() -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// `--host`: where a small call's time goes. The host's time to issue 200
+/// calls (no wait inside, the GPU keeps up or queues), and the time until
+/// they finish, µs a call, median of 5 rounds, each side.
+fn host_costs(dev: &Device) -> Result<()> {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let calls = 200;
+    for (rows, cols) in [(1, 4096), (16, 4096), (128, 8192)] {
+        let set = Set {
+            x: Tensor::randn(0f32, 1.0, (rows, cols), dev)?.to_dtype(DType::BF16)?,
+            r: Tensor::randn(0f32, 1.0, (rows, cols), dev)?.to_dtype(DType::BF16)?,
+        };
+        let w = Tensor::ones(cols, DType::BF16, dev)?;
+        let b = Tensor::zeros(cols, DType::BF16, dev)?;
+        for op in [
+            Op::RmsNorm,
+            Op::LayerNorm,
+            Op::Softmax,
+            Op::AddRmsNorm,
+            Op::Last(Reduction::Sum),
+        ] {
+            let mut line = format!("{:<22} {rows}x{cols}", op.name());
+            for side in 0..2 {
+                let call = |s: &Set| {
+                    if side == 0 {
+                        op.redjit(s, &w, &b)
+                    } else {
+                        op.candle(s, &w, &b)
+                    }
+                };
+                for _ in 0..50 {
+                    call(&set)?;
+                }
+                let (mut issue, mut done) = (Vec::new(), Vec::new());
+                for _ in 0..5 {
+                    dev.synchronize()?;
+                    let t0 = Instant::now();
+                    for _ in 0..calls {
+                        call(&set)?;
+                    }
+                    issue.push(t0.elapsed().as_secs_f64() * 1e6 / calls as f64);
+                    dev.synchronize()?;
+                    done.push(t0.elapsed().as_secs_f64() * 1e6 / calls as f64);
+                }
+                line += &format!(
+                    "  {}: issue {:.2} done {:.2}",
+                    if side == 0 { "redjit" } else { "candle" },
+                    median(issue),
+                    median(done)
+                );
+            }
+            eprintln!("{line}");
+        }
+    }
+    // The parts of a redjit call that are not the launch.
+    let cuda = dev.as_cuda_device()?;
+    let t0 = Instant::now();
+    for _ in 0..10_000 {
+        std::hint::black_box(redjit_candle::redjit(cuda)?);
+    }
+    eprintln!(
+        "runtime lookup: {:.3} µs",
+        t0.elapsed().as_secs_f64() * 1e6 / 1e4
+    );
+    let t0 = Instant::now();
+    for _ in 0..10_000 {
+        // SAFETY: never read.
+        std::hint::black_box(unsafe { cuda.alloc::<half::bf16>(4096)? });
+    }
+    dev.synchronize()?;
+    eprintln!(
+        "alloc + free of 4096 bf16: {:.3} µs",
+        t0.elapsed().as_secs_f64() * 1e6 / 1e4
+    );
     Ok(())
 }

@@ -2,12 +2,14 @@
 //! and the norm kernels it has loaded, kept for the life of the process.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use candle_core::Result;
 use candle_core::cuda_backend::{CudaDevice, DeviceId};
 use redjit_runtime::{
-    KernelSpec, NormKernel, NormSpec, ReduceKernel, ReduceSpec, Runtime, RuntimeOptions,
+    DType, NormKernel, NormOp, NormSpec, ReduceKernel, ReduceSpec, Runtime, RuntimeOptions,
+    SoftmaxAlgo,
 };
 
 use crate::error::wrap;
@@ -15,22 +17,31 @@ use crate::error::wrap;
 /// A candle device's runtime and its loaded kernels by spec name.
 pub struct Redjit {
     rt: Runtime,
-    norms: Kernels<NormKernel<'static>>,
-    reductions: Kernels<ReduceKernel<'static>>,
+    norms: Kernels<NormKey, NormKernel<'static>>,
+    reductions: Kernels<ReduceSpec, ReduceKernel<'static>>,
 }
 
-/// Loaded kernels by spec name.
-type Kernels<K> = Mutex<HashMap<String, Arc<K>>>;
+/// A norm call's kernel key: the op, whether it adds the residual, the dtype,
+/// and the rows x cols the tuning table lays it out for. Keyed by the call,
+/// not the spec, so that a warm call resolves no layout and names no kernel.
+pub(crate) type NormKey = (NormOp, Option<SoftmaxAlgo>, bool, DType, usize, usize);
 
-/// The kernel named `name` in `cache`, else `load`ed (outside the lock: a
-/// compile takes a while) and kept.
-fn cached<K>(cache: &Kernels<K>, name: String, load: impl FnOnce() -> Result<K>) -> Result<Arc<K>> {
+/// Loaded kernels by key.
+type Kernels<Key, K> = Mutex<HashMap<Key, Arc<K>>>;
+
+/// The kernel of `key` in `cache`, else `load`ed (outside the lock: a compile
+/// takes a while) and kept.
+fn cached<Key: Eq + Hash + Clone, K>(
+    cache: &Kernels<Key, K>,
+    key: &Key,
+    load: impl FnOnce() -> Result<K>,
+) -> Result<Arc<K>> {
     let lock = || cache.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(k) = lock().get(&name) {
+    if let Some(k) = lock().get(key) {
         return Ok(k.clone());
     }
     let k = Arc::new(load()?);
-    Ok(lock().entry(name).or_insert(k).clone())
+    Ok(lock().entry(key.clone()).or_insert(k).clone())
 }
 
 /// The runtimes made so far, by candle device. Each is leaked on purpose: its
@@ -62,16 +73,23 @@ impl Redjit {
         &self.rt
     }
 
-    /// The norm kernel `spec`, loaded on its first use.
-    pub(crate) fn norm(&'static self, spec: &NormSpec) -> Result<Arc<NormKernel<'static>>> {
-        cached(&self.norms, spec.name(), || {
-            self.rt.norm(spec).map_err(wrap)
+    /// The norm kernel of `key`, laid out by the device's tuning table and
+    /// loaded on its first use.
+    pub(crate) fn norm(&'static self, key: NormKey) -> Result<Arc<NormKernel<'static>>> {
+        cached(&self.norms, &key, || {
+            let (op, algo, residual, dtype, rows, cols) = key;
+            let spec = NormSpec::with((op, algo, residual), dtype, dtype, cols as u64).for_shape(
+                Some(rows as u64),
+                cols as u64,
+                &self.rt.tuning().tuning,
+            );
+            self.rt.norm(&spec).map_err(wrap)
         })
     }
 
     /// The reduce kernel `spec`, loaded on its first use.
     pub(crate) fn reduce(&'static self, spec: &ReduceSpec) -> Result<Arc<ReduceKernel<'static>>> {
-        cached(&self.reductions, spec.name(), || {
+        cached(&self.reductions, spec, || {
             self.rt.reduce(spec).map_err(wrap)
         })
     }

@@ -9,7 +9,7 @@ use candle_core::{
     CpuStorage, CudaStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail,
 };
 use half::{bf16, f16};
-use redjit_runtime::{DeviceElem, Matrix, NormArgs, NormOp, NormSpec, SoftmaxAlgo};
+use redjit_runtime::{DeviceElem, Matrix, NormArgs, NormOp, SoftmaxAlgo};
 
 use crate::device::redjit;
 use crate::error::wrap;
@@ -151,18 +151,8 @@ impl RowOp {
 
         let dev = &p.x.0.device;
         let rj = redjit(dev)?;
-        let spec = NormSpec::with(
-            (self.kind.op().0, self.kind.op().1, self.residual),
-            T::DTYPE,
-            T::DTYPE,
-            m.cols as u64,
-        )
-        .for_shape(
-            Some(m.rows as u64),
-            m.cols as u64,
-            &rj.runtime().tuning().tuning,
-        );
-        let kernel = rj.norm(&spec)?;
+        let (op, algo) = self.kind.op();
+        let kernel = rj.norm((op, algo, self.residual, T::DTYPE, m.rows, m.cols))?;
 
         let rows_out = m.rows * m.ld;
         let copies = if self.residual { 2 } else { 1 };

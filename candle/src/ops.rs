@@ -185,56 +185,60 @@ pub fn add_layer_norm(
     split(y, cols)
 }
 
-/// A reduction's result in candle's type: x's dtype for values, u32 for
-/// argmax (redjit's kernels give f32 and i64).
-fn in_candles_type(y: Tensor, dtype: DType, r: Reduction) -> Result<Tensor> {
-    match r {
-        Reduction::ArgMax => y.to_dtype(DType::U32),
-        _ if dtype != DType::F32 => y.to_dtype(dtype),
-        _ => Ok(y),
-    }
+/// Results of a reduction: f32 values (redjit's accumulator, not rounded
+/// back to a 16-bit input's type) and i64 indices, wherever the tensor is.
+fn as_result(y: Tensor, r: Reduction) -> Result<Tensor> {
+    y.to_dtype(if r == Reduction::ArgMax {
+        DType::I64
+    } else {
+        DType::F32
+    })
 }
 
 /// `r` of each row of the last dimension, which the result keeps (of size 1),
 /// as candle's `sum_keepdim(D::Minus1)`, `max_keepdim`, `min_keepdim`,
-/// `argmax_keepdim`, `mean_keepdim` and `var_keepdim` give it. redjit
-/// accumulates in f32 (bf16 and f16 inputs too); a 16-bit input's result is
-/// rounded to its type once, at the end.
+/// `argmax_keepdim`, `mean_keepdim` and `var_keepdim` (the sample variance)
+/// compute it, but accumulated and returned in f32 whatever the input's
+/// type (argmax: i64 indices, the first of equal maxima): no extra launch
+/// rounds a 16-bit input's result back to its type.
 pub fn reduce_last_dim(x: &Tensor, r: Reduction) -> Result<Tensor> {
     if !on_redjit(x, &[]) {
-        return match r {
+        let x = x.to_dtype(DType::F32)?;
+        let y = match r {
             Reduction::Sum => x.sum_keepdim(D::Minus1),
             Reduction::Max => x.max_keepdim(D::Minus1),
             Reduction::Min => x.min_keepdim(D::Minus1),
             Reduction::ArgMax => x.argmax_keepdim(D::Minus1),
             Reduction::Mean => x.mean_keepdim(D::Minus1),
             Reduction::Var => x.var_keepdim(D::Minus1),
-        };
+        }?;
+        return as_result(y, r);
     }
-    let y = as_rows(x)?.apply_op1_no_bwd(&ReduceOp1 {
+    as_rows(x)?.apply_op1_no_bwd(&ReduceOp1 {
         reduction: r,
         whole: false,
-    })?;
-    in_candles_type(y, x.dtype(), r)
+    })
 }
 
 /// `r` of every element of the tensor, a scalar (candle's `sum_all`,
 /// `max_all`, `min_all`, `mean_all`; argmax and variance as over the
-/// flattened tensor). A tensor that is not contiguous is made so first.
+/// flattened tensor), f32 (argmax: i64) as [`reduce_last_dim`]. A tensor that
+/// is not contiguous is made so first.
 pub fn reduce_all(x: &Tensor, r: Reduction) -> Result<Tensor> {
     if !on_redjit(x, &[]) {
-        return match r {
+        let x = x.to_dtype(DType::F32)?;
+        let y = match r {
             Reduction::Sum => x.sum_all(),
             Reduction::Max => x.max_all(),
             Reduction::Min => x.min_all(),
             Reduction::ArgMax => x.flatten_all()?.argmax(0),
             Reduction::Mean => x.mean_all(),
             Reduction::Var => x.flatten_all()?.var(0),
-        };
+        }?;
+        return as_result(y, r);
     }
-    let y = x.contiguous()?.apply_op1_no_bwd(&ReduceOp1 {
+    x.contiguous()?.apply_op1_no_bwd(&ReduceOp1 {
         reduction: r,
         whole: true,
-    })?;
-    in_candles_type(y, x.dtype(), r)
+    })
 }

@@ -22,7 +22,7 @@ pub enum Reduction {
     Max,
     /// Smallest element (NaN if any is NaN).
     Min,
-    /// Index of the largest element (the first of equals), as candle's u32.
+    /// Index of the largest element (the first of equals).
     ArgMax,
     /// Mean of the elements.
     Mean,
@@ -63,7 +63,7 @@ impl Reduction {
 /// One reduction as a candle custom op: of each row of the last dimension
 /// (`whole: false`, the result keeps the dimension, of size 1) or of the
 /// whole tensor (a scalar, from a contiguous tensor). Results are f32 (i64 for
-/// argmax), redjit's accumulators; the caller converts them to candle's types.
+/// argmax), redjit's accumulator and index types.
 pub(crate) struct ReduceOp1 {
     pub reduction: Reduction,
     pub whole: bool,

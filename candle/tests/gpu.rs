@@ -224,20 +224,24 @@ fn check(dev: &Device, op: Op, rows: usize, cols: usize, dtype: DType, view: Vie
         }
     }
 
-    // candle's own op on the same tensors: the two within the twin's tolerance
-    // of each other, plus one unit in the last place of the dtype.
+    // candle's own op on the same tensors. f32: the two within the twin's
+    // tolerance of each other plus two units in the last place. 16-bit: a
+    // sanity bound only, 1/16 of the value: candle's bf16 softmax was seen
+    // 3.8 % off the exact value at 16x8192 (its sums round to bf16 as they
+    // go), where redjit's met the twin's tolerance above.
     let theirs = values(&op.candle(&x, &r, &w, &b));
     let ours = values(&y);
-    let ulp = match dtype {
-        DType::F32 => f32::EPSILON as f64,
-        DType::BF16 => 1.0 / 128.0,
-        _ => 1.0 / 1024.0,
-    };
     let mut worst = (0.0f64, 0usize);
     for (i, (a, c)) in ours.iter().zip(&theirs).enumerate() {
         let w = &want[i / cols].out[i % cols];
         let d = (f64::from(*a) - f64::from(*c)).abs();
-        let allowed = 2.0 * w.tol + 2.0 * ulp * w.value.abs().max(f64::from(c.abs()));
+        let scale = w.value.abs().max(f64::from(c.abs()));
+        let units = if dtype == DType::F32 {
+            2.0 * f64::from(f32::EPSILON)
+        } else {
+            1.0 / 16.0
+        };
+        let allowed = 2.0 * w.tol + units * scale;
         if d > allowed && d - allowed > worst.0 {
             worst = (d - allowed, i);
         }
@@ -476,20 +480,15 @@ fn check_reduction(
         .unwrap();
         (o, t)
     };
+    // f32 values whatever the input, i64 indices.
     let expect_type = if r == Reduction::ArgMax {
-        DType::U32
+        DType::I64
     } else {
-        dtype
+        DType::F32
     };
     assert_eq!(ours.dtype(), expect_type, "{what}: result type");
     let (ours, theirs) = (values(&ours), values(&theirs));
     let want = reduction_want(dev, r, &xh, rows, cols, whole);
-    // A 16-bit input's value is rounded once more, to its type.
-    let last_round = match dtype {
-        DType::F32 => 0.0,
-        DType::BF16 => 1.0 / 256.0,
-        _ => 1.0 / 2048.0,
-    };
     let n = if whole { rows * cols } else { cols };
     for (i, ((o, t), w)) in ours.iter().zip(&theirs).zip(&want).enumerate() {
         let got = f64::from(*o);
@@ -504,7 +503,7 @@ fn check_reduction(
                 );
             }
             Reduced::Value(v) => {
-                let tol = w.tol + last_round * v.abs();
+                let tol = w.tol;
                 assert!(
                     (got - v).abs() <= tol,
                     "{what}, result {i}: {got}, want {v} within {tol:e}"
