@@ -193,7 +193,12 @@ fn provenance(rname: &str, g: &GpuResults, f: &BenchFile) -> String {
             }
         ));
     }
-    if f.anchor_files.is_empty() {
+    if let Measured::Candle(r) = &f.measured {
+        parts.push(format!(
+            "{}; the anchor is candle {}'s own ops, in the same run",
+            r.gpu, r.candle_version
+        ));
+    } else if f.anchor_files.is_empty() {
         parts.push("no anchor file".into());
     } else {
         let files: Vec<String> = f
