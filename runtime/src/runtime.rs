@@ -164,6 +164,15 @@ pub fn gpu_available() -> Result<usize> {
     Ok(n as usize)
 }
 
+/// Loads NVRTC (~10 ms) on a thread of its own, beside context creation
+/// (~100 ms), so that a cold start finds it ready; a warm start, served from
+/// the disk cache, never waits for it.
+fn load_nvrtc_aside() {
+    std::thread::spawn(|| {
+        let _ = crate::nvrtc::Nvrtc::load();
+    });
+}
+
 impl Runtime {
     /// A runtime on GPU `ordinal` with the default disk cache.
     pub fn new(ordinal: usize) -> Result<Runtime> {
@@ -183,12 +192,7 @@ impl Runtime {
                 opts.ordinal
             )));
         }
-        // NVRTC's load (~10 ms) runs beside context creation (~100 ms), so a cold
-        // start finds it ready; a warm start, served from the disk cache, never
-        // waits for it.
-        std::thread::spawn(|| {
-            let _ = crate::nvrtc::Nvrtc::load();
-        });
+        load_nvrtc_aside();
         let t0 = Instant::now();
         let ctx = CudaContext::new(opts.ordinal)
             .during(|| format!("creating a context on device {}", opts.ordinal))?;
@@ -207,9 +211,7 @@ impl Runtime {
     /// `opts.no_event_tracking` are not used: the stream says the device, and
     /// its context was set up by its owner.
     pub fn on_stream(stream: Arc<CudaStream>, opts: RuntimeOptions) -> Result<Runtime> {
-        std::thread::spawn(|| {
-            let _ = crate::nvrtc::Nvrtc::load();
-        });
+        load_nvrtc_aside();
         let ctx = stream.context().clone();
         Runtime::build(ctx, stream, Duration::ZERO, &opts)
     }
