@@ -35,6 +35,9 @@ enum Op {
     Last(Reduction),
     /// A reduction of the whole tensor.
     All(Reduction),
+    /// `round(f32(x) + acc)` to x's type, stochastically when true (bf16 only;
+    /// candle's side is its cast, add and cast, to nearest: it has no other).
+    ReduceCopy(bool),
 }
 
 const REDUCTIONS: [Reduction; 6] = [
@@ -57,6 +60,7 @@ fn ops() -> Vec<Op> {
     ];
     ops.extend(REDUCTIONS.map(Op::Last));
     ops.extend(REDUCTIONS.map(Op::All));
+    ops.extend([Op::ReduceCopy(false), Op::ReduceCopy(true)]);
     ops
 }
 
@@ -66,6 +70,8 @@ impl Op {
         match self {
             Op::Last(r) => format!("{}_last_dim", reduction(r)),
             Op::All(r) => format!("{}_all", reduction(r)),
+            Op::ReduceCopy(false) => "reduce_copy".into(),
+            Op::ReduceCopy(true) => "reduce_copy_sr".into(),
             _ => self.norm_name().to_string(),
         }
     }
@@ -78,7 +84,7 @@ impl Op {
             Op::LayerNorm => "layer_norm",
             Op::AddRmsNorm => "add_rms_norm",
             Op::AddLayerNorm => "add_layer_norm",
-            Op::Last(_) | Op::All(_) => "",
+            Op::Last(_) | Op::All(_) | Op::ReduceCopy(_) => "",
         }
     }
 
@@ -87,6 +93,8 @@ impl Op {
         match self {
             Op::AddRmsNorm | Op::AddLayerNorm => 4,
             Op::Last(_) | Op::All(_) => 1,
+            // x (2 bytes an element) and acc (4) in, x's type out: 4 of x's size.
+            Op::ReduceCopy(_) => 4,
             _ => 2,
         }
     }
@@ -101,6 +109,11 @@ impl Op {
             Op::AddLayerNorm => Ok(redjit_candle::add_layer_norm(&s.x, &s.r, w, b, EPS)?.0),
             Op::Last(r) => redjit_candle::reduce_last_dim(&s.x, r),
             Op::All(r) => redjit_candle::reduce_all(&s.x, r),
+            Op::ReduceCopy(sr) => redjit_candle::reduce_copy(
+                &s.x,
+                &s.acc,
+                sr.then_some(redjit_candle::Stochastic { seed: 1, base: 0 }),
+            ),
         }
     }
 
@@ -130,6 +143,7 @@ impl Op {
                 Reduction::Mean => s.x.mean_all(),
                 Reduction::Var => s.x.flatten_all()?.var(0),
             },
+            Op::ReduceCopy(_) => (s.x.to_dtype(DType::F32)? + &s.acc)?.to_dtype(s.x.dtype()),
         }
     }
 }
@@ -138,6 +152,8 @@ impl Op {
 struct Set {
     x: Tensor,
     r: Tensor,
+    /// reduce_copy's f32 accumulator.
+    acc: Tensor,
 }
 
 /// µs a call, median of the rounds, for each side (redjit first, then candle),
@@ -226,12 +242,16 @@ fn main() -> Result<()> {
                     Ok(Set {
                         x: Tensor::randn(0f32, 1.0, (rows, cols), &dev)?.to_dtype(dtype)?,
                         r: Tensor::randn(0f32, 1.0, (rows, cols), &dev)?.to_dtype(dtype)?,
+                        acc: Tensor::randn(0f32, 1e-3, (rows, cols), &dev)?,
                     })
                 })
                 .collect::<Result<_>>()?;
             let w = (Tensor::randn(0f32, 0.5, cols, &dev)? + 1.0)?.to_dtype(dtype)?;
             let b = Tensor::randn(0f32, 0.5, cols, &dev)?.to_dtype(dtype)?;
             for op in ops() {
+                if matches!(op, Op::ReduceCopy(_)) && dtype != DType::BF16 {
+                    continue;
+                }
                 // Warm-up (compiles redjit's kernel once, loads candle's) and an
                 // estimate of the call count a round needs.
                 op.redjit(&sets[0], &w, &b)?;
@@ -287,6 +307,7 @@ fn host_costs(dev: &Device) -> Result<()> {
         let set = Set {
             x: Tensor::randn(0f32, 1.0, (rows, cols), dev)?.to_dtype(DType::BF16)?,
             r: Tensor::randn(0f32, 1.0, (rows, cols), dev)?.to_dtype(DType::BF16)?,
+            acc: Tensor::randn(0f32, 1e-3, (rows, cols), dev)?,
         };
         let w = Tensor::ones(cols, DType::BF16, dev)?;
         let b = Tensor::zeros(cols, DType::BF16, dev)?;

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use candle_core::Result;
 use candle_core::cuda_backend::{CudaDevice, DeviceId};
 use redjit_runtime::{
-    DType, NormKernel, NormOp, NormSpec, ReduceKernel, ReduceSpec, Runtime, RuntimeOptions,
-    SoftmaxAlgo,
+    DType, NormKernel, NormOp, NormSpec, ReduceCopyKernel, ReduceCopySpec, ReduceKernel,
+    ReduceSpec, Runtime, RuntimeOptions, SoftmaxAlgo,
 };
 
 use crate::error::wrap;
@@ -19,6 +19,7 @@ pub struct Redjit {
     rt: Runtime,
     norms: Kernels<NormKey, NormKernel<'static>>,
     reductions: Kernels<ReduceSpec, ReduceKernel<'static>>,
+    copies: Kernels<ReduceCopySpec, ReduceCopyKernel<'static>>,
 }
 
 /// A norm call's kernel key: the op, whether it adds the residual, the dtype,
@@ -62,6 +63,7 @@ pub fn redjit(dev: &CudaDevice) -> Result<&'static Redjit> {
         rt,
         norms: Mutex::default(),
         reductions: Mutex::default(),
+        copies: Mutex::default(),
     }));
     devices.insert(dev.id(), r);
     Ok(r)
@@ -91,6 +93,16 @@ impl Redjit {
     pub(crate) fn reduce(&'static self, spec: &ReduceSpec) -> Result<Arc<ReduceKernel<'static>>> {
         cached(&self.reductions, spec, || {
             self.rt.reduce(spec).map_err(wrap)
+        })
+    }
+
+    /// The reduce_copy kernel `spec`, loaded on its first use.
+    pub(crate) fn reduce_copy(
+        &'static self,
+        spec: &ReduceCopySpec,
+    ) -> Result<Arc<ReduceCopyKernel<'static>>> {
+        cached(&self.copies, spec, || {
+            self.rt.reduce_copy(spec).map_err(wrap)
         })
     }
 }

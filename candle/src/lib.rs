@@ -3,7 +3,9 @@
 //! Softmax, log-softmax, RMS norm and layer norm over the last dimension, the
 //! norms with a fused residual add, and reductions (sum, max, min, argmax,
 //! mean, variance) over the last dimension or the whole tensor, for candle
-//! CUDA tensors of f32, bf16 and f16: one redjit kernel each, laid out for the device by its tuning
+//! CUDA tensors of f32, bf16 and f16, and the mixed-precision reduce+copy
+//! step (`reduce_copy`, bf16/f16 + f32, stochastic rounding optional): one
+//! redjit kernel each, laid out for the device by its tuning
 //! table, launched on candle's stream of the device with no copy of the
 //! tensors. Other tensors (on the CPU, of other dtypes, empty) take candle's
 //! own op, so a model calls these functions wherever it runs.
@@ -35,11 +37,13 @@ mod error;
 mod norm;
 mod ops;
 mod reduce;
+mod reduce_copy;
 mod rows;
 
 pub use device::{Redjit, redjit};
 pub use ops::{
-    add_layer_norm, add_rms_norm, layer_norm, log_softmax_last_dim, reduce_all, reduce_last_dim,
-    rms_norm, softmax_last_dim,
+    add_layer_norm, add_rms_norm, layer_norm, log_softmax_last_dim, reduce_all, reduce_copy,
+    reduce_last_dim, rms_norm, softmax_last_dim,
 };
+pub use redjit_runtime::Stochastic;
 pub use reduce::Reduction;

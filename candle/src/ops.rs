@@ -3,9 +3,12 @@
 //! tensors), with the same results within rounding.
 
 use candle_core::{D, DType, Result, Tensor, bail};
+use redjit_runtime::Stochastic;
+use redjit_runtime::reference::{self, HostBuffer, Params};
 
 use crate::norm::{Kind, RowOp};
 use crate::reduce::{ReduceOp1, Reduction};
+use crate::reduce_copy::ReduceCopyOp;
 use crate::rows::Rows;
 
 /// Whether redjit takes a call on these tensors: all on one CUDA device, of
@@ -241,4 +244,60 @@ pub fn reduce_all(x: &Tensor, r: Reduction) -> Result<Tensor> {
         reduction: r,
         whole: true,
     })
+}
+
+/// The mixed-precision reduce+copy step: `f32(x) + acc`, rounded to x's type
+/// (bf16 or f16) to nearest, or stochastically with `stochastic`'s Philox
+/// key and counter offset (element i draws from counter `(base + i) / 4`), as
+/// a low-precision weight update or a quantized collective's transport step
+/// runs it. One kernel on the GPU, where candle would take three (a cast,
+/// the add, a cast). On the CPU the same bits, from redjit's CPU twin.
+pub fn reduce_copy(x: &Tensor, acc: &Tensor, stochastic: Option<Stochastic>) -> Result<Tensor> {
+    if x.dims() != acc.dims() {
+        bail!(
+            "reduce_copy: acc must have the shape of x; x is {:?}, acc is {:?}",
+            x.dims(),
+            acc.dims()
+        );
+    }
+    if !matches!(x.dtype(), DType::BF16 | DType::F16) || acc.dtype() != DType::F32 {
+        bail!(
+            "reduce_copy: x must be bf16 or f16 and acc f32; x is {:?}, acc is {:?}",
+            x.dtype(),
+            acc.dtype()
+        );
+    }
+    if !x.device().same_device(acc.device()) {
+        bail!("reduce_copy: x and acc must be on one device");
+    }
+    if x.device().is_cuda() && x.elem_count() > 0 {
+        return x
+            .contiguous()?
+            .apply_op2_no_bwd(&acc.contiguous()?, &ReduceCopyOp { stochastic });
+    }
+    // The CPU twin of the kernel: the same bits for either rounding.
+    let spec = crate::reduce_copy::spec(x.dtype(), stochastic.is_some())?;
+    let host_x = match x.dtype() {
+        DType::BF16 => HostBuffer::BF16(x.flatten_all()?.to_vec1::<half::bf16>()?),
+        _ => HostBuffer::F16(x.flatten_all()?.to_vec1::<half::f16>()?),
+    };
+    let host_acc = HostBuffer::F32(acc.flatten_all()?.to_vec1::<f32>()?);
+    let params = Params {
+        op_arg: 0.0,
+        sr_seed: stochastic.map_or(0, |s| s.seed),
+        sr_base: stochastic.map_or(0, |s| s.base),
+    };
+    let out = reference::reduce_copy(
+        &spec,
+        &[&host_x, &host_acc],
+        &[0, 0],
+        x.elem_count(),
+        params,
+    );
+    let dev = x.device();
+    match out.into_iter().next() {
+        Some(HostBuffer::BF16(v)) => Tensor::from_vec(v, x.shape(), dev),
+        Some(HostBuffer::F16(v)) => Tensor::from_vec(v, x.shape(), dev),
+        _ => bail!("reduce_copy: the CPU twin gave no {:?} result", x.dtype()),
+    }
 }

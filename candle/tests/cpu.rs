@@ -89,3 +89,34 @@ fn cpu_reductions_take_candles_ops() -> candle_core::Result<()> {
     same(&reduce_all(&x, Reduction::Mean)?, &x.mean_all()?);
     Ok(())
 }
+
+#[test]
+fn cpu_reduce_copy_is_candles_cast_add_cast_to_nearest() -> candle_core::Result<()> {
+    use redjit_candle::{Stochastic, reduce_copy};
+    let x = Tensor::randn(0f32, 1.0, (7, 33), &Device::Cpu)?.to_dtype(DType::BF16)?;
+    let acc = (Tensor::randn(0f32, 1.0, (7, 33), &Device::Cpu)? * 1e-3)?;
+    let rn = reduce_copy(&x, &acc, None)?;
+    same(
+        &rn,
+        &(x.to_dtype(DType::F32)? + &acc)?.to_dtype(DType::BF16)?,
+    );
+    // Stochastic: each result one of the two bf16 neighbours of the exact sum,
+    // and the same for the same key.
+    let key = Some(Stochastic { seed: 3, base: 0 });
+    let sr = reduce_copy(&x, &acc, key)?;
+    same(&sr, &reduce_copy(&x, &acc, key)?);
+    let exact = (x.to_dtype(DType::F32)? + &acc)?
+        .flatten_all()?
+        .to_vec1::<f32>()?;
+    let got = sr.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+    for (e, g) in exact.iter().zip(&got) {
+        let lo = half::bf16::from_f32(*e);
+        let step = f32::from(half::bf16::from_bits(lo.to_bits() + 1)) - f32::from(lo);
+        assert!(
+            (g - e).abs() <= step.abs() * 1.01 + f32::EPSILON,
+            "{g} is not a neighbour of {e}"
+        );
+    }
+    assert!(reduce_copy(&x, &x, None).is_err());
+    Ok(())
+}

@@ -546,3 +546,54 @@ fn reductions_match_the_f64_value_and_candle() {
         check_reduction(&dev, r, 4097, 257, DType::F16, View::NarrowRows, false);
     }
 }
+
+#[test]
+#[ignore]
+fn reduce_copy_matches_the_cpu_twin_bit_for_bit() {
+    use redjit_candle::{Stochastic, reduce_copy};
+    let Some(dev) = gpu() else { return };
+    for dtype in [DType::BF16, DType::F16] {
+        for (rows, cols) in [(1, 4096), (4097, 257), (3, 100_003), (4096, 8192)] {
+            for view in [View::Contiguous, View::NarrowCols] {
+                let what = format!("{dtype:?} {rows}x{cols} {view:?}");
+                let x = input(&dev, rows, cols, dtype, view, 0.0);
+                // Small updates, as a weight update's: most round away.
+                let acc = (input(&dev, rows, cols, DType::F32, view, 0.0) * 1e-3).unwrap();
+                let (xc, ac) = (
+                    x.to_device(&Device::Cpu).unwrap(),
+                    acc.to_device(&Device::Cpu).unwrap(),
+                );
+                for sr in [
+                    None,
+                    Some(Stochastic {
+                        seed: 0x5eed,
+                        base: 7,
+                    }),
+                ] {
+                    let gpu = bits(&reduce_copy(&x, &acc, sr).unwrap());
+                    let cpu = bits(&reduce_copy(&xc, &ac, sr).unwrap());
+                    let diff = gpu.iter().zip(&cpu).position(|(a, b)| a != b);
+                    assert_eq!(
+                        diff, None,
+                        "{what} sr={sr:?}: GPU and CPU twin differ at {diff:?}"
+                    );
+                    if sr.is_none() {
+                        // candle's three ops (cast, add, cast) round to nearest too.
+                        let theirs = (x.to_dtype(DType::F32).unwrap() + &acc)
+                            .unwrap()
+                            .to_dtype(dtype)
+                            .unwrap();
+                        assert_eq!(gpu, bits(&theirs), "{what}: candle's cast-add-cast differs");
+                    }
+                }
+            }
+        }
+    }
+    let x = Tensor::ones(8, DType::BF16, &dev).unwrap();
+    let e = reduce_copy(&x, &Tensor::ones(7, DType::F32, &dev).unwrap(), None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("[8]") && e.contains("[7]"), "{e}");
+    let e = reduce_copy(&x, &x, None).unwrap_err().to_string();
+    assert!(e.contains("f32") && e.contains("BF16"), "{e}");
+}
