@@ -351,6 +351,127 @@ fn host_costs(dev: &Device) -> Result<()> {
             eprintln!("{line}");
         }
     }
+    // One RMS norm (1x4096 bf16) three ways, buffers allocated once: redjit's
+    // launcher, cudarc's launch of the same function with the same arguments
+    // (what the launcher adds is the difference), and the launcher's check.
+    {
+        use candle_core::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
+        use redjit_runtime::{KernelSpec, Matrix, NormArgs, NormOp, NormSpec};
+        let rt = redjit_candle::redjit(dev.as_cuda_device()?)?.runtime();
+        let stream = dev.as_cuda_device()?.cuda_stream();
+        let spec = NormSpec::with(
+            (NormOp::RmsNorm, None, false),
+            redjit_runtime::DType::BF16,
+            redjit_runtime::DType::BF16,
+            4096,
+        )
+        .for_shape(Some(1), 4096, &rt.tuning().tuning);
+        let kernel = rt.norm(&spec).map_err(candle_core::Error::wrap)?;
+        let x = stream
+            .alloc_zeros::<half::bf16>(4096)
+            .map_err(candle_core::Error::wrap)?;
+        let w = stream
+            .alloc_zeros::<half::bf16>(4096)
+            .map_err(candle_core::Error::wrap)?;
+        let mut y = stream
+            .alloc_zeros::<half::bf16>(4096)
+            .map_err(candle_core::Error::wrap)?;
+        let m = Matrix {
+            rows: 1,
+            cols: 4096,
+            ld: 4096,
+        };
+        let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+            let mut v = Vec::new();
+            for _ in 0..5 {
+                dev.synchronize()?;
+                let t0 = Instant::now();
+                for _ in 0..calls {
+                    f()?;
+                }
+                v.push(t0.elapsed().as_secs_f64() * 1e6 / calls as f64);
+            }
+            dev.synchronize()?;
+            Ok(median(v))
+        };
+        let launcher = time(&mut || {
+            kernel
+                .launch(&stream, NormArgs::norm(&x, &w, None, &mut y, m, 1e-5))
+                .map_err(candle_core::Error::wrap)
+        })?;
+        let func = rt.function(&spec).map_err(candle_core::Error::wrap)?;
+        let plan = kernel.plan(1, 4096);
+        let (null, rows, cols, ld, eps) = (0u64, 1u64, 4096u64, 4096u64, 1e-5f32);
+        let ws = stream
+            .alloc_zeros::<u8>(4096)
+            .map_err(candle_core::Error::wrap)?;
+        let raw = time(&mut || {
+            let mut b = stream.launch_builder(&func);
+            b.arg(&x)
+                .arg(&null)
+                .arg(&w)
+                .arg(&null)
+                .arg(&mut y)
+                .arg(&null)
+                .arg(&null)
+                .arg(&null);
+            b.arg(&ws)
+                .arg(&ws)
+                .arg(&rows)
+                .arg(&cols)
+                .arg(&ld)
+                .arg(&plan.splits)
+                .arg(&plan.span)
+                .arg(&eps);
+            let cfg = LaunchConfig {
+                grid_dim: (plan.grid, 1, 1),
+                block_dim: (spec.threads(), 1, 1),
+                shared_mem_bytes: spec.stage_bytes() as u32,
+            };
+            unsafe { b.launch(cfg) }
+                .map(|_| ())
+                .map_err(candle_core::Error::wrap)
+        })?;
+        let call = redjit_runtime::NormCall {
+            x: (redjit_runtime::DType::BF16, 4096),
+            residual: None,
+            weight: Some((redjit_runtime::DType::BF16, 4096)),
+            bias: None,
+            out: (redjit_runtime::DType::BF16, 4096),
+            residual_out: None,
+            mean: None,
+            rstd: None,
+            shape: m,
+            param: 1e-5,
+            in_place: false,
+            scale: None,
+        };
+        let t0 = Instant::now();
+        for _ in 0..100_000 {
+            std::hint::black_box(
+                redjit_runtime::check_norm_call(&spec, std::hint::black_box(&call), 264).ok(),
+            );
+        }
+        let check = t0.elapsed().as_secs_f64() * 1e6 / 1e5;
+        let t0 = Instant::now();
+        for i in 0..100_000u64 {
+            std::hint::black_box(
+                NormSpec::with(
+                    (NormOp::RmsNorm, None, false),
+                    redjit_runtime::DType::BF16,
+                    redjit_runtime::DType::BF16,
+                    4096,
+                )
+                .for_shape(Some(1 + i % 2), 4096, &rt.tuning().tuning)
+                .name(),
+            );
+        }
+        let resolve = t0.elapsed().as_secs_f64() * 1e6 / 1e5;
+        eprintln!(
+            "{}: redjit launcher {launcher:.2} µs, cudarc launch {raw:.2} µs, check_call {check:.3} µs, layout + name {resolve:.3} µs",
+            spec.name()
+        );
+    }
     // The parts of a redjit call that are not the launch.
     let cuda = dev.as_cuda_device()?;
     let t0 = Instant::now();
