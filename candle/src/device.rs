@@ -14,17 +14,20 @@ use redjit_runtime::{
 
 use crate::error::wrap;
 
-/// A candle device's runtime and its loaded kernels by spec name.
+/// A candle device's runtime and its loaded kernels.
 pub struct Redjit {
     rt: Runtime,
+    /// Norm kernels by spec, one each (its loaded functions and workspace).
+    norm_specs: Kernels<NormSpec, NormKernel<'static>>,
+    /// The same kernels by the call that resolved to each, many to one.
     norms: Kernels<NormKey, NormKernel<'static>>,
     reductions: Kernels<ReduceSpec, ReduceKernel<'static>>,
     copies: Kernels<ReduceCopySpec, ReduceCopyKernel<'static>>,
 }
 
 /// A norm call's kernel key: the op, whether it adds the residual, the dtype,
-/// and the rows x cols the tuning table lays it out for. Keyed by the call,
-/// not the spec, so that a warm call resolves no layout and names no kernel.
+/// and the rows x cols the tuning table lays it out for: a warm call finds
+/// its kernel by this, resolving no layout and naming no kernel.
 pub(crate) type NormKey = (NormOp, Option<SoftmaxAlgo>, bool, DType, usize, usize);
 
 /// Loaded kernels by key.
@@ -35,13 +38,13 @@ type Kernels<Key, K> = Mutex<HashMap<Key, Arc<K>>>;
 fn cached<Key: Eq + Hash + Clone, K>(
     cache: &Kernels<Key, K>,
     key: &Key,
-    load: impl FnOnce() -> Result<K>,
+    load: impl FnOnce() -> Result<Arc<K>>,
 ) -> Result<Arc<K>> {
     let lock = || cache.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(k) = lock().get(key) {
         return Ok(k.clone());
     }
-    let k = Arc::new(load()?);
+    let k = load()?;
     Ok(lock().entry(key.clone()).or_insert(k).clone())
 }
 
@@ -61,6 +64,7 @@ pub fn redjit(dev: &CudaDevice) -> Result<&'static Redjit> {
     let rt = Runtime::on_stream(dev.cuda_stream(), RuntimeOptions::default()).map_err(wrap)?;
     let r: &'static Redjit = Box::leak(Box::new(Redjit {
         rt,
+        norm_specs: Mutex::default(),
         norms: Mutex::default(),
         reductions: Mutex::default(),
         copies: Mutex::default(),
@@ -85,14 +89,16 @@ impl Redjit {
                 cols as u64,
                 &self.rt.tuning().tuning,
             );
-            self.rt.norm(&spec).map_err(wrap)
+            cached(&self.norm_specs, &spec, || {
+                self.rt.norm(&spec).map(Arc::new).map_err(wrap)
+            })
         })
     }
 
     /// The reduce kernel `spec`, loaded on its first use.
     pub(crate) fn reduce(&'static self, spec: &ReduceSpec) -> Result<Arc<ReduceKernel<'static>>> {
         cached(&self.reductions, spec, || {
-            self.rt.reduce(spec).map_err(wrap)
+            self.rt.reduce(spec).map(Arc::new).map_err(wrap)
         })
     }
 
@@ -102,7 +108,7 @@ impl Redjit {
         spec: &ReduceCopySpec,
     ) -> Result<Arc<ReduceCopyKernel<'static>>> {
         cached(&self.copies, spec, || {
-            self.rt.reduce_copy(spec).map_err(wrap)
+            self.rt.reduce_copy(spec).map(Arc::new).map_err(wrap)
         })
     }
 }

@@ -9,7 +9,7 @@ use candle_core::{
     CpuStorage, CudaStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail,
 };
 use half::{bf16, f16};
-use redjit_runtime::{DeviceElem, Matrix, NormArgs, NormOp, SoftmaxAlgo};
+use redjit_runtime::{DeviceElem, NormArgs, NormOp, SoftmaxAlgo};
 
 use crate::device::redjit;
 use crate::error::wrap;
@@ -174,7 +174,7 @@ impl RowOp {
                 residual_out: if self.residual { Some(&mut sum) } else { None },
                 mean: None,
                 rstd: None,
-                shape: Matrix { ld: m.ld, ..m },
+                shape: m,
                 param: self.param,
                 scale: None,
             };
