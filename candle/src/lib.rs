@@ -8,7 +8,9 @@
 //! redjit kernel each, laid out for the device by its tuning
 //! table, launched on candle's stream of the device with no copy of the
 //! tensors. Other tensors (on the CPU, of other dtypes, empty) take candle's
-//! own op, so a model calls these functions wherever it runs.
+//! own op (`reduce_copy`: redjit's CPU twin, the same bits), so a model calls
+//! these functions wherever it runs. Reductions return f32 values and i64
+//! indices on either path, where candle's keep the input's type.
 //!
 //! Contiguous tensors and tensors narrowed along any dimension are read in
 //! place; other layouts (transposed, broadcast) are made contiguous first.

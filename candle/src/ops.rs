@@ -1,6 +1,7 @@
 //! The public ops: redjit's kernels for CUDA tensors of f32, bf16 and f16,
 //! candle's own ops for everything else (CPU tensors, other dtypes, empty
-//! tensors), with the same results within rounding.
+//! tensors), with the same results within rounding. Reductions return f32
+//! (argmax i64) on either path; `reduce_copy`'s CPU path is redjit's CPU twin.
 
 use candle_core::{D, DType, Result, Tensor, bail};
 use redjit_runtime::Stochastic;
