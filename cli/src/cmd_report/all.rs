@@ -60,15 +60,7 @@ fn section(root: &Path, g: &GpuResults) -> Section {
         let Measured::Kernels(r) = &f.measured else {
             continue;
         };
-        let _ = writeln!(
-            s,
-            "### {} ({}, {})",
-            f.title(),
-            file_link(&rname, g, &f.file),
-            f.date()
-        );
-        let _ = writeln!(s);
-        describe(&rname, g, &[f], &mut s);
+        file_heading(&rname, g, f, &mut s);
         rows.extend(
             kernel_tables(f, r, &mut s)
                 .into_iter()
@@ -109,19 +101,24 @@ fn section(root: &Path, g: &GpuResults) -> Section {
     }
     for f in &g.files {
         if let Measured::Candle(r) = &f.measured {
-            let _ = writeln!(
-                s,
-                "### {} ({}, {})",
-                f.title(),
-                file_link(&rname, g, &f.file),
-                f.date()
-            );
-            let _ = writeln!(s);
-            describe(&rname, g, &[f], &mut s);
+            file_heading(&rname, g, f, &mut s);
             candle_table(r, &mut s);
         }
     }
     Section { body: s, rows }
+}
+
+/// One file's heading (title, file, date) and its description.
+fn file_heading(rname: &str, g: &GpuResults, f: &BenchFile, s: &mut String) {
+    let _ = writeln!(
+        s,
+        "### {} ({}, {})",
+        f.title(),
+        file_link(rname, g, &f.file),
+        f.date()
+    );
+    let _ = writeln!(s);
+    describe(rname, g, &[f], s);
 }
 
 /// The label of an all-reduce file's column: its title, else the last word
