@@ -31,6 +31,24 @@ pub enum Reduction {
 }
 
 impl Reduction {
+    /// redjit's kernel for this reduction of each row (`whole: false`) or of
+    /// the whole tensor, of `input` elements, accumulated in f32.
+    pub fn spec(self, input: RjType, whole: bool) -> ReduceSpec {
+        ReduceSpec {
+            axis: if whole {
+                ReduceAxis::All
+            } else {
+                ReduceAxis::Rows
+            },
+            op: self.op(),
+            input,
+            accum: RjType::F32,
+            warp_per_row: false,
+            cluster: false,
+            strategy: None,
+        }
+    }
+
     fn op(self) -> ReduceOp {
         match self {
             Reduction::Sum => ReduceOp::Sum,
@@ -78,19 +96,7 @@ impl ReduceOp1 {
         let name = self.reduction.name(self.whole);
         let dev = &s.device;
         let rj = redjit(dev)?;
-        let spec = ReduceSpec {
-            axis: if self.whole {
-                ReduceAxis::All
-            } else {
-                ReduceAxis::Rows
-            },
-            op: self.reduction.op(),
-            input: T::DTYPE,
-            accum: RjType::F32,
-            warp_per_row: false,
-            cluster: false,
-            strategy: None,
-        };
+        let spec = self.reduction.spec(T::DTYPE, self.whole);
         let kernel = rj.reduce(&spec)?;
         let slice = s.as_cuda_slice::<T>()?;
         let stream = dev.cuda_stream();

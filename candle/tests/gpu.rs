@@ -11,10 +11,7 @@ use redjit_candle::Reduction;
 use redjit_runtime::reference::HostBuffer;
 use redjit_runtime::reference_norm::{NormInputs, RowWant, expect_rows};
 use redjit_runtime::reference_reduce::{self, Expected, Reduced};
-use redjit_runtime::{
-    DType as RjType, KernelSpec, NormOp, NormSpec, ReduceAxis, ReduceOp, ReduceShape, ReduceSpec,
-    SoftmaxAlgo,
-};
+use redjit_runtime::{DType as RjType, KernelSpec, NormOp, NormSpec, ReduceShape, SoftmaxAlgo};
 
 const EPS: f32 = 1e-5;
 
@@ -389,27 +386,7 @@ fn reduction_want(
     cols: usize,
     whole: bool,
 ) -> Vec<Expected> {
-    let op = match r {
-        Reduction::Sum => ReduceOp::Sum,
-        Reduction::Max => ReduceOp::Max,
-        Reduction::Min => ReduceOp::Min,
-        Reduction::ArgMax => ReduceOp::ArgMax,
-        Reduction::Mean => ReduceOp::Mean,
-        Reduction::Var => ReduceOp::VarSamp,
-    };
-    let spec = ReduceSpec {
-        axis: if whole {
-            ReduceAxis::All
-        } else {
-            ReduceAxis::Rows
-        },
-        op,
-        input: host.dtype(),
-        accum: RjType::F32,
-        warp_per_row: false,
-        cluster: false,
-        strategy: None,
-    };
+    let spec = r.spec(host.dtype(), whole);
     let rj = redjit_candle::redjit(dev.as_cuda_device().unwrap()).unwrap();
     let kernel = rj.runtime().reduce(&spec).unwrap();
     if whole {
