@@ -287,6 +287,11 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- endif %}
 {%- if staged_cols %}
   const Op op{a.param, a.cols, a.cols + kSlots, a.mean, a.rstd, r, wvec, rj_cols_staged{kStride}};
+{%- elif held and layout == "block" %}
+  // The held columns, pinned after this row's loads (rj_cols_held::pin).
+  Held held = a.held;
+  held.pin();
+  const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec, held};
 {%- elif held %}
   const Op op{a.param, a.w, a.b, a.mean, a.rstd, r, wvec, a.held};
 {%- else %}

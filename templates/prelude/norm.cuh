@@ -594,6 +594,18 @@ template <class T, int V, int H> struct rj_cols_held {
       }
     }
   }
+  // Marks the words as made at this point of a row (after its loads are
+  // asked for): the widening that reads them cannot be hoisted out of the row
+  // loop, where it waited for the columns before the first row's loads went
+  // out (ncu, H200, 16x4096 bf16: two round trips in turn instead of one).
+  __device__ __forceinline__ void pin() {
+#pragma unroll
+    for (int q = 0; q < V; ++q)
+#pragma unroll
+      for (int p = 0; p < (H > 0 ? H : 1); ++p)
+#pragma unroll
+        for (int k = 0; k < T::kWords; ++k) asm volatile("" : "+r"(v[q][p][k]));
+  }
   // The vectors' type is T (the row op's too).
   template <class, int kV, class C>
   __device__ __forceinline__ void ld(rj_u64 a, const C& c, int p, rj_col_grid g, float (&o)[4]) const {

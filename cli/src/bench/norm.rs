@@ -41,9 +41,9 @@ pub struct NormBenchArgs {
     #[arg(long)]
     pub variants: bool,
 
-    /// Bench these kernels (names as the runtime prints them) at each shape
-    /// that fits them, instead.
-    #[arg(long = "spec", value_name = "NAME")]
+    /// Bench these kernels (names as the runtime prints them, comma-separated
+    /// or the flag repeated) at each shape that fits them, instead.
+    #[arg(long = "spec", value_name = "NAME", value_delimiter = ',')]
     pub specs: Vec<String>,
 
     /// Each kernel again with these launch bounds (blocks per SM, comma-separated;

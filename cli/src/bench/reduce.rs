@@ -42,9 +42,10 @@ pub struct ReduceBenchArgs {
     #[arg(long, default_value = "32768x4096,8192x16384")]
     pub shapes: String,
 
-    /// Bench these kernels (names as the runtime prints them) instead: full-array
+    /// Bench these kernels (names as the runtime prints them, comma-separated
+    /// or the flag repeated) instead: full-array
     /// kernels at each size, row and column kernels at each shape.
-    #[arg(long = "spec", value_name = "NAME")]
+    #[arg(long = "spec", value_name = "NAME", value_delimiter = ',')]
     pub specs: Vec<String>,
 
     /// How launches are timed (see the module docs).

@@ -24,9 +24,10 @@ pub struct ReduceCopyBenchArgs {
     #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_rounding, default_values_t = vec![Rounding::Nearest])]
     pub rounding: Vec<Rounding>,
 
-    /// Bench these kernels (names as the runtime prints them) instead of the
+    /// Bench these kernels (names as the runtime prints them, comma-separated
+    /// or the flag repeated) instead of the
     /// matrix of every type configuration.
-    #[arg(long = "spec", value_name = "NAME")]
+    #[arg(long = "spec", value_name = "NAME", value_delimiter = ',')]
     pub specs: Vec<String>,
 
     /// Also time misaligned placements, reported beside the aligned figure:
