@@ -594,11 +594,13 @@ template <class T, int V, int H> struct rj_cols_held {
       }
     }
   }
-  // Marks the words as made at this point of a row (after its loads are
-  // asked for): the widening that reads them cannot be hoisted out of the row
-  // loop, where it waited for the columns before the first row's loads went
-  // out (ncu, H200, 16x4096 bf16: two round trips in turn instead of one).
+  // Marks 16-bit words as made at this point of a row (after its loads are
+  // asked for): their widening cannot be hoisted out of the row loop, where it
+  // waited for the columns before the first row's loads went out (ncu, H200,
+  // 16x4096 bf16: two round trips in turn instead of one). f32 words are used
+  // as loaded: nothing to hoist.
   __device__ __forceinline__ void pin() {
+    if constexpr (T::kBytes == 4) return;
 #pragma unroll
     for (int q = 0; q < V; ++q)
 #pragma unroll
