@@ -918,6 +918,120 @@ def all_reduce_entries(a):
     return entries
 
 
+def _ar_norm_worker(rank, world, port, shapes, dtype_name, warmup, iters, batch, queue):
+    """One rank of the fused all-reduce + residual + RMS norm reference (issue
+    60's unfused anchor): NCCL's dist.all_reduce of x, then torch.compile of
+    h = x + residual; rms_norm(h) * w (one compiled function per hidden size,
+    the token count dynamic). Each (tokens, hidden) is timed from a CUDA graph
+    of `batch` calls (NCCL and the compiled kernels captured), else, where the
+    capture fails, as `batch` calls back to back; rank 0 puts ("ar_norm",
+    [(tokens, hidden, us, timing, error)]) on the queue."""
+    import torch.distributed as dist  # noqa: PLC0415
+    import torch.nn.functional as F  # noqa: PLC0415, N812
+
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            device_id=torch.device("cuda", rank))
+    dt = AR_DTYPES[dtype_name]
+    eps = 1e-6
+
+    def add_norm(x, r, w):
+        h = x + r
+        return h, F.rms_norm(h, (x.shape[-1],), w, eps)
+
+    compiled = {}
+    out = []
+    for tokens, hidden in shapes:
+        if hidden not in compiled:
+            reset_dynamo()
+            compiled[hidden] = torch.compile(add_norm, fullgraph=True, dynamic=True)
+        fn = compiled[hidden]
+        # x is reduced in place, so its values grow call by call (to inf in
+        # the end); no kernel here takes a path by value, so the times do not.
+        x = torch.randn(tokens, hidden, device="cuda", dtype=dt)
+        r = torch.randn(tokens, hidden, device="cuda", dtype=dt)
+        w = torch.randn(hidden, device="cuda", dtype=dt)
+
+        def call():
+            dist.all_reduce(x)  # noqa: B023 -- called at once
+            return fn(x, r, w)  # noqa: B023
+
+        for _ in range(3):
+            call()
+        torch.cuda.synchronize()
+        err, timing = None, "graph"
+        try:
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                for _ in range(batch):
+                    call()
+            torch.cuda.synchronize()
+            us = _batch_us(g.replay, warmup, iters, 1) / batch
+        except Exception as e:  # noqa: BLE001 -- recorded: the calls are timed back to back instead
+            err, timing = f"{type(e).__name__}: {e}"[:300], "back-to-back"
+            torch.cuda.synchronize()
+            us = _batch_us(call, warmup, iters, batch)
+        out.append((tokens, hidden, us, timing, err))
+        del x, r, w
+        torch.cuda.empty_cache()
+    if rank == 0:
+        queue.put(("ar_norm", out))
+    dist.destroy_process_group()
+
+
+def all_reduce_norm_entries(a):
+    """NCCL's all_reduce then torch.compile's add + RMS norm, one process per
+    GPU of this machine, at --arn-tokens x --arn-hidden (NVLink multicast
+    off): the unfused anchor of `redjit bench all-reduce --fused-norm`."""
+    import socket  # noqa: PLC0415
+
+    import torch.multiprocessing as mp  # noqa: PLC0415
+
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+    world = torch.cuda.device_count()
+    shapes = [(t, h) for h in parse_counts(a.arn_hidden, "--arn-hidden") for t in parse_counts(a.arn_tokens, "--arn-tokens")]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_ar_norm_worker,
+                         args=(r, world, port, shapes, a.ar_dtype, a.warmup, a.iters, a.ar_batch, queue))
+             for r in range(world)]
+    for p in procs:
+        p.start()
+    got = _next_result(queue, procs, a.ar_timeout, "NCCL + torch.compile add + RMS norm")
+    for p in procs:
+        p.join(timeout=30 if got else 0)
+        if p.is_alive():
+            p.terminate()
+            p.join(timeout=10)
+    if got is None:
+        raise RuntimeError("the NCCL + torch.compile add + RMS norm reference failed (see the log above)")
+    log(f"NCCL all_reduce then torch.compile add + RMS norm, {a.ar_dtype}, {world} GPU(s)")
+    log(f"{'tokens':>7} {'hidden':>7} {'us':>9} timing")
+    entries = []
+    for tokens, hidden, us, timing, err in got[1]:
+        log(f"{tokens:>7} {hidden:>7} {us:>9.2f} {timing}" + (f" (graph capture failed: {err})" if err else ""))
+        e = {"family": "all_reduce_norm", "name": f"ar_add_rms_norm_nccl_compile_{a.ar_dtype}",
+             "shape": f"{tokens}x{hidden}", "n": tokens * hidden, "world": world, "eager_us": us,
+             "timing": timing,
+             "eager_expr": "dist.all_reduce(x); torch.compile(h = x + r; F.rms_norm(h, (C,), w, eps))"}
+        if err:
+            e["graph_error"] = err
+        entries.append(e)
+    return entries
+
+
+def parse_counts(text, flag):
+    """Positive integers separated by commas."""
+    vals = [v.strip() for v in text.split(",") if v.strip()]
+    if not vals or not all(v.isdigit() and int(v) > 0 for v in vals):
+        raise ValueError(f"{flag} {text!r}: expected positive integers separated by commas, e.g. 1,16,128")
+    return [int(v) for v in vals]
+
+
 def parse_norm_shapes(text):
     """ROWSxCOLS shapes separated by commas, each a pair of positive integers."""
     shapes = []
@@ -935,12 +1049,16 @@ def main():
     ap.add_argument("--n", type=int, default=1 << 28, help="elements per buffer")
     ap.add_argument("--sizes", default=None, help="a sweep instead of --n, e.g. 1M,16M,2^28")
     ap.add_argument("--families", default="reduce_copy",
-                    help="comma-separated: reduce_copy,reduce,norm,nms,softmax_all,all_reduce")
+                    help="comma-separated: reduce_copy,reduce,norm,nms,softmax_all,all_reduce,all_reduce_norm")
     ap.add_argument("--ar-bytes", default="8K,64K,256K,1M,4M,16M,64M,256M", help="all_reduce: message sizes in bytes")
     ap.add_argument("--ar-dtype", default="bf16", choices=sorted(AR_DTYPES), help="all_reduce: element type")
     ap.add_argument("--ar-batch", type=int, default=20, help="all_reduce: calls per pair of events")
     ap.add_argument("--ar-timeout", type=int, default=300,
                     help="all_reduce: seconds to wait for each phase's result (NCCL, then symmetric memory)")
+    ap.add_argument("--arn-tokens", default="1,16,128,512,2048",
+                    help="all_reduce_norm: token counts (rows), comma-separated")
+    ap.add_argument("--arn-hidden", default="4096,8192",
+                    help="all_reduce_norm: hidden sizes (columns), comma-separated")
     ap.add_argument("--norm-shapes", default=None,
                     help="norm: comma-separated ROWSxCOLS shapes (default: the issue's six)")
     ap.add_argument("--norm-dtypes", default=None,
@@ -1008,8 +1126,16 @@ def main():
                 del NORM_DTYPES[d]
     families = [f.strip().replace("-", "_") for f in a.families.split(",") if f.strip()]
     for f in families:
-        if f not in ("reduce_copy", "reduce", "norm", "norm_fp8", "nms", "softmax_all", "all_reduce"):
-            log(f"error: unknown family {f!r}: expected reduce_copy, reduce, norm, nms, softmax_all, all_reduce")
+        if f not in ("reduce_copy", "reduce", "norm", "norm_fp8", "nms", "softmax_all", "all_reduce", "all_reduce_norm"):
+            log(f"error: unknown family {f!r}: expected reduce_copy, reduce, norm, nms, softmax_all, all_reduce, "
+                "all_reduce_norm")
+            return 2
+    if "all_reduce_norm" in families:
+        try:
+            parse_counts(a.arn_tokens, "--arn-tokens")
+            parse_counts(a.arn_hidden, "--arn-hidden")
+        except ValueError as e:
+            log(f"error: {e}")
             return 2
     try:
         nms_counts = [int(v) for v in a.nms_boxes.split(",") if v.strip()]
@@ -1141,6 +1267,9 @@ def main():
     if "all_reduce" in families:
         log("")
         entries.extend(all_reduce_entries(a))
+    if "all_reduce_norm" in families:
+        log("")
+        entries.extend(all_reduce_norm_entries(a))
 
     result = {
         "gpu": gpu,

@@ -11,6 +11,7 @@ use crate::error::{CliError, CliResult};
 use crate::plot::{Panel, Series};
 
 use super::candle::candle_table;
+use super::fused_norm::fused_norm_table;
 use super::results::{ArReport, BenchFile, GpuResults, Measured, load_all};
 use super::tables::{
     BAR_COPY_PCT, BAR_VS_BEST, Figures, Table, all_reduce_table, kernel_tables, series_key,
@@ -37,7 +38,8 @@ fn file_link(root: &str, g: &GpuResults, file: &str) -> String {
     format!("`{root}/{}/{file}`", g.dir)
 }
 
-fn section(root: &Path, g: &GpuResults) -> Section {
+/// A GPU's section; its plot where the summary above does not show it.
+fn section(root: &Path, g: &GpuResults, plot_above: bool) -> Section {
     let rname = root_name(root);
     let mut s = String::new();
     let _ = writeln!(s, "## {} (`{rname}/{}/`)", g.gpu(), g.dir);
@@ -46,7 +48,7 @@ fn section(root: &Path, g: &GpuResults) -> Section {
         let _ = writeln!(s, "{}", about.trim());
         let _ = writeln!(s);
     }
-    if root.join(&g.dir).join(PLOT).is_file() {
+    if !plot_above && root.join(&g.dir).join(PLOT).is_file() {
         let _ = writeln!(
             s,
             "![{}: GB/s against size per family, the copy dashed]({rname}/{}/{PLOT})",
@@ -74,7 +76,7 @@ fn section(root: &Path, g: &GpuResults) -> Section {
         .iter()
         .filter_map(|f| match &f.measured {
             Measured::AllReduce(r) => Some((f, r)),
-            Measured::Kernels(_) | Measured::Candle(_) => None,
+            Measured::Kernels(_) | Measured::Candle(_) | Measured::FusedNorm(_) => None,
         })
         .collect();
     if !ar.is_empty() {
@@ -100,9 +102,16 @@ fn section(root: &Path, g: &GpuResults) -> Section {
         );
     }
     for f in &g.files {
-        if let Measured::Candle(r) = &f.measured {
-            file_heading(&rname, g, f, &mut s);
-            candle_table(r, &mut s);
+        match &f.measured {
+            Measured::Candle(r) => {
+                file_heading(&rname, g, f, &mut s);
+                candle_table(r, &mut s);
+            }
+            Measured::FusedNorm(r) => {
+                file_heading(&rname, g, f, &mut s);
+                fused_norm_table(r, &f.anchors, &mut s);
+            }
+            Measured::Kernels(_) | Measured::AllReduce(_) => {}
         }
     }
     Section { body: s, rows }
@@ -291,7 +300,7 @@ fn summary(root: &Path, gpus: &[GpuResults], sections: &[Section]) -> String {
         }
         t.write(&mut s);
     }
-    if let Some(g) = gpus.iter().find(|g| root.join(&g.dir).join(PLOT).is_file()) {
+    if let Some(g) = summary_plot(root, gpus) {
         let _ = writeln!(
             s,
             "![{}: GB/s against size per family, the copy dashed]({}/{}/{PLOT})",
@@ -304,10 +313,19 @@ fn summary(root: &Path, gpus: &[GpuResults], sections: &[Section]) -> String {
     s
 }
 
+/// The GPU whose plot the summary shows: the first with one.
+fn summary_plot<'a>(root: &Path, gpus: &'a [GpuResults]) -> Option<&'a GpuResults> {
+    gpus.iter().find(|g| root.join(&g.dir).join(PLOT).is_file())
+}
+
 /// BENCHMARKS.md and the README's results block, from the folders under `root`.
 pub fn render(root: &Path) -> CliResult<(String, String)> {
     let gpus = load_all(root)?;
-    let sections: Vec<Section> = gpus.iter().map(|g| section(root, g)).collect();
+    let plotted = summary_plot(root, &gpus).map(|g| g.dir.clone());
+    let sections: Vec<Section> = gpus
+        .iter()
+        .map(|g| section(root, g, plotted.as_ref() == Some(&g.dir)))
+        .collect();
     let summary = summary(root, &gpus, &sections);
     let mut s = String::new();
     let _ = writeln!(s, "# redjit benchmarks");

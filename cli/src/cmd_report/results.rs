@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::candle::CandleReport;
+use super::fused_norm::FusedNormReport;
 
 use crate::bench::BenchReport;
 use crate::error::{CliError, CliResult};
@@ -90,6 +91,7 @@ pub enum Measured {
     Kernels(Box<BenchReport>),
     AllReduce(ArReport),
     Candle(CandleReport),
+    FusedNorm(FusedNormReport),
 }
 
 /// One `bench-<stem>.json` with its anchors and description.
@@ -114,6 +116,7 @@ impl BenchFile {
             Measured::Kernels(r) => &r.date,
             Measured::AllReduce(r) => &r.date,
             Measured::Candle(r) => &r.date,
+            Measured::FusedNorm(r) => &r.date,
         }
     }
 
@@ -145,6 +148,7 @@ impl GpuResults {
             match &f.measured {
                 Measured::Kernels(r) => return r.gpu.clone(),
                 Measured::Candle(r) => return r.gpu.clone(),
+                Measured::FusedNorm(r) => return format!("{} x {}", r.world, r.gpu),
                 Measured::AllReduce(r) => {
                     if let (Some(g), Some(row)) = (&f.anchor_gpu, r.rows.first()) {
                         return format!("{} x {g}", row.ranks);
@@ -248,6 +252,11 @@ pub fn load_dir(dir: &Path) -> CliResult<GpuResults> {
         let value: serde_json::Value = parse_json(&path, "JSON")?;
         let measured = if value.get("candle_ops").is_some() {
             Measured::Candle(parse_json(&path, "a redjit-candle bench file")?)
+        } else if value.pointer("/rows/0/fused_us").is_some() {
+            Measured::FusedNorm(parse_json(
+                &path,
+                "a `redjit bench all-reduce --fused-norm --json` file",
+            )?)
         } else if value.get("rows").is_some() {
             Measured::AllReduce(parse_json(
                 &path,

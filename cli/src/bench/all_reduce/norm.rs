@@ -13,8 +13,10 @@ use redjit_runtime::all_reduce::{AddRmsNorm, ArFp8Scales, Communicator};
 use redjit_runtime::{KernelInput, KernelOutput, Matrix, NormInPlace};
 
 use super::{AllReduceBenchArgs, LegacyInput, time_calls};
+use crate::cmd_report::fused_norm::{FusedNormReport, FusedNormRow};
 use crate::devbuf::{DevBuf, Filler};
 use crate::error::{CliResult, DriverContext};
+use crate::report::{utc_date, write_json};
 use crate::sizes::fmt_size;
 
 /// One rank's buffers for a shape.
@@ -56,6 +58,7 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
         "pair/fused",
         "fused-plain"
     );
+    let mut rows = Vec::new();
     for &hidden in &a.hidden {
         for &tokens in &a.tokens {
             let n = tokens * hidden;
@@ -169,17 +172,43 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
                     })?;
                     let (fp8_us, _) =
                         time_calls(comm, a, false, &mut || fused(true, layout, algo, &mut bufs))?;
+                    let kernel = format!("{algo} t{}x{}", layout.threads, layout.packs);
                     println!(
-                        "{tokens:>7} {hidden:>7} {:>9} {:>8} {:>14} {plain_us:>9.2} {pair_us:>9.2} {fused_us:>9.2} {fp8_us:>9.2} {:>9.2}x {:>+11.2}",
+                        "{tokens:>7} {hidden:>7} {:>9} {:>8} {kernel:>14} {plain_us:>9.2} {pair_us:>9.2} {fused_us:>9.2} {fp8_us:>9.2} {:>9.2}x {:>+11.2}",
                         fmt_size(bytes as u64),
                         call.algo.to_string(),
-                        format!("{algo} t{}x{}", layout.threads, layout.packs),
                         pair_us / fused_us,
                         fused_us - plain_us
                     );
+                    rows.push(FusedNormRow {
+                        tokens,
+                        hidden,
+                        bytes: bytes as u64,
+                        plain_kernel: call.algo.to_string(),
+                        plain_us,
+                        pair_us,
+                        kernel,
+                        fused_us,
+                        fp8_us,
+                    });
                 }
             }
         }
+    }
+    if let Some(path) = &a.json {
+        write_json(
+            path,
+            &FusedNormReport {
+                date: utc_date(),
+                gpu: comm.runtime(0).device().name.clone(),
+                dtype: dtype.to_string(),
+                world,
+                timing: if a.graph { "graph" } else { "back-to-back" }.into(),
+                batch: a.batch,
+                rows,
+            },
+        )?;
+        println!("wrote {}", path.display());
     }
     Ok(())
 }
