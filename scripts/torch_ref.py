@@ -793,6 +793,37 @@ def _all_reduce_worker(rank, world, port, sizes_bytes, dtype_name, warmup, iters
     dist.destroy_process_group()
 
 
+def _start_ranks(world, worker, args):
+    """One spawned process a GPU running worker(rank, world, port, *args,
+    queue), met at a free local port (NVLink multicast off, as the device
+    README asks); returns (queue, processes)."""
+    import socket  # noqa: PLC0415
+
+    import torch.multiprocessing as mp  # noqa: PLC0415
+
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(r, world, port, *args, queue)) for r in range(world)]
+    for p in procs:
+        p.start()
+    return queue, procs
+
+
+def _stop_ranks(procs, done):
+    """Joins the workers (given 30 s each where every result came), and ends
+    those still running: a worker that failed or hangs is not waited for."""
+    for p in procs:
+        p.join(timeout=30 if done else 0)
+        if p.is_alive():
+            p.terminate()
+            p.join(timeout=10)
+
+
 def _next_result(queue, procs, timeout, what):
     """Rank 0's next message, or None (logged) when a worker has died or none
     came within `timeout` seconds."""
@@ -855,32 +886,13 @@ def all_reduce_entries(a):
     """NCCL through torch.distributed, then PyTorch symmetric memory's one-shot
     and two-shot all-reduce, one process per GPU of this machine (NVLink
     multicast off, as the device README asks)."""
-    import socket  # noqa: PLC0415
-
-    import torch.multiprocessing as mp  # noqa: PLC0415
-
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
     world = torch.cuda.device_count()
-    sizes_bytes = parse_sizes(a.ar_bytes)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_all_reduce_worker,
-                         args=(r, world, port, sizes_bytes, a.ar_dtype, a.warmup, a.iters, a.ar_batch, queue))
-             for r in range(world)]
-    for p in procs:
-        p.start()
+    queue, procs = _start_ranks(world, _all_reduce_worker,
+                                (parse_sizes(a.ar_bytes), a.ar_dtype, a.warmup, a.iters, a.ar_batch))
     floor = _next_result(queue, procs, a.ar_timeout, "PyTorch launch floor")
     nccl = _next_result(queue, procs, a.ar_timeout, "NCCL all_reduce") if floor else None
     symm = _next_result(queue, procs, a.ar_timeout, "symmetric memory all_reduce") if nccl else None
-    for p in procs:
-        p.join(timeout=30 if symm else 0)  # a worker that failed or hangs is not waited for
-        if p.is_alive():
-            p.terminate()
-            p.join(timeout=10)
+    _stop_ranks(procs, symm is not None)
     if nccl is None:
         raise RuntimeError("the NCCL all_reduce reference failed (see the log above)")
     elem = torch.empty((), dtype=AR_DTYPES[a.ar_dtype]).element_size()
@@ -983,30 +995,11 @@ def all_reduce_norm_entries(a):
     """NCCL's all_reduce then torch.compile's add + RMS norm, one process per
     GPU of this machine, at --arn-tokens x --arn-hidden (NVLink multicast
     off): the unfused anchor of `redjit bench all-reduce --fused-norm`."""
-    import socket  # noqa: PLC0415
-
-    import torch.multiprocessing as mp  # noqa: PLC0415
-
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
     world = torch.cuda.device_count()
     shapes = [(t, h) for h in parse_counts(a.arn_hidden, "--arn-hidden") for t in parse_counts(a.arn_tokens, "--arn-tokens")]
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_ar_norm_worker,
-                         args=(r, world, port, shapes, a.ar_dtype, a.warmup, a.iters, a.ar_batch, queue))
-             for r in range(world)]
-    for p in procs:
-        p.start()
+    queue, procs = _start_ranks(world, _ar_norm_worker, (shapes, a.ar_dtype, a.warmup, a.iters, a.ar_batch))
     got = _next_result(queue, procs, a.ar_timeout, "NCCL + torch.compile add + RMS norm")
-    for p in procs:
-        p.join(timeout=30 if got else 0)
-        if p.is_alive():
-            p.terminate()
-            p.join(timeout=10)
+    _stop_ranks(procs, got is not None)
     if got is None:
         raise RuntimeError("the NCCL + torch.compile add + RMS norm reference failed (see the log above)")
     log(f"NCCL all_reduce then torch.compile add + RMS norm, {a.ar_dtype}, {world} GPU(s)")
