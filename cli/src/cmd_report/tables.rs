@@ -155,8 +155,7 @@ fn g0(v: Option<f64>) -> String {
     v.map_or("-".into(), |g| format!("{g:.0}"))
 }
 
-/// A ratio in a table cell, `-` where there is none.
-pub(super) fn ratio(v: Option<f64>) -> String {
+fn ratio(v: Option<f64>) -> String {
     v.map_or("-".into(), |r| format!("{r:.2}×"))
 }
 
