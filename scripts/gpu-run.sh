@@ -3,7 +3,7 @@
 # scripts/gpu.sh staged in stage/. One device call does the whole batch:
 #   bash scripts/gpu-run.sh [selftest] [tests] [jit] [bench] [macro] [bench-all] [norm]
 #                           [some-tests] [reduce] [all-reduce] [nms] [softmax-all] [norm-quick] [norm-variants] [sanitize]
-#                           [misaligned] [gpus] [candle]
+#                           [misaligned] [gpus] [candle] [fused-norm]
 #   (default: the first five; bench-all is a sweep of every family with PyTorch and a plot)
 # Results and logs go to $OUT (the device tool's output folder) or /tmp/redjit-out.
 set -uo pipefail
@@ -217,6 +217,17 @@ for step in "${steps[@]}"; do
         --compare "$OUT/torch-ar.json" --json "$OUT/bench-ar${mode:+-graph}.json" 2>&1 | tee -a "$OUT/bench-ar.log"
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     done
+    ;;
+  fused-norm)
+    # Needs 2+ GPUs: NCCL then torch.compile's add + RMS norm, then redjit's
+    # fused all-reduce + residual + RMS norm beside its plain all-reduce and
+    # the two-launch pair, one process a GPU, from CUDA graphs.
+    echo "== NCCL + torch.compile add + RMS norm, then redjit bench all-reduce --fused-norm, same call"
+    python3 stage/scripts/torch_ref.py --families all_reduce_norm --n 1048576 \
+      --out "$OUT/torch-all-reduce-norm.json" 2>&1 | tee "$OUT/torch-all-reduce-norm.log" || status=1
+    "$BIN/redjit" bench all-reduce --fused-norm --graph --processes --child-timeout 400 \
+      --json "$OUT/bench-all-reduce-norm.json" 2>&1 | tee "$OUT/bench-all-reduce-norm.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     ;;
   nms)
     echo "== torchvision.ops.nms, then redjit bench nms, same call"

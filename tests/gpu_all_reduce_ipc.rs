@@ -9,7 +9,11 @@
 //! nccl-tests-style exact inputs compared bit for bit, then 200 back-to-back
 //! calls (100 000 on one GPU per process), then a CUDA graph of 4 all-reduces
 //! whose inputs (cuMemAlloc memory) are read in place through IPC handles
-//! registered after capture, replayed 20 times with new inputs. If the driver
+//! registered after capture, replayed 20 times with new inputs; then the
+//! fused all-reduce + residual + RMS norm (bf16 and f16, y in the input type
+//! or e4m3, one-shot and LL), every rank checked against the CPU twin over
+//! all ranks' inputs (a fresh seed the parent gives every child) and the
+//! ranks' digests of their outputs compared by the parent. If the driver
 //! refuses IPC, `Communicator::new` fails in the children naming
 //! `cuIpcOpenMemHandle`, and the test fails quoting their output. On 2+ GPUs
 //! also: a peer process killed mid-way is an error on the other rank.
@@ -22,12 +26,16 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::ar::{ALGOS, exact};
+use common::ar::{ALGOS, Elem, exact};
+use common::ar_norm::{check, random_inputs, run};
 use cudarc::driver::CudaSlice;
 use cudarc::driver::sys;
-use half::bf16;
+use half::{bf16, f16};
 use redjit::all_reduce::{Call, CommOptions, Communicator, Placement};
+use redjit::codegen::spec::all_reduce::norm::ArNorm;
+use redjit::codegen::spec::norm::Fp8Scale;
 use redjit::peer::LegacyAlloc;
+use redjit::{AllReduceAlgo, AllReduceSpec};
 use redjit::{KernelInput, KernelOutput};
 
 /// Runs `world` children of this binary, each `--exact <test>` with
@@ -37,6 +45,7 @@ fn spawn_ranks(test: &str, world: u32, gpus: usize) -> (Vec<std::process::Output
     let path =
         std::env::temp_dir().join(format!("redjit-ar-ipc-{}-{test}.sock", std::process::id()));
     let exe = std::env::current_exe().unwrap();
+    let seed = common::Rng::fresh(test).next_u64();
     let children: Vec<_> = (0..world)
         .map(|r| {
             Command::new(&exe)
@@ -45,6 +54,7 @@ fn spawn_ranks(test: &str, world: u32, gpus: usize) -> (Vec<std::process::Output
                     "REDJIT_AR_IPC",
                     format!("{},{r},{world},{gpus}", path.display()),
                 )
+                .env(SEED_ENV, seed.to_string())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -74,13 +84,21 @@ fn ranks_all_ok(world: u32, gpus: usize) {
     let t0 = Instant::now();
     let (outs, report) = spawn_ranks("ipc_rank", world, gpus);
     eprintln!("{report}");
+    let mut digests = Vec::new();
     for (r, o) in outs.iter().enumerate() {
         assert!(o.status.success(), "rank {r} failed:\n{report}");
-        assert!(
-            String::from_utf8_lossy(&o.stdout).contains(&format!("ipc rank {r}: ok")),
-            "{report}"
-        );
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains(&format!("ipc rank {r}: ok")), "{report}");
+        let digest = out
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("ipc rank {r}: fused digest ")))
+            .map(str::to_owned);
+        digests.push(digest.unwrap_or_else(|| panic!("rank {r} gave no fused digest:\n{report}")));
     }
+    assert!(
+        digests.iter().all(|d| *d == digests[0]),
+        "the ranks' fused outputs differ ({digests:?}):\n{report}"
+    );
     eprintln!(
         "{world} IPC ranks on {gpus} GPU(s) done in {:?}",
         t0.elapsed()
@@ -272,9 +290,75 @@ fn ipc_rank() {
         i.leak();
     }
     drop(allocs);
+    let seed: u64 = std::env::var(SEED_ENV).unwrap().parse().unwrap();
+    let (fused_calls, digest) = fused_norm_calls(&c, world, seed);
+    calls += fused_calls;
+    println!("ipc rank {rank}: fused digest {digest:016x}");
     println!(
         "ipc rank {rank}: ok, {calls} calls ({back_to_back_calls} back to back in {back_to_back:?}; 20 replays of a 4-call graph)"
     );
+}
+
+/// The seed of the children's random fused-norm inputs, the same in each.
+const SEED_ENV: &str = "REDJIT_AR_IPC_SEED";
+
+/// The fused call on this process's rank at LLM and odd shapes, bf16 and
+/// f16, y in the input type or e4m3 with per-row scales, one-shot and (where
+/// the layout fits it) LL, each against the CPU twin; returns the calls made
+/// and an FNV-1a digest of every output's bits, which every rank must share.
+fn fused_norm_calls(c: &Communicator, world: u32, seed: u64) -> (usize, u64) {
+    let mut digest = 0xcbf2_9ce4_8422_2325u64;
+    let mut calls = 0;
+    let mut rng = common::Rng::seeded(seed);
+    calls += fused_norm_dtype::<bf16>(c, world, &mut rng, &mut digest);
+    calls += fused_norm_dtype::<f16>(c, world, &mut rng, &mut digest);
+    (calls, digest)
+}
+
+fn fused_norm_dtype<T: Elem>(
+    c: &Communicator,
+    world: u32,
+    rng: &mut common::Rng,
+    digest: &mut u64,
+) -> usize {
+    let mut calls = 0;
+    for fp8 in [None, Some(Fp8Scale::PerRow)] {
+        for (rows, cols) in [(1, 4096), (16, 4096), (128, 8192), (5, 6144), (37, 1000)] {
+            // Every rank's inputs (the same draws in every process).
+            let inputs = random_inputs::<T>(rng, world as usize, rows * cols);
+            let weight: Vec<T> = rng
+                .values(cols)
+                .iter()
+                .map(|&v| T::from_f64(f64::from(v)))
+                .collect();
+            let layout = ArNorm::candidates(world, T::DT, cols, fp8)[0];
+            for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::PushLl] {
+                if algo == AllReduceAlgo::PushLl && !layout.fits_ll(world, T::DT) {
+                    continue;
+                }
+                let spec = AllReduceSpec {
+                    world,
+                    dtype: T::DT,
+                    algo,
+                    norm: Some(layout),
+                    ..AllReduceSpec::default()
+                };
+                let got = run(c, &spec, &inputs, &weight, rows, cols, 1.0);
+                check(&spec, &inputs, &weight, rows, cols, 1.0, &got);
+                let words = got.residual[0].iter().chain(&got.y[0]).copied().chain(
+                    got.scales[0]
+                        .iter()
+                        .take(if fp8.is_some() { rows } else { 0 })
+                        .map(|v| v.to_bits()),
+                );
+                for w in words {
+                    *digest = (*digest ^ u64::from(w)).wrapping_mul(0x0100_0000_01b3);
+                }
+                calls += 1;
+            }
+        }
+    }
+    calls
 }
 
 /// Parses `REDJIT_AR_IPC` as the children get it, or None when unset (the

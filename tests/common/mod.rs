@@ -24,6 +24,7 @@ macro_rules! snapshot {
 }
 
 pub mod ar;
+pub mod ar_norm;
 
 use std::path::PathBuf;
 

@@ -17,6 +17,10 @@ pub struct FusedNormReport {
     pub gpu: String,
     pub dtype: String,
     pub world: u32,
+    /// Where the ranks ran, e.g. "2 processes, one per GPU" or "2 GPUs" (one
+    /// process drives both).
+    #[serde(default)]
+    pub placement: String,
     /// `graph` (replayed from a CUDA graph) or `back-to-back`.
     pub timing: String,
     /// Calls per pair of events.
@@ -68,8 +72,12 @@ pub fn fused_norm_table(r: &FusedNormReport, anchors: &[TorchEntry], s: &mut Str
     };
     let _ = writeln!(
         s,
-        "{}, one process, {} ({} calls a pair of events); µs a call, the fastest fused kernel a shape.",
+        "{}, {}, {} ({} calls a pair of events); µs a call, the fastest fused kernel a shape.",
         r.dtype,
+        match r.placement.as_str() {
+            "" => "one process",
+            p => p,
+        },
         if r.timing == "graph" {
             "from a CUDA graph"
         } else {
@@ -130,6 +138,7 @@ mod tests {
             gpu: "NVIDIA H200".into(),
             dtype: "bf16".into(),
             world: 2,
+            placement: "2 processes, one per GPU".into(),
             timing: "graph".into(),
             batch: 20,
             rows: vec![

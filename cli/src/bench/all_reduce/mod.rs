@@ -113,9 +113,9 @@ pub struct AllReduceBenchArgs {
     pub graph: bool,
 
     /// Time the fused all-reduce + residual + RMS norm instead (bf16 or
-    /// f16; one process): rows of --tokens x --hidden, beside the plain
-    /// all-reduce of the same bytes and the two-launch pair.
-    #[arg(long, conflicts_with_all = ["processes", "quantized", "registered"])]
+    /// f16): rows of --tokens x --hidden, beside the plain all-reduce of the
+    /// same bytes and the two-launch pair.
+    #[arg(long, conflicts_with_all = ["quantized", "registered"])]
     pub fused_norm: bool,
 
     /// With --fused-norm: tokens (rows), comma-separated.
@@ -478,14 +478,14 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
             .max_blocks(a.max_blocks)
             .ll_blocks(a.ll_blocks),
     )?;
-    if a.fused_norm {
-        return norm::run_fused(&comm, a);
-    }
     let world = comm.world();
+    let where_ = placement_text(&placement, world);
+    let one_per_process = matches!(placement, Placement::Process { .. });
+    if a.fused_norm {
+        return norm::run_fused(&comm, a, one_per_process, where_);
+    }
     let local = comm.local_ranks();
     let leader = local.contains(&0);
-    let one_per_process = matches!(placement, Placement::Process { .. });
-    let where_ = placement_text(&placement, world);
     let floor = launch_floor(&comm, a)?;
     if leader {
         println!(

@@ -4,7 +4,7 @@
 //! kernel), and the two-launch pair, that all-reduce then the norm family's
 //! in-place add + RMS norm on each rank's stream (vLLM's `fused_add_rms_norm`
 //! pattern). Timed as `bench all-reduce` times calls (`--graph` replays them
-//! from a CUDA graph); one process drives every rank.
+//! from a CUDA graph), in one process or, with `--processes`, one per rank.
 
 use cudarc::driver::CudaStream;
 use redjit_codegen::spec::all_reduce::norm::ArNorm;
@@ -29,13 +29,25 @@ struct RankBufs {
     reduced: DevBuf,
 }
 
-/// Times every (tokens, hidden) of `a.tokens` x `a.hidden` on `comm`.
-pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
+/// Times every (tokens, hidden) of `a.tokens` x `a.hidden` on `comm`, whose
+/// ranks are placed as `placement` says; `aligned`: one process per rank
+/// (each batch starts on every rank together). Rank 0's process prints and
+/// writes.
+pub fn run_fused(
+    comm: &Communicator,
+    a: &AllReduceBenchArgs,
+    aligned: bool,
+    placement: String,
+) -> CliResult {
     let dtype = a.dtype;
     let world = comm.world();
     let ranks = comm.local_ranks().len();
-    println!(
-        "fused all-reduce + residual + RMS norm, {dtype}, {world} ranks, {} calls per pair of events, median of {}{}",
+    let leader = comm.local_ranks().contains(&0);
+    macro_rules! say {
+        ($($t:tt)*) => { if leader { println!($($t)*) } };
+    }
+    say!(
+        "fused all-reduce + residual + RMS norm, {dtype}, {placement}, {} calls per pair of events, median of {}{}",
         a.batch,
         a.iters,
         if a.graph {
@@ -44,7 +56,7 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
             ""
         }
     );
-    println!(
+    say!(
         "{:>7} {:>7} {:>9} {:>8} {:>14} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11}",
         "tokens",
         "hidden",
@@ -158,8 +170,8 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
                 }
                 Ok(())
             };
-            let (plain_us, _) = time_calls(comm, a, false, &mut || plain(&mut bufs))?;
-            let (pair_us, _) = time_calls(comm, a, false, &mut || pair(&mut bufs))?;
+            let (plain_us, _) = time_calls(comm, a, aligned, &mut || plain(&mut bufs))?;
+            let (pair_us, _) = time_calls(comm, a, aligned, &mut || pair(&mut bufs))?;
             for layout in ArNorm::candidates(world, dtype, hidden, None) {
                 let ll = layout.fits_ll(world, dtype);
                 let algos = [
@@ -167,13 +179,14 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
                     Some(AllReduceAlgo::OneShot),
                 ];
                 for algo in algos.into_iter().flatten() {
-                    let (fused_us, _) = time_calls(comm, a, false, &mut || {
+                    let (fused_us, _) = time_calls(comm, a, aligned, &mut || {
                         fused(false, layout, algo, &mut bufs)
                     })?;
-                    let (fp8_us, _) =
-                        time_calls(comm, a, false, &mut || fused(true, layout, algo, &mut bufs))?;
+                    let (fp8_us, _) = time_calls(comm, a, aligned, &mut || {
+                        fused(true, layout, algo, &mut bufs)
+                    })?;
                     let kernel = format!("{algo} t{}x{}", layout.threads, layout.packs);
-                    println!(
+                    say!(
                         "{tokens:>7} {hidden:>7} {:>9} {:>8} {kernel:>14} {plain_us:>9.2} {pair_us:>9.2} {fused_us:>9.2} {fp8_us:>9.2} {:>9.2}x {:>+11.2}",
                         fmt_size(bytes as u64),
                         call.algo.to_string(),
@@ -195,7 +208,7 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
             }
         }
     }
-    if let Some(path) = &a.json {
+    if let (true, Some(path)) = (leader, &a.json) {
         write_json(
             path,
             &FusedNormReport {
@@ -203,6 +216,7 @@ pub fn run_fused(comm: &Communicator, a: &AllReduceBenchArgs) -> CliResult {
                 gpu: comm.runtime(0).device().name.clone(),
                 dtype: dtype.to_string(),
                 world,
+                placement,
                 timing: if a.graph { "graph" } else { "back-to-back" }.into(),
                 batch: a.batch,
                 rows,
