@@ -162,7 +162,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   const rj_u64 row_packs = cols / kElts;
   const rj_u64 self = rj_ar_pick<kRanks>(sig, rank);
   // k: this rank's fused call count, the same in every block (the last block
-  // of the call before stored it before this kernel started).
+  // of the call before to arrive stored it, and that call has ended).
   const rj_u32 k = rj_load_volatile::b32(self + {{ fused_count_off }}) + 1u;
   const rj_u64 set = (rj_u64)(k & 1u) * kRanks * window;
   const rj_u64 mine = set + (rj_u64)rank * window;
@@ -181,11 +181,23 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
         if (q != (int)rank) rj_ll_send(ll.p[q] + mine, p, flag, x);
     }
   }
+  // Every thread of the block has its k (the barrier takes each thread's k):
+  // the block's arrival is counted now, off the critical path, and the last
+  // block to arrive stores k at its end. No block of this call reads the count
+  // after its arrival, and the next call starts after this one ends.
+  (void)__syncthreads_or(k == 0u);
+  rj_u32 arrival = 0u;
+  if (threadIdx.x == 0) arrival = rj_atom_add_relaxed(self + {{ fused_done_off }}, 1u);
   const rj_u64 local = rj_ar_pick<kRanks>(ll, rank) + set;
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
     const rj_u64 first = row * row_packs;
     rj_b128 v[kPacks][kRanks], r[kPacks], w[kPacks];
-    bool ok = true;
+{%- if ll_batched %}
+    rj_b128 own[kPacks], lo[kPacks][kRanks], hi[kPacks][kRanks];
+{%- endif %}
+    // Every load of the row asked for before the first wait: the residual's,
+    // the weight's{% if ll_batched %}, this rank's x (again, from L2) and every peer's two lines of
+    // each pack (one round trip where they have landed, as they mostly have){% endif %}.
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
       const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
@@ -193,26 +205,32 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
       r[kk] = rj_load_plain::b128(residual + (first + j) * 16u);
       w[kk] = rj_load_nc::b128(weight + j * 16u);
 {%- if ll_batched %}
-      // Every peer's two lines of the pack asked for at once (one round trip
-      // where they have landed, as they mostly have); a peer's whose flags
-      // are not there yet is polled alone.
-      rj_b128 lo[kRanks], hi[kRanks];
+      own[kk] = rj_load_plain::b128(in + (first + j) * 16u);
 #pragma unroll
       for (int q = 0; q < kRanks; ++q) {
         if (q == (int)rank) continue;
         const rj_u64 a = local + (rj_u64)q * window;
-        lo[q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 0));
-        hi[q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 1));
+        lo[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 0));
+        hi[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 1));
       }
 {%- endif %}
+    }
+    bool ok = true;
+#pragma unroll
+    for (int kk = 0; kk < kPacks; ++kk) {
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+      if (j >= row_packs) continue;
 #pragma unroll
       for (int q = 0; q < kRanks; ++q) {
         rj_b128 got = rj_b128{0u, 0u, 0u, 0u};
+        // A peer's lines whose flags are not there yet are polled alone.
         if (q == (int)rank) {
-          got = rj_load_plain::b128(in + (first + j) * 16u);
 {%- if ll_batched %}
-        } else if (lo[q].y == flag && lo[q].w == flag && hi[q].y == flag && hi[q].w == flag) {
-          got = rj_b128{lo[q].x, lo[q].z, hi[q].x, hi[q].z};
+          got = own[kk];
+        } else if (lo[kk][q].y == flag && lo[kk][q].w == flag && hi[kk][q].y == flag && hi[kk][q].w == flag) {
+          got = rj_b128{lo[kk][q].x, lo[kk][q].z, hi[kk][q].x, hi[kk][q].z};
+{%- else %}
+          got = rj_load_plain::b128(in + (first + j) * 16u);
 {%- endif %}
         } else if (ok) {
           ok = rj_ll_recv(local + (rj_u64)q * window, first + j, flag, timeout_ns, error, (rj_u32)q, got);
@@ -225,13 +243,9 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     if (!rj_block_all(ok)) return;
     norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
   }
-  // The last block to finish stores k.
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    if (rj_atom_add_acq_rel(self + {{ fused_done_off }}, 1u) == gridDim.x - 1) {
-      rj_st_b32(self + {{ fused_done_off }}, 0u);
-      rj_st_b32(self + {{ fused_count_off }}, k);
-    }
+  if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {
+    rj_st_b32(self + {{ fused_done_off }}, 0u);
+    rj_st_b32(self + {{ fused_count_off }}, k);
   }
 }
 {%- else -%}

@@ -36,6 +36,12 @@ fn row_registers(packs: u32, world: u32, dtype: DType) -> u32 {
     packs * (4 * world + 8 + pack_elts(dtype))
 }
 
+/// Registers the LL kernel's row state takes: [`row_registers`], and one a
+/// rank for its polling.
+fn ll_registers(packs: u32, world: u32, dtype: DType) -> u32 {
+    row_registers(packs, world, dtype) + world
+}
+
 /// Threads of every layout an SM holds: a block of `threads` is launched
 /// with at least 512 / threads blocks an SM (its launch bound), so a smaller
 /// block puts more rows in flight on an SM and every layout gets the
@@ -46,12 +52,14 @@ pub const SM_THREADS: u32 = 512;
 /// addresses, the loop and the reduction (with 24 left, 448 threads x 5 packs
 /// at two ranks spilled: tests/all_reduce_compile_grid.rs).
 const REGISTER_BUDGET: u32 = 65536 / SM_THREADS - 32;
-/// The LL kernel's budget: its polling (line addresses, timers, flags) takes
-/// about a third of the registers (at 80 and 96, layouts from 2 to 8 ranks
-/// spilled: tests/all_reduce_compile_grid.rs).
-const LL_REGISTER_BUDGET: u32 = 64;
-/// The LL kernel's budget for the row state and every peer's lines of a
-/// pack at once (at 80, 6 ranks spilled: tests/all_reduce_compile_grid.rs).
+/// The LL kernel's budget for [`ll_registers`]: its polling (line
+/// addresses, timers, flags) takes about a third of the registers (at 80
+/// and 96 for the row state alone, layouts from 2 to 8 ranks spilled; with
+/// the row's residual and weight asked for before the first wait, 5 ranks of
+/// f32 at 2 packs spilled at 64: tests/all_reduce_compile_grid.rs).
+const LL_REGISTER_BUDGET: u32 = 68;
+/// The LL kernel's budget for the row state and every peer's lines of the
+/// row's packs at once (at 80, 6 ranks spilled: tests/all_reduce_compile_grid.rs).
 const LL_BATCHED_BUDGET: u32 = 72;
 
 /// The fused epilogue of an all-reduce kernel: `residual = allreduce(x) +
@@ -159,14 +167,15 @@ impl ArNorm {
     /// Whether the LL kernel takes this layout for `world` ranks of `dtype`
     /// (within its smaller register budget).
     pub fn fits_ll(&self, world: u32, dtype: DType) -> bool {
-        row_registers(self.packs, world, dtype) <= LL_REGISTER_BUDGET
+        ll_registers(self.packs, world, dtype) <= LL_REGISTER_BUDGET
     }
 
-    /// Whether the LL kernel asks for every peer's lines of a pack at once
-    /// (a round trip a pack, not a peer), which holds both lines of each
-    /// peer's pack (8 registers a peer) beside the row state.
+    /// Whether the LL kernel asks for every peer's lines of the row's packs
+    /// at once (one round trip a row, not one a pack and peer), which holds
+    /// both lines of each peer's packs (8 registers a pack and peer) beside
+    /// the row state.
     pub fn ll_batched(&self, world: u32, dtype: DType) -> bool {
-        row_registers(self.packs, world, dtype) + 8 * (world - 1) <= LL_BATCHED_BUDGET
+        row_registers(self.packs, world, dtype) + 8 * self.packs * (world - 1) <= LL_BATCHED_BUDGET
     }
 
     /// The rules of the fused layout, for a spec of `world` ranks of
@@ -189,12 +198,11 @@ impl ArNorm {
                 format!("a fused norm's thread holds 1 to {MAX_PACKS} packs of a row"),
             ));
         }
-        let budget = if ll {
-            LL_REGISTER_BUDGET
+        let (budget, need) = if ll {
+            (LL_REGISTER_BUDGET, ll_registers(self.packs, world, dtype))
         } else {
-            REGISTER_BUDGET
+            (REGISTER_BUDGET, row_registers(self.packs, world, dtype))
         };
-        let need = row_registers(self.packs, world, dtype);
         if need > budget {
             return Err(SpecError::invalid(
                 "packs",
