@@ -170,15 +170,21 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   // one set.
   const rj_u32 flag = k | 1u;
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    // The row's packs loaded before the first line goes out (the sends,
+    // volatile, would otherwise hold each load back behind the last).
+    rj_b128 x[kPacks];
+#pragma unroll
+    for (int kk = 0; kk < kPacks; ++kk) {
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+      if (j < row_packs) x[kk] = rj_load_plain::b128(in + (row * row_packs + j) * 16u);
+    }
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
       const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
       if (j >= row_packs) continue;
-      const rj_u64 p = row * row_packs + j;
-      const rj_b128 x = rj_load_plain::b128(in + p * 16u);
 #pragma unroll
       for (int q = 0; q < kRanks; ++q)
-        if (q != (int)rank) rj_ll_send(ll.p[q] + mine, p, flag, x);
+        if (q != (int)rank) rj_ll_send(ll.p[q] + mine, row * row_packs + j, flag, x[kk]);
     }
   }
   // Every thread of the block has its k (the barrier takes each thread's k):
@@ -241,6 +247,111 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     // A peer that never sent: the whole block stops (the error word says
     // which; the host breaks the communicator).
     if (!rj_block_all(ok)) return;
+    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
+  }
+  if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {
+    rj_st_b32(self + {{ fused_done_off }}, 0u);
+    rj_st_b32(self + {{ fused_count_off }}, k);
+  }
+}
+{%- elif push -%}
+// Launched with exactly {{ threads }} threads per block ({{ norm_min_blocks }} an SM), the same grid on
+// every rank, every block resident with every peer's (they wait on each other's
+// row flags), at most kArMaxBlocks. `in_ptr` is this rank's x, read in place
+// (16-byte aligned; the launcher checks); push.p[q] is rank q's fused push
+// buffer: two sets of kRanks regions of `window` bytes, set s region r written
+// by rank r only: x's packs from the region's start, and row r's flag at
+// window - 4 (r + 1), the call's once the row's packs are there. As the LL
+// kernel: the call count k, the same in every block, picks the set; a rank
+// writes set s again two calls later, after the call between needed every
+// peer's flags, so each peer had ended this one. residual, weight and out are
+// this rank's, 16-byte aligned; scale_ptr is rows f32 (qd), one f32 (qs) or
+// unused.
+extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
+    const void* in_ptr, rj_ar_ptrs sig, rj_ar_ptrs push, void* residual_ptr, const void* weight_ptr,
+    void* out_ptr, float* scale_ptr, rj_u32 rank, rj_u64 rows, rj_u64 cols, float eps, rj_u64 timeout_ns,
+    rj_u32* error_ptr, rj_u64 window) {
+  using namespace {{ name }}_impl;
+  const rj_u64 in = rj_cvta_global(in_ptr);
+  const rj_u64 residual = rj_cvta_global(residual_ptr);
+  const rj_u64 weight = rj_cvta_global(weight_ptr);
+  const rj_u64 out = rj_cvta_global(out_ptr);
+  const rj_u64 error = rj_cvta_global(error_ptr);
+  const rj_u64 scale = rj_cvta_global(scale_ptr);
+  const rj_u64 row_packs = cols / kElts;
+  const rj_u64 self = rj_ar_pick<kRanks>(sig, rank);
+  const rj_u32 k = rj_load_volatile::b32(self + {{ fused_count_off }}) + 1u;
+  const rj_u64 set = (rj_u64)(k & 1u) * kRanks * window;
+  const rj_u64 mine = set + (rj_u64)rank * window;
+  // k | 1 is never 0, the zeroed buffer's, and differs between two calls of
+  // one set.
+  const rj_u32 flag = k | 1u;
+  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    rj_b128 x[kPacks];
+#pragma unroll
+    for (int kk = 0; kk < kPacks; ++kk) {
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+      if (j < row_packs) x[kk] = rj_load_plain::b128(in + (row * row_packs + j) * 16u);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kPacks; ++kk) {
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+      if (j >= row_packs) continue;
+#pragma unroll
+      for (int q = 0; q < kRanks; ++q)
+        if (q != (int)rank) rj_st_b128(push.p[q] + mine + (row * row_packs + j) * 16u, x[kk]);
+    }
+  }
+  // Every thread's stores, and its k, before the barrier: thread q then
+  // releases the block's row flags to rank q (the barrier orders the block's
+  // stores before them), and the block's arrival is counted (the last block to
+  // arrive stores k at its end).
+  (void)__syncthreads_or(k == 0u);
+  rj_u32 arrival = 0u;
+  if (threadIdx.x == 0) arrival = rj_atom_add_relaxed(self + {{ fused_done_off }}, 1u);
+  if (threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
+    for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x)
+      rj_st_release_sys(rj_ar_pick<kRanks>(push, threadIdx.x) + mine + window - 4u * (row + 1u), flag);
+  }
+  const rj_u64 local = rj_ar_pick<kRanks>(push, rank) + set;
+  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const rj_u64 first = row * row_packs;
+    // The residual's, the weight's and this rank's x (again, from L2) asked
+    // for before the wait.
+    rj_b128 v[kPacks][kRanks], r[kPacks], w[kPacks], own[kPacks];
+#pragma unroll
+    for (int kk = 0; kk < kPacks; ++kk) {
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+      if (j >= row_packs) continue;
+      r[kk] = rj_load_plain::b128(residual + (first + j) * 16u);
+      w[kk] = rj_load_nc::b128(weight + j * 16u);
+      own[kk] = rj_load_plain::b128(in + (first + j) * 16u);
+    }
+    // Thread q waits for rank q's flag on the row (bounded as the barrier);
+    // the block's barrier then hands its acquire on to every thread.
+    bool ok = true;
+    if (threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
+      const rj_u64 at = local + (rj_u64)threadIdx.x * window + window - 4u * (row + 1u);
+      if (rj_ld_acquire_sys(at) != flag) {
+        const rj_u64 t0 = rj_globaltimer();
+        while (rj_ld_acquire_sys(at) != flag) {
+          if (rj_globaltimer() - t0 > timeout_ns) {
+            rj_st_relaxed_sys(error, 0x80000000u | (kArData << 24) | (threadIdx.x << 16) | (blockIdx.x & 0xffffu));
+            ok = false;
+            break;
+          }
+        }
+      }
+    }
+    if (!rj_block_all(ok)) return;
+#pragma unroll
+    for (int kk = 0; kk < kPacks; ++kk) {
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+      if (j >= row_packs) continue;
+#pragma unroll
+      for (int q = 0; q < kRanks; ++q)
+        v[kk][q] = q == (int)rank ? own[kk] : rj_load_plain::b128(local + (rj_u64)q * window + (first + j) * 16u);
+    }
     norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
   }
   if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {

@@ -143,13 +143,15 @@ fn fused_norm_grid() -> Vec<AllReduceSpec> {
                         };
                         spec.validate().is_ok().then_some(spec)
                     });
-                // The one-shot and the LL kernel of each.
+                // The one-shot, push and LL kernels of each.
                 if let Some(spec) = widest {
-                    let ll = AllReduceSpec {
-                        algo: AllReduceAlgo::PushLl,
-                        ..spec.clone()
-                    };
-                    out.extend(ll.validate().is_ok().then_some(ll));
+                    for algo in [AllReduceAlgo::PushLl, AllReduceAlgo::Push] {
+                        let s = AllReduceSpec {
+                            algo,
+                            ..spec.clone()
+                        };
+                        out.extend(s.validate().is_ok().then_some(s));
+                    }
                     out.push(spec);
                 }
             }

@@ -11,7 +11,7 @@
 //! whose inputs (cuMemAlloc memory) are read in place through IPC handles
 //! registered after capture, replayed 20 times with new inputs; then the
 //! fused all-reduce + residual + RMS norm (bf16 and f16, y in the input type
-//! or e4m3, one-shot and LL), every rank checked against the CPU twin over
+//! or e4m3, one-shot, push and LL), every rank checked against the CPU twin over
 //! all ranks' inputs (a fresh seed the parent gives every child) and the
 //! ranks' digests of their outputs compared by the parent. If the driver
 //! refuses IPC, `Communicator::new` fails in the children naming
@@ -303,8 +303,8 @@ fn ipc_rank() {
 const SEED_ENV: &str = "REDJIT_AR_IPC_SEED";
 
 /// The fused call on this process's rank at LLM and odd shapes, bf16 and
-/// f16, y in the input type or e4m3 with per-row scales, one-shot and (where
-/// the layout fits it) LL, each against the CPU twin; returns the calls made
+/// f16, y in the input type or e4m3 with per-row scales, one-shot, push and
+/// (where the layout fits it) LL, each against the CPU twin; returns the calls made
 /// and an FNV-1a digest of every output's bits, which every rank must share.
 fn fused_norm_calls(c: &Communicator, world: u32, seed: u64) -> (usize, u64) {
     let mut digest = 0xcbf2_9ce4_8422_2325u64;
@@ -332,7 +332,11 @@ fn fused_norm_dtype<T: Elem>(
                 .map(|&v| T::from_f64(f64::from(v)))
                 .collect();
             let layout = ArNorm::candidates(world, T::DT, cols, fp8)[0];
-            for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::PushLl] {
+            for algo in [
+                AllReduceAlgo::OneShot,
+                AllReduceAlgo::Push,
+                AllReduceAlgo::PushLl,
+            ] {
                 if algo == AllReduceAlgo::PushLl && !layout.fits_ll(world, T::DT) {
                     continue;
                 }

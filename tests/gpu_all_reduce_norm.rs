@@ -1,4 +1,5 @@
-//! The fused all-reduce + residual + RMS norm (issue 60) on one GPU with R
+//! The fused all-reduce + residual + RMS norm (issue 60), one-shot, push
+//! and LL, on one GPU with R
 //! in {2, 4, 8} virtual ranks (the test placement: the kernels and barriers
 //! are the multi-GPU ones, only the pointers differ): f32, bf16 and f16 rows
 //! from 1 token to 129 of 128 to 8192 columns, bf16 and f16 with an e4m3
@@ -67,12 +68,13 @@ fn matches_the_twin<T: Elem>(test: &str, fp8s: &[Option<Fp8Scale>]) {
                     T::DT
                 );
                 // Every layout the call may take (the default is the first),
-                // one-shot and, where it takes the call, LL.
+                // one-shot, push and, where it takes the call, LL.
                 let bytes = rows * cols * T::DT.info().bytes as usize;
                 let kernels = layouts.iter().flat_map(|&norm| {
                     let ll = norm.fits_ll(world, T::DT) && bytes <= LL_BYTES;
                     [
                         Some(AllReduceAlgo::OneShot),
+                        Some(AllReduceAlgo::Push),
                         ll.then_some(AllReduceAlgo::PushLl),
                     ]
                     .into_iter()
@@ -214,7 +216,8 @@ fn replayed_1000_times(test: &str, algo: AllReduceAlgo) {
         .end_capture(sys::CUgraphInstantiate_flags(0))
         .unwrap()
         .expect("a captured graph");
-    // The one-shot kernel reads x through a table slot; the LL kernel in place.
+    // The one-shot kernel reads x through a table slot; the LL and push
+    // kernels in place.
     let slots = u32::from(algo == AllReduceAlgo::OneShot);
     assert_eq!(c.end_capture().unwrap(), slots);
     for it in 0..1000 {
@@ -296,6 +299,15 @@ fn a_captured_ll_call_replayed_1000_times() {
     replayed_1000_times(
         "a_captured_ll_call_replayed_1000_times",
         AllReduceAlgo::PushLl,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_captured_push_call_replayed_1000_times() {
+    replayed_1000_times(
+        "a_captured_push_call_replayed_1000_times",
+        AllReduceAlgo::Push,
     );
 }
 

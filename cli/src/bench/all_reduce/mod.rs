@@ -454,11 +454,11 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
     };
     // Every captured call takes a graph slot for the communicator's life
     // (the fused bench: the plain call, the pair, and two calls for each of up
-    // to three layouts and two kernels a shape).
+    // to three layouts and three kernels a shape).
     let captured = match (a.graph, a.fused_norm) {
         (false, _) => 0,
         (true, false) => (sizes.len() * algos.len()) as u32 * a.batch,
-        (true, true) => (a.tokens.len() * a.hidden.len() * 14) as u32 * a.batch,
+        (true, true) => (a.tokens.len() * a.hidden.len() * 20) as u32 * a.batch,
     };
     let comm = Communicator::new(
         placement.clone(),

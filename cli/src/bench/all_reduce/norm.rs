@@ -176,6 +176,7 @@ pub fn run_fused(
                 let ll = layout.fits_ll(world, dtype);
                 let algos = [
                     Some(AllReduceAlgo::PushLl).filter(|_| ll),
+                    Some(AllReduceAlgo::Push),
                     Some(AllReduceAlgo::OneShot),
                 ];
                 for algo in algos.into_iter().flatten() {

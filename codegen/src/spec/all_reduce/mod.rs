@@ -399,7 +399,7 @@ impl KernelSpec for AllReduceSpec {
 
     fn params(&self) -> Vec<Param> {
         if let Some(norm) = &self.norm {
-            return norm.params(self.algo == AllReduceAlgo::PushLl);
+            return norm.params(self.algo);
         }
         let (input, third) = match self.algo {
             AllReduceAlgo::PushLl => ("in_ptr", "ll"),
@@ -524,13 +524,14 @@ impl KernelSpec for AllReduceSpec {
             }
         }
         if let Some(norm) = &self.norm {
-            let rule = if !matches!(self.algo, AllReduceAlgo::OneShot | AllReduceAlgo::PushLl)
+            let rule = if self.algo == AllReduceAlgo::TwoStage
                 || self.cp_async
                 || self.stage != ArStage::Whole
             {
                 Some(format!(
-                    "the fused norm is an epilogue of the whole {} or {} kernel (a block a row)",
+                    "the fused norm is an epilogue of the whole {}, {} or {} kernel (a block a row)",
                     AllReduceAlgo::OneShot,
+                    AllReduceAlgo::Push,
                     AllReduceAlgo::PushLl
                 ))
             } else if self.op != Op::Sum {

@@ -14,6 +14,7 @@
 use crate::error::SpecError;
 use crate::params::Param;
 use crate::registry::DType;
+use crate::spec::all_reduce::AllReduceAlgo;
 use crate::spec::norm::Fp8Scale;
 
 /// Most 16-byte packs of one rank a thread holds per row.
@@ -226,15 +227,21 @@ impl ArNorm {
 
     /// The kernel's parameters: the one-shot kernel's, or with `ll` the LL
     /// kernel's (its own input in place, the LL buffers, their region size).
-    pub(crate) fn params(&self, ll: bool) -> Vec<Param> {
-        let mut p = if ll {
-            vec![
+    pub(crate) fn params(&self, algo: AllReduceAlgo) -> Vec<Param> {
+        // The in-place kernels read this rank's x and exchange it through
+        // their buffer; the one-shot kernel reads every rank's through a table.
+        let in_place = match algo {
+            AllReduceAlgo::PushLl => Some("ll"),
+            AllReduceAlgo::Push => Some("push"),
+            AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => None,
+        };
+        let mut p = match in_place {
+            Some(buffer) => vec![
                 Param::ptr("in_ptr"),
                 Param::peer_table("sig"),
-                Param::peer_table("ll"),
-            ]
-        } else {
-            vec![Param::ptr("in_table"), Param::peer_table("sig")]
+                Param::peer_table(buffer),
+            ],
+            None => vec![Param::ptr("in_table"), Param::peer_table("sig")],
         };
         p.extend([
             Param::ptr("residual_ptr"),
@@ -248,7 +255,7 @@ impl ArNorm {
             Param::u64("timeout_ns"),
             Param::ptr("error_ptr"),
         ]);
-        if ll {
+        if in_place.is_some() {
             p.push(Param::u64("window"));
         }
         p

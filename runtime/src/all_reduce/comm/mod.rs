@@ -291,6 +291,11 @@ pub struct Communicator {
     /// Where the fused all-reduce + norm's LL buffer (as large as the LL
     /// kernel's) starts in each rank's scratch.
     fused_ll_offset: u64,
+    /// Where the fused all-reduce + norm's push buffer starts in each rank's
+    /// scratch, and the bytes of each of its regions (the push window of x,
+    /// then a flag word a row).
+    fused_push_offset: u64,
+    fused_push_region: u64,
     /// The push kernels' grids, fixed at set-up (block b always owns the
     /// same packs, which its barrier count's parity relies on).
     push_blocks: u32,

@@ -36,12 +36,15 @@ pub struct AddRmsNorm<'c, 'b> {
     /// `fp8` is taken from `scale`); `None`: [`ArNorm::for_row`]'s.
     pub layout: Option<ArNorm>,
     /// The transport: [`AllReduceAlgo::PushLl`] (every rank's x read in
-    /// place, 16-byte aligned, at most `CommOptions::ll_bytes`; no barrier)
-    /// or [`AllReduceAlgo::OneShot`] (x staged, or read in place through a
-    /// table slot when captured; two barriers). `None`: LL where the choice
-    /// table picks the LL kernel for the plain all-reduce of these bytes and
-    /// the LL kernel takes the call (x's alignment, the layout's registers),
-    /// else one-shot.
+    /// place, 16-byte aligned, at most `CommOptions::ll_bytes`, sent as
+    /// flagged lines; no barrier), [`AllReduceAlgo::Push`] (x read in place,
+    /// 16-byte aligned, at most `CommOptions::push_bytes`, stored into the
+    /// peers' buffers with a flag a row; no barrier) or
+    /// [`AllReduceAlgo::OneShot`] (x staged, or read in place through a
+    /// table slot when captured; two barriers). `None`: the in-place kernel
+    /// the choice table picks for the plain all-reduce of these bytes (LL or
+    /// push) where it takes the call (x's alignment and size, the layout's
+    /// registers), else one-shot.
     pub algo: Option<AllReduceAlgo>,
 }
 
@@ -116,23 +119,27 @@ impl Communicator {
         let algo = match algo {
             Some(a) => a,
             None => {
-                // LL where the choice table sends the plain all-reduce of these
-                // bytes to its LL kernel: past that, polling a row's lines
-                // costs more than the one-shot kernel's two barriers.
-                let table_ll =
-                    self.algos.choose(self.world(), x_bytes)?.algo == AllReduceAlgo::PushLl;
+                // The in-place kernel the choice table sends the plain
+                // all-reduce of these bytes to (LL, or push) where it takes the
+                // call (x's alignment, the layout's registers), else one-shot.
                 let aligned = ins
                     .addresses()
                     .iter()
                     .all(|a| a.is_multiple_of(u64::from(PACK_BYTES)));
-                if table_ll
-                    && x_bytes as u64 <= self.ll_max
-                    && aligned
-                    && norm.fits_ll(self.world(), dtype)
-                {
+                match self.algos.choose(self.world(), x_bytes)?.algo {
                     AllReduceAlgo::PushLl
-                } else {
-                    AllReduceAlgo::OneShot
+                        if aligned
+                            && x_bytes as u64 <= self.ll_max
+                            && norm.fits_ll(self.world(), dtype) =>
+                    {
+                        AllReduceAlgo::PushLl
+                    }
+                    AllReduceAlgo::Push | AllReduceAlgo::PushLl
+                        if aligned && x_bytes as u64 <= self.push_window =>
+                    {
+                        AllReduceAlgo::Push
+                    }
+                    _ => AllReduceAlgo::OneShot,
                 }
             }
         };
@@ -205,7 +212,8 @@ impl Communicator {
         if n == 0 {
             return Ok(());
         }
-        if issue.capturing || algo == AllReduceAlgo::PushLl {
+        let in_place = matches!(algo, AllReduceAlgo::PushLl | AllReduceAlgo::Push);
+        if issue.capturing || in_place {
             // In place, this rank's (or a peer's) reads of x meet the writes of out.
             for (i, (&xa, &o)) in ins.addresses().iter().zip(&outs).enumerate() {
                 if extent(o, out_dtype).overlaps(&extent(xa, dtype)) {
@@ -218,28 +226,38 @@ impl Communicator {
                 }
             }
         }
-        let inputs_at = if algo == AllReduceAlgo::PushLl {
-            // Each rank reads its own x in place and sends it as LL lines.
+        let inputs_at = if in_place {
+            // Each rank reads its own x in place and sends it (as LL lines,
+            // or packs and a flag a row).
             let own = self.push_inputs(algo, &ins, x_bytes)?;
             self.fork.fan_out(self.stream(), self.rank_streams())?;
             InputsAt::InPlace(own)
         } else {
             InputsAt::Table(self.table_slot(&issue, &ins, n, dtype, None)?)
         };
-        let blocks = (rows.min(MAX_BLOCKS as usize) as u32)
-            .min(kernel.share)
-            .min(self.max_blocks)
-            .max(1);
+        // A block a row, within what is resident: the one-shot kernel's
+        // barrier slots and the grid cap, or the in-place kernels' LL grid
+        // (their blocks share one call count, so any of them may send any
+        // line or row).
+        let cap = match in_place {
+            true => self.ll_blocks,
+            false => self.max_blocks.min(MAX_BLOCKS),
+        };
+        let blocks = (rows.min(cap as usize) as u32).min(kernel.share).max(1);
         let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
         let (rows64, cols64) = (rows as u64, cols as u64);
-        // The LL kernel's buffers: two sets of world regions of two lines a
-        // pack of ll_max bytes.
-        let fused_ll = PtrTable(
+        // The in-place kernels' buffers: two sets of world regions of
+        // `window` bytes (the LL kernel's two lines a pack of ll_max bytes;
+        // the push kernel's window of x and a flag a row).
+        let (offset, window) = match algo {
+            AllReduceAlgo::PushLl => (self.fused_ll_offset, 2 * self.ll_max),
+            _ => (self.fused_push_offset, self.fused_push_region),
+        };
+        let buffers = PtrTable(
             self.tables[2]
                 .0
-                .map(|a| if a == 0 { 0 } else { a + self.fused_ll_offset }),
+                .map(|a| if a == 0 { 0 } else { a + offset }),
         );
-        let window = 2 * self.ll_max;
         for (i, (rank, func)) in self.ranks.iter().zip(&kernel.funcs).enumerate() {
             let r = rank.id as usize;
             let input = match inputs_at {
@@ -254,8 +272,8 @@ impl Communicator {
             };
             let mut args = CheckedArgs::new(&rank.stream, func, &spec, &kernel.params);
             args.ptr(&input).peer_table(&self.tables[1]);
-            if algo == AllReduceAlgo::PushLl {
-                args.peer_table(&fused_ll);
+            if in_place {
+                args.peer_table(&buffers);
             }
             args.ptr(&res.addresses[i])
                 .ptr(&weights[i])
@@ -267,7 +285,7 @@ impl Communicator {
                 .f32(&eps)
                 .u64(&timeout_ns)
                 .ptr(&rank.error_ptr);
-            if algo == AllReduceAlgo::PushLl {
+            if in_place {
                 args.u64(&window);
             }
             let mut args = args.ready()?;
@@ -275,9 +293,10 @@ impl Communicator {
             // parameters in this order (CheckedArgs held them to its list):
             // the input table slot (live, 64 bytes; a captured slot is
             // written at end_capture, before any replay) whose entries hold
-            // rows x cols elements (check_call), or for the LL kernel this
-            // rank's x (n elements, 16-byte aligned, at most ll_max bytes:
-            // push_inputs); the signal table (and the LL kernel's buffers,
+            // rows x cols elements (check_call), or for the in-place kernels
+            // this rank's x (n elements, 16-byte aligned, at most ll_max or
+            // the push window's bytes, whose rows' flags fit after it:
+            // push_inputs); the signal table (and the in-place kernels' buffers,
             // two sets of world regions of `window` bytes each); this rank's
             // residual (n elements, 16-byte aligned: check_outputs), weight
             // (cols, aligned), output (n of out_dtype, aligned, apart from the

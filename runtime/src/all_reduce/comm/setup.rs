@@ -116,7 +116,12 @@ impl Communicator {
         // are its own call counts, which the plain LL kernel's lines must
         // never be mistaken for.
         let fused_ll_offset = ll_offset + 2 * world as usize * 2 * ll_max;
-        let scratch_bytes = fused_ll_offset + 2 * world as usize * 2 * ll_max;
+        // The fused all-reduce + norm's push buffer: the push kernel's
+        // window of x, then a flag word a row (a row is at least a pack).
+        let fused_push_region =
+            (push_window + push_window / PACK_BYTES as usize * 4).next_multiple_of(256);
+        let fused_push_offset = fused_ll_offset + 2 * world as usize * 2 * ll_max;
+        let scratch_bytes = fused_push_offset + 2 * world as usize * fused_push_region;
         let per_gpu = match &placement {
             Placement::Devices { .. } => 1,
             Placement::SameGpu { world, .. } => *world,
@@ -238,6 +243,8 @@ impl Communicator {
             ll_max: ll_max as u64,
             ll_offset: ll_offset as u64,
             fused_ll_offset: fused_ll_offset as u64,
+            fused_push_offset: fused_push_offset as u64,
+            fused_push_region: fused_push_region as u64,
             push_blocks,
             ll_blocks,
             max_blocks,
