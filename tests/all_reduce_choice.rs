@@ -161,6 +161,20 @@ fn the_table_narrows_four_ranks_cp_async_calls_to_16_mb() {
 }
 
 #[test]
+fn the_fused_norm_takes_the_push_path_to_2_mb_on_two_ranks_only() {
+    const MB: usize = 1 << 20;
+    let t = h200();
+    assert!(t.fused_push(2, MB));
+    assert!(t.fused_push(2, 2 * MB));
+    assert!(!t.fused_push(2, 2 * MB + 1));
+    // Not measured at 4 ranks: one-shot there.
+    assert!(!t.fused_push(4, MB));
+    assert!(!t.fused_push(1, MB) && !t.fused_push(9, MB));
+    assert!(AlgoTable::always(Choice::PUSH).fused_push(4, 64 * MB));
+    assert!(!AlgoTable::always(Choice::ONE_SHOT).fused_push(2, MB));
+}
+
+#[test]
 fn worlds_outside_the_table_are_errors() {
     let t = h200();
     for world in [0, 1, 9] {
@@ -196,6 +210,7 @@ fn tables_can_be_forced_or_replaced() {
         one_shot_max: Some(1024),
         cp_async_min: None,
         narrow_max: None,
+        fused_push_max: None,
     };
     assert_eq!(t.choose(8, 1025).unwrap(), Choice::TWO_STAGE);
     assert_eq!(t.choose(8, 1 << 30).unwrap(), Choice::TWO_STAGE);

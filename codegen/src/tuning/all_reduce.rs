@@ -7,8 +7,9 @@
 /// into the staging buffers, where larger), else one-shot up to
 /// `one_shot_max`, else two-stage, with `cp.async` from `cp_async_min` (on at
 /// most the narrow grid up to `narrow_max`); where the communicator has NCCL,
-/// from `nccl_min` (`nccl_min_copied` for copied inputs) NCCL runs it.
-/// `None`: never.
+/// from `nccl_min` (`nccl_min_copied` for copied inputs) NCCL runs it. The
+/// fused all-reduce + norm runs on the LL path where the plain call does, else
+/// on the push path up to `fused_push_max`, else one-shot. `None`: never.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllReduceRule {
     /// Ranks in the communicator (2..=8).
@@ -29,6 +30,8 @@ pub struct AllReduceRule {
     pub nccl_min: Option<u64>,
     /// Smallest message NCCL takes for copied inputs.
     pub nccl_min_copied: Option<u64>,
+    /// Largest message of the fused all-reduce + norm's push path.
+    pub fused_push_max: Option<u64>,
     /// Why, in a line.
     pub reason: String,
     /// Where the measurement that decided it is committed.
@@ -40,7 +43,7 @@ pub struct AllReduceRule {
 impl AllReduceRule {
     /// The thresholds by name, in table order (what the parser and writer
     /// go through).
-    pub fn sizes(&self) -> [(&'static str, Option<u64>); 8] {
+    pub fn sizes(&self) -> [(&'static str, Option<u64>); 9] {
         [
             ("ll_max", self.ll_max),
             ("push_max", self.push_max),
@@ -50,6 +53,7 @@ impl AllReduceRule {
             ("narrow_max", self.narrow_max),
             ("nccl_min", self.nccl_min),
             ("nccl_min_copied", self.nccl_min_copied),
+            ("fused_push_max", self.fused_push_max),
         ]
     }
 }

@@ -41,6 +41,7 @@ struct RawAllReduceRule {
     narrow_max: Option<String>,
     nccl_min: Option<String>,
     nccl_min_copied: Option<String>,
+    fused_push_max: Option<String>,
     reason: String,
     result: Option<String>,
 }
@@ -285,6 +286,7 @@ fn all_reduce_rule(r: RawAllReduceRule, line: usize) -> Result<AllReduceRule, St
         narrow_max: b("narrow_max", &r.narrow_max)?,
         nccl_min: b("nccl_min", &r.nccl_min)?,
         nccl_min_copied: b("nccl_min_copied", &r.nccl_min_copied)?,
+        fused_push_max: b("fused_push_max", &r.fused_push_max)?,
         reason: r.reason.trim().to_string(),
         result: r.result,
         line,

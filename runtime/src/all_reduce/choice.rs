@@ -136,6 +136,10 @@ pub struct Thresholds {
     /// on at most [`NARROW_BLOCKS`] blocks a rank (`None`: never; the grid
     /// cap applies as well).
     pub narrow_max: Option<usize>,
+    /// Largest message (bytes per rank) of the fused all-reduce + norm that
+    /// runs on the push path where it does not run on the LL one (`None`:
+    /// never; one-shot then).
+    pub fused_push_max: Option<usize>,
 }
 
 /// Blocks a rank of a two-stage `cp.async` call up to
@@ -197,6 +201,7 @@ impl AlgoTable {
             one_shot_max: Some(one_shot_max),
             cp_async_min: Some(8 * MB),
             narrow_max: None,
+            fused_push_max: None,
         };
         AlgoTable {
             rows: [
@@ -233,6 +238,7 @@ impl AlgoTable {
                 one_shot_max: bytes(r.one_shot_max),
                 cp_async_min: bytes(r.cp_async_min),
                 narrow_max: bytes(r.narrow_max),
+                fused_push_max: bytes(r.fused_push_max),
             };
             t.nccl_min[i] = bytes(r.nccl_min);
             t.nccl_min_copied[i] = bytes(r.nccl_min_copied);
@@ -266,6 +272,7 @@ impl AlgoTable {
                 one_shot_max: Some(usize::MAX),
                 cp_async_min: None,
                 narrow_max: None,
+                fused_push_max: None,
             },
             c if c == Choice::PUSH => Thresholds {
                 ll_max: None,
@@ -274,6 +281,7 @@ impl AlgoTable {
                 one_shot_max: Some(usize::MAX),
                 cp_async_min: None,
                 narrow_max: None,
+                fused_push_max: Some(usize::MAX),
             },
             c if c == Choice::ONE_SHOT => Thresholds {
                 ll_max: None,
@@ -282,6 +290,7 @@ impl AlgoTable {
                 one_shot_max: Some(usize::MAX),
                 cp_async_min: None,
                 narrow_max: None,
+                fused_push_max: None,
             },
             c if c == Choice::CP_ASYNC => Thresholds {
                 ll_max: None,
@@ -290,6 +299,7 @@ impl AlgoTable {
                 one_shot_max: None,
                 cp_async_min: Some(0),
                 narrow_max: None,
+                fused_push_max: None,
             },
             _ => Thresholds {
                 ll_max: None,
@@ -298,6 +308,7 @@ impl AlgoTable {
                 one_shot_max: None,
                 cp_async_min: None,
                 narrow_max: None,
+                fused_push_max: None,
             },
         };
         AlgoTable {
@@ -364,6 +375,16 @@ impl AlgoTable {
         let t = self.rows.get((world as usize).checked_sub(2)?)?;
         (choice == Choice::CP_ASYNC && t.narrow_max.is_some_and(|m| bytes <= m))
             .then_some(NARROW_BLOCKS)
+    }
+
+    /// Whether the fused all-reduce + norm of `bytes` bytes per rank runs on
+    /// the push path where the LL one does not take it
+    /// (`Thresholds::fused_push_max`).
+    pub fn fused_push(&self, world: u32, bytes: usize) -> bool {
+        (world as usize)
+            .checked_sub(2)
+            .and_then(|i| self.rows.get(i))
+            .is_some_and(|t| t.fused_push_max.is_some_and(|m| bytes <= m))
     }
 
     /// [`Self::choose`] for inputs that are `copied` into the staging buffers

@@ -41,10 +41,10 @@ pub struct AddRmsNorm<'c, 'b> {
     /// 16-byte aligned, at most `CommOptions::push_bytes`, stored into the
     /// peers' buffers with a flag a row; no barrier) or
     /// [`AllReduceAlgo::OneShot`] (x staged, or read in place through a
-    /// table slot when captured; two barriers). `None`: the in-place kernel
-    /// the choice table picks for the plain all-reduce of these bytes (LL or
-    /// push) where it takes the call (x's alignment and size, the layout's
-    /// registers), else one-shot.
+    /// table slot when captured; two barriers). `None`: LL where the choice
+    /// table picks it for the plain all-reduce of these bytes, else push up
+    /// to the table's `fused_push_max`, where the kernel takes the call (x's
+    /// alignment and size, the layout's registers); else one-shot.
     pub algo: Option<AllReduceAlgo>,
 }
 
@@ -119,27 +119,29 @@ impl Communicator {
         let algo = match algo {
             Some(a) => a,
             None => {
-                // The in-place kernel the choice table sends the plain
-                // all-reduce of these bytes to (LL, or push) where it takes the
-                // call (x's alignment, the layout's registers), else one-shot.
+                // LL where the choice table sends the plain all-reduce of
+                // these bytes to its LL kernel and that takes the call (x's
+                // alignment and size, the layout's registers); else push up
+                // to the table's fused_push_max; else one-shot.
                 let aligned = ins
                     .addresses()
                     .iter()
                     .all(|a| a.is_multiple_of(u64::from(PACK_BYTES)));
-                match self.algos.choose(self.world(), x_bytes)?.algo {
+                let table_ll =
+                    self.algos.choose(self.world(), x_bytes)?.algo == AllReduceAlgo::PushLl;
+                if table_ll
+                    && aligned
+                    && x_bytes as u64 <= self.ll_max
+                    && norm.fits_ll(self.world(), dtype)
+                {
                     AllReduceAlgo::PushLl
-                        if aligned
-                            && x_bytes as u64 <= self.ll_max
-                            && norm.fits_ll(self.world(), dtype) =>
-                    {
-                        AllReduceAlgo::PushLl
-                    }
-                    AllReduceAlgo::Push | AllReduceAlgo::PushLl
-                        if aligned && x_bytes as u64 <= self.push_window =>
-                    {
-                        AllReduceAlgo::Push
-                    }
-                    _ => AllReduceAlgo::OneShot,
+                } else if self.algos.fused_push(self.world(), x_bytes)
+                    && aligned
+                    && x_bytes as u64 <= self.push_window
+                {
+                    AllReduceAlgo::Push
+                } else {
+                    AllReduceAlgo::OneShot
                 }
             }
         };
