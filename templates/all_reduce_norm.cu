@@ -1,6 +1,13 @@
 // ---- {{ name }} ----
 // All-reduce + residual + RMS norm (issue 60): {{ world }} ranks, {{ dtype }} rows of whole 16-byte packs.
-// Start barrier; block b owns rows b, b + grid, ... on every rank; a thread holds
+{%- if ll %}
+// LL: every rank sends its rows as flagged lines into its peers' buffers (no barrier);
+{%- elif push %}
+// Push: every rank stores its rows into its peers' buffers and flags each row (no barrier);
+{%- else %}
+// One-shot: start barrier; every rank reads every rank's rows in place;
+{%- endif %}
+// block b owns rows b, b + grid, ... on every rank; a thread holds
 // {{ norm_packs }} pack(s) of its row and every rank's packs of them. For each row:
 //   a = sum over ranks in rank order 0..{{ world - 1 }} in f32, rounded to {{ dtype }} (the
 //       plain all-reduce's output, bit for bit),
@@ -15,7 +22,9 @@
 {%- else %}
 //   y stored as {{ dtype }};
 {%- endif %}
+{%- if not ll and not push %}
 // then the end barrier (no rank rewrites its input while a peer still reads it).
+{%- endif %}
 // Every rank runs the same sums in the same order: every rank's residual, y
 // (and scales) are the same bits.
 namespace {{ name }}_impl {

@@ -121,11 +121,12 @@ pub mod signal {
     pub const fn counter_offset(block: u32) -> usize {
         ((SLOTS * MAX_BLOCKS * MAX_WORLD + block) * 4) as usize
     }
-    /// Byte offset of the rank's fused LL call count (the fused all-reduce +
-    /// norm's LL kernel: its flag and buffer set; stored by the call's last
-    /// block).
+    /// Byte offset of the rank's fused in-place call count (the fused
+    /// all-reduce + norm's LL and push kernels: their flag and buffer set;
+    /// stored by the call's last block to arrive).
     pub const FUSED_COUNT: usize = counter_offset(MAX_BLOCKS);
-    /// Byte offset of the count of the fused LL call's blocks that finished.
+    /// Byte offset of the count of the fused in-place call's blocks that
+    /// have arrived (sent their rows).
     pub const FUSED_DONE: usize = FUSED_COUNT + 4;
     /// Bytes the layout uses.
     pub const USED_BYTES: usize = FUSED_DONE + 4;
@@ -382,10 +383,10 @@ struct AllReduceContext {
     norm_packs: u32,
     /// The fused norm's blocks an SM (its launch bound's second number).
     norm_min_blocks: u32,
-    /// The fused LL kernel asks for every peer's lines of a pack at once.
+    /// The fused LL kernel asks for every peer's lines of the row at once.
     ll_batched: bool,
-    /// Where the fused LL kernel's call count and finished-blocks count lie
-    /// in the signal buffer.
+    /// Where the fused in-place kernels' call count and arrived-blocks count
+    /// lie in the signal buffer.
     fused_count_off: usize,
     fused_done_off: usize,
     /// The fused norm's FP8 output: "qd" or "qs".

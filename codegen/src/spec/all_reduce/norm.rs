@@ -1,5 +1,5 @@
-//! The all-reduce's fused norm epilogue (issue 60): a one-shot all-reduce of
-//! each rank's partial rows, the residual added and written back in place, then
+//! The all-reduce's fused norm epilogue (issue 60): an all-reduce (one-shot,
+//! push or LL) of each rank's partial rows, the residual added and written back in place, then
 //! RMS norm with a weight, written in the input type or as e4m3 (a per-row
 //! dynamic scale or one given scale). What tensor-parallel inference runs
 //! after every attention and MLP block; `templates/all_reduce_norm.cu` holds

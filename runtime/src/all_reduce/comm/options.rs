@@ -88,7 +88,8 @@ pub struct CommOptions {
     /// also at most one per SM the rank has; a call launches only the blocks
     /// its message fills. Not capped by `max_blocks`: the LL kernel's time is
     /// latency, and from 256 KB more blocks carry each a pack fewer. The
-    /// fused LL all-reduce + norm launches a block a row, at most this many.
+    /// fused all-reduce + norm's LL and push kernels launch a block a row, at
+    /// most this many.
     /// `None`: [`MAX_BLOCKS`](redjit_codegen::spec::all_reduce::MAX_BLOCKS). The push kernels' grids must be the same on
     /// every rank (block b of each rank owns the same packs): give every
     /// process the same `max_blocks` and `ll_blocks` on GPUs of one SM count
