@@ -148,17 +148,25 @@ __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], con
 }
 }  // namespace {{ name }}_impl
 
-{% if ll -%}
+{% if ll or push -%}
 // Launched with exactly {{ threads }} threads per block ({{ norm_min_blocks }} an SM: a smaller block
 // puts more rows in flight), the same grid on every rank, every block resident
-// with every peer's (they poll each other's lines), at most kArMaxBlocks.
+// with every peer's (they wait on each other's {% if ll %}lines{% else %}row flags{% endif %}), at most kArMaxBlocks.
 // `in_ptr` is this rank's x, read in place (16-byte aligned; the launcher
-// checks); ll.p[q] is rank q's fused LL buffer: two sets of kRanks regions of
+// checks); {% if ll %}ll{% else %}push{% endif %}.p[q] is rank q's fused {% if ll %}LL{% else %}push{% endif %} buffer: two sets of kRanks regions of
+{%- if ll %}
 // `window` bytes (two lines per pack), set s region r written by rank r only.
-// residual, weight and out are this rank's, 16-byte aligned; scale_ptr is
-// rows f32 (qd), one f32 (qs) or unused.
+{%- else %}
+// `window` bytes, set s region r written by rank r only: x's packs from the
+// region's start, and row r's flag at window - 4 (r + 1), the call's once the
+// row's packs are there.
+{%- endif %}
+// The call count k, the same in every block, picks the set; a rank writes set
+// s again two calls later, after the call between needed every peer's data,
+// so each peer had ended this one. residual, weight and out are this rank's,
+// 16-byte aligned; scale_ptr is rows f32 (qd), one f32 (qs) or unused.
 extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
-    const void* in_ptr, rj_ar_ptrs sig, rj_ar_ptrs ll, void* residual_ptr, const void* weight_ptr,
+    const void* in_ptr, rj_ar_ptrs sig, rj_ar_ptrs {% if ll %}ll{% else %}push{% endif %}, void* residual_ptr, const void* weight_ptr,
     void* out_ptr, float* scale_ptr, rj_u32 rank, rj_u64 rows, rj_u64 cols, float eps, rj_u64 timeout_ns,
     rj_u32* error_ptr, rj_u64 window) {
   using namespace {{ name }}_impl;
@@ -179,8 +187,8 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   // one set.
   const rj_u32 flag = k | 1u;
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-    // The row's packs loaded before the first line goes out (the sends,
-    // volatile, would otherwise hold each load back behind the last).
+    // The row's packs loaded before the first store goes out (the sends
+    // would otherwise hold each load back behind the last).
     rj_b128 x[kPacks];
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
@@ -193,25 +201,40 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
       if (j >= row_packs) continue;
 #pragma unroll
       for (int q = 0; q < kRanks; ++q)
+{%- if ll %}
         if (q != (int)rank) rj_ll_send(ll.p[q] + mine, row * row_packs + j, flag, x[kk]);
+{%- else %}
+        if (q != (int)rank) rj_st_b128(push.p[q] + mine + (row * row_packs + j) * 16u, x[kk]);
+{%- endif %}
     }
   }
-  // Every thread of the block has its k (the barrier takes each thread's k):
-  // the block's arrival is counted now, off the critical path, and the last
-  // block to arrive stores k at its end. No block of this call reads the count
-  // after its arrival, and the next call starts after this one ends.
+  // Every thread of the block has its k (the barrier takes each thread's k{% if push %}, and
+  // orders the block's stores before its flags' release{% endif %}): the block's arrival
+  // is counted now, off the critical path, and the last block to arrive stores
+  // k at its end. No block of this call reads the count after its arrival, and
+  // the next call starts after this one ends.
   (void)__syncthreads_or(k == 0u);
   rj_u32 arrival = 0u;
   if (threadIdx.x == 0) arrival = rj_atom_add_relaxed(self + {{ fused_done_off }}, 1u);
-  const rj_u64 local = rj_ar_pick<kRanks>(ll, rank) + set;
+{%- if push %}
+  // Thread q releases the block's row flags to rank q.
+  if (threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
+    for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x)
+      rj_st_release_sys(rj_ar_pick<kRanks>(push, threadIdx.x) + mine + window - 4u * (row + 1u), flag);
+  }
+{%- endif %}
+  const rj_u64 local = rj_ar_pick<kRanks>({% if ll %}ll{% else %}push{% endif %}, rank) + set;
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
     const rj_u64 first = row * row_packs;
     rj_b128 v[kPacks][kRanks], r[kPacks], w[kPacks];
+{%- if push or ll_batched %}
+    rj_b128 own[kPacks];
+{%- endif %}
 {%- if ll_batched %}
-    rj_b128 own[kPacks], lo[kPacks][kRanks], hi[kPacks][kRanks];
+    rj_b128 lo[kPacks][kRanks], hi[kPacks][kRanks];
 {%- endif %}
     // Every load of the row asked for before the first wait: the residual's,
-    // the weight's{% if ll_batched %}, this rank's x (again, from L2) and every peer's two lines of
+    // the weight's{% if push or ll_batched %}, this rank's x (again, from L2){% endif %}{% if ll_batched %} and every peer's two lines of
     // each pack (one round trip where they have landed, as they mostly have){% endif %}.
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
@@ -219,8 +242,10 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
       if (j >= row_packs) continue;
       r[kk] = rj_load_plain::b128(residual + (first + j) * 16u);
       w[kk] = rj_load_nc::b128(weight + j * 16u);
-{%- if ll_batched %}
+{%- if push or ll_batched %}
       own[kk] = rj_load_plain::b128(in + (first + j) * 16u);
+{%- endif %}
+{%- if ll_batched %}
 #pragma unroll
       for (int q = 0; q < kRanks; ++q) {
         if (q == (int)rank) continue;
@@ -231,6 +256,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
 {%- endif %}
     }
     bool ok = true;
+{%- if ll %}
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
       const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
@@ -256,89 +282,9 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     // A peer that never sent: the whole block stops (the error word says
     // which; the host breaks the communicator).
     if (!rj_block_all(ok)) return;
-    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
-  }
-  if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {
-    rj_st_b32(self + {{ fused_done_off }}, 0u);
-    rj_st_b32(self + {{ fused_count_off }}, k);
-  }
-}
-{%- elif push -%}
-// Launched with exactly {{ threads }} threads per block ({{ norm_min_blocks }} an SM), the same grid on
-// every rank, every block resident with every peer's (they wait on each other's
-// row flags), at most kArMaxBlocks. `in_ptr` is this rank's x, read in place
-// (16-byte aligned; the launcher checks); push.p[q] is rank q's fused push
-// buffer: two sets of kRanks regions of `window` bytes, set s region r written
-// by rank r only: x's packs from the region's start, and row r's flag at
-// window - 4 (r + 1), the call's once the row's packs are there. As the LL
-// kernel: the call count k, the same in every block, picks the set; a rank
-// writes set s again two calls later, after the call between needed every
-// peer's flags, so each peer had ended this one. residual, weight and out are
-// this rank's, 16-byte aligned; scale_ptr is rows f32 (qd), one f32 (qs) or
-// unused.
-extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
-    const void* in_ptr, rj_ar_ptrs sig, rj_ar_ptrs push, void* residual_ptr, const void* weight_ptr,
-    void* out_ptr, float* scale_ptr, rj_u32 rank, rj_u64 rows, rj_u64 cols, float eps, rj_u64 timeout_ns,
-    rj_u32* error_ptr, rj_u64 window) {
-  using namespace {{ name }}_impl;
-  const rj_u64 in = rj_cvta_global(in_ptr);
-  const rj_u64 residual = rj_cvta_global(residual_ptr);
-  const rj_u64 weight = rj_cvta_global(weight_ptr);
-  const rj_u64 out = rj_cvta_global(out_ptr);
-  const rj_u64 error = rj_cvta_global(error_ptr);
-  const rj_u64 scale = rj_cvta_global(scale_ptr);
-  const rj_u64 row_packs = cols / kElts;
-  const rj_u64 self = rj_ar_pick<kRanks>(sig, rank);
-  const rj_u32 k = rj_load_volatile::b32(self + {{ fused_count_off }}) + 1u;
-  const rj_u64 set = (rj_u64)(k & 1u) * kRanks * window;
-  const rj_u64 mine = set + (rj_u64)rank * window;
-  // k | 1 is never 0, the zeroed buffer's, and differs between two calls of
-  // one set.
-  const rj_u32 flag = k | 1u;
-  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-    rj_b128 x[kPacks];
-#pragma unroll
-    for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-      if (j < row_packs) x[kk] = rj_load_plain::b128(in + (row * row_packs + j) * 16u);
-    }
-#pragma unroll
-    for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-      if (j >= row_packs) continue;
-#pragma unroll
-      for (int q = 0; q < kRanks; ++q)
-        if (q != (int)rank) rj_st_b128(push.p[q] + mine + (row * row_packs + j) * 16u, x[kk]);
-    }
-  }
-  // Every thread's stores, and its k, before the barrier: thread q then
-  // releases the block's row flags to rank q (the barrier orders the block's
-  // stores before them), and the block's arrival is counted (the last block to
-  // arrive stores k at its end).
-  (void)__syncthreads_or(k == 0u);
-  rj_u32 arrival = 0u;
-  if (threadIdx.x == 0) arrival = rj_atom_add_relaxed(self + {{ fused_done_off }}, 1u);
-  if (threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
-    for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x)
-      rj_st_release_sys(rj_ar_pick<kRanks>(push, threadIdx.x) + mine + window - 4u * (row + 1u), flag);
-  }
-  const rj_u64 local = rj_ar_pick<kRanks>(push, rank) + set;
-  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-    const rj_u64 first = row * row_packs;
-    // The residual's, the weight's and this rank's x (again, from L2) asked
-    // for before the wait.
-    rj_b128 v[kPacks][kRanks], r[kPacks], w[kPacks], own[kPacks];
-#pragma unroll
-    for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-      if (j >= row_packs) continue;
-      r[kk] = rj_load_plain::b128(residual + (first + j) * 16u);
-      w[kk] = rj_load_nc::b128(weight + j * 16u);
-      own[kk] = rj_load_plain::b128(in + (first + j) * 16u);
-    }
+{%- else %}
     // Thread q waits for rank q's flag on the row (bounded as the barrier);
     // the block's barrier then hands its acquire on to every thread.
-    bool ok = true;
     if (threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
       const rj_u64 at = local + (rj_u64)threadIdx.x * window + window - 4u * (row + 1u);
       if (rj_ld_acquire_sys(at) != flag) {
@@ -361,6 +307,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
       for (int q = 0; q < kRanks; ++q)
         v[kk][q] = q == (int)rank ? own[kk] : rj_load_plain::b128(local + (rj_u64)q * window + (first + j) * 16u);
     }
+{%- endif %}
     norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
   }
   if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {

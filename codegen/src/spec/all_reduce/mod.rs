@@ -328,9 +328,10 @@ impl AllReduceSpec {
             stage: self.stage.slug(),
             norm_packs: self.norm.map_or(0, |n| n.packs),
             norm_min_blocks: self.norm.map_or(1, |n| n.min_blocks()),
-            ll_batched: self
-                .norm
-                .is_some_and(|n| n.ll_batched(self.world, self.dtype)),
+            ll_batched: self.algo == AllReduceAlgo::PushLl
+                && self
+                    .norm
+                    .is_some_and(|n| n.ll_batched(self.world, self.dtype)),
             fused_count_off: signal::FUSED_COUNT,
             fused_done_off: signal::FUSED_DONE,
             fp8: self.norm.and_then(|n| n.fp8).map(|s| s.suffix()),
