@@ -27,7 +27,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::ar::{ALGOS, Elem, exact};
-use common::ar_norm::{check, random_inputs, run};
+use common::ar_norm::{Case, check, random_inputs, run};
 use cudarc::driver::CudaSlice;
 use cudarc::driver::sys;
 use half::{bf16, f16};
@@ -347,8 +347,16 @@ fn fused_norm_dtype<T: Elem>(
                     norm: Some(layout),
                     ..AllReduceSpec::default()
                 };
-                let got = run(c, &spec, &inputs, &weight, rows, cols, 1.0);
-                check(&spec, &inputs, &weight, rows, cols, 1.0, &got);
+                let case = Case {
+                    spec: &spec,
+                    inputs: &inputs,
+                    weight: &weight,
+                    rows,
+                    cols,
+                    given: 1.0,
+                };
+                let got = run(c, &case);
+                check(&case, &got);
                 let words = got.residual[0].iter().chain(&got.y[0]).copied().chain(
                     got.scales[0]
                         .iter()

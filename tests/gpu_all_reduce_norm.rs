@@ -16,7 +16,7 @@ mod common;
 use std::time::Duration;
 
 use common::ar::{Elem, rank_stream};
-use common::ar_norm::{Got, RankInputs, check, random_inputs, run};
+use common::ar_norm::{Case, Got, RankInputs, bits_of, check, random_inputs, run};
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use redjit::all_reduce::{AddRmsNorm, ArFp8Scales, CommOptions, Communicator, Placement};
@@ -96,8 +96,15 @@ fn matches_the_twin<T: Elem>(test: &str, fp8s: &[Option<Fp8Scale>]) {
                         .map(|&v| T::from_f64(f64::from(v)))
                         .collect();
                     let given = 0.01 + rng.value().abs();
-                    let got = run(&c, &spec, &inputs, &weight, rows, cols, given);
-                    check(&spec, &inputs, &weight, rows, cols, given, &got);
+                    let case = Case {
+                        spec: &spec,
+                        inputs: &inputs,
+                        weight: &weight,
+                        rows,
+                        cols,
+                        given,
+                    };
+                    check(&case, &run(&c, &case));
                 }
             }
         }
@@ -246,31 +253,21 @@ fn replayed_1000_times(test: &str, algo: AllReduceAlgo) {
             })
             .collect();
         let got = Got {
-            residual: (0..w)
-                .map(|r| {
-                    rank_stream(&c, r)
-                        .clone_dtoh(&res[r])
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.bits())
-                        .collect()
-                })
-                .collect(),
-            y: (0..w)
-                .map(|r| {
-                    rank_stream(&c, r)
-                        .clone_dtoh(&ys[r])
-                        .unwrap()
-                        .iter()
-                        .map(|v| u32::from(v.to_bits()))
-                        .collect()
-                })
-                .collect(),
+            residual: bits_of(&c, &res, |v| v.bits()),
+            y: bits_of(&c, &ys, |v| u32::from(v.to_bits())),
             scales: (0..w)
                 .map(|r| rank_stream(&c, r).clone_dtoh(&scales[r]).unwrap())
                 .collect(),
         };
-        check(&spec, &inputs, &weight, rows, cols, 1.0, &got);
+        let case = Case {
+            spec: &spec,
+            inputs: &inputs,
+            weight: &weight,
+            rows,
+            cols,
+            given: 1.0,
+        };
+        check(&case, &got);
         residual = got.residual[0]
             .iter()
             .map(|&b| bf16::from_bits(b as u16))

@@ -3,7 +3,7 @@
 //! rank placement (`gpu_all_reduce_ipc.rs`): one call on fresh, poisoned
 //! buffers, and its check against the CPU twin.
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, DeviceRepr};
 use redjit::all_reduce::{AddRmsNorm, ArFp8Scales, Communicator};
 use redjit::codegen::spec::norm::Fp8Scale;
 use redjit::reference::HostBuffer;
@@ -33,19 +33,29 @@ pub struct Got {
     pub scales: Vec<Vec<f32>>,
 }
 
+/// One fused call's spec and host inputs: every rank's rows, the weight, the
+/// shape and the given FP8 scale (used where the spec's output takes one).
+pub struct Case<'a, T> {
+    pub spec: &'a AllReduceSpec,
+    pub inputs: &'a [RankInputs<T>],
+    pub weight: &'a [T],
+    pub rows: usize,
+    pub cols: usize,
+    pub given: f32,
+}
+
 /// Runs one fused call on fresh device buffers of the ranks `c` drives, each
 /// rank r with `inputs[r]` (`inputs` holds every rank's): y and the scales
 /// poisoned, `GUARD` poisoned elements past y.
-#[allow(clippy::too_many_arguments)]
-pub fn run<T: Elem>(
-    c: &Communicator,
-    spec: &AllReduceSpec,
-    inputs: &[RankInputs<T>],
-    weight: &[T],
-    rows: usize,
-    cols: usize,
-    given: f32,
-) -> Got {
+pub fn run<T: Elem>(c: &Communicator, case: &Case<'_, T>) -> Got {
+    let Case {
+        spec,
+        inputs,
+        weight,
+        rows,
+        cols,
+        given,
+    } = *case;
     let fp8 = spec.norm.and_then(|n| n.fp8);
     let local = c.local_ranks();
     let w = local.len();
@@ -115,49 +125,49 @@ pub fn run<T: Elem>(
     }
     c.synchronize().unwrap();
     Got {
-        residual: (0..w)
-            .map(|r| {
-                s(r).clone_dtoh(&res[r])
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.bits())
-                    .collect()
-            })
-            .collect(),
-        y: (0..w)
-            .map(|r| match fp8 {
-                None => s(r)
-                    .clone_dtoh(&ys16[r])
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.bits())
-                    .collect(),
-                Some(_) => s(r)
-                    .clone_dtoh(&ys8[r])
-                    .unwrap()
-                    .iter()
-                    .map(|v| u32::from(v.to_bits()))
-                    .collect(),
-            })
-            .collect(),
+        residual: bits_of(c, &res, |v| v.bits()),
+        y: match fp8 {
+            None => bits_of(c, &ys16, |v| v.bits()),
+            Some(_) => bits_of(c, &ys8, |v| u32::from(v.to_bits())),
+        },
         scales: (0..w)
             .map(|r| s(r).clone_dtoh(&per_row[r]).unwrap())
             .collect(),
     }
 }
 
+/// Each local rank's buffer (in local order) read back, as `bits` gives its
+/// elements.
+pub fn bits_of<T: DeviceRepr>(
+    c: &Communicator,
+    bufs: &[CudaSlice<T>],
+    bits: impl Fn(&T) -> u32,
+) -> Vec<Vec<u32>> {
+    bufs.iter()
+        .enumerate()
+        .map(|(r, b)| {
+            rank_stream(c, r)
+                .clone_dtoh(b)
+                .unwrap()
+                .iter()
+                .map(&bits)
+                .collect()
+        })
+        .collect()
+}
+
 /// Checks `got` against the twin for rank 0's residual (every rank passed
 /// the same; `inputs` holds every rank's), and every rank `got` holds
 /// against its first bit for bit.
-pub fn check<T: Elem>(
-    spec: &AllReduceSpec,
-    inputs: &[RankInputs<T>],
-    weight: &[T],
-    rows: usize,
-    cols: usize,
-    given: f32,
-    got: &Got,
-) {
+pub fn check<T: Elem>(case: &Case<'_, T>, got: &Got) {
+    let Case {
+        spec,
+        inputs,
+        weight,
+        rows,
+        cols,
+        given,
+    } = *case;
     let what = format!("{} {rows}x{cols}", spec.name());
     let xs: Vec<HostBuffer> = inputs.iter().map(|i| host(&i.x)).collect();
     let xr: Vec<&HostBuffer> = xs.iter().collect();
