@@ -347,14 +347,7 @@ fn fused_norm_dtype<T: Elem>(
                     norm: Some(layout),
                     ..AllReduceSpec::default()
                 };
-                let case = Case {
-                    spec: &spec,
-                    inputs: &inputs,
-                    weight: &weight,
-                    rows,
-                    cols,
-                    given: 1.0,
-                };
+                let case = Case::new(&spec, &inputs, &weight, (rows, cols), 1.0);
                 let got = run(c, &case);
                 check(&case, &got);
                 let words = got.residual[0].iter().chain(&got.y[0]).copied().chain(

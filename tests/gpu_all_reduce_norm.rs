@@ -96,14 +96,7 @@ fn matches_the_twin<T: Elem>(test: &str, fp8s: &[Option<Fp8Scale>]) {
                         .map(|&v| T::from_f64(f64::from(v)))
                         .collect();
                     let given = 0.01 + rng.value().abs();
-                    let case = Case {
-                        spec: &spec,
-                        inputs: &inputs,
-                        weight: &weight,
-                        rows,
-                        cols,
-                        given,
-                    };
+                    let case = Case::new(&spec, &inputs, &weight, (rows, cols), given);
                     check(&case, &run(&c, &case));
                 }
             }
@@ -259,14 +252,7 @@ fn replayed_1000_times(test: &str, algo: AllReduceAlgo) {
                 .map(|r| rank_stream(&c, r).clone_dtoh(&scales[r]).unwrap())
                 .collect(),
         };
-        let case = Case {
-            spec: &spec,
-            inputs: &inputs,
-            weight: &weight,
-            rows,
-            cols,
-            given: 1.0,
-        };
+        let case = Case::new(&spec, &inputs, &weight, (rows, cols), 1.0);
         check(&case, &got);
         residual = got.residual[0]
             .iter()

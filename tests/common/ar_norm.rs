@@ -44,6 +44,25 @@ pub struct Case<'a, T> {
     pub given: f32,
 }
 
+impl<'a, T> Case<'a, T> {
+    pub fn new(
+        spec: &'a AllReduceSpec,
+        inputs: &'a [RankInputs<T>],
+        weight: &'a [T],
+        (rows, cols): (usize, usize),
+        given: f32,
+    ) -> Self {
+        Case {
+            spec,
+            inputs,
+            weight,
+            rows,
+            cols,
+            given,
+        }
+    }
+}
+
 /// Runs one fused call on fresh device buffers of the ranks `c` drives, each
 /// rank r with `inputs[r]` (`inputs` holds every rank's): y and the scales
 /// poisoned, `GUARD` poisoned elements past y.
