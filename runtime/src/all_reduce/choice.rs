@@ -372,7 +372,7 @@ impl AlgoTable {
     /// The most blocks a rank a call of `choice` over `bytes` bytes per rank
     /// runs on, where its row narrows the grid (`Thresholds::narrow_max`).
     pub fn narrow(&self, world: u32, bytes: usize, choice: Choice) -> Option<u32> {
-        let t = self.rows.get((world as usize).checked_sub(2)?)?;
+        let t = self.row(world)?;
         (choice == Choice::CP_ASYNC && t.narrow_max.is_some_and(|m| bytes <= m))
             .then_some(NARROW_BLOCKS)
     }
@@ -381,19 +381,19 @@ impl AlgoTable {
     /// the push path where the LL one does not take it
     /// (`Thresholds::fused_push_max`).
     pub fn fused_push(&self, world: u32, bytes: usize) -> bool {
-        (world as usize)
-            .checked_sub(2)
-            .and_then(|i| self.rows.get(i))
+        self.row(world)
             .is_some_and(|t| t.fused_push_max.is_some_and(|m| bytes <= m))
+    }
+
+    /// The thresholds of `world` ranks (`None` outside 2..=8).
+    fn row(&self, world: u32) -> Option<&Thresholds> {
+        self.rows.get((world as usize).checked_sub(2)?)
     }
 
     /// [`Self::choose`] for inputs that are `copied` into the staging buffers
     /// first (then `push_max_copied` applies too).
     pub fn choose_for(&self, world: u32, bytes: usize, copied: bool) -> Result<Choice> {
-        let Some(t) = (world as usize)
-            .checked_sub(2)
-            .and_then(|i| self.rows.get(i))
-        else {
+        let Some(t) = self.row(world) else {
             return Err(err(format!("world {world}: the table covers 2..=8 ranks")));
         };
         // Option's order puts None below every Some.
