@@ -214,7 +214,19 @@ impl Communicator {
         if n == 0 {
             return Ok(());
         }
-        let in_place = matches!(algo, AllReduceAlgo::PushLl | AllReduceAlgo::Push);
+        // The in-place kernels' buffers: two sets of world regions of
+        // `window` bytes (the LL kernel's two lines a pack of ll_max bytes;
+        // the push kernel's window of x and a flag a row); none for one-shot.
+        let buffer = match algo {
+            AllReduceAlgo::PushLl => Some((self.fused_ll_offset, 2 * self.ll_max)),
+            AllReduceAlgo::Push => Some((self.fused_push_offset, self.fused_push_region)),
+            AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => None,
+        }
+        .map(|(offset, window)| {
+            let at = |a: u64| if a == 0 { 0 } else { a + offset };
+            (PtrTable(self.tables[2].0.map(at)), window)
+        });
+        let in_place = buffer.is_some();
         if issue.capturing || in_place {
             // In place, this rank's (or a peer's) reads of x meet the writes of out.
             for (i, (&xa, &o)) in ins.addresses().iter().zip(&outs).enumerate() {
@@ -248,18 +260,6 @@ impl Communicator {
         let blocks = (rows.min(cap as usize) as u32).min(kernel.share).max(1);
         let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
         let (rows64, cols64) = (rows as u64, cols as u64);
-        // The in-place kernels' buffers: two sets of world regions of
-        // `window` bytes (the LL kernel's two lines a pack of ll_max bytes;
-        // the push kernel's window of x and a flag a row).
-        let (offset, window) = match algo {
-            AllReduceAlgo::PushLl => (self.fused_ll_offset, 2 * self.ll_max),
-            _ => (self.fused_push_offset, self.fused_push_region),
-        };
-        let buffers = PtrTable(
-            self.tables[2]
-                .0
-                .map(|a| if a == 0 { 0 } else { a + offset }),
-        );
         for (i, (rank, func)) in self.ranks.iter().zip(&kernel.funcs).enumerate() {
             let r = rank.id as usize;
             let input = match inputs_at {
@@ -274,8 +274,8 @@ impl Communicator {
             };
             let mut args = CheckedArgs::new(&rank.stream, func, &spec, &kernel.params);
             args.ptr(&input).peer_table(&self.tables[1]);
-            if in_place {
-                args.peer_table(&buffers);
+            if let Some((table, _)) = &buffer {
+                args.peer_table(table);
             }
             args.ptr(&res.addresses[i])
                 .ptr(&weights[i])
@@ -287,8 +287,8 @@ impl Communicator {
                 .f32(&eps)
                 .u64(&timeout_ns)
                 .ptr(&rank.error_ptr);
-            if in_place {
-                args.u64(&window);
+            if let Some((_, window)) = &buffer {
+                args.u64(window);
             }
             let mut args = args.ready()?;
             // SAFETY: the kernel was generated from `spec` and takes these
