@@ -16,7 +16,8 @@ use common::ar::{
     ALGOS, Elem, back_to_back, exact, exact_all_sizes, exact_case, exact_f32_sums,
     graph_of_16_replayed, random_all_dtypes, sum_into,
 };
-use cudarc::driver::{CudaSlice, DevicePtr, PushKernelArg};
+use common::order::{Counted, Gate};
+use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use redjit::all_reduce::{Call, CommOptions, Communicator, Placement};
 use redjit::{AllReduceAlgo, DType, Error, KernelInput, KernelOutput, Op};
@@ -346,67 +347,6 @@ fn sum_by(
     }
 }
 
-/// A buffer that counts how often its address is read: a tracked slice's read
-/// costs the host an event wait and a record, so a call reads each buffer once.
-struct Counted {
-    buf: CudaSlice<f32>,
-    reads: std::cell::Cell<u32>,
-}
-
-impl Counted {
-    fn take(&self) -> u32 {
-        self.reads.replace(0)
-    }
-}
-
-// SAFETY: every method forwards to the CudaSlice it wraps.
-unsafe impl KernelInput for Counted {
-    fn dtype(&self) -> DType {
-        DType::F32
-    }
-    fn len(&self) -> usize {
-        cudarc::driver::DeviceSlice::len(&self.buf)
-    }
-    fn push_input<'a>(&'a self, args: &mut cudarc::driver::LaunchArgs<'a>) {
-        args.arg(&self.buf);
-    }
-    fn address(&self, stream: &cudarc::driver::CudaStream) -> u64 {
-        self.reads.set(self.reads.get() + 1);
-        KernelInput::address(&self.buf, stream)
-    }
-    fn read_address<'a>(
-        &'a self,
-        stream: &'a cudarc::driver::CudaStream,
-    ) -> (u64, cudarc::driver::SyncOnDrop<'a>) {
-        self.reads.set(self.reads.get() + 1);
-        KernelInput::read_address(&self.buf, stream)
-    }
-}
-
-// SAFETY: as above.
-unsafe impl KernelOutput for Counted {
-    fn dtype(&self) -> DType {
-        DType::F32
-    }
-    fn len(&self) -> usize {
-        cudarc::driver::DeviceSlice::len(&self.buf)
-    }
-    fn push_output<'a>(&'a mut self, args: &mut cudarc::driver::LaunchArgs<'a>) {
-        args.arg(&mut self.buf);
-    }
-    fn address(&self, stream: &cudarc::driver::CudaStream) -> u64 {
-        self.reads.set(self.reads.get() + 1);
-        KernelOutput::address(&self.buf, stream)
-    }
-    fn write_address<'a>(
-        &'a mut self,
-        stream: &'a cudarc::driver::CudaStream,
-    ) -> (u64, cudarc::driver::SyncOnDrop<'a>) {
-        self.reads.set(self.reads.get() + 1);
-        KernelOutput::write_address(&mut self.buf, stream)
-    }
-}
-
 /// Every kernel, called directly and through the automatic route, reads each
 /// input's and each output's address once a call, and the sums are exact.
 #[test]
@@ -419,10 +359,7 @@ fn each_buffer_address_is_read_once_a_call() {
     let s = c.stream().clone();
     let n = 4099;
     let (host, want) = exact_f32_sums(17, world, n);
-    let counted = |v: &[f32]| Counted {
-        buf: s.clone_htod(v).unwrap(),
-        reads: std::cell::Cell::new(0),
-    };
+    let counted = |v: &[f32]| Counted::new(s.clone_htod(v).unwrap());
     let ins: Vec<Counted> = host.iter().map(|h| counted(h)).collect();
     let routes: Vec<Option<(AllReduceAlgo, bool)>> =
         ALGOS.iter().copied().map(Some).chain([None]).collect();
@@ -449,72 +386,6 @@ fn each_buffer_address_is_read_once_a_call() {
                 );
             }
         }
-    }
-}
-
-/// Holds a stream back until [`Closed::open`]: a one-thread kernel on it
-/// spins until a device word becomes 1, which another stream writes. Every
-/// kernel the held-back work launches must have run once before: CUDA loads a
-/// kernel at its first launch (lazy loading), and the load waits for the
-/// spinning kernel.
-struct Gate {
-    spin: cudarc::driver::CudaFunction,
-    opener: std::sync::Arc<cudarc::driver::CudaStream>,
-}
-
-/// A stream held at a [`Gate`].
-struct Closed<'g> {
-    word: CudaSlice<u32>,
-    opener: &'g std::sync::Arc<cudarc::driver::CudaStream>,
-}
-
-const GATE_KERNEL: &str =
-    "extern \"C\" __global__ void rj_gate(const volatile unsigned* w) { while (*w == 0u) {} }";
-
-impl Gate {
-    /// The spinning kernel, compiled, and run once (on an open word).
-    fn new(stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> Gate {
-        let ctx = stream.context();
-        let ptx = cudarc::nvrtc::compile_ptx(GATE_KERNEL).unwrap();
-        let spin = ctx
-            .load_module(ptx)
-            .unwrap()
-            .load_function("rj_gate")
-            .unwrap();
-        let gate = Gate {
-            spin,
-            opener: ctx.new_stream().unwrap(),
-        };
-        gate.close(stream).open();
-        stream.synchronize().unwrap();
-        gate
-    }
-
-    fn close(&self, stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> Closed<'_> {
-        let word = stream.alloc_zeros::<u32>(1).unwrap();
-        stream.synchronize().unwrap();
-        // The address is taken raw: a tracked argument would record its read
-        // after the spinning kernel, and the opener's write would wait on it.
-        let at = DevicePtr::device_ptr(&word, stream).0;
-        let cfg = cudarc::driver::LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (1, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: the kernel takes one pointer to a u32, `word`, which lives
-        // until the gate is opened and the stream synchronised after.
-        unsafe { stream.launch_builder(&self.spin).arg(&at).launch(cfg) }.unwrap();
-        Closed {
-            word,
-            opener: &self.opener,
-        }
-    }
-}
-
-impl Closed<'_> {
-    fn open(mut self) {
-        self.opener.memcpy_htod(&[1u32], &mut self.word).unwrap();
-        self.opener.synchronize().unwrap();
     }
 }
 

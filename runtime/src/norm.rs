@@ -25,11 +25,10 @@
 //! # Ok(()) }
 //! ```
 
-use std::iter;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys::{CUfunction_attribute, CUresult};
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, SyncOnDrop};
 use redjit_codegen::params::Param;
 use redjit_codegen::spec::norm::{Fp8Scale, Plan};
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormSpec, SpecError};
@@ -212,13 +211,6 @@ enum RowStream<'a> {
 }
 
 impl<'a> RowStream<'a> {
-    fn into_written(self) -> Option<&'a mut dyn KernelOutput> {
-        match self {
-            RowStream::Apart(_, o) => o,
-            RowStream::Over(b) => Some(b),
-        }
-    }
-
     fn read(&self) -> Option<(DType, usize)> {
         match self {
             RowStream::Apart(i, _) => i.map(|b| (b.dtype(), b.len())),
@@ -233,19 +225,63 @@ impl<'a> RowStream<'a> {
         }
     }
 
-    fn read_address(&self, stream: &CudaStream) -> Option<u64> {
+    /// The read and written addresses, bound as [`Bound`] says (one buffer's
+    /// in place, bound as a write).
+    fn bind<'b>(self, stream: &'b CudaStream, order: &mut Vec<SyncOnDrop<'b>>) -> (u64, u64)
+    where
+        'a: 'b,
+    {
         match self {
-            RowStream::Apart(i, _) => i.map(|b| b.address(stream)),
-            RowStream::Over(b) => Some(b.address(stream)),
+            RowStream::Apart(i, o) => (bind_read(i, stream, order), bind_write(o, stream, order)),
+            RowStream::Over(b) => {
+                let at = bind_write(Some(b), stream, order);
+                (at, at)
+            }
         }
     }
+}
 
-    fn written_address(&self, stream: &CudaStream) -> Option<u64> {
-        match self {
-            RowStream::Apart(_, o) => o.as_deref().map(|b| b.address(stream)),
-            RowStream::Over(b) => Some(b.address(stream)),
-        }
-    }
+/// A call's buffers bound to its launch: each address taken once, with
+/// cudarc's ordering (the stream waits for the buffer's pending work; each
+/// guard records this launch's access when dropped, after the launch), so
+/// that the pack check, an in-place copy and the kernel's arguments share one
+/// lookup a buffer: each lookup costs driver calls where cudarc tracks the
+/// buffers (`candle_bench --host`). 0 where a buffer is absent.
+struct Bound<'a> {
+    x: u64,
+    residual: u64,
+    weight: u64,
+    bias: u64,
+    out: u64,
+    residual_out: u64,
+    mean: u64,
+    rstd: u64,
+    scale: u64,
+    _order: Vec<SyncOnDrop<'a>>,
+}
+
+fn bind_read<'b>(
+    b: Option<&'b dyn KernelInput>,
+    stream: &'b CudaStream,
+    order: &mut Vec<SyncOnDrop<'b>>,
+) -> u64 {
+    b.map_or(0, |b| {
+        let (at, guard) = b.read_address(stream);
+        order.push(guard);
+        at
+    })
+}
+
+fn bind_write<'b, 'c: 'b>(
+    b: Option<&'b mut (dyn KernelOutput + 'c)>,
+    stream: &'b CudaStream,
+    order: &mut Vec<SyncOnDrop<'b>>,
+) -> u64 {
+    b.map_or(0, |b| {
+        let (at, guard) = b.write_address(stream);
+        order.push(guard);
+        at
+    })
 }
 
 /// One launch's buffers, apart or in place; what `NormArgs` and
@@ -293,6 +329,39 @@ impl<'a> From<NormInPlace<'a>> for Call<'a> {
             shape: a.shape,
             param: a.param,
             scale: None,
+        }
+    }
+}
+
+impl<'a> Call<'a> {
+    /// Every buffer bound to the launch on `stream` (see [`Bound`]).
+    fn bind<'b>(self, stream: &'b CudaStream) -> Bound<'b>
+    where
+        'a: 'b,
+    {
+        let mut order = Vec::with_capacity(9);
+        let (x, out) = self.rows.bind(stream, &mut order);
+        let (residual, residual_out) = self.residual.bind(stream, &mut order);
+        let weight = bind_read(self.weight, stream, &mut order);
+        let bias = bind_read(self.bias, stream, &mut order);
+        let mean = bind_write(self.mean, stream, &mut order);
+        let rstd = bind_write(self.rstd, stream, &mut order);
+        let scale = match self.scale {
+            Some(Fp8Scales::PerRow(b)) => bind_write(Some(b), stream, &mut order),
+            Some(Fp8Scales::Given(b)) => bind_read(Some(b), stream, &mut order),
+            None => 0,
+        };
+        Bound {
+            x,
+            residual,
+            weight,
+            bias,
+            out,
+            residual_out,
+            mean,
+            rstd,
+            scale,
+            _order: order,
         }
     }
 }
@@ -498,7 +567,7 @@ impl<'rt> NormKernel<'rt> {
     /// The kernel for a call: this one, its general twin when the call's rows
     /// are not whole, aligned packs, or an exact kernel's ragged twin for whole
     /// packs of another length.
-    fn for_call(&self, stream: &CudaStream, a: &Call<'_>) -> Result<Route<'_, 'rt>> {
+    fn for_call(&self, a: &NormCall, at: &Bound<'_>) -> Result<Route<'_, 'rt>> {
         if self.spec.general {
             return Ok(Route::Here(&self.main));
         }
@@ -506,25 +575,17 @@ impl<'rt> NormKernel<'rt> {
             self.spec.input.info().bytes as u64,
             self.spec.output.info().bytes as u64,
         );
-        // Addresses are read lazily: a ragged shape or the first misaligned
-        // buffer settles it without asking for the rest.
-        let inputs = iter::once_with(|| a.rows.read_address(stream))
-            .chain(iter::once_with(|| a.residual.read_address(stream)))
-            .flatten()
-            .chain(
-                [a.weight, a.bias]
-                    .into_iter()
-                    .flatten()
-                    .map(|b| b.address(stream)),
-            )
-            .map(|addr| (addr, i));
-        let outputs = iter::once_with(|| a.rows.written_address(stream).map(|addr| (addr, o)))
-            .chain(iter::once_with(|| {
-                a.residual.written_address(stream).map(|addr| (addr, i))
-            }))
-            .flatten();
+        // An absent buffer's 0 is aligned to anything.
+        let buffers = [
+            (at.x, i),
+            (at.residual, i),
+            (at.weight, i),
+            (at.bias, i),
+            (at.out, o),
+            (at.residual_out, i),
+        ];
         let m = a.shape;
-        let whole = NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, inputs.chain(outputs));
+        let whole = NormSpec::whole_packs_fit(m.cols as u64, m.ld as u64, buffers);
         if !whole && let Some(k) = self.hand_off()? {
             return Ok(Route::HandOff(k));
         }
@@ -637,14 +698,22 @@ impl<'rt> NormKernel<'rt> {
     }
 
     fn launch_call(&self, stream: &Arc<CudaStream>, a: Call<'_>) -> Result<()> {
+        let call = NormCall::of(&a);
         if a.shape.is_empty() {
             // Checked as any call, then nothing to launch.
-            check_call(&self.spec, &NormCall::of(&a), self.resident())?;
+            check_call(&self.spec, &call, self.resident())?;
             return Ok(());
         }
-        let k = match self.for_call(stream, &a)? {
+        // Dropped after the launch below: its guards record the launch's
+        // accesses.
+        let bound = a.bind(stream);
+        self.launch_bound(stream, &call, &bound)
+    }
+
+    fn launch_bound(&self, stream: &Arc<CudaStream>, a: &NormCall, at: &Bound<'_>) -> Result<()> {
+        let k = match self.for_call(a, at)? {
             Route::Here(k) => k,
-            Route::HandOff(k) => return k.launch_call(stream, a),
+            Route::HandOff(k) => return k.launch_bound(stream, a, at),
         };
         // A stream of an SM partition (green context) holds that many blocks,
         // not the device's: a split row's blocks wait on each other, so its
@@ -658,7 +727,7 @@ impl<'rt> NormKernel<'rt> {
             dev.sm_count
         };
         let resident = u64::from(sms) * u64::from(k.blocks_per_sm);
-        let Some(plan) = check_call(&k.spec, &NormCall::of(&a), resident)? else {
+        let Some(plan) = check_call(&k.spec, a, resident)? else {
             return Ok(());
         };
         let plan = self.on_this_device(plan);
@@ -666,26 +735,19 @@ impl<'rt> NormKernel<'rt> {
         // aliased rows: its lanes may read a neighbour's words of a row after
         // the neighbour stored over them. A whole-pack kernel's thread reads
         // its own packs before it stores them (see `NormInPlace`).
-        let Call {
-            mut rows,
-            mut residual,
-            weight,
-            bias,
-            mean,
-            rstd,
-            shape,
-            param,
-            scale,
-        } = a;
-        let extent = shape.extent().unwrap_or(usize::MAX);
-        let copy_of = |s: &mut RowStream<'_>, what: &str| match s {
-            RowStream::Over(b) if k.spec.general => {
-                StreamCopy::of(stream, &mut **b, extent, what).map(Some)
+        let extent = a.shape.extent().unwrap_or(usize::MAX);
+        let copy_of = |from: u64, (dtype, len): (DType, usize), what: &str| {
+            if a.in_place && k.spec.general && from != 0 {
+                StreamCopy::of(stream, from, dtype, extent.min(len), what).map(Some)
+            } else {
+                Ok(None)
             }
-            _ => Ok(None),
         };
-        let rows_copy = copy_of(&mut rows, "the rows")?;
-        let residual_copy = copy_of(&mut residual, "the residual")?;
+        let rows_copy = copy_of(at.x, a.x, "the rows")?;
+        let residual_copy = match a.residual {
+            Some(r) => copy_of(at.residual, r, "the residual")?,
+            None => None,
+        };
         let ws = k.workspace.hold(
             stream,
             plan.counters,
@@ -694,58 +756,40 @@ impl<'rt> NormKernel<'rt> {
             &self.name,
         )?;
         let (counters, partials) = ws.addresses();
-        let null: u64 = 0;
         // Where a stream is overwritten in place, its read slot gets the
-        // buffer's bare address, taken before the write slot's push (which
-        // orders the launch after the buffer's pending work).
-        let read_at = |s: &RowStream<'_>, copy: &Option<StreamCopy>| match (s, copy) {
-            (_, Some(c)) => c.address(stream),
-            (RowStream::Over(b), None) => b.address(stream),
-            (RowStream::Apart(..), None) => null,
+        // copy's address where there is one, else the buffer's.
+        let read_at = |bound: u64, copy: &Option<StreamCopy>| {
+            copy.as_ref().map_or(bound, |c| c.address(stream))
         };
         let (rows_at, residual_at) = (
-            read_at(&rows, &rows_copy),
-            read_at(&residual, &residual_copy),
+            read_at(at.x, &rows_copy),
+            read_at(at.residual, &residual_copy),
         );
         let mut args = CheckedArgs::new(stream, &k.func, &k.spec, &k.params);
-        match (&rows, &rows_copy) {
-            (RowStream::Apart(Some(x), _), None) => args.input(*x),
-            _ => args.ptr(&rows_at),
-        };
-        match (&residual, &residual_copy) {
-            (RowStream::Apart(Some(r), _), None) => args.input(*r),
-            _ => args.ptr(&residual_at),
-        };
-        for b in [weight, bias] {
-            match b {
-                Some(b) => args.input(b),
-                None => args.ptr(&null),
-            };
+        for b in [
+            &rows_at,
+            &residual_at,
+            &at.weight,
+            &at.bias,
+            &at.out,
+            &at.residual_out,
+            &at.mean,
+            &at.rstd,
+        ] {
+            args.ptr(b);
         }
-        for b in [rows.into_written(), residual.into_written(), mean, rstd] {
-            match b {
-                Some(b) => args.output(b),
-                None => args.ptr(&null),
-            };
-        }
-        let (rows, cols, ld) = (shape.rows as u64, shape.cols as u64, shape.ld as u64);
+        let (rows, cols, ld) = (a.shape.rows as u64, a.shape.cols as u64, a.shape.ld as u64);
         args.ptr(&counters).ptr(&partials);
         args.u64(&rows)
             .u64(&cols)
             .u64(&ld)
             .u32(&plan.splits)
             .u32(&plan.span)
-            .f32(&param);
+            .f32(&a.param);
         // `check_call` proved a `_qd` or `_qs` kernel has its scale buffer and
         // any other kernel none.
-        match scale {
-            Some(Fp8Scales::PerRow(b)) => {
-                args.output(b);
-            }
-            Some(Fp8Scales::Given(b)) => {
-                args.input(b);
-            }
-            None => {}
+        if a.scale.is_some() {
+            args.ptr(&at.scale);
         }
         let mut args = args.ready()?;
         let cfg = LaunchConfig {
@@ -758,7 +802,9 @@ impl<'rt> NormKernel<'rt> {
         // (x, residual, weight, bias, out, residual_out, mean, rstd, counters,
         // partials: pointers; rows, cols, ld: u64; splits, span: u32; param: f32;
         // an FP8 output's kernel then its scale pointer), in that order; absent
-        // buffers are null and the kernel never touches them.
+        // buffers are null and the kernel never touches them. Every present
+        // buffer's address was bound on this stream (`Bound`: the stream waits
+        // for its pending work, and its access is recorded after this launch).
         // An in-place stream's read and write slots hold one buffer only for a
         // whole-pack kernel (a general twin reads from a copy), whose threads
         // read their packs of a row before they store them.

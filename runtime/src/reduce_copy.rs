@@ -173,8 +173,16 @@ impl ReduceCopyKernel<'_> {
         if n == 0 {
             return Ok(());
         }
-        let src_addresses: Vec<u64> = srcs.iter().map(|b| b.address(stream)).collect();
-        let dst_addresses: Vec<u64> = dsts.iter().map(|b| b.address(stream)).collect();
+        let dst_types: Vec<DType> = dsts.iter().map(|b| b.dtype()).collect();
+        // Each buffer's address taken once, with cudarc's ordering (the
+        // stream waits for its pending work; the guards record this launch's
+        // accesses when dropped, after it): the overlap and pack checks and
+        // the arguments share one lookup a buffer, which costs driver calls
+        // where cudarc tracks the buffers.
+        let (src_addresses, _read): (Vec<u64>, Vec<_>) =
+            srcs.iter().map(|b| b.read_address(stream)).unzip();
+        let (dst_addresses, _written): (Vec<u64>, Vec<_>) =
+            dsts.iter_mut().map(|b| b.write_address(stream)).unzip();
         let extent = |address: u64, dtype: DType| Extent {
             address,
             bytes: n as u64 * dtype.info().bytes as u64,
@@ -186,8 +194,8 @@ impl ReduceCopyKernel<'_> {
             .collect();
         let dst_extents: Vec<Extent> = dst_addresses
             .iter()
-            .zip(dsts.iter())
-            .map(|(&a, b)| extent(a, b.dtype()))
+            .zip(dst_types)
+            .map(|(&a, t)| extent(a, t))
             .collect();
         if let Some((value, rule)) = overlap_violation(&src_extents, &dst_extents) {
             return Err(Error::Launch {
@@ -204,18 +212,17 @@ impl ReduceCopyKernel<'_> {
         let sr = call.stochastic.unwrap_or(Stochastic { seed: 0, base: 0 });
         // A misaligned twin takes the spec's parameters.
         let mut args = CheckedArgs::new(stream, &func, &self.spec, &self.params);
-        for &s in srcs {
-            args.input(s);
-        }
-        for d in dsts.iter_mut() {
-            args.output(&mut **d);
+        for a in src_addresses.iter().chain(&dst_addresses) {
+            args.ptr(a);
         }
         args.u64(&n).f32(&op_arg).u64(&sr.seed).u64(&sr.base);
         let mut args = args.ready()?;
         // SAFETY: the kernel was generated from `self.spec`, whose parameters are one
         // pointer per source, one per destination, then n (u64), the op's scalar
         // (f32), the SR seed and base (u64), in that order; `check` proved every
-        // buffer has the spec's dtype and exactly n elements.
+        // buffer has the spec's dtype and exactly n elements. Each address was
+        // taken with cudarc's ordering on this stream, its guard held until
+        // after the launch.
         unsafe { args.launch(cfg) }.during(|| format!("launching {}", self.name))?;
         Ok(())
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, LaunchArgs, PushKernelArg, result};
 use redjit_codegen::DType;
 
-use crate::elem::{KernelInput, KernelOutput};
+use crate::elem::KernelInput;
 use crate::error::{DriverContext, Result};
 use crate::workspace::StreamAlloc;
 
@@ -19,16 +19,17 @@ pub(crate) struct StreamCopy {
 }
 
 impl StreamCopy {
-    /// Queues a copy of `src`'s first `len` elements (at most its length) on
-    /// `stream`, after the buffer's pending work.
+    /// Queues a copy of the `len` elements of `dtype` at `from` on `stream`.
+    /// The caller has bound the source to the launch that reads the copy
+    /// (the stream waits for the source's pending writes, and the launch's
+    /// access is recorded after it).
     pub(crate) fn of(
         stream: &Arc<CudaStream>,
-        src: &mut dyn KernelOutput,
+        from: u64,
+        dtype: DType,
         len: usize,
         what: &str,
     ) -> Result<StreamCopy> {
-        let len = len.min(src.len());
-        let dtype = src.dtype();
         let bytes = (len * dtype.info().bytes as usize).max(1);
         let copy = StreamCopy {
             buf: StreamAlloc::new(stream, bytes)
@@ -36,11 +37,9 @@ impl StreamCopy {
             dtype,
             len,
         };
-        // The guard orders the copy after the buffer's pending writes (and is
-        // recorded as a write: the launch that follows writes it).
-        let (from, _order) = src.write_address(stream);
-        // SAFETY: both hold at least `bytes` bytes (`len` is at most the
-        // source's length), on the stream's context (bound by the allocation).
+        // SAFETY: the source holds `len` elements (the caller's bound buffer,
+        // `len` at most its length) and the copy `bytes`, on the stream's
+        // context (bound by the allocation).
         unsafe { result::memcpy_dtod_async(copy.buf.ptr, from, bytes, stream.cu_stream()) }
             .during(|| format!("copying {what}"))?;
         Ok(copy)

@@ -25,6 +25,7 @@ macro_rules! snapshot {
 
 pub mod ar;
 pub mod ar_norm;
+pub mod order;
 
 use std::path::PathBuf;
 
