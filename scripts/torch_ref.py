@@ -559,6 +559,10 @@ class Rotation(list):
     finds its inputs left in L2 by the one before (see `rotation`)."""
 
 
+# Where the next timed call takes its set (time_us).
+ROTATION_CURSOR = 0
+
+
 # As `redjit bench`: the rotated sets cover at least ROTATE_L2_TIMES x L2 (0: one
 # set, every call on the same buffers), at most MAX_ROTATIONS sets and a quarter
 # of the device's memory. Set from --l2-rotate in main.
@@ -596,15 +600,24 @@ def time_us(fn, args, warmup, iters):
     import time  # noqa: PLC0415
 
     sets = args if isinstance(args, Rotation) else [args]
-    for i in range(warmup):
-        fn(*sets[i % len(sets)])
+
+    def next_set():
+        # One cursor across every timing: the next timed function (another op
+        # or anchor on the same sets) starts past the sets this one touched,
+        # which small shapes would still find in L2.
+        global ROTATION_CURSOR  # noqa: PLW0603
+        ROTATION_CURSOR += 1
+        return sets[ROTATION_CURSOR % len(sets)]
+
+    for _ in range(warmup):
+        fn(*next_set())
     torch.cuda.synchronize()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     times = []
     leaked = 0
-    for i in range(iters):
-        call_args = sets[(warmup + i) % len(sets)]
+    for _ in range(iters):
+        call_args = next_set()
         t0 = time.perf_counter()
         if HOLD_CYCLES:
             torch.cuda._sleep(HOLD_CYCLES)

@@ -311,6 +311,11 @@ struct Set {
 /// ones where the case has a residual), one weight and one bias.
 pub struct Buffers {
     sets: Vec<Set>,
+    /// The set the next timed call takes: kernels timed in turn on these
+    /// buffers (`redjit tune`'s candidates) continue the rotation, where a
+    /// restart would hand a kernel of a small shape the sets the one before
+    /// left in L2.
+    next: usize,
     w: Option<DevBuf>,
     bias: Option<DevBuf>,
     /// An FP8 output's scales (a row's, written) or scale (given, read).
@@ -366,6 +371,7 @@ impl Buffers {
         };
         Ok(Buffers {
             sets,
+            next: 0,
             w,
             bias,
             scale,
@@ -393,10 +399,10 @@ pub fn time_case(
         _ => 1,
     };
     let scale = &mut bufs.scale;
-    let mut i = 0usize;
+    let next = &mut bufs.next;
     b.median_us(|| {
-        let set = &mut bufs.sets[i % rotations];
-        i += 1;
+        let set = &mut bufs.sets[*next % rotations];
+        *next += 1;
         let xv = set.x.view(0, n);
         let rv = case
             .spec

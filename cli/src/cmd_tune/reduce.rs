@@ -209,6 +209,9 @@ fn tune_reduce(b: &mut Bench<'_>, a: &TuneArgs, todo: Vec<Todo>) -> CliResult {
         let cands = candidates(&t.spec);
         let mut times: Vec<(ReduceSpec, Vec<f64>)> =
             cands.iter().map(|c| (c.clone(), Vec::new())).collect();
+        // One rotation across the candidates: each continues past the sets
+        // the one before touched (a small shape's would still be in L2).
+        let mut k = 0usize;
         for round in 0..a.rounds {
             let order: Vec<usize> = if round % 2 == 0 {
                 (0..times.len()).collect()
@@ -217,7 +220,6 @@ fn tune_reduce(b: &mut Bench<'_>, a: &TuneArgs, todo: Vec<Todo>) -> CliResult {
             };
             for i in order {
                 let kernel = rt.reduce(&times[i].0)?;
-                let mut k = 0usize;
                 let us = b.median_us(|| {
                     let set = &sets[k % rotations as usize];
                     k += 1;
