@@ -13,9 +13,9 @@ use std::time::Duration;
 use common::order::{Counted, Gate};
 use cudarc::driver::{CudaSlice, CudaStream};
 use redjit::{
-    DType, Matrix, NormArgs, NormInPlace, NormKernel, NormOp, NormSpec, ReduceCopySpec, Runtime,
+    DType, KernelInput, KernelOutput, Matrix, NormArgs, NormInPlace, NormKernel, NormOp, NormSpec,
+    ReduceCopySpec, Role, Runtime, Src,
 };
-use redjit::{Role, Src};
 
 /// How long the gated stream is held after the other streams' work is issued:
 /// work that did not wait for the call runs first.
@@ -84,6 +84,34 @@ impl Rows {
 /// The outputs of one norm call, read back: out, residual_out, mean, rstd.
 type Outputs = [Vec<u32>; 4];
 
+/// The layer norm with every buffer: x, residual, weight and bias read; out,
+/// residual_out, mean and rstd written.
+fn launch_all(
+    k: &NormKernel<'_>,
+    s: &Arc<CudaStream>,
+    [x, res, w, b]: [&dyn KernelInput; 4],
+    [out, res_out, mean, rstd]: [&mut dyn KernelOutput; 4],
+    m: Matrix,
+) {
+    k.launch(
+        s,
+        NormArgs {
+            x,
+            residual: Some(res),
+            weight: Some(w),
+            bias: Some(b),
+            out,
+            residual_out: Some(res_out),
+            mean: Some(mean),
+            rstd: Some(rstd),
+            shape: m,
+            param: 1e-5,
+            scale: None,
+        },
+    )
+    .unwrap();
+}
+
 /// The call on plain slices, into poisoned outputs.
 fn norm_plain(rt: &Runtime, k: &NormKernel<'_>, r: &Rows) -> Outputs {
     let s = rt.stream();
@@ -92,23 +120,13 @@ fn norm_plain(rt: &Runtime, k: &NormKernel<'_>, r: &Rows) -> Outputs {
     let (x, res, w, b) = (up(&r.x), up(&r.res), up(&r.w), up(&r.b));
     let (mut out, mut res_out) = (poison(r.n()), poison(r.n()));
     let (mut mean, mut rstd) = (poison(r.m.rows), poison(r.m.rows));
-    k.launch(
+    launch_all(
+        k,
         s,
-        NormArgs {
-            x: &x,
-            residual: Some(&res),
-            weight: Some(&w),
-            bias: Some(&b),
-            out: &mut out,
-            residual_out: Some(&mut res_out),
-            mean: Some(&mut mean),
-            rstd: Some(&mut rstd),
-            shape: r.m,
-            param: 1e-5,
-            scale: None,
-        },
-    )
-    .unwrap();
+        [&x, &res, &w, &b],
+        [&mut out, &mut res_out, &mut mean, &mut rstd],
+        r.m,
+    );
     [
         bits(s, &out),
         bits(s, &res_out),
@@ -139,23 +157,13 @@ fn each_norm_buffer_is_taken_once_a_call() {
         let (x, res) = (counted(&r.x), counted(&r.res));
         let (mut out, mut res_out) = (poisoned(r.n()), poisoned(r.n()));
         let (mut mean, mut rstd) = (poisoned(rows), poisoned(rows));
-        k.launch(
+        launch_all(
+            &k,
             s,
-            NormArgs {
-                x: &x,
-                residual: Some(&res),
-                weight: Some(&w),
-                bias: Some(&b),
-                out: &mut out,
-                residual_out: Some(&mut res_out),
-                mean: Some(&mut mean),
-                rstd: Some(&mut rstd),
-                shape: r.m,
-                param: 1e-5,
-                scale: None,
-            },
-        )
-        .unwrap();
+            [&x, &res, &w, &b],
+            [&mut out, &mut res_out, &mut mean, &mut rstd],
+            r.m,
+        );
         for (name, b) in [
             ("x", &x),
             ("residual", &res),

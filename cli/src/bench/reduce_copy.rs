@@ -167,8 +167,10 @@ pub fn bench(
             }
             let call = call_args(spec);
             let timer = &*b;
+            // One rotation across the placements timed on these sets: each
+            // continues past the sets the one before touched.
+            let mut i = 0usize;
             let mut time_at = |src_off: &[usize], dst_off: &[usize]| -> CliResult<f64> {
-                let mut i = 0usize;
                 timer.median_us(|| {
                     let (srcs, dsts) = &mut sets[i % rotations as usize];
                     i += 1;
