@@ -2616,3 +2616,52 @@ fn fp8_bad_calls_are_errors_before_any_launch() {
             .all(|v| v.to_bits() == POISON_F32.to_bits())
     );
 }
+
+/// The device table's picks at the LLM shapes, what a caller of `for_shape`
+/// gets (redjit-candle, the bench): each row op, f32 and bf16, in and out and
+/// with an FP8 output (each row's own scale), against the CPU twin.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_device_tables_llm_picks_match_the_twin() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("the_device_tables_llm_picks_match_the_twin");
+    let table = &rt.tuning().tuning;
+    let mut cases: Vec<(NormSpec, Matrix)> = Vec::new();
+    for ops in row_ops() {
+        for d in [DType::BF16, DType::F32] {
+            for cols in [4096, 8192] {
+                for rows in [1, 16, 128, 512] {
+                    let at = |base: NormSpec| base.for_shape(Some(rows as u64), cols as u64, table);
+                    cases.push((at(NormSpec::with(ops, d, d, 1)), dense(rows, cols)));
+                    if ops.1.is_none() {
+                        let fp8 = NormSpec {
+                            fp8: Some(Fp8Scale::PerRow),
+                            ..NormSpec::with(ops, d, DType::E4M3, 1)
+                        };
+                        cases.push((at(fp8), dense(rows, cols)));
+                    }
+                }
+            }
+        }
+    }
+    rt.prepare(&cases.iter().map(|c| c.0.clone()).collect::<Vec<_>>())
+        .expect("compiling the table's picks");
+    for (spec, m) in &cases {
+        if spec.fp8.is_some() {
+            check_fp8(&rt, &mut rng, spec, *m, 0.02);
+        } else {
+            let param = param_of(spec);
+            check(
+                &rt,
+                &mut rng,
+                spec,
+                *m,
+                Values::Normal,
+                param,
+                false,
+                1,
+                Place::default(),
+            );
+        }
+    }
+}
