@@ -405,6 +405,11 @@ fn host_costs(dev: &Device) -> Result<()> {
         let ws = stream
             .alloc_zeros::<u8>(4096)
             .map_err(candle_core::Error::wrap)?;
+        let cfg = LaunchConfig {
+            grid_dim: (plan.grid, 1, 1),
+            block_dim: (spec.threads(), 1, 1),
+            shared_mem_bytes: spec.stage_bytes() as u32,
+        };
         let raw = time(&mut || {
             let mut b = stream.launch_builder(&func);
             b.arg(&x)
@@ -423,11 +428,6 @@ fn host_costs(dev: &Device) -> Result<()> {
                 .arg(&plan.splits)
                 .arg(&plan.span)
                 .arg(&eps);
-            let cfg = LaunchConfig {
-                grid_dim: (plan.grid, 1, 1),
-                block_dim: (spec.threads(), 1, 1),
-                shared_mem_bytes: spec.stage_bytes() as u32,
-            };
             // SAFETY: `func` is `spec`'s kernel, its parameters pushed in
             // order; x, w and y hold the one row of 4096, and a block row
             // takes no counters or partials from the workspace.
@@ -462,11 +462,6 @@ fn host_costs(dev: &Device) -> Result<()> {
                 .arg(&plan.splits)
                 .arg(&plan.span)
                 .arg(&eps);
-            let cfg = LaunchConfig {
-                grid_dim: (plan.grid, 1, 1),
-                block_dim: (spec.threads(), 1, 1),
-                shared_mem_bytes: spec.stage_bytes() as u32,
-            };
             // SAFETY: `func` is `spec`'s kernel, its parameters pushed in
             // order; x, w and y hold the one row of 4096, and a block row
             // takes no counters or partials from the workspace.

@@ -737,7 +737,7 @@ impl<'rt> NormKernel<'rt> {
         // its own packs before it stores them (see `NormInPlace`).
         let extent = a.shape.extent().unwrap_or(usize::MAX);
         let copy_of = |from: u64, (dtype, len): (DType, usize), what: &str| {
-            if a.in_place && k.spec.general && from != 0 {
+            if a.in_place && k.spec.general {
                 StreamCopy::of(stream, from, dtype, extent.min(len), what).map(Some)
             } else {
                 Ok(None)
