@@ -186,6 +186,18 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   // k | 1 is never 0, the zeroed buffer's, and differs between two calls of
   // one set.
   const rj_u32 flag = k | 1u;
+{%- if ll %}
+  // Every block sends a share of every row's packs: each line carries its own
+  // flag, so a row's owner need not send it, and a few rows' sends go out
+  // through every SM of the grid, not through their owners' alone.
+  const rj_u64 all_packs = rows * row_packs;
+  for (rj_u64 p = (rj_u64)blockIdx.x * kThreads + threadIdx.x; p < all_packs; p += (rj_u64)gridDim.x * kThreads) {
+    const rj_b128 x = rj_load_plain::b128(in + p * 16u);
+#pragma unroll
+    for (int q = 0; q < kRanks; ++q)
+      if (q != (int)rank) rj_ll_send(ll.p[q] + mine, p, flag, x);
+  }
+{%- else %}
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
     // The row's packs loaded before the first store goes out (the sends
     // would otherwise hold each load back behind the last).
@@ -201,13 +213,10 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
       if (j >= row_packs) continue;
 #pragma unroll
       for (int q = 0; q < kRanks; ++q)
-{%- if ll %}
-        if (q != (int)rank) rj_ll_send(ll.p[q] + mine, row * row_packs + j, flag, x[kk]);
-{%- else %}
         if (q != (int)rank) rj_st_b128(push.p[q] + mine + (row * row_packs + j) * 16u, x[kk]);
-{%- endif %}
     }
   }
+{%- endif %}
   // Every thread of the block has its k (the barrier takes each thread's k{% if push %}, and
   // orders the block's stores before its flags' release{% endif %}): the block's arrival
   // is counted now, off the critical path, and the last block to arrive stores
@@ -337,11 +346,17 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   const rj_u64 row_packs = cols / kElts;
 
   if (!rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArStart)) return;
-  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+  // The weight's packs, the same in every row.
+  rj_b128 w[kPacks];
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const rj_u64 j = threadIdx.x + (rj_u64)k * kThreads;
+    if (j < row_packs) w[k] = rj_load_nc::b128(weight + j * 16u);
+  }
+  // Every load of a row's packs (every rank's and the residual's) issued
+  // before its first add.
+  auto load_row = [&](rj_u64 row, rj_b128 (&v)[kPacks][kRanks], rj_b128 (&r)[kPacks]) {
     const rj_u64 first = row * row_packs;
-    // Every load of the row's packs (every rank's, the residual's and the
-    // weight's) issued before the first add.
-    rj_b128 v[kPacks][kRanks], r[kPacks], w[kPacks];
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       const rj_u64 j = threadIdx.x + (rj_u64)k * kThreads;
@@ -349,11 +364,32 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
 #pragma unroll
         for (int q = 0; q < kRanks; ++q) v[k][q] = rj_load_plain::b128(in.p[q] + (first + j) * 16u);
         r[k] = rj_load_plain::b128(residual + (first + j) * 16u);
-        w[k] = rj_load_nc::b128(weight + j * 16u);
       }
     }
+  };
+  rj_b128 v[kPacks][kRanks], r[kPacks];
+{%- if prefetch %}
+  // The next row's loads go out before this row's reduction and stores (a
+  // block's rows one after another would each wait a whole peer round trip).
+  if (blockIdx.x < rows) load_row(blockIdx.x, v, r);
+  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    rj_b128 nv[kPacks][kRanks], nr[kPacks];
+    const rj_u64 next = row + gridDim.x;
+    if (next < rows) load_row(next, nv, nr);
+    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      r[k] = nr[k];
+#pragma unroll
+      for (int q = 0; q < kRanks; ++q) v[k][q] = nv[k][q];
+    }
+  }
+{%- else %}
+  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    load_row(row, v, r);
     norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
   }
+{%- endif %}
   rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArEnd);
 }
 {%- endif %}

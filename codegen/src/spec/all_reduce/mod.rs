@@ -332,6 +332,10 @@ impl AllReduceSpec {
                 && self
                     .norm
                     .is_some_and(|n| n.ll_batched(self.world, self.dtype)),
+            prefetch: self.algo == AllReduceAlgo::OneShot
+                && self
+                    .norm
+                    .is_some_and(|n| n.prefetches(self.world, self.dtype)),
             fused_count_off: signal::FUSED_COUNT,
             fused_done_off: signal::FUSED_DONE,
             fp8: self.norm.and_then(|n| n.fp8).map(|s| s.suffix()),
@@ -386,6 +390,8 @@ struct AllReduceContext {
     norm_min_blocks: u32,
     /// The fused LL kernel asks for every peer's lines of the row at once.
     ll_batched: bool,
+    /// The fused one-shot kernel loads a block's next row ahead.
+    prefetch: bool,
     /// Where the fused in-place kernels' call count and arrived-blocks count
     /// lie in the signal buffer.
     fused_count_off: usize,

@@ -179,6 +179,13 @@ impl ArNorm {
         row_registers(self.packs, world, dtype) + 8 * self.packs * (world - 1) <= LL_BATCHED_BUDGET
     }
 
+    /// Whether the one-shot kernel asks for a block's next row while it
+    /// reduces and stores this one, which holds a second row's packs of every
+    /// rank and of the residual (4 registers a pack each) beside the row state.
+    pub fn prefetches(&self, world: u32, dtype: DType) -> bool {
+        row_registers(self.packs, world, dtype) + 4 * self.packs * (world + 1) <= REGISTER_BUDGET
+    }
+
     /// The rules of the fused layout, for a spec of `world` ranks of
     /// `dtype`, of the LL kernel with `ll` (the all-reduce spec checks what
     /// it is an epilogue of).
@@ -301,6 +308,11 @@ mod tests {
         assert!(wide(4, 4096).ll_batched(4, DType::BF16));
         assert!(!wide(8, 4096).ll_batched(8, DType::BF16));
         assert!(wide(8, 4096).fits_ll(8, DType::BF16));
+        // The one-shot kernel loads the next row ahead where the registers hold it.
+        assert!(wide(2, 4096).prefetches(2, DType::BF16));
+        assert!(wide(2, 8192).prefetches(2, DType::BF16));
+        assert!(wide(8, 4096).prefetches(8, DType::BF16));
+        assert!(!wide(8, 8192).prefetches(8, DType::BF16));
         // Every layout it offers is valid and holds the row.
         for world in 2..=8 {
             for dtype in [DType::F32, DType::BF16] {
