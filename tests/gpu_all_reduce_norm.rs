@@ -79,6 +79,7 @@ fn matches_the_twin<T: Elem>(test: &str, fp8s: &[Option<Fp8Scale>]) {
                     ]
                     .into_iter()
                     .flatten()
+                    .filter(move |&algo| norm.takes(algo))
                     .map(move |algo| (norm, algo))
                 });
                 for (norm, algo) in kernels {
@@ -507,6 +508,7 @@ fn bad_calls_are_errors_before_any_launch() {
                 layout: Some(ArNorm {
                     threads: 256,
                     packs: 1,
+                    split: 1,
                     fp8: None,
                 }),
                 ..good
@@ -538,6 +540,7 @@ fn bad_calls_are_errors_before_any_launch() {
                 layout: Some(ArNorm {
                     threads: 384,
                     packs: 2,
+                    split: 1,
                     fp8: None,
                 }),
                 ..good
