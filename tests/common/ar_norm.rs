@@ -139,6 +139,7 @@ pub fn run<T: Elem>(c: &Communicator, case: &Case<'_, T>) -> Got {
             eps: 1e-5,
             layout: spec.norm,
             algo: Some(spec.algo),
+            skip_rank: None,
         })
         .unwrap_or_else(|e| panic!("{} {rows}x{cols}: {e}", spec.name()));
     }

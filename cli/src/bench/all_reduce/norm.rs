@@ -123,6 +123,7 @@ pub fn run_fused(
                     eps: 1e-6,
                     layout: Some(layout),
                     algo: Some(algo),
+                    skip_rank: None,
                 })?;
                 Ok(())
             };

@@ -46,6 +46,9 @@ pub struct AddRmsNorm<'c, 'b> {
     /// to the table's `fused_push_max`, where the kernel takes the call (x's
     /// alignment and size, the layout's registers); else one-shot.
     pub algo: Option<AllReduceAlgo>,
+    /// Test hook: this rank's kernel is not launched (the others must time out).
+    #[doc(hidden)]
+    pub skip_rank: Option<u32>,
 }
 
 /// How the fused call's FP8 output is scaled, one buffer per local rank.
@@ -90,7 +93,14 @@ impl Communicator {
             eps,
             layout,
             algo,
+            skip_rank,
         } = a;
+        if let Some(s) = skip_rank.filter(|&s| s >= self.world()) {
+            return Err(comm_err(
+                "skip_rank",
+                format!("rank {s} of {}", self.world()),
+            ));
+        }
         let counts = [
             ("weights", weight.len()),
             ("outputs", out.len()),
@@ -280,6 +290,9 @@ impl Communicator {
         let (rows64, cols64) = (rows as u64, cols as u64);
         for (i, (rank, func)) in self.ranks.iter().zip(&kernel.funcs).enumerate() {
             let r = rank.id as usize;
+            if skip_rank == Some(r as u32) {
+                continue;
+            }
             let input = match inputs_at {
                 InputsAt::InPlace(own) => own[i],
                 InputsAt::Table(slot) => rank.in_tables.ptr() + u64::from(slot) * TABLE_BYTES,
