@@ -7,15 +7,8 @@
 {%- else %}
 // One-shot: start barrier; every rank reads every rank's rows in place;
 {%- endif %}
-{%- if norm_split > 1 %}
-// cluster c of {{ norm_split }} blocks owns rows c, c + clusters, ... on every rank, block k
-// of it the row's packs k x {{ threads }} + t + i x {{ threads * norm_split }}; a thread holds
-// {{ norm_packs }} pack(s) of its row and every rank's packs of them, and the cluster
-// exchanges the row's sums through distributed shared memory. For each row:
-{%- else %}
 // block b owns rows b, b + grid, ... on every rank; a thread holds
 // {{ norm_packs }} pack(s) of its row and every rank's packs of them. For each row:
-{%- endif %}
 //   a = sum over ranks in rank order 0..{{ world - 1 }} in f32, rounded to {{ dtype }} (the
 //       plain all-reduce's output, bit for bit),
 //   h = a + residual in f32, rounded to {{ dtype }}, stored over the residual,
@@ -41,38 +34,22 @@ static const int kRanks = {{ world }};
 static const int kElts = {{ pack_elts }};
 static const int kThreads = {{ threads }};
 static const int kPacks = {{ norm_packs }};
-// Blocks that share a row (one cluster), and the threads of a row.
-static const int kSplit = {{ norm_split }};
-static const int kRowThreads = kThreads * kSplit;
 // Groups of 4 values a thread holds (rj_fp8_scale_row's row layout).
 static const int kGroups = kPacks * kElts / 4;
-// Reductions over a row: its sum of squares{% if fp8 == "qd" %}, and max |y| for its scale{% endif %}.
-static const rj_u32 kRowReductions = {% if fp8 == "qd" %}2{% else %}1{% endif %};
 
-// Which of a thread's groups lie in the row (rj_fp8_scale_row asks); tid is
-// the thread's place among the row's kRowThreads.
+// Which of a thread's groups lie in the row (rj_fp8_scale_row asks).
 struct Cols {
   rj_u64 row_packs;
-  rj_u32 tid;
   __device__ __forceinline__ bool ok(int g, int) const {
-    return tid + (rj_u64)(g / (kElts / 4)) * kRowThreads < row_packs;
+    return threadIdx.x + (rj_u64)(g / (kElts / 4)) * kThreads < row_packs;
   }
 };
-{%- if norm_split > 1 %}
-// The whole row's reduction over the cluster, every thread of it gets it; its
-// `row` counts the block's reductions before this one (each takes the next
-// slot of the exchange).
-typedef rj_red_cluster<kThreads, kSplit> Red;
-{%- else %}
-// The whole block's reduction, every thread gets it (`row`: the cluster
-// reducer's count, unused).
+// The whole block's reduction, every thread gets it.
 struct Red {
-  rj_u32 row;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     return rj_block_reduce<kThreads>(f, s);
   }
 };
-{%- endif %}
 
 // 1 / sqrt(v) from the MUFU (2^-22.9, inside the CPU twin's tolerance; with
 // reduce.cuh's rj_rcp_approx): one block a row waits on it before any output.
@@ -86,20 +63,19 @@ __device__ __forceinline__ float rj_rsqrt_approx(float v) {
 
 // Row `row` from its packs loaded (v: every rank's, r: the residual's, w: the
 // weight's; only those below row_packs): the sum over ranks, h stored over the
-// residual, the norm, y (and its scale) stored. Every thread of the row's
-// blocks calls it (it reduces over them), tid its place among the row's
-// threads, n the block's reductions before this row.
+// residual, the norm, y (and its scale) stored. Every thread of the block
+// calls it (it reduces over the block).
 __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], const rj_b128 (&r)[kPacks],
                                          const rj_b128 (&w)[kPacks], rj_u64 row, rj_u64 row_packs, rj_u64 cols,
-                                         float eps, rj_u64 residual, rj_u64 out, rj_u64 scale, rj_u32 tid, rj_u32 n) {
+                                         float eps, rj_u64 residual, rj_u64 out, rj_u64 scale) {
   const Op op = {0.0f};
-  const Cols c = {row_packs, tid};
+  const Cols c = {row_packs};
   const rj_u64 first = row * row_packs;
   float y[kGroups][4];
   float ss = 0.0f;
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
-    const rj_u64 j = tid + (rj_u64)k * kRowThreads;
+    const rj_u64 j = threadIdx.x + (rj_u64)k * kThreads;
     float h[kElts];
     if (j < row_packs) {
       float acc[kElts];
@@ -132,7 +108,7 @@ __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], con
 #pragma unroll
     for (int e = 0; e < kElts; ++e) y[k * (kElts / 4) + e / 4][e % 4] = h[e];
   }
-  ss = Red{n}(rj_red_sum<rj_acc_f32>(), ss);
+  ss = Red()(rj_red_sum<rj_acc_f32>(), ss);
   // The MUFU's forms: the rstd and the FP8 scale are on the block's critical
   // path (rj_rsqrt_approx).
   const float rstd = rj_rsqrt_approx(rj_mul_rn(ss, rj_rcp_approx((float)cols)) + eps);
@@ -147,14 +123,14 @@ __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], con
     }
   }
 {%- if fp8 %}
-  rj_fp8_scale_row<{% if fp8 == "qd" %}true{% else %}false{% endif %}, kGroups, Cols, Red, true>(y, c, Red{n + 1u}, tid == 0, scale, row);
+  rj_fp8_scale_row<{% if fp8 == "qd" %}true{% else %}false{% endif %}, kGroups, Cols, Red, true>(y, c, Red(), threadIdx.x == 0, scale, row);
 {%- else %}
   (void)c;
   (void)scale;
 {%- endif %}
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
-    const rj_u64 j = tid + (rj_u64)k * kRowThreads;
+    const rj_u64 j = threadIdx.x + (rj_u64)k * kThreads;
     if (j >= row_packs) continue;
 {%- if fp8 %}
     // 8 e4m3 values: one 8-byte store.
@@ -182,17 +158,14 @@ __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], con
 // `window` bytes (two lines per pack), set s region r written by rank r only.
 {%- else %}
 // `window` bytes, set s region r written by rank r only: x's packs from the
-// region's start, and flag f at window - 4 (f + 1), the call's once the packs
-// of row f / {{ norm_split }}, part f % {{ norm_split }} (its cluster's block of that rank) are there.
+// region's start, and row r's flag at window - 4 (r + 1), the call's once the
+// row's packs are there.
 {%- endif %}
 // The call count k, the same in every block, picks the set; a rank writes set
 // s again two calls later, after the call between needed every peer's data,
 // so each peer had ended this one. residual, weight and out are this rank's,
 // 16-byte aligned; scale_ptr is rows f32 (qd), one f32 (qs) or unused.
-{%- if norm_split > 1 %}
-// The grid is whole clusters.
-{%- endif %}
-extern "C" __global__ void {% if norm_split > 1 %}__cluster_dims__({{ norm_split }}, 1, 1) {% endif %}__launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
+extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
     const void* in_ptr, rj_ar_ptrs sig, rj_ar_ptrs {% if ll %}ll{% else %}push{% endif %}, void* residual_ptr, const void* weight_ptr,
     void* out_ptr, float* scale_ptr, rj_u32 rank, rj_u64 rows, rj_u64 cols, float eps, rj_u64 timeout_ns,
     rj_u32* error_ptr, rj_u64 window) {
@@ -205,16 +178,6 @@ extern "C" __global__ void {% if norm_split > 1 %}__cluster_dims__({{ norm_split
   const rj_u64 scale = rj_cvta_global(scale_ptr);
   const rj_u64 row_packs = cols / kElts;
   const rj_u64 self = rj_ar_pick<kRanks>(sig, rank);
-{%- if norm_split > 1 %}
-  Red::init();
-  // This block's part of its cluster's rows.
-  const rj_u32 part = rj_cluster_rank<>();
-{%- else %}
-  const rj_u32 part = 0u;
-{%- endif %}
-  const rj_u32 tid = part * kThreads + threadIdx.x;
-  // The rows of this block's cluster (its block alone, unsplit).
-  const rj_u64 first_row = blockIdx.x / kSplit, row_step = gridDim.x / kSplit;
   // k: this rank's fused call count, the same in every block (the last block
   // of the call before to arrive stored it, and that call has ended).
   const rj_u32 k = rj_load_volatile::b32(self + {{ fused_count_off }}) + 1u;
@@ -224,29 +187,32 @@ extern "C" __global__ void {% if norm_split > 1 %}__cluster_dims__({{ norm_split
   // one set.
   const rj_u32 flag = k | 1u;
 {%- if ll %}
-  // Every block sends a share of every row's packs: each line carries its own
-  // flag, so a row's owner need not send it, and a few rows' sends go out
+  // Every block sends an equal run of the rows' packs: each line carries its
+  // own flag, so a row's owner need not send it, and a few rows' lines leave
   // through every SM of the grid, not through their owners' alone.
   const rj_u64 all_packs = rows * row_packs;
-  for (rj_u64 p = (rj_u64)blockIdx.x * kThreads + threadIdx.x; p < all_packs; p += (rj_u64)gridDim.x * kThreads) {
+  const rj_u64 run = (all_packs + gridDim.x - 1u) / gridDim.x;
+  for (rj_u64 t = threadIdx.x; t < run; t += kThreads) {
+    const rj_u64 p = blockIdx.x * run + t;
+    if (p >= all_packs) break;
     const rj_b128 x = rj_load_plain::b128(in + p * 16u);
 #pragma unroll
     for (int q = 0; q < kRanks; ++q)
       if (q != (int)rank) rj_ll_send(ll.p[q] + mine, p, flag, x);
   }
 {%- else %}
-  for (rj_u64 row = first_row; row < rows; row += row_step) {
+  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
     // The row's packs loaded before the first store goes out (the sends
     // would otherwise hold each load back behind the last).
     rj_b128 x[kPacks];
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = tid + (rj_u64)kk * kRowThreads;
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
       if (j < row_packs) x[kk] = rj_load_plain::b128(in + (row * row_packs + j) * 16u);
     }
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = tid + (rj_u64)kk * kRowThreads;
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
       if (j >= row_packs) continue;
 #pragma unroll
       for (int q = 0; q < kRanks; ++q)
@@ -263,26 +229,14 @@ extern "C" __global__ void {% if norm_split > 1 %}__cluster_dims__({{ norm_split
   rj_u32 arrival = 0u;
   if (threadIdx.x == 0) arrival = rj_atom_add_relaxed(self + {{ fused_done_off }}, 1u);
 {%- if push %}
-  // Thread q releases the block's flags (one a row and part) to rank q.
+  // Thread q releases the block's row flags to rank q.
   if (threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
-    for (rj_u64 row = first_row; row < rows; row += row_step)
-      rj_st_release_sys(rj_ar_pick<kRanks>(push, threadIdx.x) + mine + window - 4u * (row * kSplit + part + 1u), flag);
+    for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x)
+      rj_st_release_sys(rj_ar_pick<kRanks>(push, threadIdx.x) + mine + window - 4u * (row + 1u), flag);
   }
 {%- endif %}
   const rj_u64 local = rj_ar_pick<kRanks>({% if ll %}ll{% else %}push{% endif %}, rank) + set;
-  // Every row's packs arrived so far{% if norm_split > 1 %}: after a peer's timeout this block
-  // waits no more, but goes on through its rows' reductions (a block of a
-  // cluster row never leaves its partners waiting on its sums), its outputs
-  // undefined as any failed call's{% endif %}.
-{%- if norm_split > 1 %}
-  bool ok = true;
-  rj_u32 n = 0u;
-  for (rj_u64 row = first_row; row < rows; row += row_step, n += kRowReductions) {
-{%- else %}
-  for (rj_u64 row = first_row; row < rows; row += row_step) {
-    bool ok = true;
-    const rj_u32 n = 0u;
-{%- endif %}
+  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
     const rj_u64 first = row * row_packs;
     rj_b128 v[kPacks][kRanks], r[kPacks], w[kPacks];
 {%- if push or ll_batched %}
@@ -296,7 +250,7 @@ extern "C" __global__ void {% if norm_split > 1 %}__cluster_dims__({{ norm_split
     // each pack (one round trip where they have landed, as they mostly have){% endif %}.
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = tid + (rj_u64)kk * kRowThreads;
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
       if (j >= row_packs) continue;
       r[kk] = rj_load_plain::b128(residual + (first + j) * 16u);
       w[kk] = rj_load_nc::b128(weight + j * 16u);
@@ -313,10 +267,11 @@ extern "C" __global__ void {% if norm_split > 1 %}__cluster_dims__({{ norm_split
       }
 {%- endif %}
     }
+    bool ok = true;
 {%- if ll %}
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = tid + (rj_u64)kk * kRowThreads;
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
       if (j >= row_packs) continue;
 #pragma unroll
       for (int q = 0; q < kRanks; ++q) {
@@ -336,11 +291,14 @@ extern "C" __global__ void {% if norm_split > 1 %}__cluster_dims__({{ norm_split
         v[kk][q] = got;
       }
     }
+    // A peer that never sent: the whole block stops (the error word says
+    // which; the host breaks the communicator).
+    if (!rj_block_all(ok)) return;
 {%- else %}
-    // Thread q waits for rank q's flag on the row's part (bounded as the
-    // barrier); the block's barrier then hands its acquire on to every thread.
-    if (ok && threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
-      const rj_u64 at = local + (rj_u64)threadIdx.x * window + window - 4u * (row * kSplit + part + 1u);
+    // Thread q waits for rank q's flag on the row (bounded as the barrier);
+    // the block's barrier then hands its acquire on to every thread.
+    if (threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
+      const rj_u64 at = local + (rj_u64)threadIdx.x * window + window - 4u * (row + 1u);
       if (rj_ld_acquire_sys(at) != flag) {
         const rj_u64 t0 = rj_globaltimer();
         while (rj_ld_acquire_sys(at) != flag) {
@@ -352,34 +310,22 @@ extern "C" __global__ void {% if norm_split > 1 %}__cluster_dims__({{ norm_split
         }
       }
     }
-{%- endif %}
-{%- if norm_split > 1 %}
-    ok = rj_block_all(ok);
-{%- else %}
-    // A peer that never sent: the whole block stops (the error word says
-    // which; the host breaks the communicator).
     if (!rj_block_all(ok)) return;
-{%- endif %}
-{%- if push %}
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = tid + (rj_u64)kk * kRowThreads;
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
       if (j >= row_packs) continue;
 #pragma unroll
       for (int q = 0; q < kRanks; ++q)
         v[kk][q] = q == (int)rank ? own[kk] : rj_load_plain::b128(local + (rj_u64)q * window + (first + j) * 16u);
     }
 {%- endif %}
-    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale, tid, n);
+    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
   }
   if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {
     rj_st_b32(self + {{ fused_done_off }}, 0u);
     rj_st_b32(self + {{ fused_count_off }}, k);
   }
-{%- if norm_split > 1 %}
-  // No block leaves while a push into its shared memory may be in flight.
-  rj_cluster_sync<>();
-{%- endif %}
 }
 {%- else -%}
 // Launched with exactly {{ threads }} threads per block ({{ norm_min_blocks }} an SM: a smaller block
@@ -433,7 +379,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     rj_b128 nv[kPacks][kRanks], nr[kPacks];
     const rj_u64 next = row + gridDim.x;
     if (next < rows) load_row(next, nv, nr);
-    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale, threadIdx.x, 0u);
+    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       r[k] = nr[k];
@@ -444,7 +390,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
 {%- else %}
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
     load_row(row, v, r);
-    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale, threadIdx.x, 0u);
+    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
   }
 {%- endif %}
   rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArEnd);

@@ -79,7 +79,6 @@ fn matches_the_twin<T: Elem>(test: &str, fp8s: &[Option<Fp8Scale>]) {
                     ]
                     .into_iter()
                     .flatten()
-                    .filter(move |&algo| norm.takes(algo))
                     .map(move |algo| (norm, algo))
                 });
                 for (norm, algo) in kernels {
@@ -133,10 +132,7 @@ fn fused_f16_matches_the_twin_on_every_rank() {
 /// times with new inputs each time; after every replay each rank's residual
 /// and y are checked against the twin over the residual the replay before
 /// left (the residual is updated in place by each).
-/// A graph of one fused call (bf16, FP8 per-row output, 4x4096 over 2 ranks)
-/// with the widest layout of rows split over `split` blocks, replayed 1000
-/// times on fresh inputs, each replay's outputs against the twin.
-fn replayed_1000_times(test: &str, algo: AllReduceAlgo, split: u32) {
+fn replayed_1000_times(test: &str, algo: AllReduceAlgo) {
     use cudarc::driver::sys;
     let Some(c) = comm(2) else { return };
     let mut rng = common::Rng::fresh(test);
@@ -146,12 +142,9 @@ fn replayed_1000_times(test: &str, algo: AllReduceAlgo, split: u32) {
         world: 2,
         dtype: DType::BF16,
         algo,
-        norm: ArNorm::candidates(2, DType::BF16, cols, Some(Fp8Scale::PerRow))
-            .into_iter()
-            .find(|a| a.split == split),
+        norm: ArNorm::for_row(2, DType::BF16, cols, Some(Fp8Scale::PerRow)),
         ..AllReduceSpec::default()
     };
-    assert!(spec.norm.is_some(), "no layout of 4096 split {split}");
     let legacy: Vec<LegacyAlloc> = (0..w)
         .map(|r| LegacyAlloc::zeroed(c.runtime(r).context(), n * 2).unwrap())
         .collect();
@@ -202,7 +195,7 @@ fn replayed_1000_times(test: &str, algo: AllReduceAlgo, split: u32) {
             scale: Some(ArFp8Scales::PerRow(&mut sc)),
             cols,
             eps: 1e-5,
-            layout: spec.norm,
+            layout: None,
             algo: Some(algo),
             skip_rank: None,
         })
@@ -281,7 +274,6 @@ fn a_captured_one_shot_call_replayed_1000_times() {
     replayed_1000_times(
         "a_captured_one_shot_call_replayed_1000_times",
         AllReduceAlgo::OneShot,
-        1,
     );
 }
 
@@ -291,27 +283,6 @@ fn a_captured_ll_call_replayed_1000_times() {
     replayed_1000_times(
         "a_captured_ll_call_replayed_1000_times",
         AllReduceAlgo::PushLl,
-        1,
-    );
-}
-
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn a_captured_ll_call_of_split_rows_replayed_1000_times() {
-    replayed_1000_times(
-        "a_captured_ll_call_of_split_rows_replayed_1000_times",
-        AllReduceAlgo::PushLl,
-        4,
-    );
-}
-
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn a_captured_push_call_of_split_rows_replayed_1000_times() {
-    replayed_1000_times(
-        "a_captured_push_call_of_split_rows_replayed_1000_times",
-        AllReduceAlgo::Push,
-        2,
     );
 }
 
@@ -321,7 +292,6 @@ fn a_captured_push_call_replayed_1000_times() {
     replayed_1000_times(
         "a_captured_push_call_replayed_1000_times",
         AllReduceAlgo::Push,
-        1,
     );
 }
 
@@ -542,7 +512,6 @@ fn bad_calls_are_errors_before_any_launch() {
                 layout: Some(ArNorm {
                     threads: 256,
                     packs: 1,
-                    split: 1,
                     fp8: None,
                 }),
                 ..good
@@ -574,7 +543,6 @@ fn bad_calls_are_errors_before_any_launch() {
                 layout: Some(ArNorm {
                     threads: 384,
                     packs: 2,
-                    split: 1,
                     fp8: None,
                 }),
                 ..good
@@ -606,10 +574,9 @@ fn bad_calls_are_errors_before_any_launch() {
     .unwrap();
 }
 
-/// A rank that never launches: every other rank's kernel ends within its
-/// timeout with the communicator broken, the split rows' clusters too (a block
-/// of one waits no more after its timeout but leaves its partners no sums
-/// short), and a rebuilt communicator runs the call again.
+/// A rank that never launches: every other rank's fused kernel (one-shot,
+/// push, LL) ends within its timeout with the communicator broken, and a
+/// rebuilt communicator runs the call again.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_rank_never_launched_ends_every_fused_kernel_within_the_timeout() {
@@ -631,48 +598,33 @@ fn a_rank_never_launched_ends_every_fused_kernel_within_the_timeout() {
     .unwrap();
     let (rows, cols) = (16usize, 4096usize);
     let n = rows * cols;
-    let layouts = ArNorm::candidates(2, DType::BF16, cols, Some(Fp8Scale::PerRow));
-    let mut seen = 0;
     for algo in [
         AllReduceAlgo::OneShot,
         AllReduceAlgo::Push,
         AllReduceAlgo::PushLl,
     ] {
-        for split in [1, 2, 4] {
-            let Some(layout) = layouts
-                .iter()
-                .copied()
-                .find(|a| a.split == split && a.takes(algo))
-            else {
-                continue;
-            };
-            let sh = Shape {
-                x: (DType::BF16, n),
-                residual: (DType::BF16, n),
-                weight: (DType::BF16, cols),
-                out: (DType::E4M3, n),
-                scale: Some((Fp8Scale::PerRow, rows)),
-                cols,
-                weights: 2,
-                layout: Some(layout),
-                algo: Some(algo),
-                skip: Some(1),
-            };
-            let t0 = Instant::now();
-            let e = call_with(&c, sh).expect_err("a rank never launched");
-            let took = t0.elapsed();
-            let what = format!("{algo} {}", layout.suffix());
-            assert!(
-                took < timeout * 10 + Duration::from_secs(2),
-                "{what}: {took:?}"
-            );
-            assert!(matches!(e, Error::Broken { .. }), "{what}: {e}");
-            assert!(c.broken().is_some(), "{what}");
-            c.rebuild().unwrap();
-            call_with(&c, Shape { skip: None, ..sh }).unwrap_or_else(|e| panic!("{what}: {e}"));
-            seen += 1;
-        }
+        let sh = Shape {
+            x: (DType::BF16, n),
+            residual: (DType::BF16, n),
+            weight: (DType::BF16, cols),
+            out: (DType::E4M3, n),
+            scale: Some((Fp8Scale::PerRow, rows)),
+            cols,
+            weights: 2,
+            layout: None,
+            algo: Some(algo),
+            skip: Some(1),
+        };
+        let t0 = Instant::now();
+        let e = call_with(&c, sh).expect_err("a rank never launched");
+        let took = t0.elapsed();
+        assert!(
+            took < timeout * 10 + Duration::from_secs(2),
+            "{algo}: {took:?}"
+        );
+        assert!(matches!(e, Error::Broken { .. }), "{algo}: {e}");
+        assert!(c.broken().is_some(), "{algo}");
+        c.rebuild().unwrap();
+        call_with(&c, Shape { skip: None, ..sh }).unwrap_or_else(|e| panic!("{algo}: {e}"));
     }
-    // One-shot unsplit; push and LL unsplit and split over 2 and 4.
-    assert_eq!(seen, 7);
 }

@@ -158,7 +158,7 @@ pub(crate) fn canonical_spelling(
 /// does not parse is told, and what `redjit list` prints.
 pub fn name_format(family: Family) -> String {
     match family {
-        Family::AllReduce => "all_reduce_r<world>_<dtype>_<op>_<algorithm>[_cpasync][_rs|_ag][_q_<transport>_sr][_addrms_t<threads>x<packs>[c<split>][_qd|_qs]], e.g. all_reduce_r4_bf16_sum_twostage".into(),
+        Family::AllReduce => "all_reduce_r<world>_<dtype>_<op>_<algorithm>[_cpasync][_rs|_ag][_q_<transport>_sr][_addrms_t<threads>x<packs>[_qd|_qs]], e.g. all_reduce_r4_bf16_sum_twostage".into(),
         Family::Reduce => "reduce_<axis>_<op>_<input>_<accum>[_w|_c|_t<threads>u<unroll>], e.g. reduce_all_sum_bf16_f32".into(),
         Family::ReduceCopy => "reduce_copy_u<unroll>_<accum>_<transport>_<src roles>_<dst roles>_<op>_<rounding>[_m<offset per buffer>], e.g. reduce_copy_u4_f32_bf16_TA_T_sum_rn (source letters: upper case volatile, lower case read-only)".into(),
         Family::SoftmaxAll => "softmax_all_<op>_<input>_<output> or softmax_all_stats_<input>, e.g. softmax_all_softmax_bf16_bf16".into(),

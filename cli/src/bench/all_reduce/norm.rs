@@ -7,7 +7,7 @@
 //! from a CUDA graph), in one process or, with `--processes`, one per rank.
 
 use cudarc::driver::CudaStream;
-use redjit_codegen::spec::all_reduce::norm::{ArNorm, MARK};
+use redjit_codegen::spec::all_reduce::norm::ArNorm;
 use redjit_codegen::{AllReduceAlgo, NormOp, NormSpec};
 use redjit_runtime::all_reduce::{AddRmsNorm, ArFp8Scales, Communicator};
 use redjit_runtime::{KernelInput, KernelOutput, Matrix, NormInPlace};
@@ -57,7 +57,7 @@ pub fn run_fused(
         }
     );
     say!(
-        "{:>7} {:>7} {:>9} {:>8} {:>16} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11}",
+        "{:>7} {:>7} {:>9} {:>8} {:>14} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11}",
         "tokens",
         "hidden",
         "bytes",
@@ -180,17 +180,16 @@ pub fn run_fused(
                     Some(AllReduceAlgo::Push),
                     Some(AllReduceAlgo::OneShot),
                 ];
-                for algo in algos.into_iter().flatten().filter(|&a| layout.takes(a)) {
+                for algo in algos.into_iter().flatten() {
                     let (fused_us, _) = time_calls(comm, a, aligned, &mut || {
                         fused(false, layout, algo, &mut bufs)
                     })?;
                     let (fp8_us, _) = time_calls(comm, a, aligned, &mut || {
                         fused(true, layout, algo, &mut bufs)
                     })?;
-                    // The layout's name mark without its prefix: t512x2, t256x1c2.
-                    let kernel = format!("{algo} t{}", &layout.suffix()[MARK.len()..]);
+                    let kernel = format!("{algo} t{}x{}", layout.threads, layout.packs);
                     say!(
-                        "{tokens:>7} {hidden:>7} {:>9} {:>8} {kernel:>16} {plain_us:>9.2} {pair_us:>9.2} {fused_us:>9.2} {fp8_us:>9.2} {:>9.2}x {:>+11.2}",
+                        "{tokens:>7} {hidden:>7} {:>9} {:>8} {kernel:>14} {plain_us:>9.2} {pair_us:>9.2} {fused_us:>9.2} {fp8_us:>9.2} {:>9.2}x {:>+11.2}",
                         fmt_size(bytes as u64),
                         call.algo.to_string(),
                         pair_us / fused_us,

@@ -327,7 +327,6 @@ impl AllReduceSpec {
             threads: self.threads(),
             stage: self.stage.slug(),
             norm_packs: self.norm.map_or(0, |n| n.packs),
-            norm_split: self.norm.map_or(1, |n| n.split),
             norm_min_blocks: self.norm.map_or(1, |n| n.min_blocks()),
             ll_batched: self.algo == AllReduceAlgo::PushLl
                 && self
@@ -387,8 +386,6 @@ struct AllReduceContext {
     stage: &'static str,
     /// The fused norm's packs a thread (0: none).
     norm_packs: u32,
-    /// Blocks of a cluster that share a row (1: none).
-    norm_split: u32,
     /// The fused norm's blocks an SM (its launch bound's second number).
     norm_min_blocks: u32,
     /// The fused LL kernel asks for every peer's lines of the row at once.
@@ -558,7 +555,7 @@ impl KernelSpec for AllReduceSpec {
             if let Some(rule) = rule {
                 return Err(SpecError::invalid("norm", norm.suffix(), rule));
             }
-            norm.validate(self.world, self.dtype, self.algo)?;
+            norm.validate(self.world, self.dtype, self.algo == AllReduceAlgo::PushLl)?;
         }
         Ok(())
     }
@@ -590,14 +587,8 @@ impl KernelSpec for AllReduceSpec {
             Some(_) => DType::E4M3.info().min_arch,
             None => base,
         };
-        // A split row's blocks are a thread-block cluster (sm_90+).
-        let cluster = match self.norm {
-            Some(n) if n.split > 1 => Arch::SM90,
-            _ => base,
-        };
         base.max(self.dtype.info().min_arch)
             .max(fp8)
-            .max(cluster)
             .max(self.op.min_arch())
             .max(transport)
     }
@@ -648,9 +639,7 @@ impl FromStr for AllReduceSpec {
             Some((r, n)) => (
                 r,
                 Some(ArNorm::parse(n).ok_or_else(|| {
-                    parse_err(
-                        "the fused norm part is _addrms_t<threads>x<packs>[c<split>][_qd|_qs]",
-                    )
+                    parse_err("the fused norm part is _addrms_t<threads>x<packs>[_qd|_qs]")
                 })?),
             ),
             None => (rest, None),

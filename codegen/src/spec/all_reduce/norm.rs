@@ -22,8 +22,6 @@ pub const MAX_PACKS: u32 = 8;
 /// Fewest and most threads of a block (a power of two between: the block
 /// reduction merges one state a warp in a power-of-two lane group).
 pub const MIN_THREADS: u32 = 128;
-/// Most blocks of a thread-block cluster that share one row.
-pub const MAX_SPLIT: u32 = 4;
 /// Most threads of a block: at 1024 the launch bound leaves 64 registers, and
 /// every layout that needed it spilled (ptxas 13.0, sm_90).
 pub const MAX_THREADS: u32 = 512;
@@ -55,20 +53,6 @@ pub const SM_THREADS: u32 = 512;
 /// addresses, the loop and the reduction (with 24 left, 448 threads x 5 packs
 /// at two ranks spilled: tests/all_reduce_compile_grid.rs).
 const REGISTER_BUDGET: u32 = 65536 / SM_THREADS - 32;
-/// What a split row takes of that budget beside the row state: its place in
-/// the row, its reduction count and the cluster exchange (at the whole
-/// budget, push layouts of 96 spilled: tests/all_reduce_compile_grid.rs).
-const SPLIT_REGISTERS: u32 = 8;
-
-/// The one-shot and push kernels' budget for [`row_registers`] of a row
-/// split over `split` blocks.
-fn register_budget(split: u32) -> u32 {
-    if split > 1 {
-        REGISTER_BUDGET - SPLIT_REGISTERS
-    } else {
-        REGISTER_BUDGET
-    }
-}
 /// The LL kernel's budget for [`ll_registers`]: its polling (line
 /// addresses, timers, flags) takes about a third of the registers (at 80
 /// and 96 for the row state alone, layouts from 2 to 8 ranks spilled; with
@@ -83,32 +67,24 @@ const LL_BATCHED_BUDGET: u32 = 72;
 /// residual` (in place), `y = rms_norm(residual) * weight`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ArNorm {
-    /// Threads per block.
+    /// Threads per block, one block a row.
     pub threads: u32,
     /// 16-byte packs of the row a thread holds (the row is at most
-    /// `split x threads x packs` packs long).
+    /// `threads x packs` packs long).
     pub packs: u32,
-    /// Blocks that share a row, one thread-block cluster (sm_90+): 1, 2 or
-    /// 4. Each sends, receives and normalises its share of the row's packs,
-    /// and the cluster exchanges the row's sums through distributed shared
-    /// memory; a few rows so go through more SMs. The in-place kernels only
-    /// (push and LL).
-    pub split: u32,
     /// `Some`: y is written as e4m3, divided by its scale.
     pub fp8: Option<Fp8Scale>,
 }
 
-/// The name mark of the fused epilogue:
-/// `_addrms_t<threads>x<packs>[c<split>][_qd|_qs]`.
-pub const MARK: &str = "_addrms_t";
+/// The name mark of the fused epilogue: `_addrms_t<threads>x<packs>[_qd|_qs]`.
+pub(crate) const MARK: &str = "_addrms_t";
 
 impl ArNorm {
     /// Every layout for rows of `cols` elements of `dtype` over `world`
-    /// ranks, unsplit rows first, widest block first: for each split (1, 2,
-    /// 4: where every thread of every block of the row holds a pack) and
-    /// block of 512, 256 and 128 threads the fewest packs a thread that cover
-    /// the row, where they fit the registers. Empty where the row is no whole
-    /// number of packs or no layout holds it.
+    /// ranks, widest block first: for each block of 512, 256 and 128 threads
+    /// the fewest packs a thread that cover the row, where they fit the
+    /// registers. Empty where the row is no whole number of packs or no
+    /// layout holds it.
     pub fn candidates(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Vec<ArNorm> {
         let mut out: Vec<ArNorm> = Vec::new();
         for a in Self::layouts(world, dtype, cols, fp8) {
@@ -119,10 +95,10 @@ impl ArNorm {
         out
     }
 
-    /// The widest unsplit block (the fewest packs a thread) that holds the
-    /// row. `None` where no layout does.
+    /// The layout the call takes unless told: the widest block (the fewest
+    /// packs a thread). `None` where no layout holds the row.
     pub fn for_row(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Option<ArNorm> {
-        Self::layouts(world, dtype, cols, fp8).find(|a| a.split == 1)
+        Self::layouts(world, dtype, cols, fp8).next()
     }
 
     /// [`Self::candidates`] in order, a short row's one layout perhaps more
@@ -135,30 +111,22 @@ impl ArNorm {
     ) -> impl Iterator<Item = ArNorm> {
         let elts = pack_elts(dtype) as usize;
         let row_packs = (cols > 0 && cols.is_multiple_of(elts)).then_some(cols / elts);
-        let splits = [1u32, 2, 4];
-        splits.into_iter().flat_map(move |split| {
-            [512u32, 256, 128].into_iter().filter_map(move |threads| {
-                let row_packs = row_packs?;
-                // A split row gives every thread of every block a pack.
-                if split > 1 && row_packs < (split * MIN_THREADS) as usize {
-                    return None;
-                }
-                let share = row_packs.div_ceil(split as usize);
-                let packs = u32::try_from(share.div_ceil(threads as usize)).ok()?;
-                // A row that a narrower block covers at one pack a thread takes it.
-                let threads = if packs == 1 {
-                    (share.next_power_of_two() as u32).clamp(MIN_THREADS, threads)
-                } else {
-                    threads
-                };
-                (packs <= MAX_PACKS && row_registers(packs, world, dtype) <= register_budget(split))
-                    .then_some(ArNorm {
-                        threads,
-                        packs,
-                        split,
-                        fp8,
-                    })
-            })
+        [512u32, 256, 128].into_iter().filter_map(move |threads| {
+            let row_packs = row_packs?;
+            let packs = u32::try_from(row_packs.div_ceil(threads as usize)).ok()?;
+            // A row that a narrower block covers at one pack a thread takes it.
+            let threads = if packs == 1 {
+                (row_packs.next_power_of_two() as u32).clamp(MIN_THREADS, threads)
+            } else {
+                threads
+            };
+            (packs <= MAX_PACKS && row_registers(packs, world, dtype) <= REGISTER_BUDGET).then_some(
+                ArNorm {
+                    threads,
+                    packs,
+                    fp8,
+                },
+            )
         })
     }
 
@@ -167,22 +135,10 @@ impl ArNorm {
         (SM_THREADS / self.threads).max(1)
     }
 
-    /// Whether this layout holds rows of `cols` elements of `dtype` (a split
-    /// row has a pack for each of its blocks).
+    /// Whether this layout holds rows of `cols` elements of `dtype`.
     pub fn holds(&self, dtype: DType, cols: usize) -> bool {
         let elts = pack_elts(dtype) as usize;
-        let row_packs = cols / elts;
-        cols > 0
-            && cols.is_multiple_of(elts)
-            && row_packs <= (self.split * self.threads * self.packs) as usize
-            && row_packs >= self.split as usize
-    }
-
-    /// Whether the kernel of `algo` takes this layout: a split row is one
-    /// of the in-place kernels' (the one-shot kernel's start barrier is a
-    /// block's own, and a block of a cluster cannot leave alone).
-    pub fn takes(&self, algo: AllReduceAlgo) -> bool {
-        self.split == 1 || matches!(algo, AllReduceAlgo::Push | AllReduceAlgo::PushLl)
+        cols > 0 && cols.is_multiple_of(elts) && cols / elts <= (self.threads * self.packs) as usize
     }
 
     /// The suffix of kernel names.
@@ -190,14 +146,10 @@ impl ArNorm {
         let q = self
             .fp8
             .map_or(String::new(), |s| format!("_{}", s.suffix()));
-        let c = match self.split {
-            1 => String::new(),
-            n => format!("c{n}"),
-        };
-        format!("{MARK}{}x{}{c}{q}", self.threads, self.packs)
+        format!("{MARK}{}x{}{q}", self.threads, self.packs)
     }
 
-    /// Parses what follows `_addrms_t` in a name (`512x2`, `256x1c2_qd`).
+    /// Parses what follows `_addrms_t` in a name (`512x2`, `256x1_qd`).
     pub(crate) fn parse(rest: &str) -> Option<ArNorm> {
         let (rest, fp8) = match rest.rsplit_once('_') {
             Some((r, "qd")) => (r, Some(Fp8Scale::PerRow)),
@@ -206,14 +158,9 @@ impl ArNorm {
             None => (rest, None),
         };
         let (t, p) = rest.split_once('x')?;
-        let (p, split) = match p.split_once('c') {
-            Some((p, c)) => (p, c.parse().ok().filter(|&c| c > 1)?),
-            None => (p, 1),
-        };
         Some(ArNorm {
             threads: t.parse().ok()?,
             packs: p.parse().ok()?,
-            split,
             fp8,
         })
     }
@@ -240,33 +187,9 @@ impl ArNorm {
     }
 
     /// The rules of the fused layout, for a spec of `world` ranks of
-    /// `dtype` and `algo` (the all-reduce spec checks what it is an epilogue
-    /// of).
-    pub(crate) fn validate(
-        &self,
-        world: u32,
-        dtype: DType,
-        algo: AllReduceAlgo,
-    ) -> Result<(), SpecError> {
-        let ll = algo == AllReduceAlgo::PushLl;
-        if !self.split.is_power_of_two() || self.split > MAX_SPLIT {
-            return Err(SpecError::invalid(
-                "split",
-                self.split,
-                format!("a fused norm's row is split over 1 to {MAX_SPLIT} blocks, a power of two"),
-            ));
-        }
-        if !self.takes(algo) {
-            return Err(SpecError::invalid(
-                "split",
-                self.split,
-                format!(
-                    "a row split over a cluster is an epilogue of the {} or {} kernel, not the {algo} kernel",
-                    AllReduceAlgo::Push,
-                    AllReduceAlgo::PushLl
-                ),
-            ));
-        }
+    /// `dtype`, of the LL kernel with `ll` (the all-reduce spec checks what
+    /// it is an epilogue of).
+    pub(crate) fn validate(&self, world: u32, dtype: DType, ll: bool) -> Result<(), SpecError> {
         if !(MIN_THREADS..=MAX_THREADS).contains(&self.threads) || !self.threads.is_power_of_two() {
             return Err(SpecError::invalid(
                 "threads",
@@ -286,10 +209,7 @@ impl ArNorm {
         let (budget, need) = if ll {
             (LL_REGISTER_BUDGET, ll_registers(self.packs, world, dtype))
         } else {
-            (
-                register_budget(self.split),
-                row_registers(self.packs, world, dtype),
-            )
+            (REGISTER_BUDGET, row_registers(self.packs, world, dtype))
         };
         if need > budget {
             return Err(SpecError::invalid(
@@ -375,41 +295,13 @@ mod tests {
         let c = |world, dtype, cols| {
             ArNorm::candidates(world, dtype, cols, None)
                 .iter()
-                .map(|a| (a.threads, a.packs, a.split))
+                .map(|a| (a.threads, a.packs))
                 .collect::<Vec<_>>()
         };
-        assert_eq!(
-            c(2, DType::BF16, 4096),
-            [
-                (512, 1, 1),
-                (256, 2, 1),
-                (128, 4, 1),
-                (256, 1, 2),
-                (128, 2, 2),
-                (128, 1, 4)
-            ]
-        );
-        assert_eq!(
-            c(2, DType::BF16, 8192),
-            [
-                (512, 2, 1),
-                (256, 4, 1),
-                (512, 1, 2),
-                (256, 2, 2),
-                (256, 1, 4),
-                (128, 2, 4)
-            ]
-        );
-        assert_eq!(
-            c(8, DType::BF16, 8192),
-            [(512, 2, 1), (512, 1, 2), (256, 1, 4)]
-        );
-        // Rows too short to give each block of a split row a pack a thread.
-        assert_eq!(c(2, DType::BF16, 1000), [(128, 1, 1)]);
-        assert_eq!(c(2, DType::BF16, 2040), [(256, 1, 1), (128, 2, 1)]);
-        // A row no unsplit block holds: only split layouts, and no default.
-        assert_eq!(n(4, DType::BF16, 16384), None);
-        assert_eq!(c(4, DType::BF16, 16384)[0], (512, 2, 2));
+        assert_eq!(c(2, DType::BF16, 4096), [(512, 1), (256, 2), (128, 4)]);
+        assert_eq!(c(2, DType::BF16, 8192), [(512, 2), (256, 4)]);
+        assert_eq!(c(8, DType::BF16, 8192), [(512, 2)]);
+        assert_eq!(c(2, DType::BF16, 1000), [(128, 1)]);
         // The LL kernel asks for every peer's lines at once where that fits.
         let wide = |world, cols| ArNorm::for_row(world, DType::BF16, cols, None).unwrap();
         assert!(wide(2, 4096).ll_batched(2, DType::BF16));
@@ -426,18 +318,13 @@ mod tests {
             for dtype in [DType::F32, DType::BF16] {
                 for cols in (8..40000).step_by(8 * 37) {
                     for a in ArNorm::candidates(world, dtype, cols, None) {
-                        a.validate(world, dtype, AllReduceAlgo::Push).unwrap();
+                        a.validate(world, dtype, false).unwrap();
                         assert_eq!(
-                            a.validate(world, dtype, AllReduceAlgo::OneShot).is_ok(),
-                            a.split == 1
-                        );
-                        assert_eq!(
-                            a.validate(world, dtype, AllReduceAlgo::PushLl).is_ok(),
+                            a.validate(world, dtype, true).is_ok(),
                             a.fits_ll(world, dtype)
                         );
                         assert!(a.holds(dtype, cols), "{a:?} {cols}");
-                        let past = (a.split * a.threads * a.packs) as usize * 8;
-                        assert!(!a.holds(dtype, cols + past));
+                        assert!(!a.holds(dtype, cols + (a.threads * a.packs) as usize * 8));
                     }
                 }
             }
@@ -447,25 +334,15 @@ mod tests {
     #[test]
     fn suffixes_round_trip() {
         for fp8 in [None, Some(Fp8Scale::PerRow), Some(Fp8Scale::Given)] {
-            for split in [1, 2, 4] {
-                let a = ArNorm {
-                    threads: 256,
-                    packs: 3,
-                    split,
-                    fp8,
-                };
-                assert_eq!(ArNorm::parse(&a.suffix()[MARK.len()..]), Some(a));
-            }
+            let a = ArNorm {
+                threads: 256,
+                packs: 3,
+                fp8,
+            };
+            assert_eq!(ArNorm::parse(&a.suffix()[MARK.len()..]), Some(a));
         }
-        assert_eq!(
-            ArNorm::parse("512x1c2_qd").map(|a| a.suffix()),
-            Some("_addrms_t512x1c2_qd".into())
-        );
         assert_eq!(ArNorm::parse("512x"), None);
         assert_eq!(ArNorm::parse("512x1_qq"), None);
-        // One is the unsplit spelling's.
-        assert_eq!(ArNorm::parse("512x1c1"), None);
-        assert_eq!(ArNorm::parse("512x1c"), None);
     }
 
     #[test]
@@ -479,11 +356,7 @@ mod tests {
                 for cols in [1000, 4096, 8192] {
                     for fp8 in [None, Some(Fp8Scale::PerRow), Some(Fp8Scale::Given)] {
                         for norm in ArNorm::candidates(world, dtype, cols, fp8) {
-                            for algo in [
-                                AllReduceAlgo::OneShot,
-                                AllReduceAlgo::Push,
-                                AllReduceAlgo::PushLl,
-                            ] {
+                            for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::PushLl] {
                                 let spec = AllReduceSpec {
                                     world,
                                     dtype,
@@ -492,8 +365,7 @@ mod tests {
                                     ..AllReduceSpec::default()
                                 };
                                 let ok = !(fp8.is_some() && dtype == DType::F32)
-                                    && norm.takes(algo)
-                                    && (algo != AllReduceAlgo::PushLl
+                                    && (algo == AllReduceAlgo::OneShot
                                         || norm.fits_ll(world, dtype));
                                 assert_eq!(spec.validate().is_ok(), ok, "{}", spec.name());
                                 if !ok {

@@ -596,27 +596,10 @@ impl Communicator {
         func: &CudaFunction,
         rt: &Runtime,
     ) -> Result<u32> {
-        let resident = match spec.norm.map_or(1, |n| n.split) {
-            1 => {
-                let per_sm = func
-                    .occupancy_max_active_blocks_per_multiprocessor(spec.threads(), 0, None)
-                    .during(|| format!("occupancy of {}", spec.name()))?;
-                per_sm * rt.device().sm_count
-            }
-            // A cluster's blocks are placed together, within one GPC: the
-            // clusters the GPU holds at once, not its SMs, bound the grid.
-            split => {
-                let cfg = LaunchConfig {
-                    grid_dim: (split, 1, 1),
-                    block_dim: (spec.threads(), 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                let clusters = func
-                    .occupancy_max_active_clusters(cfg, rt.stream())
-                    .during(|| format!("cluster occupancy of {}", spec.name()))?;
-                clusters * split
-            }
-        };
+        let per_sm = func
+            .occupancy_max_active_blocks_per_multiprocessor(spec.threads(), 0, None)
+            .during(|| format!("occupancy of {}", spec.name()))?;
+        let resident = per_sm * rt.device().sm_count;
         let share = match self.placement {
             Placement::SameGpu { .. } => resident / self.world(),
             Placement::Process { gpu_share, .. } => resident / gpu_share,

@@ -160,32 +160,6 @@ impl Communicator {
             ..self.spec_of(dtype, Call::sum(algo), None)
         };
         let kernel = self.kernel(&spec)?;
-        // A block (a cluster, split) a row, within what is resident: the
-        // one-shot kernel's barrier slots and the grid cap, or the in-place
-        // kernels' LL grid (their blocks share one call count, so any of them
-        // may send any line or row). The LL kernel takes its whole grid at
-        // any row count: every block sends a share of the rows' lines.
-        let cap = match algo {
-            AllReduceAlgo::PushLl | AllReduceAlgo::Push => self.ll_blocks,
-            AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => self.max_blocks.min(MAX_BLOCKS),
-        }
-        .min(kernel.share);
-        let clusters = cap / norm.split;
-        if clusters == 0 {
-            return Err(comm_err(
-                "layout",
-                format!(
-                    "{}: a row split over {} blocks, but the call's grid holds {cap} (CommOptions::ll_blocks, and the blocks resident together)",
-                    norm.suffix(),
-                    norm.split
-                ),
-            ));
-        }
-        let clusters = match algo {
-            AllReduceAlgo::PushLl => clusters,
-            _ => rows.min(clusters as usize).max(1) as u32,
-        };
-        let blocks = clusters * norm.split;
         let out_dtype = if norm.fp8.is_some() {
             DType::E4M3
         } else {
@@ -285,7 +259,20 @@ impl Communicator {
         } else {
             InputsAt::Table(self.table_slot(&issue, &ins, n, dtype, None)?)
         };
-
+        // A block a row, within what is resident: the one-shot kernel's
+        // barrier slots and the grid cap, or the in-place kernels' LL grid
+        // (their blocks share one call count, so any of them may send any
+        // line or row). The LL kernel takes its whole grid at any row count:
+        // every block sends a share of the rows' lines.
+        let blocks = match algo {
+            AllReduceAlgo::PushLl => self.ll_blocks,
+            AllReduceAlgo::Push => (rows.min(self.ll_blocks as usize)) as u32,
+            AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => {
+                (rows.min(self.max_blocks.min(MAX_BLOCKS) as usize)) as u32
+            }
+        }
+        .min(kernel.share)
+        .max(1);
         let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
         let (rows64, cols64) = (rows as u64, cols as u64);
         for (i, (rank, func)) in self.ranks.iter().zip(&kernel.funcs).enumerate() {
