@@ -116,6 +116,9 @@ impl Want {
         let w = self.value;
         let ok = if w.is_nan() {
             got.is_nan()
+        } else if w.is_infinite() && dtype == DType::E4M3 {
+            // e4m3 has no infinity: the GPU's satfinite store saturates to +-448.
+            got_bits as u8 == e4m3_rn(w as f32).to_bits()
         } else if w.is_infinite() {
             got == w
         } else if (got - w).abs() <= self.tol {
@@ -582,6 +585,19 @@ fn fp8_scaled(spec: &NormSpec, a: &NormInputs<'_>, w: RowWant) -> RowWant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_infinite_value_written_as_e4m3_is_its_saturated_code() {
+        let inf = |value: f64| Want { value, tol: 0.0 };
+        assert!(inf(f64::INFINITY).check(DType::E4M3, 0x7e).is_ok());
+        assert!(inf(f64::NEG_INFINITY).check(DType::E4M3, 0xfe).is_ok());
+        for wrong in [0x7d, 0x7f, 0xfe] {
+            assert!(inf(f64::INFINITY).check(DType::E4M3, wrong).is_err(), "{wrong:#x}");
+        }
+        // The 16-bit types keep their infinities.
+        assert!(inf(f64::INFINITY).check(DType::F16, 0x7c00).is_ok());
+        assert!(inf(f64::INFINITY).check(DType::F16, 0x7bff).is_err());
+    }
 
     fn spec(name: &str) -> NormSpec {
         name.parse().unwrap()
