@@ -186,21 +186,6 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   // k | 1 is never 0, the zeroed buffer's, and differs between two calls of
   // one set.
   const rj_u32 flag = k | 1u;
-{%- if ll %}
-  // Every block sends an equal run of the rows' packs: each line carries its
-  // own flag, so a row's owner need not send it, and a few rows' lines leave
-  // through every SM of the grid, not through their owners' alone.
-  const rj_u64 all_packs = rows * row_packs;
-  const rj_u64 run = (all_packs + gridDim.x - 1u) / gridDim.x;
-  for (rj_u64 t = threadIdx.x; t < run; t += kThreads) {
-    const rj_u64 p = blockIdx.x * run + t;
-    if (p >= all_packs) break;
-    const rj_b128 x = rj_load_plain::b128(in + p * 16u);
-#pragma unroll
-    for (int q = 0; q < kRanks; ++q)
-      if (q != (int)rank) rj_ll_send(ll.p[q] + mine, p, flag, x);
-  }
-{%- else %}
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
     // The row's packs loaded before the first store goes out (the sends
     // would otherwise hold each load back behind the last).
@@ -216,10 +201,13 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
       if (j >= row_packs) continue;
 #pragma unroll
       for (int q = 0; q < kRanks; ++q)
+{%- if ll %}
+        if (q != (int)rank) rj_ll_send(ll.p[q] + mine, row * row_packs + j, flag, x[kk]);
+{%- else %}
         if (q != (int)rank) rj_st_b128(push.p[q] + mine + (row * row_packs + j) * 16u, x[kk]);
+{%- endif %}
     }
   }
-{%- endif %}
   // Every thread of the block has its k (the barrier takes each thread's k{% if push %}, and
   // orders the block's stores before its flags' release{% endif %}): the block's arrival
   // is counted now, off the critical path, and the last block to arrive stores

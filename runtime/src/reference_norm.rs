@@ -592,7 +592,10 @@ mod tests {
         assert!(inf(f64::INFINITY).check(DType::E4M3, 0x7e).is_ok());
         assert!(inf(f64::NEG_INFINITY).check(DType::E4M3, 0xfe).is_ok());
         for wrong in [0x7d, 0x7f, 0xfe] {
-            assert!(inf(f64::INFINITY).check(DType::E4M3, wrong).is_err(), "{wrong:#x}");
+            assert!(
+                inf(f64::INFINITY).check(DType::E4M3, wrong).is_err(),
+                "{wrong:#x}"
+            );
         }
         // The 16-bit types keep their infinities.
         assert!(inf(f64::INFINITY).check(DType::F16, 0x7c00).is_ok());

@@ -262,17 +262,12 @@ impl Communicator {
         // A block a row, within what is resident: the one-shot kernel's
         // barrier slots and the grid cap, or the in-place kernels' LL grid
         // (their blocks share one call count, so any of them may send any
-        // line or row). The LL kernel takes its whole grid at any row count:
-        // every block sends a share of the rows' lines.
-        let blocks = match algo {
-            AllReduceAlgo::PushLl => self.ll_blocks,
-            AllReduceAlgo::Push => (rows.min(self.ll_blocks as usize)) as u32,
-            AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => {
-                (rows.min(self.max_blocks.min(MAX_BLOCKS) as usize)) as u32
-            }
-        }
-        .min(kernel.share)
-        .max(1);
+        // line or row).
+        let cap = match in_place {
+            true => self.ll_blocks,
+            false => self.max_blocks.min(MAX_BLOCKS),
+        };
+        let blocks = (rows.min(cap as usize) as u32).min(kernel.share).max(1);
         let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
         let (rows64, cols64) = (rows as u64, cols as u64);
         for (i, (rank, func)) in self.ranks.iter().zip(&kernel.funcs).enumerate() {
