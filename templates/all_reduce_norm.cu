@@ -256,7 +256,48 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
 {%- endif %}
     }
     bool ok = true;
-{%- if ll %}
+{%- if ll_batched %}
+    // Lines not landed at that look are asked for again together, one round
+    // trip a pass over the row's packs and peers (not one a pack and peer in
+    // turn), until all have landed or the timeout has passed.
+    {
+      rj_u64 t0 = 0u;
+      for (;;) {
+        int missing = -1;
+#pragma unroll
+        for (int kk = 0; kk < kPacks; ++kk) {
+          const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+          if (j >= row_packs) continue;
+#pragma unroll
+          for (int q = 0; q < kRanks; ++q) {
+            if (q == (int)rank) continue;
+            if (lo[kk][q].y != flag || lo[kk][q].w != flag || hi[kk][q].y != flag || hi[kk][q].w != flag) {
+              missing = q;
+              const rj_u64 a = local + (rj_u64)q * window;
+              lo[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 0));
+              hi[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 1));
+            }
+          }
+        }
+        if (missing < 0) break;
+        if (t0 == 0u) {
+          t0 = rj_globaltimer();
+        } else if (rj_globaltimer() - t0 > timeout_ns) {
+          rj_st_relaxed_sys(error, 0x80000000u | (kArData << 24) | ((rj_u32)missing << 16) | (blockIdx.x & 0xffffu));
+          ok = false;
+          break;
+        }
+      }
+    }
+#pragma unroll
+    for (int kk = 0; kk < kPacks; ++kk)
+#pragma unroll
+      for (int q = 0; q < kRanks; ++q)
+        v[kk][q] = q == (int)rank ? own[kk] : rj_b128{lo[kk][q].x, lo[kk][q].z, hi[kk][q].x, hi[kk][q].z};
+    // A peer that never sent: the whole block stops (the error word says
+    // which; the host breaks the communicator).
+    if (!rj_block_all(ok)) return;
+{%- elif ll %}
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
       const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
@@ -266,13 +307,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
         rj_b128 got = rj_b128{0u, 0u, 0u, 0u};
         // A peer's lines whose flags are not there yet are polled alone.
         if (q == (int)rank) {
-{%- if ll_batched %}
-          got = own[kk];
-        } else if (lo[kk][q].y == flag && lo[kk][q].w == flag && hi[kk][q].y == flag && hi[kk][q].w == flag) {
-          got = rj_b128{lo[kk][q].x, lo[kk][q].z, hi[kk][q].x, hi[kk][q].z};
-{%- else %}
           got = rj_load_plain::b128(in + (first + j) * 16u);
-{%- endif %}
         } else if (ok) {
           ok = rj_ll_recv(local + (rj_u64)q * window, first + j, flag, timeout_ns, error, (rj_u32)q, got);
         }
