@@ -264,19 +264,17 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
       rj_u64 t0 = 0u;
       for (;;) {
         int missing = -1;
+        // Each (pack, peer) of the thread's: i = pack x kRanks + peer.
 #pragma unroll
-        for (int kk = 0; kk < kPacks; ++kk) {
+        for (int i = 0; i < kPacks * kRanks; ++i) {
+          const int kk = i / kRanks, q = i % kRanks;
           const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-          if (j >= row_packs) continue;
-#pragma unroll
-          for (int q = 0; q < kRanks; ++q) {
-            if (q == (int)rank) continue;
-            if (lo[kk][q].y != flag || lo[kk][q].w != flag || hi[kk][q].y != flag || hi[kk][q].w != flag) {
-              missing = q;
-              const rj_u64 a = local + (rj_u64)q * window;
-              lo[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 0));
-              hi[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 1));
-            }
+          if (j < row_packs && q != (int)rank &&
+              !(lo[kk][q].y == flag && lo[kk][q].w == flag && hi[kk][q].y == flag && hi[kk][q].w == flag)) {
+            missing = q;
+            const rj_u64 a = local + (rj_u64)q * window;
+            lo[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 0));
+            hi[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 1));
           }
         }
         if (missing < 0) break;
