@@ -224,6 +224,73 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   }
 {%- endif %}
   const rj_u64 local = rj_ar_pick<kRanks>({% if ll %}ll{% else %}push{% endif %}, rank) + set;
+{%- if push and prefetch %}
+  // The weight's packs, the same in every row.
+  rj_b128 w[kPacks];
+#pragma unroll
+  for (int kk = 0; kk < kPacks; ++kk) {
+    const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+    if (j < row_packs) w[kk] = rj_load_nc::b128(weight + j * 16u);
+  }
+  // Thread q waits for rank q's flag on a row (bounded as the barrier); the
+  // block's barrier then hands its acquire on to every thread. False, the
+  // same in every thread, where a peer never sent (the error word says which;
+  // the host breaks the communicator).
+  auto arrived = [&](rj_u64 row) {
+    bool ok = true;
+    if (threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
+      const rj_u64 at = local + (rj_u64)threadIdx.x * window + window - 4u * (row + 1u);
+      if (rj_ld_acquire_sys(at) != flag) {
+        const rj_u64 t0 = rj_globaltimer();
+        while (rj_ld_acquire_sys(at) != flag) {
+          if (rj_globaltimer() - t0 > timeout_ns) {
+            rj_st_relaxed_sys(error, 0x80000000u | (kArData << 24) | (threadIdx.x << 16) | (blockIdx.x & 0xffffu));
+            ok = false;
+            break;
+          }
+        }
+      }
+    }
+    return rj_block_all(ok);
+  };
+  // A row's packs of every rank (this rank's x in place, the peers' from the
+  // buffer) and of the residual.
+  auto load_row = [&](rj_u64 row, rj_b128 (&v)[kPacks][kRanks], rj_b128 (&r)[kPacks]) {
+    const rj_u64 first = row * row_packs;
+#pragma unroll
+    for (int kk = 0; kk < kPacks; ++kk) {
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+      if (j >= row_packs) continue;
+      r[kk] = rj_load_plain::b128(residual + (first + j) * 16u);
+#pragma unroll
+      for (int q = 0; q < kRanks; ++q)
+        v[kk][q] = rj_load_plain::b128(q == (int)rank ? in + (first + j) * 16u : local + (rj_u64)q * window + (first + j) * 16u);
+    }
+  };
+  // The next row's wait and loads go out before this row's reduction and
+  // stores (a block's rows one after another would each wait a whole round
+  // trip to memory).
+  rj_b128 v[kPacks][kRanks], r[kPacks];
+  if (blockIdx.x < rows) {
+    if (!arrived(blockIdx.x)) return;
+    load_row(blockIdx.x, v, r);
+  }
+  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    rj_b128 nv[kPacks][kRanks], nr[kPacks];
+    const rj_u64 next = row + gridDim.x;
+    if (next < rows) {
+      if (!arrived(next)) return;
+      load_row(next, nv, nr);
+    }
+    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
+#pragma unroll
+    for (int kk = 0; kk < kPacks; ++kk) {
+      r[kk] = nr[kk];
+#pragma unroll
+      for (int q = 0; q < kRanks; ++q) v[kk][q] = nv[kk][q];
+    }
+  }
+{%- else %}
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
     const rj_u64 first = row * row_packs;
     rj_b128 v[kPacks][kRanks], r[kPacks], w[kPacks];
@@ -343,6 +410,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
 {%- endif %}
     norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
   }
+{%- endif %}
   if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {
     rj_st_b32(self + {{ fused_done_off }}, 0u);
     rj_st_b32(self + {{ fused_count_off }}, k);

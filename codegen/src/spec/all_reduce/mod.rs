@@ -332,7 +332,7 @@ impl AllReduceSpec {
                 && self
                     .norm
                     .is_some_and(|n| n.ll_batched(self.world, self.dtype)),
-            prefetch: self.algo == AllReduceAlgo::OneShot
+            prefetch: matches!(self.algo, AllReduceAlgo::OneShot | AllReduceAlgo::Push)
                 && self
                     .norm
                     .is_some_and(|n| n.prefetches(self.world, self.dtype)),
@@ -390,7 +390,7 @@ struct AllReduceContext {
     norm_min_blocks: u32,
     /// The fused LL kernel asks for every peer's lines of the row at once.
     ll_batched: bool,
-    /// The fused one-shot kernel loads a block's next row ahead.
+    /// The fused one-shot and push kernels load a block's next row ahead.
     prefetch: bool,
     /// Where the fused in-place kernels' call count and arrived-blocks count
     /// lie in the signal buffer.

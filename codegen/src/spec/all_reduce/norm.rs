@@ -179,7 +179,7 @@ impl ArNorm {
         row_registers(self.packs, world, dtype) + 8 * self.packs * (world - 1) <= LL_BATCHED_BUDGET
     }
 
-    /// Whether the one-shot kernel asks for a block's next row while it
+    /// Whether the one-shot and push kernels ask for a block's next row while it
     /// reduces and stores this one, which holds a second row's packs of every
     /// rank and of the residual (4 registers a pack each) beside the row state.
     pub fn prefetches(&self, world: u32, dtype: DType) -> bool {
