@@ -224,14 +224,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   }
 {%- endif %}
   const rj_u64 local = rj_ar_pick<kRanks>({% if ll %}ll{% else %}push{% endif %}, rank) + set;
-{%- if push and prefetch %}
-  // The weight's packs, the same in every row.
-  rj_b128 w[kPacks];
-#pragma unroll
-  for (int kk = 0; kk < kPacks; ++kk) {
-    const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-    if (j < row_packs) w[kk] = rj_load_nc::b128(weight + j * 16u);
-  }
+{%- if push %}
   // Thread q waits for rank q's flag on a row (bounded as the barrier); the
   // block's barrier then hands its acquire on to every thread. False, the
   // same in every thread, where a peer never sent (the error word says which;
@@ -253,6 +246,15 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     }
     return rj_block_all(ok);
   };
+{%- endif %}
+{%- if push and prefetch %}
+  // The weight's packs, the same in every row.
+  rj_b128 w[kPacks];
+#pragma unroll
+  for (int kk = 0; kk < kPacks; ++kk) {
+    const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+    if (j < row_packs) w[kk] = rj_load_nc::b128(weight + j * 16u);
+  }
   // A row's packs of every rank (this rank's x in place, the peers' from the
   // buffer) and of the residual.
   auto load_row = [&](rj_u64 row, rj_b128 (&v)[kPacks][kRanks], rj_b128 (&r)[kPacks]) {
@@ -322,7 +324,9 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
       }
 {%- endif %}
     }
+{%- if ll %}
     bool ok = true;
+{%- endif %}
 {%- if ll_batched %}
     // Lines not landed at that look are asked for again together, one round
     // trip a pass over the row's packs and peers (not one a pack and peer in
@@ -383,22 +387,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     // which; the host breaks the communicator).
     if (!rj_block_all(ok)) return;
 {%- else %}
-    // Thread q waits for rank q's flag on the row (bounded as the barrier);
-    // the block's barrier then hands its acquire on to every thread.
-    if (threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
-      const rj_u64 at = local + (rj_u64)threadIdx.x * window + window - 4u * (row + 1u);
-      if (rj_ld_acquire_sys(at) != flag) {
-        const rj_u64 t0 = rj_globaltimer();
-        while (rj_ld_acquire_sys(at) != flag) {
-          if (rj_globaltimer() - t0 > timeout_ns) {
-            rj_st_relaxed_sys(error, 0x80000000u | (kArData << 24) | (threadIdx.x << 16) | (blockIdx.x & 0xffffu));
-            ok = false;
-            break;
-          }
-        }
-      }
-    }
-    if (!rj_block_all(ok)) return;
+    if (!arrived(row)) return;
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
       const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
