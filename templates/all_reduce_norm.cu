@@ -146,6 +146,40 @@ __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], con
 {%- endif %}
   }
 }
+
+// The weight's packs, the same in every row.
+__device__ __forceinline__ void load_weight(rj_u64 weight, rj_u64 row_packs, rj_b128 (&w)[kPacks]) {
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const rj_u64 j = threadIdx.x + (rj_u64)k * kThreads;
+    if (j < row_packs) w[k] = rj_load_nc::b128(weight + j * 16u);
+  }
+}
+
+// Block b's rows b, b + grid, ..., the next row's loads (`load(row, v, r)`:
+// every rank's packs and the residual's; false where a peer's never came)
+// asked for before this row's reduction and stores: a block's rows one after
+// another would each wait a whole round trip. False where a load failed.
+template <class Load>
+__device__ __forceinline__ bool norm_rows_ahead(const Load& load, const rj_b128 (&w)[kPacks], rj_u64 rows,
+                                                rj_u64 row_packs, rj_u64 cols, float eps, rj_u64 residual, rj_u64 out,
+                                                rj_u64 scale) {
+  rj_b128 v[kPacks][kRanks], r[kPacks];
+  if (blockIdx.x < rows && !load(blockIdx.x, v, r)) return false;
+  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    rj_b128 nv[kPacks][kRanks], nr[kPacks];
+    const rj_u64 next = row + gridDim.x;
+    if (next < rows && !load(next, nv, nr)) return false;
+    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      r[k] = nr[k];
+#pragma unroll
+      for (int q = 0; q < kRanks; ++q) v[k][q] = nv[k][q];
+    }
+  }
+  return true;
+}
 }  // namespace {{ name }}_impl
 
 {% if ll or push -%}
@@ -248,16 +282,12 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   };
 {%- endif %}
 {%- if push and prefetch %}
-  // The weight's packs, the same in every row.
   rj_b128 w[kPacks];
-#pragma unroll
-  for (int kk = 0; kk < kPacks; ++kk) {
-    const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-    if (j < row_packs) w[kk] = rj_load_nc::b128(weight + j * 16u);
-  }
-  // A row's packs of every rank (this rank's x in place, the peers' from the
-  // buffer) and of the residual.
+  load_weight(weight, row_packs, w);
+  // A row's packs once they have arrived: every rank's (this rank's x in
+  // place, the peers' from the buffer) and the residual's.
   auto load_row = [&](rj_u64 row, rj_b128 (&v)[kPacks][kRanks], rj_b128 (&r)[kPacks]) {
+    if (!arrived(row)) return false;
     const rj_u64 first = row * row_packs;
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
@@ -268,30 +298,9 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
       for (int q = 0; q < kRanks; ++q)
         v[kk][q] = rj_load_plain::b128(q == (int)rank ? in + (first + j) * 16u : local + (rj_u64)q * window + (first + j) * 16u);
     }
+    return true;
   };
-  // The next row's wait and loads go out before this row's reduction and
-  // stores (a block's rows one after another would each wait a whole round
-  // trip to memory).
-  rj_b128 v[kPacks][kRanks], r[kPacks];
-  if (blockIdx.x < rows) {
-    if (!arrived(blockIdx.x)) return;
-    load_row(blockIdx.x, v, r);
-  }
-  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-    rj_b128 nv[kPacks][kRanks], nr[kPacks];
-    const rj_u64 next = row + gridDim.x;
-    if (next < rows) {
-      if (!arrived(next)) return;
-      load_row(next, nv, nr);
-    }
-    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
-#pragma unroll
-    for (int kk = 0; kk < kPacks; ++kk) {
-      r[kk] = nr[kk];
-#pragma unroll
-      for (int q = 0; q < kRanks; ++q) v[kk][q] = nv[kk][q];
-    }
-  }
+  if (!norm_rows_ahead(load_row, w, rows, row_packs, cols, eps, residual, out, scale)) return;
 {%- else %}
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
     const rj_u64 first = row * row_packs;
@@ -427,13 +436,8 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   const rj_u64 row_packs = cols / kElts;
 
   if (!rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArStart)) return;
-  // The weight's packs, the same in every row.
   rj_b128 w[kPacks];
-#pragma unroll
-  for (int k = 0; k < kPacks; ++k) {
-    const rj_u64 j = threadIdx.x + (rj_u64)k * kThreads;
-    if (j < row_packs) w[k] = rj_load_nc::b128(weight + j * 16u);
-  }
+  load_weight(weight, row_packs, w);
   // Every load of a row's packs (every rank's and the residual's) issued
   // before its first add.
   auto load_row = [&](rj_u64 row, rj_b128 (&v)[kPacks][kRanks], rj_b128 (&r)[kPacks]) {
@@ -447,25 +451,12 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
         r[k] = rj_load_plain::b128(residual + (first + j) * 16u);
       }
     }
+    return true;
   };
-  rj_b128 v[kPacks][kRanks], r[kPacks];
 {%- if prefetch %}
-  // The next row's loads go out before this row's reduction and stores (a
-  // block's rows one after another would each wait a whole peer round trip).
-  if (blockIdx.x < rows) load_row(blockIdx.x, v, r);
-  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-    rj_b128 nv[kPacks][kRanks], nr[kPacks];
-    const rj_u64 next = row + gridDim.x;
-    if (next < rows) load_row(next, nv, nr);
-    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-      r[k] = nr[k];
-#pragma unroll
-      for (int q = 0; q < kRanks; ++q) v[k][q] = nv[k][q];
-    }
-  }
+  norm_rows_ahead(load_row, w, rows, row_packs, cols, eps, residual, out, scale);
 {%- else %}
+  rj_b128 v[kPacks][kRanks], r[kPacks];
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
     load_row(row, v, r);
     norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
