@@ -139,10 +139,17 @@ pub fn check_call_for(
         }
         _ => {}
     }
-    if let Some(s) = call.skip_rank.filter(|&s| s >= world) {
-        return Err(comm_err("skip_rank", format!("rank {s} of {world}")));
-    }
+    check_skip_rank(call.skip_rank, world)?;
     Ok((dtype, n))
+}
+
+/// The test hook's rank (`Call::skip_rank`, `AddRmsNorm::skip_rank`) is one
+/// of the `world` ranks.
+pub(super) fn check_skip_rank(skip: Option<u32>, world: u32) -> Result<()> {
+    match skip.filter(|&s| s >= world) {
+        Some(s) => Err(comm_err("skip_rank", format!("rank {s} of {world}"))),
+        None => Ok(()),
+    }
 }
 
 /// The kernels store whole 16-byte packs: each output (`out_addresses[r]` for

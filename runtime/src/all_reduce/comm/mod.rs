@@ -112,7 +112,7 @@ use redjit_codegen::spec::all_reduce::{ArStage, MAX_BLOCKS, PACK_BYTES, signal};
 use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 
 pub use super::call::{Call, check_call, check_call_for};
-use super::call::{check_output_alignment, comm_err};
+use super::call::{check_output_alignment, check_skip_rank, comm_err};
 use super::choice::{AlgoTable, Choice, Route};
 use super::fork::StreamFork;
 use super::graph::{GraphBuffers, GraphRecord, PeerMappings};

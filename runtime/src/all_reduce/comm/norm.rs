@@ -95,12 +95,7 @@ impl Communicator {
             algo,
             skip_rank,
         } = a;
-        if let Some(s) = skip_rank.filter(|&s| s >= self.world()) {
-            return Err(comm_err(
-                "skip_rank",
-                format!("rank {s} of {}", self.world()),
-            ));
-        }
+        check_skip_rank(skip_rank, self.world())?;
         let counts = [
             ("weights", weight.len()),
             ("outputs", out.len()),
