@@ -271,7 +271,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
         const rj_u64 t0 = rj_globaltimer();
         while (rj_ld_acquire_sys(at) != flag) {
           if (rj_globaltimer() - t0 > timeout_ns) {
-            rj_st_relaxed_sys(error, 0x80000000u | (kArData << 24) | (threadIdx.x << 16) | (blockIdx.x & 0xffffu));
+            rj_ar_timed_out(error, kArData, threadIdx.x);
             ok = false;
             break;
           }
@@ -361,7 +361,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
         if (t0 == 0u) {
           t0 = rj_globaltimer();
         } else if (rj_globaltimer() - t0 > timeout_ns) {
-          rj_st_relaxed_sys(error, 0x80000000u | (kArData << 24) | ((rj_u32)missing << 16) | (blockIdx.x & 0xffffu));
+          rj_ar_timed_out(error, kArData, (rj_u32)missing);
           ok = false;
           break;
         }

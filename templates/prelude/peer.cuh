@@ -68,6 +68,11 @@ __device__ __forceinline__ bool rj_block_all(bool p) {
 // bit 31 set, barrier kind in bits 24..30, the peer waited for in 16..23, the
 // block in 0..15. kArData: the LL push kernel, polling for a peer's flagged data.
 enum : rj_u32 { kArStart = 1, kArMiddle = 2, kArEnd = 3, kArData = 4 };
+// Records in the error word that this block, waiting (`kind`) for `peer`,
+// timed out.
+__device__ __forceinline__ void rj_ar_timed_out(rj_u64 error, rj_u32 kind, rj_u32 peer) {
+  rj_st_relaxed_sys(error, 0x80000000u | (kind << 24) | (peer << 16) | (blockIdx.x & 0xffffu));
+}
 
 // The signal barrier (seed 003 step 3; modelled on the CPU in
 // all_reduce::protocol). Block b of every rank takes part; thread t < R talks to
@@ -114,7 +119,7 @@ __device__ __forceinline__ bool rj_ar_barrier(const rj_ar_ptrs& sig, rj_u32 rank
     const rj_u64 t0 = rj_globaltimer();
     while (rj_ld_acquire_sys(watch) != c) {
       if (rj_globaltimer() - t0 > timeout_ns) {
-        rj_st_relaxed_sys(error, 0x80000000u | (kind << 24) | (threadIdx.x << 16) | (b & 0xffffu));
+        rj_ar_timed_out(error, kind, threadIdx.x);
         ok = false;
         break;
       }
@@ -157,7 +162,7 @@ __device__ __forceinline__ bool rj_ll_recv(rj_u64 a, rj_u64 p, rj_u32 c, rj_u64 
       hi = rj_load_volatile::b128(a1);
       if (lo.y == c && lo.w == c && hi.y == c && hi.w == c) break;
       if (rj_globaltimer() - t0 > timeout_ns) {
-        rj_st_relaxed_sys(error, 0x80000000u | (kArData << 24) | (from << 16) | (blockIdx.x & 0xffffu));
+        rj_ar_timed_out(error, kArData, from);
         return false;
       }
     }

@@ -308,7 +308,7 @@ mod tests {
         assert!(wide(4, 4096).ll_batched(4, DType::BF16));
         assert!(!wide(8, 4096).ll_batched(8, DType::BF16));
         assert!(wide(8, 4096).fits_ll(8, DType::BF16));
-        // The one-shot kernel loads the next row ahead where the registers hold it.
+        // The one-shot and push kernels load the next row ahead where the registers hold it.
         assert!(wide(2, 4096).prefetches(2, DType::BF16));
         assert!(wide(2, 8192).prefetches(2, DType::BF16));
         assert!(wide(8, 4096).prefetches(8, DType::BF16));
