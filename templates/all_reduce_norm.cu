@@ -267,16 +267,8 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     bool ok = true;
     if (threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
       const rj_u64 at = local + (rj_u64)threadIdx.x * window + window - 4u * (row + 1u);
-      if (rj_ld_acquire_sys(at) != flag) {
-        const rj_u64 t0 = rj_globaltimer();
-        while (rj_ld_acquire_sys(at) != flag) {
-          if (rj_globaltimer() - t0 > timeout_ns) {
-            rj_ar_timed_out(error, kArData, threadIdx.x);
-            ok = false;
-            break;
-          }
-        }
-      }
+      // A flag already there costs no timer read.
+      if (rj_ld_acquire_sys(at) != flag) ok = rj_ar_wait(at, flag, timeout_ns, error, kArData, threadIdx.x);
     }
     return rj_block_all(ok);
   };

@@ -74,6 +74,20 @@ __device__ __forceinline__ void rj_ar_timed_out(rj_u64 error, rj_u32 kind, rj_u3
   rj_st_relaxed_sys(error, 0x80000000u | (kind << 24) | (peer << 16) | (blockIdx.x & 0xffffu));
 }
 
+// Waits (ld.acquire.sys) until the word at `at` is `want`: false, with the
+// error word written, once timeout_ns has passed.
+__device__ __forceinline__ bool rj_ar_wait(rj_u64 at, rj_u32 want, rj_u64 timeout_ns, rj_u64 error, rj_u32 kind,
+                                           rj_u32 peer) {
+  const rj_u64 t0 = rj_globaltimer();
+  while (rj_ld_acquire_sys(at) != want) {
+    if (rj_globaltimer() - t0 > timeout_ns) {
+      rj_ar_timed_out(error, kind, peer);
+      return false;
+    }
+  }
+  return true;
+}
+
 // The signal barrier (seed 003 step 3; modelled on the CPU in
 // all_reduce::protocol). Block b of every rank takes part; thread t < R talks to
 // rank t:
@@ -115,15 +129,7 @@ __device__ __forceinline__ bool rj_ar_barrier(const rj_ar_ptrs& sig, rj_u32 rank
     c = rj_load_volatile::b32(self + rj_ar_counter_off(b)) + 1u;
     const rj_u32 slot = c & 1u;
     rj_st_release_sys(rj_ar_pick<R>(sig, threadIdx.x) + rj_ar_flag_off(slot, b, rank), c);
-    const rj_u64 watch = self + rj_ar_flag_off(slot, b, threadIdx.x);
-    const rj_u64 t0 = rj_globaltimer();
-    while (rj_ld_acquire_sys(watch) != c) {
-      if (rj_globaltimer() - t0 > timeout_ns) {
-        rj_ar_timed_out(error, kind, threadIdx.x);
-        ok = false;
-        break;
-      }
-    }
+    ok = rj_ar_wait(self + rj_ar_flag_off(slot, b, threadIdx.x), c, timeout_ns, error, kind, threadIdx.x);
   }
   // Every thread learns whether all peers arrived; the counter is written after
   // every signalling thread has read it.
