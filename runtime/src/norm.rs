@@ -765,27 +765,28 @@ impl<'rt> NormKernel<'rt> {
             read_at(at.x, &rows_copy),
             read_at(at.residual, &residual_copy),
         );
+        let (rows, cols, ld) = (a.shape.rows as u64, a.shape.cols as u64, a.shape.ld as u64);
         let mut args = CheckedArgs::new(stream, &k.func, &k.spec, &k.params);
+        args.ptr(&rows_at)
+            .ptr(&at.weight)
+            .ptr(&at.out)
+            .u64(&rows)
+            .u64(&cols)
+            .u64(&ld)
+            .f32(&a.param)
+            .u32(&plan.splits)
+            .u32(&plan.span);
         for b in [
-            &rows_at,
             &residual_at,
-            &at.weight,
-            &at.bias,
-            &at.out,
             &at.residual_out,
+            &at.bias,
             &at.mean,
             &at.rstd,
+            &counters,
+            &partials,
         ] {
             args.ptr(b);
         }
-        let (rows, cols, ld) = (a.shape.rows as u64, a.shape.cols as u64, a.shape.ld as u64);
-        args.ptr(&counters).ptr(&partials);
-        args.u64(&rows)
-            .u64(&cols)
-            .u64(&ld)
-            .u32(&plan.splits)
-            .u32(&plan.span)
-            .f32(&a.param);
         // `check_call` proved a `_qd` or `_qs` kernel has its scale buffer and
         // any other kernel none.
         if a.scale.is_some() {
@@ -799,9 +800,10 @@ impl<'rt> NormKernel<'rt> {
         };
         // SAFETY: the kernel was generated from `k.spec` (this spec, or its
         // general twin: the same signature) with the signature
-        // (x, residual, weight, bias, out, residual_out, mean, rstd, counters,
-        // partials: pointers; rows, cols, ld: u64; splits, span: u32; param: f32;
-        // an FP8 output's kernel then its scale pointer), in that order; absent
+        // (x, weight, out: pointers; rows, cols, ld: u64; param: f32; splits,
+        // span: u32; residual, residual_out, bias, mean, rstd, counters,
+        // partials: pointers; an FP8 output's kernel then its scale pointer),
+        // in that order; absent
         // buffers are null and the kernel never touches them. Every present
         // buffer's address was bound on this stream (`Bound`: the stream waits
         // for its pending work, and its access is recorded after this launch).

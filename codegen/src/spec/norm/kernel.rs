@@ -229,29 +229,33 @@ impl KernelSpec for NormSpec {
     }
 
     fn params(&self) -> Vec<Param> {
-        let mut p: Vec<Param> = [
-            "x_ptr",
-            "res_ptr",
-            "w_ptr",
-            "b_ptr",
-            "out_ptr",
-            "res_out_ptr",
-            "mean_ptr",
-            "rstd_ptr",
-            "counters_ptr",
-            "partials_ptr",
-        ]
-        .into_iter()
-        .map(Param::ptr)
-        .collect();
-        p.extend([
+        // Ordered by first use: what every row's loads need comes first, in
+        // the parameter bank's first 64-byte line. A warp waits on each line
+        // of that bank it reads before its first load, one after the other.
+        let mut p = vec![
+            Param::ptr("x_ptr"),
+            Param::ptr("w_ptr"),
+            Param::ptr("out_ptr"),
             Param::u64("rows"),
             Param::u64("cols"),
             Param::u64("ld"),
+            Param::f32("param"),
             Param::u32("splits"),
             Param::u32("span"),
-            Param::f32("param"),
-        ]);
+        ];
+        p.extend(
+            [
+                "res_ptr",
+                "res_out_ptr",
+                "b_ptr",
+                "mean_ptr",
+                "rstd_ptr",
+                "counters_ptr",
+                "partials_ptr",
+            ]
+            .into_iter()
+            .map(Param::ptr),
+        );
         if self.fp8.is_some() {
             p.push(Param::ptr("scale_ptr"));
         }
