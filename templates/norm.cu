@@ -360,11 +360,14 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
 {%- if staged_cols %}
   stage_cols(a, stage, rj_chunk_of<Chunk, kBalanced>(0, (rj_u32)cols, (rj_u32)cols, threadIdx.x));
 {%- endif %}
-  if (blockIdx.x < rows) stage_row(a, blockIdx.x, 0, (rj_u32)cols, cols, stage, rows);
-  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
+  // The grid is at most the rows (NormSpec::plan): every block has a first row.
+  rj_u64 r = blockIdx.x;
+  stage_row(a, r, 0, (rj_u32)cols, cols, stage, rows);
+  do {
     rj_cp_async_wait<0>();
     run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0, stage, r + gridDim.x, rows);
-  }
+    r += gridDim.x;
+  } while (r < rows);
 {%- elif cluster %}
   (void)counters_ptr;
   (void)partials_ptr;
@@ -480,7 +483,13 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   // row's, they are in flight beside it instead of after its reduction.
   a.held.load(a.w, a.b, rj_chunk_of<Chunk, kBalanced>(0, (rj_u32)cols, (rj_u32)cols, threadIdx.x));
 {%- endif %}
-  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
+  // The grid is at most the rows (NormSpec::plan): every block has a first
+  // row, and its loads wait on no test of the row count.
+  rj_u64 r = blockIdx.x;
+  do {
+    run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
+    r += gridDim.x;
+  } while (r < rows);
 {%- elif layout == "loop" %}
   (void)counters_ptr;
   (void)partials_ptr;
@@ -491,12 +500,15 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   // reach 3 elements further.
 {%- endif %}
   const rj_u32 n = (rj_u32)cols, kChunk = kThreads * kPacks * 4, chunks = (n + {% if row_shift %}3 + {% endif %}kChunk - 1) / kChunk;
-  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
+  // The grid is at most the rows (NormSpec::plan): every block has a first row.
+  rj_u64 r = blockIdx.x;
+  do {
     const rj_red_running<Op::Split> running{};
     for (rj_u32 k = 0; k < chunks; ++k) run_row(a, r, k * kChunk, kChunk, n, threadIdx.x, running, false);
     const rj_red_known<Op::Split::S> known{rj_block_reduce<kThreads>(Op::Split(), running.total)};
     for (rj_u32 k = chunks; k-- > 0;) run_row(a, r, k * kChunk, kChunk, n, threadIdx.x, known, threadIdx.x == 0 && k == 0);
-  }
+    r += gridDim.x;
+  } while (r < rows);
 {%- elif two_pass %}
   // Tickets 0 .. items - 1 publish the states of the items in row order, the
   // next `items` finish them. An item of the second pass waits only on items

@@ -1227,3 +1227,26 @@ fn a_params_list_that_drifts_from_its_template_is_caught() {
         "{short}"
     );
 }
+
+#[test]
+fn block_and_loop_grids_never_pass_the_rows() {
+    // Their kernels start a block's first row untested (templates/norm.cu):
+    // a grid above the rows would read past the buffer.
+    for name in [
+        "norm_rmsnorm_bf16_bf16_b256x4_x_h4",
+        "norm_rmsnorm_res_bf16_bf16_b256x8_p_x",
+        "norm_rmsnorm_f32_f32_l512x4",
+    ] {
+        let s: NormSpec = name.parse().unwrap();
+        assert!(matches!(s.layout, NormLayout::Block | NormLayout::Loop));
+        for rows in [1u64, 2, 3, 131, 132, 133, 1000, 1 << 20, 1 << 33] {
+            for (sms, per_sm) in [(1, 1), (132, 1), (132, 8), (4, 2)] {
+                let grid = u64::from(s.plan(rows, 4096, sms, per_sm).grid);
+                assert!(
+                    (1..=rows).contains(&grid),
+                    "{name}: {rows} rows, {sms}x{per_sm}: grid {grid}"
+                );
+            }
+        }
+    }
+}
