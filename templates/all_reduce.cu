@@ -277,8 +277,8 @@ __device__ __forceinline__ rj_b128 ll_load(rj_u64 a, rj_u64 p, rj_u64 n) {
 // (two per pack: one line per 8 bytes of data), set s region r written by rank
 // r only.
 extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
-    const void* in_ptr, rj_ar_ptrs sig, rj_ar_ptrs ll, void* out_ptr,
-    rj_u32 rank, rj_u64 n, float op_arg, rj_u64 timeout_ns, rj_u32* error_ptr, rj_u64 window) {
+    const void* in_ptr, void* out_ptr, rj_u64 n, rj_u64 timeout_ns, rj_u32* error_ptr, rj_u64 window,
+    rj_u32 rank, float op_arg, rj_ar_table<{{ world }}> sig, rj_ar_table<{{ world }}> ll) {
   using namespace {{ name }}_impl;
   const Op op = {op_arg};
   const rj_u64 in = rj_cvta_global(in_ptr);
@@ -347,8 +347,8 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
 // push.p[q] is rank q's push buffer: two sets of kRanks regions of `window`
 // bytes, set s region r written by rank r only.
 extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
-    const void* in_ptr, rj_ar_ptrs sig, rj_ar_ptrs push, void* out_ptr,
-    rj_u32 rank, rj_u64 n, float op_arg, rj_u64 timeout_ns, rj_u32* error_ptr, rj_u64 window) {
+    const void* in_ptr, void* out_ptr, rj_u64 n, rj_u64 timeout_ns, rj_u32* error_ptr, rj_u64 window,
+    rj_u32 rank, float op_arg, rj_ar_table<{{ world }}> sig, rj_ar_table<{{ world }}> push) {
   using namespace {{ name }}_impl;
   const Op op = {op_arg};
   const rj_u64 in = rj_cvta_global(in_ptr);
@@ -422,8 +422,8 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
 // process per GPU) bakes in the table's address, and the communicator fills the
 // table after capture (seed 003 step 2), so replays read the registered inputs.
 extern "C" __global__ void __launch_bounds__({{ threads }}, 1) {{ name }}(
-    const rj_ar_ptrs* __restrict__ in_table, rj_ar_ptrs sig, rj_ar_ptrs tmp, void* out_ptr,
-    rj_u32 rank, rj_u64 n, float op_arg, rj_u64 timeout_ns, rj_u32* error_ptr{% if quant %},
+    const rj_ar_ptrs* __restrict__ in_table, void* out_ptr, rj_u64 n, rj_u64 timeout_ns, rj_u32* error_ptr,
+    rj_u32 rank, float op_arg, rj_ar_table<{{ world }}> sig, rj_ar_table<{{ world }}> tmp{% if quant %},
     rj_u64 seed, rj_u64 partial_base{% endif %}) {
   using namespace {{ name }}_impl;
   const rj_ar_ptrs in = *in_table;

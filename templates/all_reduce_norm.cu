@@ -200,10 +200,11 @@ __device__ __forceinline__ bool norm_rows_ahead(const Load& load, const rj_b128 
 // so each peer had ended this one. residual, weight and out are this rank's,
 // 16-byte aligned; scale_ptr is rows f32 (qd), one f32 (qs) or unused.
 extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
-    const void* in_ptr, rj_ar_ptrs sig, rj_ar_ptrs {% if ll %}ll{% else %}push{% endif %}, void* residual_ptr, const void* weight_ptr,
-    void* out_ptr, float* scale_ptr, rj_u32 rank, rj_u64 rows, rj_u64 cols, float eps, rj_u64 timeout_ns,
-    rj_u32* error_ptr, rj_u64 window) {
+    const void* in_ptr, void* residual_ptr, const void* weight_ptr, void* out_ptr, float* scale_ptr,
+    rj_u32* error_ptr, rj_u32 rows32, rj_u32 cols32, rj_u64 timeout_ns, rj_u64 window, float eps, rj_u32 rank,
+    rj_ar_table<{{ world }}> sig, rj_ar_table<{{ world }}> {% if ll %}ll{% else %}push{% endif %}) {
   using namespace {{ name }}_impl;
+  const rj_u64 rows = rows32, cols = cols32;
   const rj_u64 in = rj_cvta_global(in_ptr);
   const rj_u64 residual = rj_cvta_global(residual_ptr);
   const rj_u64 weight = rj_cvta_global(weight_ptr);
@@ -415,10 +416,11 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
 // 16-byte aligned (the launcher checks); scale_ptr is rows f32 (qd), one f32
 // (qs) or unused.
 extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
-    const rj_ar_ptrs* __restrict__ in_table, rj_ar_ptrs sig, void* residual_ptr, const void* weight_ptr,
-    void* out_ptr, float* scale_ptr, rj_u32 rank, rj_u64 rows, rj_u64 cols, float eps, rj_u64 timeout_ns,
-    rj_u32* error_ptr) {
+    const rj_ar_ptrs* __restrict__ in_table, void* residual_ptr, const void* weight_ptr, void* out_ptr,
+    float* scale_ptr, rj_u32* error_ptr, rj_u32 rows32, rj_u32 cols32, rj_u64 timeout_ns, float eps, rj_u32 rank,
+    rj_ar_table<{{ world }}> sig) {
   using namespace {{ name }}_impl;
+  const rj_u64 rows = rows32, cols = cols32;
   const rj_ar_ptrs in = *in_table;
   const rj_u64 residual = rj_cvta_global(residual_ptr);
   const rj_u64 weight = rj_cvta_global(weight_ptr);

@@ -30,7 +30,7 @@ impl ParamKind {
             "rj_u64" => Some(ParamKind::U64),
             "rj_u32" => Some(ParamKind::U32),
             "float" => Some(ParamKind::F32),
-            "rj_ar_ptrs" => Some(ParamKind::PeerTable),
+            _ if t.starts_with("rj_ar_table<") => Some(ParamKind::PeerTable),
             _ => None,
         }
     }
@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn a_signature_is_read_past_the_launch_bounds() {
         let src = "extern \"C\" __global__ void __launch_bounds__(256, 4) k_other(int a) {}\n\
-                   extern \"C\" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128) k(\n    const void* __restrict__ x_ptr, rj_ar_ptrs sig,\n    rj_u64 n, float s) {}";
+                   extern \"C\" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128) k(\n    const void* __restrict__ x_ptr, rj_ar_table<4> sig,\n    rj_u64 n, float s) {}";
         let sig = signature(src, "k").unwrap();
         let kinds: Vec<_> = sig
             .iter()

@@ -4,15 +4,22 @@
 // allocations, or, in the test placement, other buffers of the same GPU).
 
 // One device address per rank, passed by value as a kernel parameter (no device
-// table to keep in sync with the host; entries past the world size are 0).
-struct rj_ar_ptrs { rj_u64 p[8]; };
+// table to keep in sync with the host). A kernel's tables hold its world's
+// entries only: the driver copies a parameter's declared size from the host's
+// 8-entry table, and fewer bytes keep the parameters in fewer lines of the
+// parameter bank, each of which a warp waits for. rj_ar_ptrs is the 8-entry
+// form the one-shot kernels read from device memory.
+template <int R>
+struct rj_ar_table { rj_u64 p[R]; };
+typedef rj_ar_table<8> rj_ar_ptrs;
 
 // Entry i of a table, for an i known only at run time: a chain of selects keeps
 // the table in the parameter space. Indexing it copies it to local memory, and
 // so did plain C selects, which the compiler turned back into an indexed load:
 // the selects are PTX.
-template <int R>
-__device__ __forceinline__ rj_u64 rj_ar_pick(const rj_ar_ptrs& t, rj_u32 i) {
+template <int R, int N>
+__device__ __forceinline__ rj_u64 rj_ar_pick(const rj_ar_table<N>& t, rj_u32 i) {
+  static_assert(R <= N, "a table holds every rank picked from it");
   rj_u64 r = t.p[0];
 #pragma unroll
   for (int k = 1; k < R; ++k)
@@ -117,7 +124,7 @@ __device__ __forceinline__ bool rj_ar_wait(rj_u64 at, rj_u32 want, rj_u64 timeou
 // block return false; the kernel then returns (never __trap(), which would
 // poison the context), and the host marks the communicator broken.
 template <int R>
-__device__ __forceinline__ bool rj_ar_barrier(const rj_ar_ptrs& sig, rj_u32 rank, rj_u64 timeout_ns,
+__device__ __forceinline__ bool rj_ar_barrier(const rj_ar_table<R>& sig, rj_u32 rank, rj_u64 timeout_ns,
                                               rj_u64 error, rj_u32 kind) {
   const rj_u32 b = blockIdx.x;
   const rj_u64 self = rj_ar_pick<R>(sig, rank);

@@ -414,20 +414,25 @@ impl KernelSpec for AllReduceSpec {
             AllReduceAlgo::Push => ("in_ptr", "push"),
             AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => ("in_table", "tmp"),
         };
+        // What every thread reads first, then the tables (the world's entries
+        // only): at 2 ranks all of it sits in two lines of the parameter bank.
         let mut p = vec![
             Param::ptr(input),
-            Param::peer_table("sig"),
-            Param::peer_table(third),
             Param::ptr("out_ptr"),
-            Param::u32("rank"),
             Param::u64("n"),
-            Param::f32("op_arg"),
             Param::u64("timeout_ns"),
             Param::ptr("error_ptr"),
         ];
         if self.algo.info().in_place {
             p.push(Param::u64("window"));
-        } else if self.transport.is_some() {
+        }
+        p.extend([
+            Param::u32("rank"),
+            Param::f32("op_arg"),
+            Param::peer_table("sig"),
+            Param::peer_table(third),
+        ]);
+        if !self.algo.info().in_place && self.transport.is_some() {
             p.extend([Param::u64("seed"), Param::u64("partial_base")]);
         }
         p
@@ -809,7 +814,7 @@ mod tests {
             format!("static const rj_u32 kArSlots = {SLOTS};"),
             "return (rj_u64)(((slot * kArMaxBlocks + block) * kArMaxRanks + from) * 4u);".into(),
             "return (rj_u64)((kArSlots * kArMaxBlocks * kArMaxRanks + block) * 4u);".into(),
-            "struct rj_ar_ptrs { rj_u64 p[8]; };".into(),
+            format!("typedef rj_ar_table<{MAX_WORLD}> rj_ar_ptrs;"),
         ] {
             assert!(peer.contains(&line), "peer.cuh lacks {line:?}");
         }

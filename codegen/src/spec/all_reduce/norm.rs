@@ -242,28 +242,29 @@ impl ArNorm {
             AllReduceAlgo::Push => Some("push"),
             AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => None,
         };
-        let mut p = match in_place {
-            Some(buffer) => vec![
-                Param::ptr("in_ptr"),
-                Param::peer_table("sig"),
-                Param::peer_table(buffer),
-            ],
-            None => vec![Param::ptr("in_table"), Param::peer_table("sig")],
-        };
-        p.extend([
+        // What every thread reads first, then the tables (the world's entries
+        // only): at 2 ranks all of it sits in two lines of the parameter bank.
+        let mut p = vec![
+            Param::ptr(if in_place.is_some() { "in_ptr" } else { "in_table" }),
             Param::ptr("residual_ptr"),
             Param::ptr("weight_ptr"),
             Param::ptr("out_ptr"),
             Param::ptr("scale_ptr"),
-            Param::u32("rank"),
-            Param::u64("rows"),
-            Param::u64("cols"),
-            Param::f32("eps"),
-            Param::u64("timeout_ns"),
             Param::ptr("error_ptr"),
-        ]);
+            Param::u32("rows32"),
+            Param::u32("cols32"),
+            Param::u64("timeout_ns"),
+        ];
         if in_place.is_some() {
             p.push(Param::u64("window"));
+        }
+        p.extend([
+            Param::f32("eps"),
+            Param::u32("rank"),
+            Param::peer_table("sig"),
+        ]);
+        if let Some(buffer) = in_place {
+            p.push(Param::peer_table(buffer));
         }
         p
     }

@@ -342,33 +342,37 @@ impl Communicator {
             };
             let mut args = CheckedArgs::new(&rank.stream, func, spec, &kernel.params);
             args.ptr(&in_table)
-                .peer_table(&tables[1])
-                .peer_table(&third)
                 .ptr(&out)
-                .u32(&rank_u32)
                 .u64(&n64)
-                .f32(&op_arg)
                 .u64(&timeout_ns)
                 .ptr(&err);
-            if quant.is_some() {
-                args.u64(&seed).u64(&partial_base);
-            }
             if let Some(at) = &at {
                 args.u64(&at.region);
+            }
+            // The kernel declares its world's entries of each table; the
+            // driver copies that many from these 8-entry tables.
+            args.u32(&rank_u32)
+                .f32(&op_arg)
+                .peer_table(&tables[1])
+                .peer_table(&third);
+            if quant.is_some() {
+                args.u64(&seed).u64(&partial_base);
             }
             let mut args = args.ready()?;
             // SAFETY: the kernel was generated from `spec` and takes, in this
             // order: the input table's device address (a live slot of 64
             // bytes; a captured call's slot is written at end_capture, before
             // any replay), or for a push kernel this rank's 16-byte aligned
-            // input of n elements (checked by push_inputs); two rj_ar_ptrs by
-            // value; the output pointer, rank (u32), n (u64), the op's scalar
-            // (f32), the timeout (u64) and the error word's pointer; then for
-            // a quantized spec the seed and the partials' first Philox
-            // position (u64 each), for a push kernel its region's bytes (u64),
-            // two sets of world regions of which every entry of its table
-            // holds (scratch_bytes; an LL region holds two lines, 32 bytes,
-            // per 16 bytes of a message within ll_max). Every table entry is a live buffer of this
+            // input of n elements (checked by push_inputs); the output pointer,
+            // n (u64), the timeout (u64) and the error word's pointer; for a
+            // push kernel its region's bytes (u64), two sets of world regions
+            // of which every entry of its table holds (scratch_bytes; an LL
+            // region holds two lines, 32 bytes, per 16 bytes of a message
+            // within ll_max); rank (u32), the op's scalar (f32); two tables
+            // by value, of which the kernel declares the world's entries (the
+            // driver copies that many of the 8 pushed); then for a quantized
+            // spec the seed and the partials' first Philox position (u64
+            // each). Every table entry is a live buffer of this
             // communicator sized for n elements (check_call), or a captured
             // input of n elements that the caller keeps alive while the graph
             // replays; the output holds n elements and is 16-byte aligned;

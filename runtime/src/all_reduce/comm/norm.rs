@@ -118,8 +118,14 @@ impl Communicator {
         let ins = CallInputs::new(x, &self.ranks);
         let (res, dtype, n) = self.check_outputs(x, residual, Call::sum(AllReduceAlgo::OneShot))?;
         let norm = self.fused_layout(dtype, n, cols, scale.as_ref().map(|s| s.kind()), layout)?;
-        // fused_layout refused cols = 0.
+        // fused_layout refused cols = 0, and took only rows its registers hold.
         let rows = n / cols;
+        if u32::try_from(rows).is_err() {
+            return Err(comm_err(
+                "rows",
+                format!("{rows}: the fused kernel takes at most 2^32 - 1 rows"),
+            ));
+        }
         let x_bytes = n * dtype.info().bytes as usize;
         let algo = match algo {
             Some(a) => a,
@@ -264,7 +270,8 @@ impl Communicator {
         };
         let blocks = (rows.min(cap as usize) as u32).min(kernel.share).max(1);
         let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
-        let (rows64, cols64) = (rows as u64, cols as u64);
+        // Checked to fit 32 bits where rows was found.
+        let (rows32, cols32) = (rows as u32, cols as u32);
         for (i, (rank, func)) in self.ranks.iter().zip(&kernel.funcs).enumerate() {
             let r = rank.id as usize;
             if skip_rank == Some(r as u32) {
@@ -281,22 +288,23 @@ impl Communicator {
                 shared_mem_bytes: 0,
             };
             let mut args = CheckedArgs::new(&rank.stream, func, &spec, &kernel.params);
-            args.ptr(&input).peer_table(&self.tables[1]);
-            if let Some((table, _)) = &buffer {
-                args.peer_table(table);
-            }
-            args.ptr(&res.addresses[i])
+            args.ptr(&input)
+                .ptr(&res.addresses[i])
                 .ptr(&weights[i])
                 .ptr(&outs[i])
                 .ptr(&scales[i])
-                .u32(&rank_u32)
-                .u64(&rows64)
-                .u64(&cols64)
-                .f32(&eps)
-                .u64(&timeout_ns)
-                .ptr(&rank.error_ptr);
+                .ptr(&rank.error_ptr)
+                .u32(&rows32)
+                .u32(&cols32)
+                .u64(&timeout_ns);
             if let Some((_, window)) = &buffer {
                 args.u64(window);
+            }
+            // The kernel declares its world's entries of each table; the
+            // driver copies that many from these 8-entry tables.
+            args.f32(&eps).u32(&rank_u32).peer_table(&self.tables[1]);
+            if let Some((table, _)) = &buffer {
+                args.peer_table(table);
             }
             let mut args = args.ready()?;
             // SAFETY: the kernel was generated from `spec` and takes these
@@ -306,12 +314,14 @@ impl Communicator {
             // rows x cols elements (check_call), or for the in-place kernels
             // this rank's x (n elements, 16-byte aligned, at most ll_max or
             // the push window's bytes, whose rows' flags fit after it:
-            // push_inputs); the signal table (and the in-place kernels' buffers,
-            // two sets of world regions of `window` bytes each); this rank's
-            // residual (n elements, 16-byte aligned: check_outputs), weight
-            // (cols, aligned), output (n of out_dtype, aligned, apart from the
-            // residual and a captured input) and scale buffer (rows or 1 f32,
-            // or unused without FP8), then scalars and the error word. Every
+            // push_inputs); this rank's residual (n elements, 16-byte aligned:
+            // check_outputs), weight (cols, aligned), output (n of out_dtype,
+            // aligned, apart from the residual and a captured input), scale
+            // buffer (rows or 1 f32, or unused without FP8) and error word;
+            // the scalars; the signal table (and the in-place kernels'
+            // buffers, two sets of world regions of `window` bytes each), of
+            // which the kernel declares the world's entries (the driver
+            // copies that many of the 8 pushed). Every
             // rank launches the same grid.
             unsafe { args.launch(cfg) }
                 .during(|| format!("rank {r}: launching {}", spec.name()))?;
