@@ -517,8 +517,8 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   // of the first, all handed out before it and never waiting: no block of a
   // row need be resident with another. Two passes, not one wait an item: at
   // 4x1000003 the norms' twins ran two waves, each blocked on its rows' other
-  // chunks (bf16 layer norm 24.4-25.4 us on the GPU against 15.4-15.8 us for
-  // the deferred kernel at 4x1000004, H100, commit bb57a3f). counters[0] is the
+  // chunks, far behind the deferred kernel at 4x1000004 (H100, commit
+  // bb57a3f). counters[0] is the
   // ticket, counters[1] the launches' epoch (the flag, as the deferred kernel's).
 {%- if ticket_ahead %}
   // A block takes its next ticket as it starts an item and reads it after

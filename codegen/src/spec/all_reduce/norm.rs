@@ -245,7 +245,11 @@ impl ArNorm {
         // What every thread reads first, then the tables (the world's entries
         // only): at 2 ranks all of it sits in two lines of the parameter bank.
         let mut p = vec![
-            Param::ptr(if in_place.is_some() { "in_ptr" } else { "in_table" }),
+            Param::ptr(if in_place.is_some() {
+                "in_ptr"
+            } else {
+                "in_table"
+            }),
             Param::ptr("residual_ptr"),
             Param::ptr("weight_ptr"),
             Param::ptr("out_ptr"),
