@@ -313,13 +313,11 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 
 extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1) {% endif %}__launch_bounds__({{ threads }}, {{ min_blocks }}) {{ name }}(
     const void* __restrict__ x_ptr, const void* __restrict__ w_ptr, void* __restrict__ out_ptr,
-    void* __restrict__ rstd_ptr, rj_u32 rows32, rj_u32 cols32, rj_u32 ld32, float param,
+    rj_u64 rows, rj_u64 cols, rj_u64 ld, float param, rj_u32 splits, rj_u32 span,
     const void* __restrict__ res_ptr, void* __restrict__ res_out_ptr, const void* __restrict__ b_ptr,
-    void* __restrict__ mean_ptr, void* __restrict__ counters_ptr, void* __restrict__ partials_ptr,
-    rj_u32 splits, rj_u32 span{% if fp8 %}, void* __restrict__ scale_ptr{% endif %}) {
+    void* __restrict__ mean_ptr, void* __restrict__ rstd_ptr, void* __restrict__ counters_ptr,
+    void* __restrict__ partials_ptr{% if fp8 %}, void* __restrict__ scale_ptr{% endif %}) {
   using namespace {{ name }}_impl;
-  // 32-bit parameters (one line of the parameter bank); 64-bit arithmetic.
-  const rj_u64 rows = rows32, cols = cols32, ld = ld32;
   // Absent buffers are null: never converted, never touched.
   Args a;
   a.x = rj_cvta_global(x_ptr);

@@ -765,28 +765,28 @@ impl<'rt> NormKernel<'rt> {
             read_at(at.x, &rows_copy),
             read_at(at.residual, &residual_copy),
         );
-        // `check_call` proved rows, cols and ld fit 32 bits.
-        let (rows, cols, ld) = (a.shape.rows as u32, a.shape.cols as u32, a.shape.ld as u32);
+        let (rows, cols, ld) = (a.shape.rows as u64, a.shape.cols as u64, a.shape.ld as u64);
         let mut args = CheckedArgs::new(stream, &k.func, &k.spec, &k.params);
         args.ptr(&rows_at)
             .ptr(&at.weight)
             .ptr(&at.out)
-            .ptr(&at.rstd)
-            .u32(&rows)
-            .u32(&cols)
-            .u32(&ld)
-            .f32(&a.param);
+            .u64(&rows)
+            .u64(&cols)
+            .u64(&ld)
+            .f32(&a.param)
+            .u32(&plan.splits)
+            .u32(&plan.span);
         for b in [
             &residual_at,
             &at.residual_out,
             &at.bias,
             &at.mean,
+            &at.rstd,
             &counters,
             &partials,
         ] {
             args.ptr(b);
         }
-        args.u32(&plan.splits).u32(&plan.span);
         // `check_call` proved a `_qd` or `_qs` kernel has its scale buffer and
         // any other kernel none.
         if a.scale.is_some() {
@@ -800,9 +800,9 @@ impl<'rt> NormKernel<'rt> {
         };
         // SAFETY: the kernel was generated from `k.spec` (this spec, or its
         // general twin: the same signature) with the signature
-        // (x, weight, out, rstd: pointers; rows, cols, ld: u32; param: f32;
-        // residual, residual_out, bias, mean, counters, partials: pointers;
-        // splits, span: u32; an FP8 output's kernel then its scale pointer),
+        // (x, weight, out: pointers; rows, cols, ld: u64; param: f32; splits,
+        // span: u32; residual, residual_out, bias, mean, rstd, counters,
+        // partials: pointers; an FP8 output's kernel then its scale pointer),
         // in that order; absent
         // buffers are null and the kernel never touches them. Every present
         // buffer's address was bound on this stream (`Bound`: the stream waits
@@ -858,16 +858,6 @@ pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Option
             m.cols.to_string(),
             "a row holds at most 2^31 elements".into(),
         ));
-    }
-    // The kernel takes the row count and stride as 32-bit parameters.
-    for (what, value) in [("rows", m.rows), ("ld", m.ld)] {
-        if u32::try_from(value).is_err() {
-            return Err(err(
-                what,
-                value.to_string(),
-                format!("a norm call's {what} is at most 2^32 - 1"),
-            ));
-        }
     }
     let extent = m.extent();
     let row_buffer = |what: &'static str, b: (DType, usize), want: DType| -> Result<()> {
@@ -1248,29 +1238,6 @@ mod tests {
                     ..ok.clone()
                 },
                 "ld = 999",
-            ),
-            // The kernel's row count and stride are 32-bit.
-            (
-                NormCall {
-                    shape: Matrix {
-                        rows: 1 << 32,
-                        cols: 1000,
-                        ld: 1000,
-                    },
-                    ..ok.clone()
-                },
-                "rows = 4294967296",
-            ),
-            (
-                NormCall {
-                    shape: Matrix {
-                        rows: 1,
-                        cols: 1000,
-                        ld: 1 << 32,
-                    },
-                    ..ok.clone()
-                },
-                "ld = 4294967296",
             ),
         ];
         for (c, want) in cases {

@@ -229,20 +229,19 @@ impl KernelSpec for NormSpec {
     }
 
     fn params(&self) -> Vec<Param> {
-        // Ordered by first use: all an RMS norm or a softmax reads sits in the
-        // parameter bank's first 64-byte line (48 bytes of it are the
-        // kernel's), the sizes as 32-bit values (the launcher checks them). A
-        // warp waits on each line it reads before its first load, one after
-        // the other.
+        // Ordered by first use: what every row's loads need comes first, in
+        // the parameter bank's first 64-byte line. A warp waits on each line
+        // of that bank it reads before its first load, one after the other.
         let mut p = vec![
             Param::ptr("x_ptr"),
             Param::ptr("w_ptr"),
             Param::ptr("out_ptr"),
-            Param::ptr("rstd_ptr"),
-            Param::u32("rows32"),
-            Param::u32("cols32"),
-            Param::u32("ld32"),
+            Param::u64("rows"),
+            Param::u64("cols"),
+            Param::u64("ld"),
             Param::f32("param"),
+            Param::u32("splits"),
+            Param::u32("span"),
         ];
         p.extend(
             [
@@ -250,13 +249,13 @@ impl KernelSpec for NormSpec {
                 "res_out_ptr",
                 "b_ptr",
                 "mean_ptr",
+                "rstd_ptr",
                 "counters_ptr",
                 "partials_ptr",
             ]
             .into_iter()
             .map(Param::ptr),
         );
-        p.extend([Param::u32("splits"), Param::u32("span")]);
         if self.fp8.is_some() {
             p.push(Param::ptr("scale_ptr"));
         }
