@@ -14,7 +14,8 @@ pub enum ParamKind {
     U32,
     /// `float`.
     F32,
-    /// The all-reduce's table of peer addresses (`rj_ar_ptrs`), by value.
+    /// The all-reduce's table of peer addresses (`rj_ar_table<R>`, the world's
+    /// entries), by value.
     PeerTable,
 }
 
@@ -108,6 +109,26 @@ pub fn signature(source: &str, kernel: &str) -> Option<Vec<(String, String)>> {
                     .collect(),
             )
         })
+}
+
+/// Where each parameter ends, in bytes from the first (the driver places them
+/// at 0x210 of a bank it serves in 64-byte lines, so the first 48 bytes share
+/// a line), each aligned to its size; a peer table holds `world` entries.
+#[cfg(test)]
+pub(crate) fn param_ends(params: &[Param], world: u32) -> Vec<(&'static str, usize)> {
+    let mut at = 0usize;
+    params
+        .iter()
+        .map(|p| {
+            let (align, size) = match p.kind {
+                ParamKind::Ptr | ParamKind::U64 => (8, 8),
+                ParamKind::U32 | ParamKind::F32 => (4, 4),
+                ParamKind::PeerTable => (8, 8 * world as usize),
+            };
+            at = at.next_multiple_of(align) + size;
+            (p.name, at)
+        })
+        .collect()
 }
 
 #[cfg(test)]

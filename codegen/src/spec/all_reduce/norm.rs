@@ -337,6 +337,37 @@ mod tests {
     }
 
     #[test]
+    fn two_ranks_parameters_fill_two_lines_of_the_parameter_bank() {
+        // 112 bytes from 0x210 end at 0x280: a warp waits for two lines.
+        use crate::AllReduceAlgo;
+        use crate::spec::KernelSpec;
+        use crate::spec::all_reduce::AllReduceSpec;
+        let norm = ArNorm::for_row(2, DType::BF16, 4096, Some(Fp8Scale::PerRow));
+        for algo in [
+            AllReduceAlgo::PushLl,
+            AllReduceAlgo::Push,
+            AllReduceAlgo::OneShot,
+            AllReduceAlgo::TwoStage,
+        ] {
+            for fused in [None, norm] {
+                if fused.is_some() && algo == AllReduceAlgo::TwoStage {
+                    continue;
+                }
+                let spec = AllReduceSpec {
+                    world: 2,
+                    dtype: DType::BF16,
+                    algo,
+                    norm: fused,
+                    ..AllReduceSpec::default()
+                };
+                let ends = crate::params::param_ends(&spec.params(), 2);
+                let end = ends.last().unwrap().1;
+                assert!(end <= 112, "{}: {end} bytes", spec.name());
+            }
+        }
+    }
+
+    #[test]
     fn suffixes_round_trip() {
         for fp8 in [None, Some(Fp8Scale::PerRow), Some(Fp8Scale::Given)] {
             let a = ArNorm {

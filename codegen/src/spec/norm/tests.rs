@@ -1250,3 +1250,21 @@ fn block_and_loop_grids_never_pass_the_rows() {
         }
     }
 }
+
+#[test]
+fn what_a_row_loads_needs_sits_in_the_first_line_of_the_parameter_bank() {
+    // A warp waits for each line of the bank it reads before its first load
+    // (NormSpec::params).
+    for name in [
+        "norm_rmsnorm_bf16_bf16_b256x4_x_h4",
+        "norm_rmsnorm_res_bf16_e4m3_b256x4_qd",
+        "norm_layernorm_f32_f32_s512x4_o2_g",
+    ] {
+        let s: NormSpec = name.parse().unwrap();
+        let ends = crate::params::param_ends(&s.params(), 1);
+        for first in ["x_ptr", "w_ptr", "out_ptr", "rows", "cols", "ld"] {
+            let end = ends.iter().find(|(n, _)| *n == first).unwrap().1;
+            assert!(end <= 48, "{name}: {first} ends at byte {end}");
+        }
+    }
+}

@@ -214,11 +214,13 @@ struct InPlace {
     option: &'static str,
 }
 
-/// The pointer table the kernels take by value (`rj_ar_ptrs`).
+/// The pointer table the kernels take by value: a kernel declares its world's
+/// entries (`rj_ar_table<R>`), which the driver copies from the front of these 8.
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C)]
 struct PtrTable([u64; 8]);
-// SAFETY: plain old data with the layout of `struct rj_ar_ptrs { rj_u64 p[8]; }`.
+// SAFETY: plain old data with the layout of `rj_ar_table<8>` (`rj_ar_ptrs`), whose
+// first R entries are a kernel's `rj_ar_table<R>`.
 unsafe impl DeviceRepr for PtrTable {}
 
 struct Rank {
