@@ -423,7 +423,8 @@ impl KernelSpec for AllReduceSpec {
             Param::u64("timeout_ns"),
             Param::ptr("error_ptr"),
         ];
-        if self.algo.info().in_place {
+        let in_place = self.algo.info().in_place;
+        if in_place {
             p.push(Param::u64("window"));
         }
         p.extend([
@@ -432,7 +433,7 @@ impl KernelSpec for AllReduceSpec {
             Param::peer_table("sig"),
             Param::peer_table(third),
         ]);
-        if !self.algo.info().in_place && self.transport.is_some() {
+        if !in_place && self.transport.is_some() {
             p.extend([Param::u64("seed"), Param::u64("partial_base")]);
         }
         p

@@ -237,19 +237,15 @@ impl ArNorm {
     pub(crate) fn params(&self, algo: AllReduceAlgo) -> Vec<Param> {
         // The in-place kernels read this rank's x and exchange it through
         // their buffer; the one-shot kernel reads every rank's through a table.
-        let in_place = match algo {
-            AllReduceAlgo::PushLl => Some("ll"),
-            AllReduceAlgo::Push => Some("push"),
-            AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => None,
+        let (input, buffer) = match algo {
+            AllReduceAlgo::PushLl => ("in_ptr", Some("ll")),
+            AllReduceAlgo::Push => ("in_ptr", Some("push")),
+            AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => ("in_table", None),
         };
         // What every thread reads first, then the tables (the world's entries
         // only): at 2 ranks all of it sits in two lines of the parameter bank.
         let mut p = vec![
-            Param::ptr(if in_place.is_some() {
-                "in_ptr"
-            } else {
-                "in_table"
-            }),
+            Param::ptr(input),
             Param::ptr("residual_ptr"),
             Param::ptr("weight_ptr"),
             Param::ptr("out_ptr"),
@@ -259,7 +255,7 @@ impl ArNorm {
             Param::u32("cols32"),
             Param::u64("timeout_ns"),
         ];
-        if in_place.is_some() {
+        if buffer.is_some() {
             p.push(Param::u64("window"));
         }
         p.extend([
@@ -267,9 +263,7 @@ impl ArNorm {
             Param::u32("rank"),
             Param::peer_table("sig"),
         ]);
-        if let Some(buffer) = in_place {
-            p.push(Param::peer_table(buffer));
-        }
+        p.extend(buffer.map(Param::peer_table));
         p
     }
 }

@@ -118,7 +118,7 @@ impl Communicator {
         let ins = CallInputs::new(x, &self.ranks);
         let (res, dtype, n) = self.check_outputs(x, residual, Call::sum(AllReduceAlgo::OneShot))?;
         let norm = self.fused_layout(dtype, n, cols, scale.as_ref().map(|s| s.kind()), layout)?;
-        // fused_layout refused cols = 0, and took only rows its registers hold.
+        // fused_layout refused cols = 0, and took only a row its registers hold.
         let rows = n / cols;
         if u32::try_from(rows).is_err() {
             return Err(comm_err(
@@ -270,7 +270,8 @@ impl Communicator {
         };
         let blocks = (rows.min(cap as usize) as u32).min(kernel.share).max(1);
         let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
-        // Checked to fit 32 bits where rows was found.
+        // rows was checked to fit 32 bits where it was found; cols is at most
+        // a layout's threads x packs x a pack's elements (fused_layout).
         let (rows32, cols32) = (rows as u32, cols as u32);
         for (i, (rank, func)) in self.ranks.iter().zip(&kernel.funcs).enumerate() {
             let r = rank.id as usize;
