@@ -74,7 +74,7 @@ typedef {{ row_load }} RowLoad;
 // (A pack's address a base plus a constant: with one 64-bit address a pack,
 // f32 layer norm b512x16_x spilled them, 80 bytes under ptxas 13.0.)
 {%- endif %}
-typedef rj_chunk<kLanes, true, false, {% if prefetch or exact %}true{% else %}false{% endif %}, {% if exact %}true{% else %}false{% endif %}> Chunk;
+typedef rj_chunk<kLanes, true, false, {% if prefetch or exact %}true{% else %}false{% endif %}, {% if exact %}true{% else %}false{% endif %}{% if paired %}, 2{% endif %}> Chunk;
 {%- elif prefetch %}
 // A chunk of any row, before its shift (row_grid).
 typedef rj_chunk<kLanes, false, true> Chunk;
@@ -215,7 +215,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- endif %}
   const auto c = rj_chunk_of<rj_chunk<kLanes, kWhole>, kBalanced>(first, span, cols, lane);
 {%- else %}
-  // Whole packs: the launcher checked every buffer's alignment, ld and cols.
+  // Whole {% if paired %}pairs{% else %}packs{% endif %}: the launcher checked every buffer's alignment, ld and cols.
   const bool vec = true;
 {%- if not softmax %}
   const rj_col_grid wvec{true, 0u};
@@ -287,7 +287,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- endif %}
 {%- if staged_cols %}
   const Op op{a.param, a.cols, a.cols + kSlots, a.mean, a.rstd, r, wvec, rj_cols_staged{kStride}};
-{%- elif held and layout == "block" %}
+{%- elif held and (layout == "block" or layout == "warp") %}
   // The held columns, pinned after this row's loads (rj_cols_held::pin).
   Held held = a.held;
   held.pin();
@@ -344,6 +344,11 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   const rj_u64 g = (rj_u64)blockIdx.x * per_block + threadIdx.x / kLanes;
   // The group of this warp's lane 0: the loop bound is the same for the whole warp.
   const rj_u64 warp_first = g - (threadIdx.x % 32) / kLanes;
+{%- if held %}
+  // Every row of a group has these columns: asked for before the first row's,
+  // they are in flight beside it instead of after its reduction.
+  a.held.load(a.w, a.b, rj_chunk_of<Chunk, kBalanced>(0, (rj_u32)cols, (rj_u32)cols, lane));
+{%- endif %}
   for (rj_u64 step = 0; warp_first + step < rows; step += groups) {
     const rj_u64 r = g + step;
     const bool active = r < rows;

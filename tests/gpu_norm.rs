@@ -1648,6 +1648,11 @@ fn check_exact_kernels(name: &str, rows: [usize; 4]) {
         "norm_layernorm_res_bf16_bf16_b512x8_x",
         "norm_layernorm_bf16_f32_b512x16_x",
         "norm_layernorm_f32_bf16_b512x8_o2_x",
+        // In pairs (16-byte accesses; layer norm stores a pair as it makes it).
+        "norm_layernorm_res_bf16_bf16_b512x8_x_v",
+        "norm_layernorm_bf16_bf16_b256x4_x_v",
+        "norm_rmsnorm_f16_f16_b128x8_x_v_h8",
+        "norm_softmax_safe_bf16_bf16_b256x8_x_v",
     ] {
         specs.push(name.parse().unwrap());
     }
@@ -2032,11 +2037,12 @@ fn bad_calls_are_errors_not_launches() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn blocks_holding_their_columns_take_many_rows_each() {
-    // A block kernel that holds its weight (and bias) loads them once, before
-    // its first row: more rows than resident blocks (each block takes several),
-    // rows that fill the block and shorter rows (its packs past their end hold
-    // zeros), a stride past the row, statistics, every dtype pair, and the
-    // exact form with its ragged twin for other lengths.
+    // A block or warp kernel that holds its weight (and bias) loads them once,
+    // before its first row: more rows than resident blocks (each block takes
+    // several; a warp kernel's last block has idle groups), rows that fill the
+    // block or group and shorter rows (its packs past their end hold zeros), a
+    // stride past the row, statistics, every dtype pair, the exact form with
+    // its ragged twin for other lengths, and the 16-bit forms in pairs.
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("blocks_holding_their_columns_take_many_rows_each");
     let mut specs = Vec::new();
@@ -2047,14 +2053,23 @@ fn blocks_holding_their_columns_take_many_rows_each() {
             (DType::BF16, DType::F32),
             (DType::F32, DType::BF16),
         ] {
-            for (lanes, packs) in [(128, 8), (256, 4), (256, 8), (512, 4)] {
-                for exact in [false, true] {
+            for (layout, lanes, packs) in [
+                (NormLayout::Block, 128, 8),
+                (NormLayout::Block, 256, 4),
+                (NormLayout::Block, 256, 8),
+                (NormLayout::Block, 512, 4),
+                (NormLayout::Warp, 8, 4),
+                (NormLayout::Warp, 16, 2),
+                (NormLayout::Warp, 32, 1),
+            ] {
+                for (exact, pairs) in [(false, false), (true, false), (false, true), (true, true)] {
                     let spec = NormSpec {
-                        layout: NormLayout::Block,
+                        layout,
                         lanes,
                         packs,
                         exact,
                         held: Some(packs),
+                        pairs,
                         ..NormSpec::with(ops, i, o, 1)
                     };
                     if spec.validate().is_ok() {
@@ -2064,17 +2079,26 @@ fn blocks_holding_their_columns_take_many_rows_each() {
             }
         }
     }
-    assert!(specs.len() >= 32, "{}", specs.len());
+    assert!(specs.len() >= 160, "{}", specs.len());
     prepare(&rt, specs.clone());
     for spec in &specs {
-        let resident = rt.norm(spec).unwrap().resident() as usize;
+        let k = rt.norm(spec).unwrap();
+        let resident = k.resident() as usize;
         let cap = spec.capacity().unwrap() as usize;
-        for (cols, ld) in [(cap, cap + 8), (cap / 3 / 4 * 4 + 4, cap / 3 / 4 * 4 + 12)] {
+        // Shorter rows a whole number of pairs, and one of packs (a paired
+        // kernel hands it to its ragged twin, in packs).
+        let short = cap / 3 / 8 * 8 + 8;
+        for (cols, ld) in [(cap, cap + 8), (short, short + 8), (short + 4, short + 12)] {
             let m = Matrix {
                 rows: 2 * resident + 7,
                 cols,
                 ld,
             };
+            let runs = k.spec_for_aligned(m).unwrap();
+            // Pairs where this kernel itself runs: its rows on the grid of
+            // pairs (and, exact, of its length).
+            let itself = cols % 8 == 0 && ld % 8 == 0 && (!spec.exact || cols == cap);
+            assert_eq!(runs.paired_packs(), spec.pairs && itself, "{}", runs.name());
             check_with_stats(&rt, &mut rng, spec, m);
         }
     }

@@ -3,7 +3,8 @@
 //! each: every row op (softmax safe/online, log-softmax safe/online, layer norm
 //! and RMS norm with and without the residual add) x every input x output dtype
 //! in a warp, a block, a split and a loop layout, and every layout variant of the ladder
-//! and the benchmarks for bf16 -> bf16 and f32 -> f32; each whole-pack kernel, its
+//! and the benchmarks (16-bit ones in pairs too) and what the shipped H200 table lays
+//! out at the benchmarks' shapes for bf16 -> bf16 and f32 -> f32; each whole-pack kernel, its
 //! general twins (a deferred kernel's staging one too), and an exact kernel's ragged twin.
 //! Needs NVRTC (scripts/test.sh installs it).
 
@@ -14,6 +15,7 @@ use redjit::codegen::tuning::Tuning;
 use redjit::{DType, KernelSpec, NormLayout, NormSpec, Output, SoftmaxAlgo};
 
 fn grid() -> Vec<NormSpec> {
+    let h200 = Tuning::shipped("h200").unwrap();
     let mut out: Vec<NormSpec> = Vec::new();
     // Each kernel, its general twins (`_g`, and a deferred kernel's staging
     // `_p_g`), which the launcher takes for misaligned or odd rows, and its
@@ -52,12 +54,41 @@ fn grid() -> Vec<NormSpec> {
         }
         for d in [DType::BF16, DType::F32] {
             for s in variants(&NormSpec::with(ops, d, d, 1)) {
+                // And the 16-bit block and warp kernels' forms in pairs.
+                if s.can_pair_packs() {
+                    push(NormSpec {
+                        pairs: true,
+                        ..s.clone()
+                    });
+                }
                 push(s);
+            }
+            // What the shipped H200 table lays out at the benchmarks' shapes.
+            for (rows, cols) in TABLED_SHAPES {
+                push(NormSpec::with(ops, d, d, 1).for_shape(Some(rows), cols, &h200));
             }
         }
     }
     out
 }
+
+/// The benchmarks' main and LLM shapes (rows, cols).
+const TABLED_SHAPES: [(u64, u64); 14] = [
+    (32768, 4096),
+    (8192, 16384),
+    (8192, 32768),
+    (262144, 128),
+    (1, 4096),
+    (16, 4096),
+    (128, 4096),
+    (512, 4096),
+    (4096, 4096),
+    (1, 8192),
+    (16, 8192),
+    (128, 8192),
+    (512, 8192),
+    (4096, 8192),
+];
 
 #[test]
 fn the_grid_has_every_op_dtype_pair_and_layout() {
@@ -132,8 +163,13 @@ fn fp8_output_kernels_compile_without_stack_or_spills() {
     common::assert_ptxas_no_stack_no_spills(&grid, NormSpec::threads);
 }
 
+/// Table picks that spill at their bound and were still measured the
+/// fastest candidate (`benchmarks/h200/tune-norm.jsonl`, f32 layer norm at
+/// 512x8192 and 4096x8192): 8 bytes of stack at 128 registers.
+const MEASURED_SPILLS: &[&str] = &["norm_layernorm_f32_f32_b512x4_x_h4"];
+
 #[test]
 fn ptxas_reports_no_stack_and_no_spills() {
     // Launchable at the launch bound.
-    common::assert_ptxas_no_stack_no_spills(&grid(), NormSpec::threads);
+    common::assert_ptxas_no_stack_no_spills_but(&grid(), NormSpec::threads, MEASURED_SPILLS);
 }

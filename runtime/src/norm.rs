@@ -589,7 +589,9 @@ impl<'rt> NormKernel<'rt> {
         if !whole && let Some(k) = self.hand_off()? {
             return Ok(Route::HandOff(k));
         }
-        let which = self.spec_for(m, whole);
+        let pairs =
+            !self.spec.pairs || NormSpec::whole_pairs_fit(m.cols as u64, m.ld as u64, buffers);
+        let which = self.spec_for(m, whole, pairs);
         let cell = match which {
             Which::Main => return Ok(Route::Here(&self.main)),
             Which::Ragged => &self.ragged,
@@ -630,12 +632,13 @@ impl<'rt> NormKernel<'rt> {
     }
 
     /// Which kernel a call of `m` takes, its buffers and rows whole,
-    /// aligned packs (`whole`) or not.
-    fn spec_for(&self, m: Matrix, whole: bool) -> Which {
+    /// aligned packs (`whole`) or not, and on the grid of this kernel's pairs
+    /// (`pairs`, true for a kernel in packs) or not.
+    fn spec_for(&self, m: Matrix, whole: bool, pairs: bool) -> Which {
         if self.spec.general {
             Which::Main
         } else if whole {
-            if !self.spec.exact || self.spec.fills_exactly(m.cols as u64) {
+            if pairs && (!self.spec.exact || self.spec.fills_exactly(m.cols as u64)) {
                 Which::Main
             } else {
                 Which::Ragged
@@ -654,15 +657,16 @@ impl<'rt> NormKernel<'rt> {
         }
     }
 
-    /// The kernel a call of `m` from pack-aligned buffers runs: this one, its
-    /// ragged twin, (rows off the pack grid) a general twin, or the choice of
-    /// the kernel it hands such calls to (which this loads).
+    /// The kernel a call of `m` from buffers aligned to 16 bytes runs: this
+    /// one, its ragged twin, (rows off the pack grid) a general twin, or the
+    /// choice of the kernel it hands such calls to (which this loads).
     pub fn spec_for_aligned(&self, m: Matrix) -> Result<NormSpec> {
         let whole = m.cols.is_multiple_of(4) && m.ld.is_multiple_of(4);
         if !whole && let Some(k) = self.hand_off()? {
             return k.spec_for_aligned(m);
         }
-        Ok(self.spec_of(self.spec_for(m, whole), m.cols))
+        let pairs = !self.spec.pairs || (m.cols.is_multiple_of(8) && m.ld.is_multiple_of(8));
+        Ok(self.spec_of(self.spec_for(m, whole, pairs), m.cols))
     }
 
     /// The launch layout for `rows` x `cols` on this device.

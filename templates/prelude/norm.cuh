@@ -43,8 +43,8 @@
 // G (paired packs, NormSpec::paired_packs): a lane's packs go in
 // adjacent pairs, pair q of lane l covering elements first + (q * kLanes + l) * 8
 // .. + 7, so a pair inside the row is one 16-byte access (rj_row_ld, rj_row_st),
-// not two of 8; its chunks then start on the row's 8-element grid (row_grid), and
-// both packs of lane 0's first pair may start before the row.
+// not two of 8; a general twin's chunks then start on the row's 8-element grid
+// (row_grid), and both packs of lane 0's first pair may start before the row.
 // A chunk ends before end (at most cols). A kernel that balances a split
 // row's chunks (NormSpec::balances) cuts the row in equal parts of at most
 // L x P x 4 elements, so that a row's last chunk is not left mostly empty while
@@ -52,7 +52,7 @@
 // cols. One bound, not a second test against the chunk's length: that test
 // cost 10-25 % more instructions and spilled two split twins.
 template <int L, bool W, bool E = false, bool B = false, bool X = false, int G = 1> struct rj_chunk {
-  static_assert(G == 1 || (G == 2 && E && !B), "paired packs: a general split twin's chunks");
+  static_assert(G == 1 || G == 2, "packs alone or in pairs");
   static const bool kWhole = W;
   enum : int { kPair = G };
   rj_u32 first;  // the chunk's first element (0 unless split), less the shift
@@ -65,7 +65,7 @@ template <int L, bool W, bool E = false, bool B = false, bool X = false, int G =
   // at(p) in 64 bits, for a whole pack's vector access (with B: without E
   // at(p) never wraps, so it is at(0) plus a constant).
   __device__ __forceinline__ rj_u64 off(int p) const {
-    return B && !E ? (rj_u64)at(0) + (rj_u64)((rj_u32)p * L * 4) : (rj_u64)at(p);
+    return B && !E ? (rj_u64)at(0) + (rj_u64)(((rj_u32)p / G * L * G + (rj_u32)p % G) * 4) : (rj_u64)at(p);
   }
   // Below the row's start at(p) + k wraps past end.
   __device__ __forceinline__ bool ok(int p, int k) const { return W ? X || at(p) < end : at(p) + k < end; }
@@ -76,8 +76,9 @@ template <int L, bool W, bool E = false, bool B = false, bool X = false, int G =
     return W ? X || at(p) < end : (!E || p >= G || at(p) < end) && at(p) + 4 <= end;
   }
   // Packs p and p + 1 (p even, paired) lie wholly inside the chunk.
+  // A whole-pack kernel's pairs are whole (the launcher's grid of 8).
   __device__ __forceinline__ bool whole_pair(int p) const {
-    return (p >= G || at(p) < end) && at(p) + 8 <= end;
+    return X || (W ? at(p) < end : (p >= G || at(p) < end) && at(p) + 8 <= end);
   }
 };
 
@@ -137,6 +138,10 @@ __device__ __forceinline__ void rj_row_ld(rj_u64 a, const C& c, bool vec, float 
     for (int p = 0; p < P; p += 2) {
       if (vec && c.whole_pair(p)) {
         rj_ld4x2<T, L>(a, c.off(p), x[p], x[p + 1]);
+      } else if constexpr (C::kWhole) {
+        // Whole pairs (the launcher's grid): this one lies past the row.
+#pragma unroll
+        for (int k = 0; k < 4; ++k) x[p][k] = x[p + 1][k] = fill;
       } else {
         rj_pack_ld<T, L>(a, c, vec, fill, p, x[p]);
         rj_pack_ld<T, L>(a, c, vec, fill, p + 1, x[p + 1]);
@@ -166,7 +171,7 @@ template <class T, class C>
 __device__ __forceinline__ void rj_pair_st(rj_u64 a, const C& c, bool vec, int p, const float (&y0)[4], const float (&y1)[4]) {
   if (vec && c.whole_pair(p)) {
     rj_st4x2<T>(a, c.off(p), y0, y1);
-  } else {
+  } else if constexpr (!C::kWhole) {
     rj_pack_st<T>(a, c, vec, p, y0);
     rj_pack_st<T>(a, c, vec, p + 1, y1);
   }
@@ -231,6 +236,9 @@ __device__ __forceinline__ void rj_row_ld_raw(rj_u64 a, const C& c, bool vec, rj
       w[p][1] = b.y;
       w[p + C::kPair - 1][0] = b.z;
       w[p + C::kPair - 1][1] = b.w;
+    } else if constexpr (C::kPair == 2 && C::kWhole) {
+#pragma unroll
+      for (int q = 0; q < C::kPair; ++q) w[p + q][0] = w[p + q][1] = 0u;
     } else {
 #pragma unroll
       for (int q = 0; q < C::kPair; ++q) rj_pack_ld_raw<T, L>(a, c, vec, p + q, w[p + q]);
@@ -254,7 +262,8 @@ __device__ __forceinline__ void rj_row_st_raw(rj_u64 a, const C& c, bool vec, co
   for (int p = 0; p < P; p += C::kPair) {
     if (C::kPair == 2 && vec && c.whole_pair(p)) {
       rj_st_b128(a + (rj_u64)c.off(p) * T::kBytes, rj_b128{w[p][0], w[p][1], w[p + C::kPair - 1][0], w[p + C::kPair - 1][1]});
-    } else {
+    } else if constexpr (C::kPair == 1 || !C::kWhole) {
+      // (A whole-pack kernel's pair past the row stores nothing.)
 #pragma unroll
       for (int q = 0; q < C::kPair; ++q) rj_pack_st_raw<T>(a, c, vec, p + q, w[p + q]);
     }
@@ -1443,7 +1452,11 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
           const int p = (g - 1) * G + q, h = (g - 1) % 2;
 #pragma unroll
           for (int k = 0; k < 4; ++k) x[p][k] = affine(x[p][k], mean, rstd, wv[h][q][k], bv[h][q][k]);
-          out(p, x[p]);
+          if constexpr (C::kPair == 2) {
+            if (q % 2 == 1) out.pair(p - 1, x[p - 1], x[p]);
+          } else {
+            out(p, x[p]);
+          }
         }
       }
     } else {

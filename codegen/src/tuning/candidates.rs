@@ -8,8 +8,9 @@ use crate::spec::norm::{NormSpec, variants};
 
 /// The candidates at rows of `cols`: `current` (the table's pick) first, the
 /// ladder's, every layout variant of `base` that holds the row without idling,
-/// the exact form of each that the row fills, and a block kernel's form that
-/// holds its weight and bias through the launch.
+/// the exact form of each that the row fills, a block or warp kernel's form
+/// that holds its weight and bias through the launch, and a 16-bit one's form
+/// that takes its packs in pairs.
 pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpec> {
     let mut out = vec![current.clone()];
     let mut push = |s: NormSpec| {
@@ -30,19 +31,27 @@ pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpe
             exact: true,
             ..v.clone()
         });
-        for s in exact.iter().chain(std::iter::once(&v)) {
+        let forms: Vec<NormSpec> = exact.into_iter().chain(std::iter::once(v)).collect();
+        let paired = forms
+            .iter()
+            .filter(|s| s.can_pair_packs())
+            .map(|s| NormSpec {
+                pairs: true,
+                ..s.clone()
+            });
+        let forms: Vec<NormSpec> = forms.iter().cloned().chain(paired).collect();
+        for s in &forms {
             let held = NormSpec {
                 held: Some(s.packs),
                 ..s.clone()
             };
-            if s.layout == NormLayout::Block && !s.prefetch && held.validate().is_ok() {
+            if s.holds_cols_from_launch() && held.validate().is_ok() {
                 push(held);
             }
         }
-        if let Some(x) = exact {
-            push(x);
+        for s in forms {
+            push(s);
         }
-        push(v);
     }
     out
 }

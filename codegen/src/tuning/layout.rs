@@ -11,11 +11,13 @@ use crate::spec::norm::{FP8_MAX_PACKS, MAX_CLUSTER, MAX_COLS, NormSpec};
 impl NormSpec {
     /// The same kernel for rows of any length up to its capacity: without
     /// `exact` (the launcher takes it for the rows an exact kernel does not
-    /// fit), its columns held by the rule (`held_cols`).
+    /// fit) and in packs (for the rows off a paired kernel's grid of pairs),
+    /// its columns held by the rule (`held_cols`).
     pub fn ragged_twin(&self) -> NormSpec {
         let ragged = NormSpec {
             exact: false,
             held: None,
+            pairs: false,
             ..self.clone()
         };
         // An exact-only layout (its ragged form spills): other rows take the
@@ -154,6 +156,7 @@ impl NormSpec {
             // not held columns (f32 layer norm b512x4_x_h4_qd spilled 32
             // bytes, ptxas 13.0).
             held: measured.and_then(|m| m.held).filter(|_| self.fp8.is_none()),
+            pairs: measured.is_some_and(|m| m.pairs),
             ..self.clone()
         };
         // A cluster of the row's chunks.
@@ -168,6 +171,9 @@ impl NormSpec {
         spec.exact = (measured.is_some_and(|m| m.form.exact()) || fp8_block)
             && !spec.general
             && spec.fills_exactly(cols);
+        // Pairs where measured and the kernel takes them: not an FP8 output's
+        // (16-bit outputs only), nor a ragged form that spills in pairs.
+        spec.pairs = spec.pairs && spec.can_pair_packs();
         // Safe softmax needs two exchanges across blocks; the split layout does one.
         if layout == NormLayout::Split && spec.algo == Some(SoftmaxAlgo::Safe) {
             spec.algo = Some(SoftmaxAlgo::Online);

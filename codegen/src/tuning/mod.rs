@@ -133,6 +133,8 @@ pub struct NormStrategy {
     /// Packs of the weight and bias the kernel loads once and holds in
     /// registers (`_h<n>`; `None`: the layout's rule).
     pub held: Option<u32>,
+    /// Packs in adjacent pairs, 16-byte accesses (`_v`, `NormSpec::pairs`).
+    pub pairs: bool,
 }
 
 impl NormStrategy {
@@ -160,6 +162,7 @@ impl NormStrategy {
             packs: spec.packs,
             form,
             held: spec.held,
+            pairs: spec.pairs,
         }
     }
 
@@ -172,10 +175,13 @@ impl NormStrategy {
 impl fmt::Display for NormStrategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.layout_name(), self.form.slug())?;
-        match self.held {
-            Some(h) => write!(f, " held {h}"),
-            None => Ok(()),
+        if let Some(h) = self.held {
+            write!(f, " held {h}")?;
         }
+        if self.pairs {
+            write!(f, " pairs")?;
+        }
+        Ok(())
     }
 }
 

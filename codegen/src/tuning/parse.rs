@@ -67,6 +67,8 @@ struct RawNormRule {
     strategy: String,
     form: String,
     held: Option<u32>,
+    #[serde(default)]
+    pairs: bool,
     reason: String,
     result: Option<String>,
 }
@@ -244,6 +246,7 @@ fn norm_rule(r: RawNormRule, line: usize) -> Result<NormRule, String> {
         packs,
         form: by_slug("form", &r.form, Form::ALL, Form::slug)?,
         held: r.held,
+        pairs: r.pairs,
     };
     let rule = NormRule {
         op,
@@ -421,6 +424,16 @@ fn check_strategy(rule: &NormRule) -> Result<(), String> {
         ..NormSpec::default()
     };
     spec.validate().map_err(|e| format!("{name}: {e}"))?;
+    // Pairs as the rows that fill an exact form take them (the others take
+    // the ragged form, which may not pair: `NormSpec::can_pair_packs`).
+    if s.pairs {
+        let paired = NormSpec {
+            pairs: true,
+            exact: s.form.exact(),
+            ..spec.clone()
+        };
+        paired.validate().map_err(|e| format!("{name}: {e}"))?;
+    }
     let longest = longest_cols(rule);
     if let Some(cap) = spec.capacity()
         && cap < longest

@@ -140,6 +140,52 @@ fn rows_of_a_row_range_take_only_calls_in_it() {
 }
 
 #[test]
+fn a_row_asks_for_pairs_where_its_kernels_can_take_them() {
+    let paired = row(&format!("{GOOD}\npairs = true"));
+    let table = parse_table("t.toml", &paired).unwrap();
+    // Written back, the row says so.
+    assert!(write_table(&table, &[]).contains("\npairs = true\n"));
+    let tuning = Tuning::resolve(table).unwrap();
+    let spec: NormSpec = "norm_rmsnorm_bf16_bf16_w32x1".parse().unwrap();
+    let laid = spec.for_shape(Some(16), 8192, &tuning);
+    assert_eq!(laid.name(), "norm_rmsnorm_bf16_bf16_b256x8_x_v");
+    // An FP8 output reads its input type's rows in packs.
+    let fp8 = NormSpec {
+        output: crate::registry::DType::E4M3,
+        fp8: Some(crate::spec::norm::Fp8Scale::PerRow),
+        ..spec
+    };
+    assert!(!fp8.for_shape(Some(16), 8192, &tuning).pairs);
+    // Pairs where the row fills an exact form whose ragged form cannot pair
+    // (it spills at every bound): the other rows in packs.
+    let long = GOOD
+        .replace("\"rmsnorm\"\nresidual = false", "\"layernorm\"\nresidual = true")
+        .replace("4097..=8192", "16385..=32768")
+        .replace("b256x8", "b512x16");
+    let t = parse_table("t.toml", &row(&format!("{long}\npairs = true"))).unwrap();
+    let tuning = Tuning::resolve(t).unwrap();
+    let res: NormSpec = "norm_layernorm_res_bf16_bf16_w32x1".parse().unwrap();
+    assert_eq!(
+        res.for_shape(Some(16), 32768, &tuning).name(),
+        "norm_layernorm_res_bf16_bf16_b512x16_x_v"
+    );
+    assert_eq!(
+        res.for_shape(Some(16), 32000, &tuning).name(),
+        "norm_layernorm_res_bf16_bf16_b512x16"
+    );
+    // f32 rows and prefetching forms cannot: refused where the table is read.
+    let f32_rows = GOOD.replace("sixteen", "f32");
+    let (line, rule) = err_of(&row(&format!("{f32_rows}\npairs = true")));
+    assert_eq!(line, 7);
+    assert!(rule.contains("takes its packs in pairs"), "{rule}");
+    let staged = GOOD
+        .replace("b256x8", "s512x8")
+        .replace("exact", "prefetch");
+    let (_, rule) = err_of(&row(&format!("{staged}\npairs = true")));
+    assert!(rule.contains("takes its packs in pairs"), "{rule}");
+}
+
+#[test]
 fn devices_take_their_own_table_else_the_nearest_of_their_arch() {
     let key = |name: &str, arch, sms, l2: u64| DeviceKey {
         name: name.into(),

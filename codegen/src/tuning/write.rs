@@ -47,6 +47,9 @@ fn norm_row(out: &mut String, r: &NormRule) {
     if let Some(h) = r.strategy.held {
         let _ = writeln!(out, "held = {h}");
     }
+    if r.strategy.pairs {
+        let _ = writeln!(out, "pairs = true");
+    }
     let _ = writeln!(out, "reason = {}", quoted(&r.reason));
     if let Some(res) = &r.result {
         let _ = writeln!(out, "result = {}", quoted(res));

@@ -479,12 +479,19 @@ impl KernelSpec for NormSpec {
                 ));
             }
         }
+        if self.pairs && !self.can_pair_packs() {
+            return Err(SpecError::invalid(
+                "pairs",
+                true,
+                "only a 16-bit (in and out) whole-pack block or warp kernel of an even number of packs, not prefetching (no `_p` or `_g`), takes its packs in pairs (`_v`), where some launch bound compiles it without a spill",
+            ));
+        }
         if let Some(h) = self.held {
             if !self.can_hold_cols() {
                 return Err(SpecError::invalid(
                     "held",
                     h,
-                    "only a deferred split kernel's whole-pack form (`_p`, no `_c<n>` or `_g`) or a plain block kernel (no `_p` or `_g`) of layer or RMS norm holds its weight and bias in registers (`_h<n>`)",
+                    "only a deferred split kernel's whole-pack form (`_p`, no `_c<n>` or `_g`), a plain block kernel (no `_p` or `_g`) or a warp kernel (no `_g`) of layer or RMS norm holds its weight and bias in registers (`_h<n>`)",
                 ));
             }
             if h > self.packs {
@@ -510,7 +517,7 @@ impl KernelSpec for NormSpec {
             s += "_res";
         }
         format!(
-            "{s}_{}_{}_{}{}x{}{}{}{}{}{}{}{}{}",
+            "{s}_{}_{}_{}{}x{}{}{}{}{}{}{}{}{}{}",
             self.input,
             self.output,
             self.layout.info().letter,
@@ -521,6 +528,7 @@ impl KernelSpec for NormSpec {
             if self.prefetch { "_p" } else { "" },
             if self.no_l1 { "_n" } else { "" },
             if self.exact { "_x" } else { "" },
+            if self.pairs { "_v" } else { "" },
             if self.general { "_g" } else { "" },
             self.held.map_or(String::new(), |h| format!("_h{h}")),
             self.fp8
@@ -583,7 +591,7 @@ impl FromStr for NormSpec {
             held = Some(h.parse::<u32>().map_err(|_| parse_err(format))?);
             parts.pop();
         }
-        // The flag suffixes, last first: `_g`, `_x`, `_n`, `_p`.
+        // The flag suffixes, last first: `_g`, `_v`, `_x`, `_n`, `_p`.
         let mut suffix = |flag: &str| {
             let present = parts.last() == Some(&flag);
             if present {
@@ -592,6 +600,7 @@ impl FromStr for NormSpec {
             present
         };
         let general = suffix("g");
+        let pairs = suffix("v");
         let exact = suffix("x");
         let no_l1 = suffix("n");
         let prefetch = suffix("p");
@@ -649,6 +658,7 @@ impl FromStr for NormSpec {
             exact,
             cluster,
             held,
+            pairs,
             fp8,
         };
         spec.validate()?;

@@ -249,6 +249,52 @@ pub(super) const OCCUPANCY_GENERAL: &[(&str, &str, u32, u32, u32)] = &[
     ("softmax_safe", "w32x8", 2, 3, 3),
 ];
 
+/// Blocks per SM for the launch bound of the kernels whose packs go in pairs
+/// (`NormSpec::pairs`, 16-bit rows) where their layout's bound spilled, by
+/// (op, layout with its `_n`, `_x` and `_h<n>` flags): the most of 1, 2, 3, 4, 5, 6, 8
+/// at which ptxas 13.0 compiled the bf16 kernel with the bound in the source
+/// (`_o<n>`) and no spill; 0 where none did (no such kernel: layer norm +
+/// residual's b512x16 but for its exact form). tests/norm_compile_grid
+/// compiles every paired layout variant.
+pub(super) const OCCUPANCY_PAIRED: &[(&str, &str, u32)] = &[
+    ("layernorm", "b256x2", 6),
+    ("layernorm", "b256x4", 5),
+    ("layernorm", "b256x8", 2),
+    ("layernorm", "b256x8_n", 2),
+    ("layernorm", "b512x4", 2),
+    ("layernorm", "b512x8", 1),
+    ("layernorm", "b512x8_n", 1),
+    ("layernorm", "w16x2", 5),
+    ("layernorm", "w32x2", 5),
+    ("layernorm", "w32x8", 2),
+    ("layernorm", "w4x2", 5),
+    ("layernorm", "w8x2", 5),
+    ("layernorm", "w8x4", 4),
+    ("layernorm_res", "b256x8", 3),
+    ("layernorm_res", "b256x8_n", 3),
+    ("layernorm_res", "b512x16", 0),
+    ("layernorm_res", "b512x16_n", 0),
+    ("layernorm_res", "b512x8", 1),
+    ("layernorm_res", "b512x8_n", 1),
+    ("layernorm_res", "w16x2", 5),
+    ("layernorm_res", "w32x2", 5),
+    ("layernorm_res", "w4x2", 5),
+    ("layernorm_res", "w8x2", 5),
+    ("logsoftmax_online", "w16x2", 6),
+    ("logsoftmax_online", "w4x2", 6),
+    ("logsoftmax_online", "w8x2", 6),
+    ("rmsnorm", "w32x2", 6),
+    ("rmsnorm", "w32x8", 3),
+    ("rmsnorm_res", "b256x2", 6),
+    ("rmsnorm_res", "w16x4", 5),
+    ("rmsnorm_res", "w32x2", 6),
+    ("rmsnorm_res", "w32x4", 5),
+    ("rmsnorm_res", "w32x8", 3),
+    ("rmsnorm_res", "w8x4", 5),
+    ("softmax_online", "w16x2", 6),
+    ("softmax_online", "w8x2", 6),
+];
+
 /// Packs of the weight and bias a deferred split kernel holds in registers
 /// (`NormSpec::held_cols`) where all of its packs did not fit: (op, residual,
 /// input, packs a thread, packs held). ptxas 13.0 at the kernels' bound of 1:

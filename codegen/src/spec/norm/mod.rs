@@ -36,7 +36,7 @@ use crate::spec::KernelSpec;
 mod kernel;
 mod measured;
 
-use measured::{HELD_CAPS, OCCUPANCY, OCCUPANCY_GENERAL, RowTypes};
+use measured::{HELD_CAPS, OCCUPANCY, OCCUPANCY_GENERAL, OCCUPANCY_PAIRED, RowTypes};
 
 /// Threads per block of the warp layout (its groups take rows in turn).
 pub const WARP_LAYOUT_THREADS: u32 = 256;
@@ -225,10 +225,20 @@ pub struct NormSpec {
     /// running. The kernel holds rows of at most `n` chunks.
     pub cluster: Option<u32>,
     /// Packs of its chunk's weight and bias a deferred split kernel (or a
-    /// plain block kernel) loads into registers once and holds for the launch
-    /// (`_h<n>` in names, 0 to `packs`), instead of `held_cols`'s rule (none
-    /// for a block kernel): what the benchmarks and tuning tables compare.
+    /// plain block or warp kernel) loads into registers once and holds for the
+    /// launch (`_h<n>` in names, 0 to `packs`), instead of `held_cols`'s rule
+    /// (none for a block or warp kernel): what the benchmarks and tuning
+    /// tables compare.
     pub held: Option<u32>,
+    /// A 16-bit whole-pack block or warp kernel (16-bit in and out, an even
+    /// number of packs, not prefetching; `_v` in names) holds its packs in
+    /// adjacent pairs, each one 16-byte load or store rather than two of 8
+    /// (`paired_packs`); the launcher gives it only rows and buffers on the
+    /// grid of whole pairs (`whole_pairs_fit`), the others on the grid of
+    /// packs to its ragged twin (in packs).
+    /// Fewer instructions a row: ahead at a few rows, behind on rows that keep
+    /// every SM busy (`benchmarks/h200/tune-norm.jsonl`), so the tables choose.
+    pub pairs: bool,
     /// Layer and RMS norm with an FP8 e4m3 output (`_qd`, `_qs` in names): y
     /// is stored as e4m3(y / scale), rounded to nearest even and saturated at
     /// +-448, the row held in one block or lane group (warp and block layouts).
@@ -284,6 +294,7 @@ impl Default for NormSpec {
             exact: false,
             cluster: None,
             held: None,
+            pairs: false,
             fp8: None,
         }
     }
@@ -416,13 +427,7 @@ impl NormSpec {
             };
             return (65536 / (self.threads() * per_thread)).max(1);
         }
-        let mut op = self.op.to_string();
-        if let Some(a) = self.algo {
-            op += &format!("_{a}");
-        }
-        if self.residual {
-            op += "_res";
-        }
+        let op = self.op_key();
         // A warp-layout block is 256 threads whatever its group size: its
         // registers a thread mostly follow the packs, so the 32-lane entry
         // stands for a group size without an entry of its own.
@@ -459,6 +464,11 @@ impl NormSpec {
                     .flatten()
             })
             .unwrap_or(1);
+        // Packs in pairs: their own bound where the layout's spilled.
+        let bound = match self.paired_bound() {
+            Some(p) if self.pairs => bound.min(p.max(1)),
+            _ => bound,
+        };
         // No more blocks than the SM's shared memory holds staged rows of:
         // registers a bound leaves unused are registers a thread could have.
         match self.stage_bytes() {
@@ -533,6 +543,7 @@ impl NormSpec {
                 general: true,
                 exact: false,
                 held: None,
+                pairs: false,
                 ..self.clone()
             };
         }
@@ -542,6 +553,7 @@ impl NormSpec {
             prefetch: false,
             exact: false,
             held: None,
+            pairs: false,
             ..self.clone()
         };
         // An FP8 output takes whole packs: its twin is refused by `validate`,
@@ -621,6 +633,7 @@ impl NormSpec {
             packs: self.packs.min(GENERAL_MAX_PACKS),
             bound: if log16 { Some(1) } else { self.bound },
             held: None,
+            pairs: false,
             ..self.clone()
         }
     }
@@ -638,6 +651,7 @@ impl NormSpec {
                 packs,
                 bound,
                 held: None,
+                pairs: false,
                 ..self.clone()
             },
             _ => self.staged_twin(),
@@ -786,13 +800,60 @@ impl NormSpec {
     /// softmax twins (s512x8_g, widened, before they held raw words; 64
     /// registers either way, more SASS instructions), and the two-pass layer
     /// norm and RMS norm at 64x1048573 (H100; commit 54d0195).
+    /// Also a whole-pack block or warp kernel that asks for them (`pairs`).
     pub fn paired_packs(&self) -> bool {
-        (self.one_pass_split() || self.two_pass())
+        let split_twin = (self.one_pass_split() || self.two_pass())
             && self.general
             && (self.residual || self.raw_rows())
             && self.input.info().bytes == 2
             && self.output.info().bytes == 2
+            && self.packs.is_multiple_of(2);
+        split_twin || self.pairs
+    }
+
+    /// Whether this kernel can take its packs in pairs (`pairs`): a 16-bit
+    /// whole-pack block or warp kernel of an even number of packs, not
+    /// prefetching (a staged row is copied a pack at a time), that compiles
+    /// without a spill at some bound (`OCCUPANCY_PAIRED`).
+    pub fn can_pair_packs(&self) -> bool {
+        !self.general
+            && !self.prefetch
+            && matches!(self.layout, NormLayout::Block | NormLayout::Warp)
+            && self.input.info().bytes == 2
+            && self.output.info().bytes == 2
             && self.packs.is_multiple_of(2)
+            && self.paired_bound() != Some(0)
+    }
+
+    /// The op as the launch-bound tables name it: `layernorm_res`,
+    /// `softmax_online`.
+    fn op_key(&self) -> String {
+        let mut op = self.op.to_string();
+        if let Some(a) = self.algo {
+            op += &format!("_{a}");
+        }
+        if self.residual {
+            op += "_res";
+        }
+        op
+    }
+
+    /// This layout's entry of `OCCUPANCY_PAIRED`, if it has one.
+    fn paired_bound(&self) -> Option<u32> {
+        let layout = format!(
+            "{}{}x{}{}{}{}",
+            self.layout.info().letter,
+            self.lanes,
+            self.packs,
+            if self.no_l1 { "_n" } else { "" },
+            if self.exact { "_x" } else { "" },
+            self.held.map_or(String::new(), |h| format!("_h{h}"))
+        );
+        let op = self.op_key();
+        OCCUPANCY_PAIRED
+            .iter()
+            .find(|(o, l, _)| *o == op && *l == layout)
+            .map(|&(.., b)| b)
     }
 
     /// Elements each of a split row's blocks takes: the row (a general twin's
@@ -831,7 +892,7 @@ impl NormSpec {
             && self.short_staged_layout() == Some((self.lanes, self.packs, self.bound))
     }
 
-    /// Whether the whole-pack kernel (not the general twin) takes rows of
+    /// Whether a whole-pack kernel (not the general twin) takes rows of
     /// `cols` with leading dimension `ld` from buffers at the (address, element
     /// bytes) of `buffers`, which are read only while everything before fits.
     pub fn whole_packs_fit(
@@ -839,11 +900,31 @@ impl NormSpec {
         ld: u64,
         buffers: impl IntoIterator<Item = (u64, u64)>,
     ) -> bool {
-        cols.is_multiple_of(4)
-            && ld.is_multiple_of(4)
+        Self::on_grid(4, cols, ld, buffers)
+    }
+
+    /// Whether a kernel whose packs go in pairs (`pairs`) takes such rows:
+    /// all on the grid of whole pairs (the launcher hands the others to its
+    /// ragged twin, in packs).
+    pub fn whole_pairs_fit(
+        cols: u64,
+        ld: u64,
+        buffers: impl IntoIterator<Item = (u64, u64)>,
+    ) -> bool {
+        Self::on_grid(8, cols, ld, buffers)
+    }
+
+    fn on_grid(
+        grid: u64,
+        cols: u64,
+        ld: u64,
+        buffers: impl IntoIterator<Item = (u64, u64)>,
+    ) -> bool {
+        cols.is_multiple_of(grid)
+            && ld.is_multiple_of(grid)
             && buffers
                 .into_iter()
-                .all(|(a, bytes)| a.is_multiple_of(4 * bytes))
+                .all(|(a, bytes)| a.is_multiple_of(grid * bytes))
     }
 
     /// Row streams a kernel loads: x, and the residual.
@@ -863,18 +944,23 @@ impl NormSpec {
 
     /// Whether this kernel can hold its columns of the weight and bias in
     /// registers: a deferred split kernel's whole-pack form (a block keeps its
-    /// chunk, so its columns, in every row).
+    /// chunk, so its columns, in every row), and the kernels that
+    /// `holds_cols_from_launch`.
     fn can_hold_cols(&self) -> bool {
-        (self.deferred() || self.block_holds_cols()) && !self.general && self.vectors() > 0
+        (self.deferred() || self.holds_cols_from_launch()) && !self.general && self.vectors() > 0
     }
 
-    /// The plain block layout (no staging, no general path): every row of a
-    /// block has the same columns, so it can load its weight and bias once, at
-    /// the launch's start, and hold them (`_h<n>`, asked for by a tuning
-    /// table): their loads are then in flight beside the first row's rather
-    /// than after its reduction.
-    fn block_holds_cols(&self) -> bool {
-        self.layout == NormLayout::Block && !self.prefetch
+    /// The plain block layout (no staging) and the warp layout: every row a
+    /// block or lane group takes has the same columns, so it can load its
+    /// weight and bias once, at the launch's start, and hold them (`_h<n>`,
+    /// asked for by a tuning table): their loads are then in flight beside the
+    /// first row's rather than after its reduction.
+    pub fn holds_cols_from_launch(&self) -> bool {
+        match self.layout {
+            NormLayout::Block => !self.prefetch,
+            NormLayout::Warp => true,
+            NormLayout::Split | NormLayout::Loop => false,
+        }
     }
 
     /// Packs of its chunk's weight and bias a deferred split kernel loads into
@@ -894,7 +980,7 @@ impl NormSpec {
         if let Some(h) = self.held {
             return h;
         }
-        if self.block_holds_cols() {
+        if self.holds_cols_from_launch() {
             return 0;
         }
         // Where the columns fit beside the staged rows, f32 layer norm

@@ -65,6 +65,29 @@ fn deferred_kernels_hold_their_columns_by_rule_or_name() {
     assert_eq!(none.held_cols(), 0);
     assert!(!none.render_body().unwrap().contains("Held"));
     assert_eq!(named.ragged_twin().held, None);
+    // A warp kernel's lane group loads its columns once, before its first row.
+    for (name, held) in [
+        ("norm_rmsnorm_bf16_bf16_w8x4_h4", "rj_cols_held<T, 1, 4>"),
+        (
+            "norm_layernorm_res_f32_f32_w32x1_h1",
+            "rj_cols_held<T, 2, 1>",
+        ),
+    ] {
+        let warp: NormSpec = name.parse().unwrap();
+        assert_eq!(warp.name(), name);
+        assert!(warp.holds_cols_from_launch() && warp.held_cols() > 0);
+        let body = warp.render_body().unwrap();
+        assert!(body.contains(held), "{name}");
+        let load = body.find("a.held.load(").expect(name);
+        assert!(load < body.find("run_row(a, r, 0, n, n").unwrap(), "{name}");
+    }
+    assert_eq!(
+        "norm_rmsnorm_bf16_bf16_w8x4"
+            .parse::<NormSpec>()
+            .unwrap()
+            .held_cols(),
+        0
+    );
     // Held by name in place of staged: no shared memory for the columns.
     let staged: NormSpec = "norm_layernorm_bf16_bf16_s512x8_p".parse().unwrap();
     let held: NormSpec = "norm_layernorm_bf16_bf16_s512x8_p_h8".parse().unwrap();
@@ -87,6 +110,8 @@ fn deferred_kernels_hold_their_columns_by_rule_or_name() {
             "deferred split kernel",
         ),
         ("norm_layernorm_bf16_bf16_s512x16_p_x_hx", "expected norm_"),
+        ("norm_rmsnorm_bf16_bf16_w8x4_g_h4", "warp kernel (no `_g`)"),
+        ("norm_softmax_safe_bf16_bf16_w8x4_h4", "layer or RMS norm"),
     ] {
         let e = bad.parse::<NormSpec>().unwrap_err().to_string();
         assert!(e.contains(rule), "{bad}: {e}");
@@ -411,6 +436,49 @@ fn whole_packs_need_cols_ld_and_every_buffer_aligned() {
     ));
     // f32's pack is 16 bytes: 8-byte alignment is not enough.
     assert!(!NormSpec::whole_packs_fit(4096, 4096, [(0x1008, 4)]));
+    // Pairs of 16-bit packs: whole pairs, 16-byte accesses.
+    let pair_aligned = [(0x1000, 2), (0x2010, 2)];
+    assert!(NormSpec::whole_pairs_fit(4096, 4104, pair_aligned));
+    assert!(!NormSpec::whole_pairs_fit(4092, 4096, pair_aligned));
+    assert!(!NormSpec::whole_pairs_fit(4096, 4100, pair_aligned));
+    assert!(!NormSpec::whole_pairs_fit(4096, 4096, aligned));
+    for name in [
+        "norm_rmsnorm_bf16_bf16_b256x4_v",
+        "norm_softmax_safe_f16_f16_w8x4_v",
+    ] {
+        let pairs: NormSpec = name.parse().unwrap();
+        assert!(pairs.paired_packs() && pairs.pairs, "{name}");
+        assert_eq!(pairs.name(), name);
+        // Its twins, for rows off the grid of pairs and of packs: in packs.
+        assert!(!pairs.ragged_twin().paired_packs());
+        assert!(!pairs.general_twin().paired_packs());
+    }
+    // Pairs only where asked for, and only where they can be.
+    for name in [
+        "norm_rmsnorm_bf16_bf16_b256x4",
+        "norm_rmsnorm_bf16_bf16_w8x4",
+    ] {
+        assert!(!name.parse::<NormSpec>().unwrap().paired_packs(), "{name}");
+    }
+    for name in [
+        "norm_rmsnorm_f32_f32_b256x4_v",
+        "norm_rmsnorm_bf16_f32_b256x4_v",
+        "norm_rmsnorm_bf16_bf16_b256x8_p_v",
+        "norm_rmsnorm_bf16_bf16_s512x8_v",
+        "norm_rmsnorm_bf16_bf16_w32x1_v",
+        "norm_rmsnorm_bf16_bf16_l512x4_v",
+    ] {
+        let e = name.parse::<NormSpec>().unwrap_err().to_string();
+        assert!(
+            e.contains("pairs") && e.contains("even number of packs"),
+            "{name}: {e}"
+        );
+    }
+    assert!(
+        "norm_rmsnorm_bf16_bf16_b256x4_v_g"
+            .parse::<NormSpec>()
+            .is_err()
+    );
     // The general twin differs only in the flag and the name.
     let s = NormSpec::default().for_cols(4096);
     let g = s.general_twin();
