@@ -159,7 +159,10 @@ fn a_row_asks_for_pairs_where_its_kernels_can_take_them() {
     // Pairs where the row fills an exact form whose ragged form cannot pair
     // (it spills at every bound): the other rows in packs.
     let long = GOOD
-        .replace("\"rmsnorm\"\nresidual = false", "\"layernorm\"\nresidual = true")
+        .replace(
+            "\"rmsnorm\"\nresidual = false",
+            "\"layernorm\"\nresidual = true",
+        )
         .replace("4097..=8192", "16385..=32768")
         .replace("b256x8", "b512x16");
     let t = parse_table("t.toml", &row(&format!("{long}\npairs = true"))).unwrap();
