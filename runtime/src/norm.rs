@@ -661,11 +661,12 @@ impl<'rt> NormKernel<'rt> {
     /// one, its ragged twin, (rows off the pack grid) a general twin, or the
     /// choice of the kernel it hands such calls to (which this loads).
     pub fn spec_for_aligned(&self, m: Matrix) -> Result<NormSpec> {
-        let whole = m.cols.is_multiple_of(4) && m.ld.is_multiple_of(4);
+        let (cols, ld) = (m.cols as u64, m.ld as u64);
+        let whole = NormSpec::whole_packs_fit(cols, ld, []);
         if !whole && let Some(k) = self.hand_off()? {
             return k.spec_for_aligned(m);
         }
-        let pairs = !self.spec.pairs || (m.cols.is_multiple_of(8) && m.ld.is_multiple_of(8));
+        let pairs = !self.spec.pairs || NormSpec::whole_pairs_fit(cols, ld, []);
         Ok(self.spec_of(self.spec_for(m, whole, pairs), m.cols))
     }
 

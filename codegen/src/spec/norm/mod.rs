@@ -432,7 +432,7 @@ impl NormSpec {
         // registers a thread mostly follow the packs, so the 32-lane entry
         // stands for a group size without an entry of its own.
         let letter = self.layout.info().letter;
-        let plain = format!("{letter}{}x{}", self.lanes, self.packs);
+        let plain = self.layout_key();
         // A prefetching or exact kernel's own entry, where it has one.
         let staged = format!("{plain}_p");
         let exact = format!("{plain}_x");
@@ -825,6 +825,11 @@ impl NormSpec {
             && self.paired_bound() != Some(0)
     }
 
+    /// The layout as the launch-bound tables name it: `w32x4`, `b256x8`.
+    fn layout_key(&self) -> String {
+        format!("{}{}x{}", self.layout.info().letter, self.lanes, self.packs)
+    }
+
     /// The op as the launch-bound tables name it: `layernorm_res`,
     /// `softmax_online`.
     fn op_key(&self) -> String {
@@ -841,10 +846,8 @@ impl NormSpec {
     /// This layout's entry of `OCCUPANCY_PAIRED`, if it has one.
     fn paired_bound(&self) -> Option<u32> {
         let layout = format!(
-            "{}{}x{}{}{}{}",
-            self.layout.info().letter,
-            self.lanes,
-            self.packs,
+            "{}{}{}{}",
+            self.layout_key(),
             if self.no_l1 { "_n" } else { "" },
             if self.exact { "_x" } else { "" },
             self.held.map_or(String::new(), |h| format!("_h{h}"))
