@@ -15,8 +15,9 @@ mkdir -p "$RESULTS"
 W=$(mktemp -d)
 export REDJIT_CACHE_DIR=/tmp/redjit-cache PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$W/gpu.txt"
+t0=$(date +%s)
 REDJIT_REQUIRE_GPU=1 timeout "${TUNE_TIMEOUT:-420}" stage/bin/redjit tune --family "$FAMILY" ${TUNE_ARGS:-} > "$W/tune.log" 2>&1
-echo "tune rc=$?"
+echo "tune rc=$? ($(( $(date +%s) - t0 )) s)"
 table=$(ls "$REDJIT_CACHE_DIR"/tuning/*.toml 2>/dev/null | head -1)
 [ -n "$table" ] && cp "$table" "$RESULTS/tuned.toml"
 # The finished shapes, also of a tune cut off by TUNE_TIMEOUT before it wrote

@@ -63,6 +63,11 @@ pub struct TuneArgs {
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
 
+    /// After the first round, only the candidates within FACTOR of its
+    /// fastest are timed again (`inf`: every candidate that ran, every round).
+    #[arg(long, value_name = "FACTOR", default_value_t = DEFAULT_SCREEN)]
+    pub screen: f64,
+
     /// The `result` each row names (e.g. the committed JSON of this run).
     #[arg(long)]
     pub result: Option<String>,
@@ -102,6 +107,41 @@ impl CellDevice {
             l2_mib: self.l2_mib,
         })
     }
+}
+
+/// `--screen`'s default: a candidate 10 % behind the fastest after one round
+/// is no pick (the rounds of one candidate differ by a few per cent), and
+/// the later rounds of such candidates were most of a tune's time.
+pub const DEFAULT_SCREEN: f64 = 1.10;
+
+/// Each candidate's times over `rounds` alternating rounds (`time(i)`: the
+/// median µs of candidate i, infinite where it cannot run). The first round
+/// times every candidate; later rounds only those that ran within `screen`
+/// of that round's fastest, so a candidate's list is one or `rounds` long.
+fn timed_rounds(
+    n: usize,
+    rounds: usize,
+    screen: f64,
+    mut time: impl FnMut(usize) -> CliResult<f64>,
+) -> CliResult<Vec<Vec<f64>>> {
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut timed: Vec<usize> = (0..n).collect();
+    for round in 0..rounds {
+        if round == 1 {
+            let best = times.iter().map(|t| t[0]).fold(f64::INFINITY, f64::min);
+            timed.retain(|&i| times[i][0].is_finite() && times[i][0] <= best * screen);
+        }
+        let order: Vec<usize> = if round % 2 == 0 {
+            timed.clone()
+        } else {
+            timed.iter().rev().copied().collect()
+        };
+        for i in order {
+            let us = time(i)?;
+            times[i].push(us);
+        }
+    }
+    Ok(times)
 }
 
 /// The median of a candidate's round medians.
@@ -283,6 +323,12 @@ pub fn tune_cmd(a: &TuneArgs) -> CliResult {
     if a.rounds == 0 {
         return Err(CliError::usage("--rounds must be at least 1"));
     }
+    if a.screen.is_nan() || a.screen < 1.0 {
+        return Err(CliError::usage(format!(
+            "--screen {}: a factor of the fastest first-round time, at least 1 (inf: time every candidate every round)",
+            a.screen
+        )));
+    }
     if let Some(out) = &a.out
         && let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty())
         && !dir.is_dir()
@@ -338,9 +384,48 @@ mod tests {
             dtypes: vec![DType::F32, DType::BF16],
             out: None,
             rounds: 3,
+            screen: DEFAULT_SCREEN,
             result: Some(result.into()),
             from_results: None,
         }
+    }
+
+    #[test]
+    fn later_rounds_time_only_the_candidates_near_the_first_rounds_fastest() {
+        // First-round times: candidate 3 cannot run, 2 is 20 % behind.
+        let first = [1.0, 1.05, 1.2, f64::INFINITY, 1.1];
+        let mut calls = Vec::new();
+        let times = timed_rounds(5, 3, 1.1, |i| {
+            calls.push(i);
+            Ok(first[i] + 0.01 * calls.len() as f64)
+        })
+        .unwrap();
+        let lens: Vec<usize> = times.iter().map(Vec::len).collect();
+        // 4, at 1.15 with the drift, is past 1.1 x 1.01.
+        assert_eq!(lens, [3, 3, 1, 1, 1]);
+        // Rounds alternate their order.
+        assert_eq!(calls, [0, 1, 2, 3, 4, 1, 0, 0, 1]);
+        // Without a screen every candidate that ran runs every round.
+        let all = timed_rounds(5, 3, f64::INFINITY, |i| Ok(first[i])).unwrap();
+        assert_eq!(
+            all.iter().map(Vec::len).collect::<Vec<_>>(),
+            [3, 3, 3, 1, 3]
+        );
+        // An error stops the rounds.
+        assert!(timed_rounds(2, 3, 1.1, |_| Err(CliError::failure("x"))).is_err());
+    }
+
+    #[test]
+    fn a_screen_below_one_is_refused_by_name() {
+        let a = TuneArgs {
+            screen: 0.9,
+            ..args(TuneFamily::Norm, "x")
+        };
+        let err = tune_cmd(&a).unwrap_err().to_string();
+        assert!(
+            err.contains("--screen 0.9") && err.contains("at least 1"),
+            "{err}"
+        );
     }
 
     #[test]

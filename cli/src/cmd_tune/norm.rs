@@ -11,7 +11,7 @@ use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAlg
 use redjit_runtime::Matrix;
 use serde::{Deserialize, Serialize};
 
-use super::{CellDevice, Run, TuneArgs, finished, middle, read_cells};
+use super::{CellDevice, Run, TuneArgs, finished, middle, read_cells, timed_rounds};
 use crate::bench::Bench;
 use crate::bench::norm::{Buffers, Case, time_case};
 use crate::error::{CliError, CliResult};
@@ -162,29 +162,19 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
         let Some((_, buffers)) = bufs.as_mut() else {
             continue;
         };
-        let mut times: Vec<(NormSpec, Vec<f64>)> =
-            t.cands.iter().map(|c| (c.clone(), Vec::new())).collect();
-        for round in 0..a.rounds {
-            let order: Vec<usize> = if round % 2 == 0 {
-                (0..times.len()).collect()
-            } else {
-                (0..times.len()).rev().collect()
-            };
-            for i in order {
-                let spec = times[i].0.clone();
-                let kernel = rt.norm(&spec)?;
-                // A split row that does not fit the device at once is no candidate.
-                if spec.layout == NormLayout::Split
-                    && u64::from(kernel.plan(t.m.rows, t.m.cols).splits) > kernel.resident()
-                {
-                    times[i].1.push(f64::INFINITY);
-                    continue;
-                }
-                let case = Case { spec, m: t.m };
-                let us = time_case(b, &kernel, &case, buffers)?;
-                times[i].1.push(us);
+        let rounds = timed_rounds(t.cands.len(), a.rounds, a.screen, |i| {
+            let spec = t.cands[i].clone();
+            let kernel = rt.norm(&spec)?;
+            // A split row that does not fit the device at once is no candidate.
+            if spec.layout == NormLayout::Split
+                && u64::from(kernel.plan(t.m.rows, t.m.cols).splits) > kernel.resident()
+            {
+                return Ok(f64::INFINITY);
             }
-        }
+            let case = Case { spec, m: t.m };
+            time_case(b, &kernel, &case, buffers)
+        })?;
+        let mut times: Vec<(NormSpec, Vec<f64>)> = t.cands.iter().cloned().zip(rounds).collect();
         times.sort_by(|x, y| middle(&x.1).total_cmp(&middle(&y.1)));
         // The fastest that matches the CPU twin (on a few of its rows).
         let mut pick = None;

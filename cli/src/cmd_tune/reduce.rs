@@ -11,7 +11,7 @@ use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceOp, ReduceSpec};
 use redjit_runtime::{KernelInput, Matrix};
 use serde::{Deserialize, Serialize};
 
-use super::{CellDevice, Run, TuneArgs, finished, middle, read_cells};
+use super::{CellDevice, Run, TuneArgs, finished, middle, read_cells, timed_rounds};
 use crate::bench::Bench;
 use crate::devbuf::DevBuf;
 use crate::error::{CliError, CliResult, DriverContext};
@@ -207,35 +207,26 @@ fn tune_reduce(b: &mut Bench<'_>, a: &TuneArgs, todo: Vec<Todo>) -> CliResult {
         let mut out_i64 = stream.alloc_zeros::<i64>(results).during(what)?;
         let before = rt.reduce(&t.spec)?.launched(t.shape);
         let cands = candidates(&t.spec);
-        let mut times: Vec<(ReduceSpec, Vec<f64>)> =
-            cands.iter().map(|c| (c.clone(), Vec::new())).collect();
         // One rotation across the candidates: each continues past the sets
         // the one before touched (a small shape's would still be in L2).
         let mut k = 0usize;
-        for round in 0..a.rounds {
-            let order: Vec<usize> = if round % 2 == 0 {
-                (0..times.len()).collect()
-            } else {
-                (0..times.len()).rev().collect()
-            };
-            for i in order {
-                let kernel = rt.reduce(&times[i].0)?;
-                let us = b.median_us(|| {
-                    let set = &sets[k % rotations as usize];
-                    k += 1;
-                    let views: Vec<_> = set.iter().map(|d| d.view(0, t.n)).collect();
-                    let srcs: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
-                    match (kernel.spec().result_i64(), t.matrix) {
-                        (false, None) => kernel.launch(stream, &srcs, &mut out_f32)?,
-                        (true, None) => kernel.launch(stream, &srcs, &mut out_i64)?,
-                        (false, Some(m)) => kernel.launch_matrix(stream, &srcs, m, &mut out_f32)?,
-                        (true, Some(m)) => kernel.launch_matrix(stream, &srcs, m, &mut out_i64)?,
-                    }
-                    Ok(())
-                })?;
-                times[i].1.push(us);
-            }
-        }
+        let rounds = timed_rounds(cands.len(), a.rounds, a.screen, |i| {
+            let kernel = rt.reduce(&cands[i])?;
+            b.median_us(|| {
+                let set = &sets[k % rotations as usize];
+                k += 1;
+                let views: Vec<_> = set.iter().map(|d| d.view(0, t.n)).collect();
+                let srcs: Vec<&dyn KernelInput> = views.iter().map(|v| v.input()).collect();
+                match (kernel.spec().result_i64(), t.matrix) {
+                    (false, None) => kernel.launch(stream, &srcs, &mut out_f32)?,
+                    (true, None) => kernel.launch(stream, &srcs, &mut out_i64)?,
+                    (false, Some(m)) => kernel.launch_matrix(stream, &srcs, m, &mut out_f32)?,
+                    (true, Some(m)) => kernel.launch_matrix(stream, &srcs, m, &mut out_i64)?,
+                }
+                Ok(())
+            })
+        })?;
+        let mut times: Vec<(ReduceSpec, Vec<f64>)> = cands.iter().cloned().zip(rounds).collect();
         drop(sets);
         times.sort_by(|x, y| middle(&x.1).total_cmp(&middle(&y.1)));
         // The fastest that matches the CPU twin, at a smaller call of the
