@@ -121,9 +121,9 @@ fn every_norm_kernel_compiles_to_cubin() {
 }
 
 /// The FP8-output norms (e4m3, per-row and given scales) the ladder and the
-/// shipped H200 table (its input types' rows, at the LLM row counts) lay out
-/// at rows of 100 to 16384 (their longest), every input type, and the ragged
-/// twins of the exact ones.
+/// shipped H200 table (at the LLM row counts and the benchmarks' longest) lay
+/// out at rows of 100 to 16384 (their longest), every input type, and the
+/// ragged twins of the exact ones.
 fn fp8_grid() -> Vec<NormSpec> {
     let h200 = Tuning::shipped("h200").unwrap();
     let mut out: Vec<NormSpec> = Vec::new();
@@ -135,8 +135,8 @@ fn fp8_grid() -> Vec<NormSpec> {
                     fp8: Some(q),
                     ..NormSpec::with(ops, input, input, 1)
                 };
-                for cols in [100, 1000, 4096, 8192, 12288, 16384] {
-                    let tabled = [1, 16, 128, 512, 2048, 4096]
+                for cols in [100, 128, 1000, 4096, 8192, 12288, 16384] {
+                    let tabled = [1, 16, 128, 512, 2048, 4096, 32768, 262144]
                         .map(|rows| base.for_shape(Some(rows), cols, &h200));
                     for s in std::iter::once(base.for_cols(cols)).chain(tabled) {
                         assert!(s.validate().is_ok(), "{}: {:?}", s.name(), s.validate());

@@ -77,12 +77,12 @@ fn the_h100_table_keeps_every_pick() {
     snapshot!("norm_picks_h100", text.as_str());
 }
 
-/// An FP8 output's picks on the H200 table: the rows of its input type in
-/// and out where its kernel takes them, each a valid kernel.
+/// An FP8 output's picks on the H200 table: the rows of its own types (f32
+/// or 16-bit in, e4m3 out) where the table has them, else those of its input
+/// type in and out, each a valid kernel.
 #[test]
-fn fp8_outputs_take_their_input_types_rows() {
+fn fp8_outputs_take_their_own_rows_else_their_input_types() {
     use redjit::codegen::spec::norm::Fp8Scale;
-    use redjit::codegen::tuning::TypePair;
     let h200 = Tuning::shipped("h200").unwrap();
     let mut text = String::new();
     for ops in row_ops().into_iter().filter(|o| o.1.is_none()) {
@@ -96,7 +96,6 @@ fn fp8_outputs_take_their_input_types_rows() {
                     let s = base.for_shape(Some(rows), cols, &h200);
                     s.validate()
                         .unwrap_or_else(|e| panic!("{rows}x{cols}: {}: {e}", s.name()));
-                    assert_eq!(TypePair::of_spec(&s), TypePair::of(input, input));
                     writeln!(text, "{rows}x{cols} {}", s.name()).unwrap();
                 }
             }

@@ -34,6 +34,15 @@ pub enum TuneFamily {
     Reduce,
 }
 
+/// A norm tune's output type (`--outputs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NormOutput {
+    /// The input type.
+    Same,
+    /// FP8 e4m3 with a scale per row (`_qd`).
+    E4m3,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct TuneArgs {
     #[command(flatten)]
@@ -53,6 +62,12 @@ pub struct TuneArgs {
     /// Element types, comma-separated (norm: input = output; reduce: the input).
     #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_dtype, default_values_t = vec![DType::F32, DType::BF16])]
     pub dtypes: Vec<DType>,
+
+    /// Norm outputs, comma-separated: `same` (the input type) and `e4m3`
+    /// (layer and RMS norm, with and without the residual, a scale per row;
+    /// rows up to 16384).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![NormOutput::Same, NormOutput::E4m3])]
+    pub outputs: Vec<NormOutput>,
 
     /// Where to write the table [default: the cache directory's table for
     /// this device, which the runtime then takes].
@@ -382,6 +397,7 @@ mod tests {
             family,
             shapes: None,
             dtypes: vec![DType::F32, DType::BF16],
+            outputs: vec![NormOutput::Same, NormOutput::E4m3],
             out: None,
             rounds: 3,
             screen: DEFAULT_SCREEN,

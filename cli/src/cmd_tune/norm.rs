@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use redjit_codegen::spec::norm::Fp8Scale;
 use redjit_codegen::spec::norm::row_ops;
 use redjit_codegen::tuning::candidates;
 use redjit_codegen::tuning::{
@@ -11,7 +12,7 @@ use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAlg
 use redjit_runtime::Matrix;
 use serde::{Deserialize, Serialize};
 
-use super::{CellDevice, Run, TuneArgs, finished, middle, read_cells, timed_rounds};
+use super::{CellDevice, NormOutput, Run, TuneArgs, finished, middle, read_cells, timed_rounds};
 use crate::bench::Bench;
 use crate::bench::norm::{Buffers, Case, time_case};
 use crate::error::{CliError, CliResult};
@@ -32,6 +33,10 @@ struct Cell {
     algo: Option<String>,
     residual: bool,
     dtype: String,
+    /// The output type where it is not the input's (`e4m3`: FP8, a scale a
+    /// row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    output: Option<String>,
     rows: u64,
     cols: u64,
     /// (kernel name, median µs of each round)
@@ -42,10 +47,34 @@ struct Cell {
     pick: String,
 }
 
-fn cell_key(ops: (NormOp, Option<SoftmaxAlgo>, bool), d: DType, rows: u64, cols: u64) -> String {
-    let algo = ops.1.map_or(String::new(), |a| format!("_{a}"));
-    let res = if ops.2 { "_res" } else { "" };
-    format!("{}{algo}{res}_{d}_{rows}x{cols}", ops.0)
+fn cell_key(spec: &NormSpec, rows: u64, cols: u64) -> String {
+    let algo = spec.algo.map_or(String::new(), |a| format!("_{a}"));
+    let res = if spec.residual { "_res" } else { "" };
+    let out = if spec.fp8.is_some() {
+        format!("_{}", spec.output)
+    } else {
+        String::new()
+    };
+    format!("{}{algo}{res}_{}{out}_{rows}x{cols}", spec.op, spec.input)
+}
+
+/// The op over `d` rows with `out`'s output type; `None` where the op has
+/// no such output (a softmax's FP8).
+fn tuned_op(
+    ops: (NormOp, Option<SoftmaxAlgo>, bool),
+    d: DType,
+    out: NormOutput,
+) -> Option<NormSpec> {
+    let base = NormSpec::with(ops, d, d, 1);
+    match out {
+        NormOutput::Same => Some(base),
+        NormOutput::E4m3 if ops.0.info().softmax => None,
+        NormOutput::E4m3 => Some(NormSpec {
+            output: DType::E4M3,
+            fp8: Some(Fp8Scale::PerRow),
+            ..base
+        }),
+    }
 }
 
 impl Cell {
@@ -80,39 +109,48 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
     // Every cell's candidates, compiled at once (in parallel).
     struct Todo {
         key: String,
-        ops: (NormOp, Option<SoftmaxAlgo>, bool),
-        d: DType,
+        base: NormSpec,
         m: Matrix,
         current: NormSpec,
         cands: Vec<NormSpec>,
     }
     let mut todo = Vec::new();
     for &d in &a.dtypes {
-        for ops in row_ops() {
-            if ops.0 == NormOp::LogSoftmax && ops.1 == Some(SoftmaxAlgo::Safe) {
-                continue;
-            }
-            for &(rows, cols) in shapes {
-                let key = cell_key(ops, d, rows as u64, cols as u64);
-                if done.contains_key(&key) {
+        for &out in &a.outputs {
+            for ops in row_ops() {
+                if ops.0 == NormOp::LogSoftmax && ops.1 == Some(SoftmaxAlgo::Safe) {
                     continue;
                 }
-                let base = NormSpec::with(ops, d, d, 1);
-                let current = base.for_shape(Some(rows as u64), cols as u64, &selection.tuning);
-                let cands = candidates(&base, &current, cols as u64);
-                let m = Matrix {
-                    rows,
-                    cols,
-                    ld: cols,
+                let Some(base) = tuned_op(ops, d, out) else {
+                    continue;
                 };
-                todo.push(Todo {
-                    key,
-                    ops,
-                    d,
-                    m,
-                    current,
-                    cands,
-                });
+                for &(rows, cols) in shapes {
+                    let key = cell_key(&base, rows as u64, cols as u64);
+                    if done.contains_key(&key) {
+                        continue;
+                    }
+                    let current = base.for_shape(Some(rows as u64), cols as u64, &selection.tuning);
+                    // Rows no kernel of the op holds (an FP8 output's past
+                    // 16384) are no cell.
+                    if current.validate().is_err()
+                        || current.capacity().is_some_and(|c| c < cols as u64)
+                    {
+                        continue;
+                    }
+                    let cands = candidates(&base, &current, cols as u64);
+                    let m = Matrix {
+                        rows,
+                        cols,
+                        ld: cols,
+                    };
+                    todo.push(Todo {
+                        key,
+                        base: base.clone(),
+                        m,
+                        current,
+                        cands,
+                    });
+                }
             }
         }
     }
@@ -134,30 +172,41 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
         prep.wall.as_secs_f64()
     ));
     b.expect(todo.len() as u64);
-    // Shapes of one dtype and size share their buffers.
-    todo.sort_by_key(|t| (t.d.to_string(), t.m.rows, t.m.cols));
-    let mut bufs: Option<((DType, usize, usize), Buffers)> = None;
+    // Shapes of one type pair and size share their buffers.
+    let buf_key = |t: &Todo| (t.base.input, t.base.output, t.m.rows, t.m.cols);
+    todo.sort_by_key(|t| {
+        let (i, o, rows, cols) = buf_key(t);
+        (i.to_string(), o.to_string(), rows, cols)
+    });
+    let mut bufs: Option<((DType, DType, usize, usize), Buffers)> = None;
     for t in todo {
         b.progress.set_message(t.key.clone());
-        let buf_key = (t.d, t.m.rows, t.m.cols);
-        if bufs.as_ref().is_none_or(|(k, _)| *k != buf_key) {
+        if bufs.as_ref().is_none_or(|(k, _)| *k != buf_key(&t)) {
             drop(bufs.take());
-            // A layer norm with the residual takes every buffer any op does.
+            let like = |ops| NormSpec {
+                output: t.base.output,
+                fp8: t.base.fp8,
+                ..NormSpec::with(ops, t.base.input, t.base.input, 1)
+            };
+            // A layer norm with the residual takes every buffer any op does;
+            // the op moving the fewest bytes sets the rotation.
             let widest = Case {
-                spec: NormSpec::with((NormOp::LayerNorm, None, true), t.d, t.d, 1),
+                spec: like((NormOp::LayerNorm, None, true)),
                 m: t.m,
             };
             let narrowest = Case {
-                spec: NormSpec::with(
-                    (NormOp::Softmax, Some(SoftmaxAlgo::Online), false),
-                    t.d,
-                    t.d,
-                    1,
-                ),
+                spec: if t.base.fp8.is_some() {
+                    like((NormOp::RmsNorm, None, false))
+                } else {
+                    like((NormOp::Softmax, Some(SoftmaxAlgo::Online), false))
+                },
                 m: t.m,
             };
             b.check_fits(&t.key, widest.bytes())?;
-            bufs = Some((buf_key, Buffers::new(b, &widest, None, narrowest.bytes())?));
+            bufs = Some((
+                buf_key(&t),
+                Buffers::new(b, &widest, None, narrowest.bytes())?,
+            ));
         }
         let Some((_, buffers)) = bufs.as_mut() else {
             continue;
@@ -203,10 +252,11 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
         let cell = Cell {
             key: t.key.clone(),
             device: CellDevice::of(&device),
-            op: t.ops.0.to_string(),
-            algo: t.ops.1.map(|a| a.to_string()),
-            residual: t.ops.2,
-            dtype: t.d.to_string(),
+            op: t.base.op.to_string(),
+            algo: t.base.algo.map(|a| a.to_string()),
+            residual: t.base.residual,
+            dtype: t.base.input.to_string(),
+            output: t.base.fp8.map(|_| t.base.output.to_string()),
             rows: t.m.rows as u64,
             cols: t.m.cols as u64,
             times: times.iter().map(|(s, ts)| (s.name(), ts.clone())).collect(),
@@ -250,7 +300,15 @@ fn rules(
     rounds: usize,
     result: Option<&str>,
 ) -> CliResult<Vec<NormRule>> {
-    type GroupKey = (String, Option<String>, bool, String, u64, usize);
+    type GroupKey = (
+        String,
+        Option<String>,
+        bool,
+        String,
+        Option<String>,
+        u64,
+        usize,
+    );
     let mut groups: BTreeMap<GroupKey, Vec<&Cell>> = BTreeMap::new();
     for c in done.values() {
         let hi = cols_class(c.cols).1;
@@ -261,6 +319,7 @@ fn rules(
                 c.algo.clone(),
                 c.residual,
                 c.dtype.clone(),
+                c.output.clone(),
                 hi,
                 class,
             ))
@@ -268,7 +327,7 @@ fn rules(
             .push(c);
     }
     let mut out = Vec::new();
-    for ((_, _, _, _, hi, class), cells) in groups {
+    for ((.., hi, class), cells) in groups {
         // Candidates every cell of the group measured.
         let mut score: BTreeMap<String, f64> = BTreeMap::new();
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
@@ -303,8 +362,14 @@ fn rules(
         }
         // A pick the table in use made keeps that row's form (an exact-only
         // row's form is not in the kernel's name).
+        // (Not an FP8 output's pick laid out by its input type's row.)
+        let types = TypePair::of(spec.input, spec.output);
         let strategy = match before.norm_rule(&spec, Some(c0.rows), c0.cols, true) {
-            Some(r) if spec.for_shape(Some(c0.rows), c0.cols, before) == spec => r.strategy,
+            Some(r)
+                if r.types == types && spec.for_shape(Some(c0.rows), c0.cols, before) == spec =>
+            {
+                r.strategy
+            }
             _ => NormStrategy::of(&spec),
         };
         let (lo_rows, hi_rows) = ROW_CLASSES[class];
@@ -316,7 +381,7 @@ fn rules(
             op: spec.op,
             algo,
             residual: spec.residual,
-            types: TypePair::of(spec.input, spec.output),
+            types,
             cols: cols_class(hi).0..=hi,
             rows: Some(lo_rows..=hi_rows),
             strategy,
@@ -342,10 +407,18 @@ mod tests {
         let shapes = crate::bench::reduce::parse_shapes(DEFAULT_SHAPES).unwrap();
         let mut total = 0;
         for d in [DType::F32, DType::BF16] {
-            for ops in row_ops() {
+            for (ops, out) in row_ops()
+                .into_iter()
+                .flat_map(|o| [(o, NormOutput::Same), (o, NormOutput::E4m3)])
+            {
+                let Some(base) = tuned_op(ops, d, out) else {
+                    continue;
+                };
                 for &(rows, cols) in &shapes {
-                    let base = NormSpec::with(ops, d, d, 1);
                     let current = base.for_shape(Some(rows as u64), cols as u64, Tuning::builtin());
+                    if current.capacity().is_some_and(|c| c < cols as u64) {
+                        continue;
+                    }
                     let c = candidates(&base, &current, cols as u64);
                     assert_eq!(c[0], current);
                     for s in &c {
@@ -360,8 +433,10 @@ mod tests {
                 }
             }
         }
-        // Enough to choose among, few enough for one device call.
-        assert!((1000..6000).contains(&total), "{total}");
+        // Enough to choose among, few enough for one device call: with
+        // --screen's default, the tune of these (FP8 outputs too) took 337 s
+        // on the H200, compiles included (benchmarks/h200/results.toml).
+        assert!((1000..7500).contains(&total), "{total}");
     }
 
     #[test]
@@ -386,6 +461,37 @@ mod tests {
             rules[0].strategy,
             NormStrategy::of(&"norm_softmax_online_bf16_bf16_s512x16_p".parse().unwrap())
         );
+    }
+
+    #[test]
+    fn fp8_cells_write_rows_of_their_own_types() {
+        let spec = tuned_op((NormOp::RmsNorm, None, true), DType::BF16, NormOutput::E4m3).unwrap();
+        assert_eq!(cell_key(&spec, 16, 4096), "rmsnorm_res_bf16_e4m3_16x4096");
+        assert!(
+            tuned_op(
+                (NormOp::Softmax, Some(SoftmaxAlgo::Online), false),
+                DType::BF16,
+                NormOutput::E4m3
+            )
+            .is_none()
+        );
+        let line = r#"{"key":"rmsnorm_res_bf16_e4m3_16x4096","gpu":"NVIDIA H200","arch":"sm_90","sms":132,"l2_mib":60,"op":"rmsnorm","algo":null,"residual":true,"dtype":"bf16","output":"e4m3","rows":16,"cols":4096,"times":[["norm_rmsnorm_res_bf16_e4m3_b128x8_x_qd",[4.4,4.5,4.4]],["norm_rmsnorm_res_bf16_e4m3_b256x4_x_qd",[4.8,4.7,4.9]]],"before":"norm_rmsnorm_res_bf16_e4m3_b256x4_x_qd","pick":"norm_rmsnorm_res_bf16_e4m3_b128x8_x_qd"}"#;
+        let cell: Cell = serde_json::from_str(line).unwrap();
+        // Written back, the line keeps its output.
+        assert!(
+            serde_json::to_string(&cell)
+                .unwrap()
+                .contains(r#""output":"e4m3""#)
+        );
+        let mut done = BTreeMap::new();
+        done.insert(cell.key.clone(), cell);
+        let rules = rules(&done, Tuning::builtin(), 3, None).unwrap();
+        assert_eq!(rules.len(), 1, "{rules:?}");
+        assert_eq!(rules[0].types, TypePair::SixteenToE4m3);
+        assert_eq!(rules[0].strategy.to_string(), "b128x8 exact");
+        // A line of a 16-bit output has none.
+        let same = tuned_op((NormOp::RmsNorm, None, true), DType::BF16, NormOutput::Same).unwrap();
+        assert_eq!(cell_key(&same, 16, 4096), "rmsnorm_res_bf16_16x4096");
     }
 
     #[test]

@@ -8,11 +8,12 @@
 
 use std::time::Instant;
 
+use redjit_codegen::spec::norm::Fp8Scale;
 use redjit_codegen::spec::norm::row_ops;
 use redjit_codegen::{DType, KernelSpec, NormSpec};
 use redjit_runtime::reference::HostBuffer;
 use redjit_runtime::reference_norm::{NormInputs, expect_rows};
-use redjit_runtime::{Matrix, NormArgs, Runtime};
+use redjit_runtime::{Fp8Scales, Matrix, NormArgs, Runtime};
 
 use super::FamilyResult;
 use crate::args::AnySpec;
@@ -116,6 +117,14 @@ pub fn check_case(
     };
     let mut yd = poison(spec.output, n)?;
     let mut rod = spec.residual.then(|| poison(spec.input, n)).transpose()?;
+    // An FP8 output's scales: a row's written over NaN, or the one given
+    // (it keeps the random rows inside e4m3's range).
+    let given = 0.02f32;
+    let mut scales = match spec.fp8 {
+        Some(Fp8Scale::PerRow) => Some(poison(DType::F32, m.rows)?),
+        Some(Fp8Scale::Given) => Some(up(&HostBuffer::from_fn(DType::F32, 1, |_| given))?),
+        None => None,
+    };
     {
         let xv = xd.view(0, n);
         let rv = rd.as_ref().map(|d| d.view(0, n));
@@ -123,6 +132,18 @@ pub fn check_case(
         let bv = bd.as_ref().map(|d| d.view(0, m.cols));
         let mut yv = yd.view_mut(0, n);
         let mut rov = rod.as_mut().map(|d| d.view_mut(0, n));
+        let (mut written, read);
+        let scale = match spec.fp8 {
+            Some(Fp8Scale::PerRow) => {
+                written = scales.as_mut().map(|d| d.view_mut(0, m.rows));
+                written.as_mut().map(|v| Fp8Scales::PerRow(v.output()))
+            }
+            Some(Fp8Scale::Given) => {
+                read = scales.as_ref().map(|d| d.view(0, 1));
+                read.as_ref().map(|v| Fp8Scales::Given(v.input()))
+            }
+            None => None,
+        };
         let args = NormArgs {
             x: xv.input(),
             residual: rv.as_ref().map(|v| v.input()),
@@ -134,16 +155,22 @@ pub fn check_case(
             rstd: None,
             shape: *m,
             param,
-            scale: None,
+            scale,
         };
         kernel.launch(s, args)?;
     }
     let got = yd.download(s)?;
     let got_res = rod.as_ref().map(|d| d.download(s)).transpose()?;
+    let got_scales = scales
+        .as_ref()
+        .filter(|_| spec.fp8 == Some(Fp8Scale::PerRow))
+        .map(|d| d.download(s))
+        .transpose()?;
     let mut inputs = NormInputs::new(&x, m.rows, m.cols, m.ld, param);
     inputs.residual = res.as_ref();
     inputs.weight = w.as_ref();
     inputs.bias = b.as_ref();
+    inputs.scale = (spec.fp8 == Some(Fp8Scale::Given)).then_some(given);
     let want = expect_rows(spec, &inputs);
     // Poison between the rows and after the last stays.
     for i in 0..n + SLACK {
@@ -157,6 +184,11 @@ pub fn check_case(
             if let Err(msg) = e.check(spec.output, got.bits(row * m.ld + c)) {
                 return Ok(Err(format!("out[{row}][{c}]: {msg}")));
             }
+        }
+        if let (Some(e), Some(g)) = (&rw.scale, &got_scales)
+            && let Err(msg) = e.check(DType::F32, g.bits(row))
+        {
+            return Ok(Err(format!("scale[{row}]: {msg}")));
         }
         if let (Some(bits), Some(g)) = (&rw.residual_out, &got_res) {
             for (c, &wb) in bits.iter().enumerate() {

@@ -9,8 +9,8 @@ use crate::spec::norm::{NormSpec, variants};
 /// The candidates at rows of `cols`: `current` (the table's pick) first, the
 /// ladder's, every layout variant of `base` that holds the row without idling,
 /// the exact form of each that the row fills, a block or warp kernel's form
-/// that holds its weight and bias through the launch, and a 16-bit one's form
-/// that takes its packs in pairs.
+/// that holds its weight and bias through the launch (not an FP8 output's),
+/// and a 16-bit one's form that takes its packs in pairs.
 pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpec> {
     let mut out = vec![current.clone()];
     let mut push = |s: NormSpec| {
@@ -49,7 +49,12 @@ pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpe
             // of the 98 bf16 cells timed (benchmarks/h200/tune-norm.jsonl):
             // left out, so that the default tune fits one device call.
             let never_led = s.pairs && s.layout == NormLayout::Block && !s.exact;
-            if s.holds_cols_from_launch() && !never_led && held.validate().is_ok() {
+            // An FP8 output holds no columns (tuning::parse says why).
+            if s.holds_cols_from_launch()
+                && !never_led
+                && s.fp8.is_none()
+                && held.validate().is_ok()
+            {
                 push(held);
             }
         }

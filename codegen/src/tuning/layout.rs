@@ -3,7 +3,7 @@
 //! a launcher hands the calls one layout does not take. Here, not in
 //! `spec::norm`, so that specs know nothing of tables and tables key on specs.
 
-use super::{Form, Tuning};
+use super::{Form, Tuning, TypePair};
 use crate::registry::{NormLayout, NormOp, SoftmaxAlgo};
 use crate::spec::KernelSpec;
 use crate::spec::norm::{FP8_MAX_PACKS, MAX_CLUSTER, MAX_COLS, NormSpec};
@@ -28,7 +28,7 @@ impl NormSpec {
         let exact_only = Tuning::builtin().norm_rules().iter().find(|m| {
             let s = m.strategy;
             s.form == Form::PrefetchExactOnly
-                && m.serves(self)
+                && m.serves(self, TypePair::of_spec(self))
                 && (s.layout, s.lanes, s.packs) == (self.layout, self.lanes, self.packs)
         });
         match exact_only {
@@ -94,9 +94,11 @@ impl NormSpec {
             let p = cols.div_ceil(lanes * 4).next_power_of_two();
             p.clamp(1, 16) as u32
         };
-        let measured = tuning
-            .norm_rule(self, rows, cols, clusters)
-            .map(|m| m.strategy);
+        let rule = tuning.norm_rule(self, rows, cols, clusters);
+        let measured = rule.map(|m| m.strategy);
+        // An FP8 output laid out by a row of its own types (measured with
+        // that output) takes the row as it is.
+        let own_fp8 = rule.is_some_and(|m| m.types.is_fp8());
         let (layout, lanes, packs) = if let Some(m) = measured {
             (m.layout, m.lanes, m.packs)
         } else if cols <= 128 {
@@ -139,7 +141,7 @@ impl NormSpec {
         // the plain form, not its row's.
         let one_block = (NormLayout::Block, 512, packs_for(512).min(FP8_MAX_PACKS));
         let ((layout, lanes, packs), measured) = match layout {
-            _ if self.fp8.is_none() => ((layout, lanes, packs), measured),
+            _ if self.fp8.is_none() || own_fp8 => ((layout, lanes, packs), measured),
             NormLayout::Split | NormLayout::Loop => (one_block, None),
             _ if packs > FP8_MAX_PACKS => (one_block, None),
             _ => ((layout, lanes, packs), measured),
@@ -167,7 +169,7 @@ impl NormSpec {
         // FP8 output's block takes its exact form: 3-6 points of copy ahead of
         // the plain one at 2048x4096, 512x8192 and 4096x8192 with the residual
         // (bf16 in, H200: benchmarks/h200/layouts-norm-fp8.json).
-        let fp8_block = spec.fp8.is_some() && spec.layout == NormLayout::Block;
+        let fp8_block = spec.fp8.is_some() && !own_fp8 && spec.layout == NormLayout::Block;
         spec.exact = (measured.is_some_and(|m| m.form.exact()) || fp8_block)
             && !spec.general
             && spec.fills_exactly(cols);

@@ -212,13 +212,13 @@ pub struct NormRule {
 }
 
 impl NormRule {
-    /// Whether the row was written for `spec`'s op, algorithm, residual and
-    /// types (its layout aside).
-    pub fn serves(&self, spec: &NormSpec) -> bool {
+    /// Whether the row was written for `spec`'s op, algorithm and residual,
+    /// and for `types` (its layout aside).
+    pub fn serves(&self, spec: &NormSpec, types: TypePair) -> bool {
         self.op == spec.op
             && self.algo.is_none_or(|a| Some(a) == spec.algo)
             && self.residual == spec.residual
-            && self.types == TypePair::of_spec(spec)
+            && self.types == types
     }
 
     /// Whether it takes `rows` of `cols`: both in range (a row of a row range
@@ -389,6 +389,11 @@ impl Tuning {
     /// The first norm row that serves `spec` at `rows` x `cols`; a cluster
     /// row only where `clusters` (a derivation that must not cluster skips
     /// them).
+    /// An FP8 output's spec without a row of its own types takes its input
+    /// type's rows: its row streams are that kernel's, the e4m3 store the
+    /// smaller part (at 4096x8192 bf16 RMS norm + residual the 16-bit rows'
+    /// b256x8 ran ahead of the ladder's b512x4 with the FP8 output too,
+    /// benchmarks/h200/layouts-norm-fp8.json).
     pub fn norm_rule(
         &self,
         spec: &NormSpec,
@@ -396,8 +401,16 @@ impl Tuning {
         cols: u64,
         clusters: bool,
     ) -> Option<&NormRule> {
-        self.norm.iter().find(|r| {
-            r.serves(spec) && r.takes(rows, cols) && (clusters || r.strategy.form != Form::Cluster)
+        let find = |types: TypePair| {
+            self.norm.iter().find(|r| {
+                r.serves(spec, types)
+                    && r.takes(rows, cols)
+                    && (clusters || r.strategy.form != Form::Cluster)
+            })
+        };
+        find(TypePair::of_spec(spec)).or_else(|| {
+            spec.fp8
+                .and_then(|_| find(TypePair::of(spec.input, spec.input)))
         })
     }
 }

@@ -13,7 +13,7 @@ use super::{
 use crate::SpecError;
 use crate::registry::{Arch, DType, NormLayout, NormOp, ReduceAxis, ReduceOp, SoftmaxAlgo};
 use crate::spec::KernelSpec;
-use crate::spec::norm::{MAX_CLUSTER, NormSpec};
+use crate::spec::norm::{Fp8Scale, MAX_CLUSTER, NormSpec};
 use crate::spec::reduce::ReduceSpec;
 
 #[derive(Deserialize)]
@@ -398,6 +398,13 @@ fn check_strategy(rule: &NormRule) -> Result<(), String> {
         Form::Plain => Ok(()),
     };
     form_needs.map_err(|why| format!("{name}: {why}"))?;
+    // An FP8 output's registers hold the row and its scaling (f32 layer norm
+    // b512x4_x_h4_qd spilled 32 bytes, ptxas 13.0).
+    if rule.types.is_fp8() && s.held.is_some() {
+        return Err(format!(
+            "{name}: an FP8 output's kernel holds no columns (`held`): its registers hold the row and its scaling"
+        ));
+    }
     let (input, output) = rule.types.example();
     let spec = NormSpec {
         op: rule.op,
@@ -421,6 +428,7 @@ fn check_strategy(rule: &NormRule) -> Result<(), String> {
                 .clamp(2, MAX_CLUSTER.into()) as u32
         }),
         held: s.held,
+        fp8: rule.types.is_fp8().then_some(Fp8Scale::PerRow),
         ..NormSpec::default()
     };
     spec.validate().map_err(|e| format!("{name}: {e}"))?;

@@ -189,6 +189,60 @@ fn a_row_asks_for_pairs_where_its_kernels_can_take_them() {
 }
 
 #[test]
+fn fp8_outputs_take_rows_of_their_own_types_else_their_inputs() {
+    let fp8 = |name: &str| -> NormSpec {
+        let s: NormSpec = name.parse().unwrap();
+        NormSpec {
+            output: crate::registry::DType::E4M3,
+            fp8: Some(crate::spec::norm::Fp8Scale::PerRow),
+            ..s
+        }
+    };
+    let spec = fp8("norm_rmsnorm_bf16_bf16_w32x1");
+    // A table of 16-bit rows only: the FP8 output reads them (and its block
+    // takes its exact form, held columns dropped).
+    let sixteen = GOOD.replace("form = \"exact\"", "form = \"plain\"\nheld = 8");
+    let t = Tuning::resolve(parse_table("t.toml", &row(&sixteen)).unwrap()).unwrap();
+    assert_eq!(
+        spec.for_shape(Some(16), 8192, &t).name(),
+        "norm_rmsnorm_bf16_e4m3_b256x8_x_qd"
+    );
+    // A row of its own types: taken as it is, plain form included; the
+    // 16-bit call keeps its row.
+    let own = GOOD
+        .replace("sixteen", "sixteen-e4m3")
+        .replace("b256x8", "b512x4")
+        .replace("exact", "plain");
+    let both = format!("{}\n[[norm]]\n{own}\n", row(&sixteen));
+    let table = parse_table("t.toml", &both).unwrap();
+    assert!(write_table(&table, &[]).contains("types = \"sixteen-e4m3\""));
+    let t = Tuning::resolve(table).unwrap();
+    assert_eq!(
+        spec.for_shape(Some(16), 8192, &t).name(),
+        "norm_rmsnorm_bf16_e4m3_b512x4_qd"
+    );
+    let bf16: NormSpec = "norm_rmsnorm_bf16_bf16_w32x1".parse().unwrap();
+    assert_eq!(
+        bf16.for_shape(Some(16), 8192, &t).name(),
+        "norm_rmsnorm_bf16_bf16_b256x8_h8"
+    );
+    // f32 in, e4m3 out is a group of its own.
+    let f32_in = fp8("norm_rmsnorm_f32_f32_w32x1");
+    assert_eq!(
+        f32_in.for_shape(Some(16), 8192, &t).name(),
+        f32_in.for_shape(Some(16), 8192, &Tuning::ladder()).name()
+    );
+    // Held columns and softmax rows of an FP8 group are refused where the
+    // table is read.
+    let (line, rule) = err_of(&row(&format!("{own}\nheld = 4")));
+    assert_eq!(line, 7);
+    assert!(rule.contains("holds no columns"), "{rule}");
+    let soft = own.replace("\"rmsnorm\"", "\"softmax\"");
+    let (_, rule) = err_of(&row(&soft));
+    assert!(rule.contains("e4m3") || rule.contains("fp8"), "{rule}");
+}
+
+#[test]
 fn devices_take_their_own_table_else_the_nearest_of_their_arch() {
     let key = |name: &str, arch, sms, l2: u64| DeviceKey {
         name: name.into(),

@@ -96,6 +96,10 @@ pub enum TypePair {
     Widening,
     /// f32 in, a 16-bit type out.
     Narrowing,
+    /// f32 in, e4m3 out (an FP8 output, `NormSpec::fp8`).
+    F32ToE4m3,
+    /// A 16-bit type in, e4m3 out.
+    SixteenToE4m3,
     /// Two different 16-bit types (no row names them).
     Other,
 }
@@ -114,23 +118,21 @@ impl TypePair {
             match (i, o) {
                 (2, 4) => TypePair::Widening,
                 (4, 2) => TypePair::Narrowing,
+                (4, 1) => TypePair::F32ToE4m3,
+                (2, 1) => TypePair::SixteenToE4m3,
                 _ => TypePair::Other,
             }
         }
     }
 
-    /// The group whose table rows lay `spec` out: its types', but an FP8
-    /// output's kernel takes the rows of its input type in and out. Its row
-    /// streams (x, the residual and its sum) are that kernel's, the e4m3
-    /// store the smaller part: at 4096x8192 bf16 RMS norm + residual the 16-bit
-    /// rows' b256x8 ran ahead of the ladder's b512x4 with the FP8 output too
-    /// (benchmarks/h200/layouts-norm-fp8.json).
+    /// The group whose table rows lay `spec` out: its types'.
     pub fn of_spec(spec: &NormSpec) -> TypePair {
-        if spec.fp8.is_some() {
-            TypePair::of(spec.input, spec.input)
-        } else {
-            TypePair::of(spec.input, spec.output)
-        }
+        TypePair::of(spec.input, spec.output)
+    }
+
+    /// Whether the group's output is FP8.
+    pub fn is_fp8(self) -> bool {
+        matches!(self, TypePair::F32ToE4m3 | TypePair::SixteenToE4m3)
     }
 
     /// The name in tables.
@@ -140,6 +142,8 @@ impl TypePair {
             TypePair::Sixteen => "sixteen",
             TypePair::Widening => "widening",
             TypePair::Narrowing => "narrowing",
+            TypePair::F32ToE4m3 => "f32-e4m3",
+            TypePair::SixteenToE4m3 => "sixteen-e4m3",
             TypePair::Other => "other",
         }
     }
@@ -150,6 +154,8 @@ impl TypePair {
         TypePair::Sixteen,
         TypePair::Widening,
         TypePair::Narrowing,
+        TypePair::F32ToE4m3,
+        TypePair::SixteenToE4m3,
     ];
 
     /// A dtype pair of the group, to check a row's strategy against.
@@ -159,6 +165,8 @@ impl TypePair {
             TypePair::Sixteen | TypePair::Other => (DType::BF16, DType::BF16),
             TypePair::Widening => (DType::BF16, DType::F32),
             TypePair::Narrowing => (DType::F32, DType::BF16),
+            TypePair::F32ToE4m3 => (DType::F32, DType::E4M3),
+            TypePair::SixteenToE4m3 => (DType::BF16, DType::E4M3),
         }
     }
 }
@@ -397,7 +405,11 @@ impl NormSpec {
         match TypePair::of(self.input, self.output) {
             TypePair::F32 => RowTypes::F32,
             TypePair::Sixteen => RowTypes::Sixteen,
-            TypePair::Widening | TypePair::Narrowing | TypePair::Other => RowTypes::Mixed,
+            TypePair::Widening
+            | TypePair::Narrowing
+            | TypePair::F32ToE4m3
+            | TypePair::SixteenToE4m3
+            | TypePair::Other => RowTypes::Mixed,
         }
     }
 
