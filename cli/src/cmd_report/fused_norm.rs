@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use super::format::ratio;
 use crate::torch_ref::TorchEntry;
 
 /// One run of `--fused-norm`: a row per (shape, fused kernel).
@@ -95,7 +96,7 @@ pub fn fused_norm_table(r: &FusedNormReport, anchors: &[TorchEntry], s: &mut Str
         let a = anchor(row);
         let _ = writeln!(
             s,
-            "|{}x{}|{:.2} ({})|{:.2}|{}|{:.2} ({})|{:.2}|{:+.2}|{:.2}×|{}|",
+            "|{}x{}|{:.2} ({})|{:.2}|{}|{:.2} ({})|{:.2}|{:+.2}|{}|{}|",
             row.tokens,
             row.hidden,
             row.plain_us,
@@ -106,8 +107,8 @@ pub fn fused_norm_table(r: &FusedNormReport, anchors: &[TorchEntry], s: &mut Str
             row.kernel,
             row.fp8_us,
             row.fused_us - row.plain_us,
-            row.pair_us / row.fused_us,
-            a.map_or("-".into(), |v| format!("{:.2}×", v / row.fused_us)),
+            ratio(Some(row.pair_us / row.fused_us)),
+            ratio(a.map(|v| v / row.fused_us)),
         );
     }
     let _ = writeln!(s);

@@ -8,6 +8,7 @@
 
 mod all;
 mod candle;
+mod format;
 pub mod fused_norm;
 mod results;
 mod tables;

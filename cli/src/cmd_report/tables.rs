@@ -10,6 +10,7 @@ use crate::sizes::fmt_size;
 
 use crate::torch_ref::TorchEntry;
 
+use super::format::ratio;
 use super::results::{ArReport, BenchFile};
 
 /// A kernel meets the bars at >= this % of the copy ...
@@ -153,10 +154,6 @@ fn row_copy_n(k: &KernelRow) -> Option<u64> {
 
 fn g0(v: Option<f64>) -> String {
     v.map_or("-".into(), |g| format!("{g:.0}"))
-}
-
-fn ratio(v: Option<f64>) -> String {
-    v.map_or("-".into(), |r| format!("{r:.2}×"))
 }
 
 fn tick(b: bool) -> &'static str {
