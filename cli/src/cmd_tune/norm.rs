@@ -434,8 +434,8 @@ mod tests {
             }
         }
         // Enough to choose among, few enough for one device call: with
-        // --screen's default, the tune of these (FP8 outputs too) took 337 s
-        // on the H200, compiles included (benchmarks/h200/results.toml).
+        // --screen's default, the H200's tune of these (FP8 outputs too) fits
+        // one, compiles included (benchmarks/h200/results.toml).
         assert!((1000..7500).contains(&total), "{total}");
     }
 

@@ -389,6 +389,7 @@ impl Tuning {
     /// The first norm row that serves `spec` at `rows` x `cols`; a cluster
     /// row only where `clusters` (a derivation that must not cluster skips
     /// them).
+    ///
     /// An FP8 output's spec without a row of its own types takes its input
     /// type's rows: its row streams are that kernel's, the e4m3 store the
     /// smaller part (at 4096x8192 bf16 RMS norm + residual the 16-bit rows'
