@@ -83,6 +83,12 @@ pub struct TuneArgs {
     #[arg(long, value_name = "FACTOR", default_value_t = DEFAULT_SCREEN)]
     pub screen: f64,
 
+    /// (norm) After the rounds, a shape's two fastest candidates again, in
+    /// rounds of their own, at each of these launch bounds (blocks an SM,
+    /// comma-separated) below their own [default: none].
+    #[arg(long, value_delimiter = ',')]
+    pub bounds: Vec<u32>,
+
     /// The `result` each row names (e.g. the committed JSON of this run).
     #[arg(long)]
     pub result: Option<String>,
@@ -401,6 +407,7 @@ mod tests {
             out: None,
             rounds: 3,
             screen: DEFAULT_SCREEN,
+            bounds: Vec::new(),
             result: Some(result.into()),
             from_results: None,
         }

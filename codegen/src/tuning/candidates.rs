@@ -65,6 +65,27 @@ pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpe
     out
 }
 
+/// `spec` at each of `bounds` (blocks an SM) below its own launch bound:
+/// more registers a thread, so no spill its own bound did not have, fewer
+/// blocks in flight. None for a kernel already given a bound.
+pub fn bound_candidates(spec: &NormSpec, bounds: &[u32]) -> Vec<NormSpec> {
+    if spec.bound.is_some() {
+        return Vec::new();
+    }
+    let own = spec.min_blocks();
+    let mut out: Vec<NormSpec> = Vec::new();
+    for &b in bounds {
+        let s = NormSpec {
+            bound: Some(b),
+            ..spec.clone()
+        };
+        if b < own && s.validate().is_ok() && !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
 /// At most `n` of [`candidates`]: `current` first, then those whose rows
 /// hold the fewest spare columns (a layout sized for the row wastes no lanes).
 pub fn closest_candidates(
@@ -89,6 +110,21 @@ pub fn closest_candidates(
 mod tests {
     use super::*;
     use crate::registry::{DType, NormOp};
+
+    #[test]
+    fn bound_candidates_lie_below_the_kernels_own_bound() {
+        let spec: NormSpec = "norm_softmax_online_f32_f32_w16x2".parse().unwrap();
+        let own = spec.min_blocks();
+        let c = bound_candidates(&spec, &[1, 2, 2, 4, own, own + 1]);
+        let names: Vec<String> = c.iter().map(|s| s.name()).collect();
+        assert!(!c.is_empty() && c.len() <= 3, "{names:?} (own {own})");
+        for s in &c {
+            assert!(s.bound.is_some_and(|b| b < own), "{}", s.name());
+            assert!(s.name().contains("_o"), "{}", s.name());
+        }
+        // A kernel given a bound has no others.
+        assert!(bound_candidates(&c[0], &[1, 2]).is_empty());
+    }
 
     #[test]
     fn closest_candidates_start_with_the_pick_and_hold_the_row() {

@@ -14,10 +14,12 @@ impl NormSpec {
     /// fit) and in packs (for the rows off a paired kernel's grid of pairs),
     /// its columns held by the rule (`held_cols`).
     pub fn ragged_twin(&self) -> NormSpec {
+        // A table's bound is its kernel's: the twin takes its own.
         let ragged = NormSpec {
             exact: false,
             held: None,
             pairs: false,
+            bound: None,
             ..self.clone()
         };
         // An exact-only layout (its ragged form spills): other rows take the
@@ -159,6 +161,11 @@ impl NormSpec {
             // bytes, ptxas 13.0).
             held: measured.and_then(|m| m.held).filter(|_| self.fp8.is_none()),
             pairs: measured.is_some_and(|m| m.pairs),
+            // A bound measured for the row's own kernel (not an FP8 output
+            // laid out by its input type's row).
+            bound: measured
+                .and_then(|m| m.bound)
+                .filter(|_| self.fp8.is_none() || own_fp8),
             ..self.clone()
         };
         // A cluster of the row's chunks.

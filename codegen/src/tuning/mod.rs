@@ -20,7 +20,7 @@
 
 mod all_reduce;
 mod candidates;
-pub use candidates::{candidates, closest_candidates};
+pub use candidates::{bound_candidates, candidates, closest_candidates};
 mod classes;
 mod device;
 mod layout;
@@ -135,6 +135,9 @@ pub struct NormStrategy {
     pub held: Option<u32>,
     /// Packs in adjacent pairs, 16-byte accesses (`_v`, `NormSpec::pairs`).
     pub pairs: bool,
+    /// The kernel's launch bound, blocks an SM (`_o<n>`, `NormSpec::bound`;
+    /// `None`: the most at which it compiles without a spill).
+    pub bound: Option<u32>,
 }
 
 impl NormStrategy {
@@ -163,6 +166,7 @@ impl NormStrategy {
             form,
             held: spec.held,
             pairs: spec.pairs,
+            bound: spec.bound,
         }
     }
 
@@ -180,6 +184,9 @@ impl fmt::Display for NormStrategy {
         }
         if self.pairs {
             write!(f, " pairs")?;
+        }
+        if let Some(b) = self.bound {
+            write!(f, " bound {b}")?;
         }
         Ok(())
     }

@@ -69,6 +69,7 @@ struct RawNormRule {
     held: Option<u32>,
     #[serde(default)]
     pairs: bool,
+    bound: Option<u32>,
     reason: String,
     result: Option<String>,
 }
@@ -247,6 +248,7 @@ fn norm_rule(r: RawNormRule, line: usize) -> Result<NormRule, String> {
         form: by_slug("form", &r.form, Form::ALL, Form::slug)?,
         held: r.held,
         pairs: r.pairs,
+        bound: r.bound,
     };
     let rule = NormRule {
         op,
@@ -428,6 +430,7 @@ fn check_strategy(rule: &NormRule) -> Result<(), String> {
                 .clamp(2, MAX_CLUSTER.into()) as u32
         }),
         held: s.held,
+        bound: s.bound,
         fp8: rule.types.is_fp8().then_some(Fp8Scale::PerRow),
         ..NormSpec::default()
     };

@@ -189,6 +189,36 @@ fn a_row_asks_for_pairs_where_its_kernels_can_take_them() {
 }
 
 #[test]
+fn a_row_may_give_its_kernel_a_launch_bound() {
+    let bounded = row(&format!("{GOOD}\nbound = 2"));
+    let table = parse_table("t.toml", &bounded).unwrap();
+    assert_eq!(table.norm[0].strategy.bound, Some(2));
+    assert!(write_table(&table, &[]).contains("\nbound = 2\n"));
+    let tuning = Tuning::resolve(table).unwrap();
+    let spec: NormSpec = "norm_rmsnorm_bf16_bf16_w32x1".parse().unwrap();
+    let laid = spec.for_shape(Some(16), 8192, &tuning);
+    assert_eq!(laid.name(), "norm_rmsnorm_bf16_bf16_b256x8_o2_x");
+    assert_eq!(laid.min_blocks(), 2);
+    assert_eq!(NormStrategy::of(&laid).bound, Some(2));
+    // The bound is that kernel's: its twins take their own.
+    assert_eq!(laid.ragged_twin().bound, None);
+    assert_eq!(laid.general_twin().bound, None);
+    // Nor does an FP8 output laid out by the 16-bit row take it.
+    let fp8 = NormSpec {
+        output: crate::registry::DType::E4M3,
+        fp8: Some(crate::spec::norm::Fp8Scale::PerRow),
+        ..spec
+    };
+    assert_eq!(fp8.for_shape(Some(16), 8192, &tuning).bound, None);
+    // A bound no block of the layout can take is refused where it is read.
+    let (line, rule) = err_of(&row(&format!("{GOOD}\nbound = 0")));
+    assert_eq!(line, 7);
+    assert!(rule.contains("launch bound"), "{rule}");
+    let (_, rule) = err_of(&row(&format!("{GOOD}\nbound = 9")));
+    assert!(rule.contains("launch bound"), "{rule}");
+}
+
+#[test]
 fn fp8_outputs_take_rows_of_their_own_types_else_their_inputs() {
     let fp8 = |name: &str| -> NormSpec {
         let s: NormSpec = name.parse().unwrap();

@@ -50,6 +50,9 @@ fn norm_row(out: &mut String, r: &NormRule) {
     if r.strategy.pairs {
         let _ = writeln!(out, "pairs = true");
     }
+    if let Some(b) = r.strategy.bound {
+        let _ = writeln!(out, "bound = {b}");
+    }
     let _ = writeln!(out, "reason = {}", quoted(&r.reason));
     if let Some(res) = &r.result {
         let _ = writeln!(out, "result = {}", quoted(res));

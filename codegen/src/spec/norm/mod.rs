@@ -556,6 +556,7 @@ impl NormSpec {
                 exact: false,
                 held: None,
                 pairs: false,
+                bound: None,
                 ..self.clone()
             };
         }
@@ -566,6 +567,7 @@ impl NormSpec {
             exact: false,
             held: None,
             pairs: false,
+            bound: None,
             ..self.clone()
         };
         // An FP8 output takes whole packs: its twin is refused by `validate`,
