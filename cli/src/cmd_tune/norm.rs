@@ -212,16 +212,7 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
             continue;
         };
         let rounds = timed_rounds(t.cands.len(), a.rounds, a.screen, |i| {
-            let spec = t.cands[i].clone();
-            let kernel = rt.norm(&spec)?;
-            // A split row that does not fit the device at once is no candidate.
-            if spec.layout == NormLayout::Split
-                && u64::from(kernel.plan(t.m.rows, t.m.cols).splits) > kernel.resident()
-            {
-                return Ok(f64::INFINITY);
-            }
-            let case = Case { spec, m: t.m };
-            time_case(b, &kernel, &case, buffers)
+            time_candidate(b, &t.cands[i], t.m, buffers)
         })?;
         let mut times: Vec<(NormSpec, Vec<f64>)> = t.cands.iter().cloned().zip(rounds).collect();
         if !a.bounds.is_empty() {
@@ -241,12 +232,7 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
             if group.len() > 2 {
                 rt.prepare(&group)?;
                 let more = timed_rounds(group.len(), a.rounds, f64::INFINITY, |i| {
-                    let kernel = rt.norm(&group[i])?;
-                    let case = Case {
-                        spec: group[i].clone(),
-                        m: t.m,
-                    };
-                    time_case(b, &kernel, &case, buffers)
+                    time_candidate(b, &group[i], t.m, buffers)
                 })?;
                 for (s, ts) in group.into_iter().zip(more) {
                     match times.iter_mut().find(|(t, _)| *t == s) {
@@ -315,6 +301,23 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
     }
     drop(bufs);
     write_rules(&run, &done, a)
+}
+
+/// One round's median µs of `spec` over `m`, the calls rotating over `bufs`;
+/// infinite for a split row that does not fit the device at once (no
+/// candidate: its launch would be refused).
+fn time_candidate(b: &Bench<'_>, spec: &NormSpec, m: Matrix, bufs: &mut Buffers) -> CliResult<f64> {
+    let kernel = b.rt.norm(spec)?;
+    if spec.layout == NormLayout::Split
+        && u64::from(kernel.plan(m.rows, m.cols).splits) > kernel.resident()
+    {
+        return Ok(f64::INFINITY);
+    }
+    let case = Case {
+        spec: spec.clone(),
+        m,
+    };
+    time_case(b, &kernel, &case, bufs)
 }
 
 /// `done`'s picks as the table's norm rows.
