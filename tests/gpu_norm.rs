@@ -2501,12 +2501,9 @@ fn check_fp8_op(test: &str, op: NormOp, residual: bool) {
         .find(|o| o.0 == op && o.2 == residual)
         .expect("a norm op");
     let spec = |t, q, cols: usize| {
-        NormSpec {
-            output: DType::E4M3,
-            fp8: Some(q),
-            ..NormSpec::with(ops, t, t, 1)
-        }
-        .for_cols(cols as u64)
+        NormSpec::with(ops, t, t, 1)
+            .to_e4m3(q)
+            .for_cols(cols as u64)
     };
     let types = [DType::F32, DType::BF16, DType::F16];
     let scales = [Fp8Scale::PerRow, Fp8Scale::Given];
@@ -2662,10 +2659,7 @@ fn the_device_tables_llm_picks_match_the_twin() {
                         cases.push((at(NormSpec::with(ops, d, d, 1)), dense(rows, cols)));
                     }
                     if ops.1.is_none() {
-                        let fp8 = NormSpec {
-                            fp8: Some(Fp8Scale::PerRow),
-                            ..NormSpec::with(ops, d, DType::E4M3, 1)
-                        };
+                        let fp8 = NormSpec::with(ops, d, d, 1).to_e4m3(Fp8Scale::PerRow);
                         cases.push((at(fp8), dense(rows, cols)));
                     }
                 }

@@ -130,11 +130,7 @@ fn fp8_grid() -> Vec<NormSpec> {
     for ops in row_ops().into_iter().filter(|o| !o.0.info().softmax) {
         for input in DType::stores() {
             for q in [Fp8Scale::PerRow, Fp8Scale::Given] {
-                let base = NormSpec {
-                    output: DType::E4M3,
-                    fp8: Some(q),
-                    ..NormSpec::with(ops, input, input, 1)
-                };
+                let base = NormSpec::with(ops, input, input, 1).to_e4m3(q);
                 for cols in [100, 128, 1000, 4096, 8192, 12288, 16384] {
                     let tabled = [1, 16, 128, 512, 2048, 4096, 32768, 262144]
                         .map(|rows| base.for_shape(Some(rows), cols, &h200));

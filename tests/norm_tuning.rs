@@ -87,10 +87,7 @@ fn fp8_outputs_take_their_own_rows_else_their_input_types() {
     let mut text = String::new();
     for ops in row_ops().into_iter().filter(|o| o.1.is_none()) {
         for input in DType::stores() {
-            let base = NormSpec {
-                fp8: Some(Fp8Scale::PerRow),
-                ..NormSpec::with(ops, input, DType::E4M3, 1)
-            };
+            let base = NormSpec::with(ops, input, input, 1).to_e4m3(Fp8Scale::PerRow);
             for cols in [100u64, 4096, 8192, 12288, 16384] {
                 for rows in [1u64, 16, 128, 512, 2048, 4096] {
                     let s = base.for_shape(Some(rows), cols, &h200);
@@ -101,15 +98,13 @@ fn fp8_outputs_take_their_own_rows_else_their_input_types() {
             }
         }
     }
-    let rms_res: NormSpec = NormSpec {
-        fp8: Some(Fp8Scale::PerRow),
-        ..NormSpec::with(
-            (redjit::NormOp::RmsNorm, None, true),
-            DType::BF16,
-            DType::E4M3,
-            1,
-        )
-    };
+    let rms_res = NormSpec::with(
+        (redjit::NormOp::RmsNorm, None, true),
+        DType::BF16,
+        DType::BF16,
+        1,
+    )
+    .to_e4m3(Fp8Scale::PerRow);
     assert_eq!(
         rms_res.for_shape(Some(4096), 8192, &h200).name(),
         "norm_rmsnorm_res_bf16_e4m3_b256x8_x_qd"

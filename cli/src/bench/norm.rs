@@ -187,11 +187,7 @@ pub fn cases(a: &NormBenchArgs, tuning: &Tuning) -> CliResult<Vec<Case>> {
             for &(rows, cols) in &shapes {
                 let op = NormSpec::with(ops, d, d, 1);
                 let op = match a.fp8 {
-                    Some(q) => NormSpec {
-                        output: DType::E4M3,
-                        fp8: Some(q),
-                        ..op
-                    },
+                    Some(q) => op.to_e4m3(q),
                     None => op,
                 };
                 let base = op.for_shape(Some(rows as u64), cols as u64, tuning);

@@ -69,11 +69,7 @@ fn tuned_op(
     match out {
         NormOutput::Same => Some(base),
         NormOutput::E4m3 if ops.0.info().softmax => None,
-        NormOutput::E4m3 => Some(NormSpec {
-            output: DType::E4M3,
-            fp8: Some(Fp8Scale::PerRow),
-            ..base
-        }),
+        NormOutput::E4m3 => Some(base.to_e4m3(Fp8Scale::PerRow)),
     }
 }
 

@@ -150,11 +150,7 @@ fn a_row_asks_for_pairs_where_its_kernels_can_take_them() {
     let laid = spec.for_shape(Some(16), 8192, &tuning);
     assert_eq!(laid.name(), "norm_rmsnorm_bf16_bf16_b256x8_x_v");
     // An FP8 output reads its input type's rows in packs.
-    let fp8 = NormSpec {
-        output: crate::registry::DType::E4M3,
-        fp8: Some(crate::spec::norm::Fp8Scale::PerRow),
-        ..spec
-    };
+    let fp8 = spec.to_e4m3(crate::spec::norm::Fp8Scale::PerRow);
     assert!(!fp8.for_shape(Some(16), 8192, &tuning).pairs);
     // Pairs where the row fills an exact form whose ragged form cannot pair
     // (it spills at every bound): the other rows in packs.
@@ -204,11 +200,7 @@ fn a_row_may_give_its_kernel_a_launch_bound() {
     assert_eq!(laid.ragged_twin().bound, None);
     assert_eq!(laid.general_twin().bound, None);
     // Nor does an FP8 output laid out by the 16-bit row take it.
-    let fp8 = NormSpec {
-        output: crate::registry::DType::E4M3,
-        fp8: Some(crate::spec::norm::Fp8Scale::PerRow),
-        ..spec
-    };
+    let fp8 = spec.to_e4m3(crate::spec::norm::Fp8Scale::PerRow);
     assert_eq!(fp8.for_shape(Some(16), 8192, &tuning).bound, None);
     // A bound no block of the layout can take is refused where it is read.
     let (line, rule) = err_of(&row(&format!("{GOOD}\nbound = 0")));
@@ -220,13 +212,9 @@ fn a_row_may_give_its_kernel_a_launch_bound() {
 
 #[test]
 fn fp8_outputs_take_rows_of_their_own_types_else_their_inputs() {
-    let fp8 = |name: &str| -> NormSpec {
+    let fp8 = |name: &str| {
         let s: NormSpec = name.parse().unwrap();
-        NormSpec {
-            output: crate::registry::DType::E4M3,
-            fp8: Some(crate::spec::norm::Fp8Scale::PerRow),
-            ..s
-        }
+        s.to_e4m3(crate::spec::norm::Fp8Scale::PerRow)
     };
     let spec = fp8("norm_rmsnorm_bf16_bf16_w32x1");
     // A table of 16-bit rows only: the FP8 output reads them (and its block

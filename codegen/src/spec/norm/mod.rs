@@ -392,6 +392,16 @@ impl NormSpec {
         .for_cols(cols)
     }
 
+    /// The same op writing e4m3, scaled by `q` (`_qd`: each row's own scale,
+    /// written; `_qs`: one given scale).
+    pub fn to_e4m3(&self, q: Fp8Scale) -> NormSpec {
+        NormSpec {
+            output: DType::E4M3,
+            fp8: Some(q),
+            ..self.clone()
+        }
+    }
+
     /// Threads per block.
     pub fn threads(&self) -> u32 {
         match self.layout {
