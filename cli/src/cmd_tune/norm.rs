@@ -58,6 +58,32 @@ fn cell_key(spec: &NormSpec, rows: u64, cols: u64) -> String {
     format!("{}{algo}{res}_{}{out}_{rows}x{cols}", spec.op, spec.input)
 }
 
+/// The ops a tune of `dtypes` and `outputs` times, each over its rows
+/// (the safe log-softmax adds nothing the safe softmax does not show).
+fn tuned_ops(dtypes: &[DType], outputs: &[NormOutput]) -> Vec<NormSpec> {
+    let mut out = Vec::new();
+    for &d in dtypes {
+        for &o in outputs {
+            for ops in row_ops() {
+                if ops.0 == NormOp::LogSoftmax && ops.1 == Some(SoftmaxAlgo::Safe) {
+                    continue;
+                }
+                out.extend(tuned_op(ops, d, o));
+            }
+        }
+    }
+    out
+}
+
+/// `tuning`'s kernel for `base` at `rows` x `cols`, the first candidate of
+/// the cell; `None` where no kernel of the op holds the rows (an FP8
+/// output's past 16384): no cell.
+fn cell_pick(base: &NormSpec, rows: usize, cols: usize, tuning: &Tuning) -> Option<NormSpec> {
+    let current = base.for_shape(Some(rows as u64), cols as u64, tuning);
+    (current.validate().is_ok() && current.capacity().is_none_or(|c| c >= cols as u64))
+        .then_some(current)
+}
+
 /// The op over `d` rows with `out`'s output type; `None` where the op has
 /// no such output (a softmax's FP8).
 fn tuned_op(
@@ -111,43 +137,28 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
         cands: Vec<NormSpec>,
     }
     let mut todo = Vec::new();
-    for &d in &a.dtypes {
-        for &out in &a.outputs {
-            for ops in row_ops() {
-                if ops.0 == NormOp::LogSoftmax && ops.1 == Some(SoftmaxAlgo::Safe) {
-                    continue;
-                }
-                let Some(base) = tuned_op(ops, d, out) else {
-                    continue;
-                };
-                for &(rows, cols) in shapes {
-                    let key = cell_key(&base, rows as u64, cols as u64);
-                    if done.contains_key(&key) {
-                        continue;
-                    }
-                    let current = base.for_shape(Some(rows as u64), cols as u64, &selection.tuning);
-                    // Rows no kernel of the op holds (an FP8 output's past
-                    // 16384) are no cell.
-                    if current.validate().is_err()
-                        || current.capacity().is_some_and(|c| c < cols as u64)
-                    {
-                        continue;
-                    }
-                    let cands = candidates(&base, &current, cols as u64);
-                    let m = Matrix {
-                        rows,
-                        cols,
-                        ld: cols,
-                    };
-                    todo.push(Todo {
-                        key,
-                        base: base.clone(),
-                        m,
-                        current,
-                        cands,
-                    });
-                }
+    for base in tuned_ops(&a.dtypes, &a.outputs) {
+        for &(rows, cols) in shapes {
+            let key = cell_key(&base, rows as u64, cols as u64);
+            if done.contains_key(&key) {
+                continue;
             }
+            let Some(current) = cell_pick(&base, rows, cols, &selection.tuning) else {
+                continue;
+            };
+            let cands = candidates(&base, &current, cols as u64);
+            let m = Matrix {
+                rows,
+                cols,
+                ld: cols,
+            };
+            todo.push(Todo {
+                key,
+                base: base.clone(),
+                m,
+                current,
+                cands,
+            });
         }
     }
     let mut all: Vec<NormSpec> = Vec::new();
@@ -437,31 +448,26 @@ mod tests {
     fn candidates_hold_the_row_and_start_with_the_pick() {
         let shapes = crate::bench::reduce::parse_shapes(DEFAULT_SHAPES).unwrap();
         let mut total = 0;
-        for d in [DType::F32, DType::BF16] {
-            for (ops, out) in row_ops()
-                .into_iter()
-                .flat_map(|o| [(o, NormOutput::Same), (o, NormOutput::E4m3)])
-            {
-                let Some(base) = tuned_op(ops, d, out) else {
+        let ops = tuned_ops(
+            &[DType::F32, DType::BF16],
+            &[NormOutput::Same, NormOutput::E4m3],
+        );
+        for base in ops {
+            for &(rows, cols) in &shapes {
+                let Some(current) = cell_pick(&base, rows, cols, Tuning::builtin()) else {
                     continue;
                 };
-                for &(rows, cols) in &shapes {
-                    let current = base.for_shape(Some(rows as u64), cols as u64, Tuning::builtin());
-                    if current.capacity().is_some_and(|c| c < cols as u64) {
-                        continue;
-                    }
-                    let c = candidates(&base, &current, cols as u64);
-                    assert_eq!(c[0], current);
-                    for s in &c {
-                        assert!(s.validate().is_ok(), "{}", s.name());
-                        assert!(
-                            s.capacity().is_none_or(|k| k >= cols as u64),
-                            "{} {cols}",
-                            s.name()
-                        );
-                    }
-                    total += c.len();
+                let c = candidates(&base, &current, cols as u64);
+                assert_eq!(c[0], current);
+                for s in &c {
+                    assert!(s.validate().is_ok(), "{}", s.name());
+                    assert!(
+                        s.capacity().is_none_or(|k| k >= cols as u64),
+                        "{} {cols}",
+                        s.name()
+                    );
                 }
+                total += c.len();
             }
         }
         // Enough to choose among, few enough for one device call: with
