@@ -442,6 +442,8 @@ impl Src {
 pub struct FamilyInfo {
     /// Short name, the prefix of the family's kernel names.
     pub slug: &'static str,
+    /// What a parse error calls one of its kernel names (`<slug> kernel name`).
+    pub name: &'static str,
     /// The family's template, one family per file.
     pub template: &'static str,
     /// Shared device code the family's kernels start with, in order.
@@ -454,6 +456,7 @@ registry_enum! {
         /// 1..8 sources reduced and written to 1..2 destinations (seed 000).
         ReduceCopy => FamilyInfo {
             slug: "reduce_copy",
+            name: "reduce_copy kernel name",
             template: "reduce_copy.cu",
             preludes: &["prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh", "prelude/philox.cuh"],
         },
@@ -462,6 +465,7 @@ registry_enum! {
         /// Full-array, row-wise and column-wise reductions (seeds 001, 002).
         Reduce => FamilyInfo {
             slug: "reduce",
+            name: "reduce kernel name",
             template: "reduce.cu",
             preludes: &[
                 "prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh",
@@ -474,6 +478,7 @@ registry_enum! {
         /// Intra-node all-reduce through peer memory (seeds 003, 004).
         AllReduce => FamilyInfo {
             slug: "all_reduce",
+            name: "all_reduce kernel name",
             template: "all_reduce.cu",
             preludes: &["prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh", "prelude/peer.cuh"],
         },
@@ -483,6 +488,7 @@ registry_enum! {
         /// Row-wise softmax, log-softmax, layer norm and RMS norm (issue 11).
         Norm => FamilyInfo {
             slug: "norm",
+            name: "norm kernel name",
             template: "norm.cu",
             preludes: &[
                 "prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh",
@@ -496,6 +502,7 @@ registry_enum! {
         /// Non-maximum suppression with torchvision's semantics (issue 11).
         Nms => FamilyInfo {
             slug: "nms",
+            name: "nms kernel name",
             template: "nms.cu",
             preludes: &["prelude/types.cuh", "prelude/ops.cuh", "prelude/nms.cuh"],
         },
@@ -508,6 +515,7 @@ registry_enum! {
         /// "naive" softmax done correctly).
         SoftmaxAll => FamilyInfo {
             slug: "softmax_all",
+            name: "softmax_all kernel name",
             template: "softmax_all.cu",
             preludes: &[
                 "prelude/types.cuh", "prelude/packs.cuh", "prelude/ops.cuh",

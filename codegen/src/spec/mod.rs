@@ -123,35 +123,50 @@ pub(crate) fn parse_error(what: &'static str, input: &str, rule: &str) -> SpecEr
     }
 }
 
-/// The part of a kernel name after its family's `<slug>_`; else the parse
-/// error naming the `format` the family's names take.
-pub(crate) fn name_rest<'a>(
-    s: &'a str,
-    family: Family,
+/// A kernel name being parsed as one of a family's: its errors name the
+/// input, whose names it was read as, and the rule it broke.
+pub(crate) struct NameParse<'a> {
+    input: &'a str,
     what: &'static str,
-    format: &str,
-) -> Result<&'a str, SpecError> {
-    s.strip_prefix(family.slug())
-        .and_then(|r| r.strip_prefix('_'))
-        .ok_or_else(|| parse_error(what, s, format))
+    family: Family,
 }
 
-/// Only the spelling the family prints parses back (no upper- for lower-case
-/// roles, no leading zeros), so that names in logs, caches and PTX agree.
-pub(crate) fn canonical_spelling(
-    spec: &impl KernelSpec,
-    s: &str,
-    what: &'static str,
-) -> Result<(), SpecError> {
-    let name = spec.name();
-    if name != s {
-        return Err(parse_error(
-            what,
-            s,
-            &format!("not the canonical spelling; did you mean {name}?"),
-        ));
+impl<'a> NameParse<'a> {
+    /// `input` read as a name of `family`, and its part after the family's
+    /// `<slug>_`; else the error naming the form the family's names take.
+    pub(crate) fn of(input: &'a str, family: Family) -> Result<(Self, &'a str), SpecError> {
+        let name = NameParse {
+            input,
+            what: family.info().name,
+            family,
+        };
+        let rest = input
+            .strip_prefix(family.slug())
+            .and_then(|r| r.strip_prefix('_'))
+            .ok_or_else(|| name.bad())?;
+        Ok((name, rest))
     }
-    Ok(())
+
+    /// The error naming `rule`, the part that broke the name.
+    pub(crate) fn err(&self, rule: &str) -> SpecError {
+        parse_error(self.what, self.input, rule)
+    }
+
+    /// The error naming the form the family's names take.
+    pub(crate) fn bad(&self) -> SpecError {
+        self.err(&format!("expected {}", name_format(self.family)))
+    }
+
+    /// Only the spelling the family prints parses back (no upper- for
+    /// lower-case roles, no leading zeros), so that names in logs, caches and
+    /// PTX agree: `spec`, read from this name, must print it.
+    pub(crate) fn canonical(&self, spec: &impl KernelSpec) -> Result<(), SpecError> {
+        let name = spec.name();
+        if name != self.input {
+            return Err(self.err(&format!("not the canonical spelling; did you mean {name}?")));
+        }
+        Ok(())
+    }
 }
 
 /// The grammar of a family's kernel names, with an example: what a name that

@@ -32,7 +32,7 @@ use serde::Serialize;
 use crate::error::SpecError;
 use crate::params::Param;
 use crate::registry::{Arch, Family, NmsStage};
-use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
+use crate::spec::{KernelSpec, NameParse};
 
 /// Boxes per column block of the mask: one bit each in a u64.
 pub const COL_BLOCK: u64 = 64;
@@ -195,22 +195,16 @@ impl FromStr for NmsSpec {
     /// Parses a kernel name, e.g. `nms_walk_t256` or `nms_sort_t1024`, and
     /// validates it.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let what = "nms kernel name";
-        let format = format!(
-            "expected {}",
-            crate::spec::name_format(crate::registry::Family::Nms)
-        );
-        let parse_err = || parse_error(what, s, &format);
-        let rest = name_rest(s, Family::Nms, what, &format)?;
-        let (stage, threads) = rest.rsplit_once('_').ok_or_else(parse_err)?;
+        let (name, rest) = NameParse::of(s, Family::Nms)?;
+        let (stage, threads) = rest.rsplit_once('_').ok_or_else(|| name.bad())?;
         let stage: NmsStage = stage.parse()?;
         let threads: u32 = threads
             .strip_prefix('t')
             .and_then(|t| t.parse().ok())
-            .ok_or_else(parse_err)?;
+            .ok_or_else(|| name.bad())?;
         let spec = NmsSpec { stage, threads };
         spec.validate()?;
-        canonical_spelling(&spec, s, what)?;
+        name.canonical(&spec)?;
         Ok(spec)
     }
 }

@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::error::SpecError;
 use crate::params::Param;
 use crate::registry::{Arch, DType, Family, ReduceAxis, ReduceOp};
-use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
+use crate::spec::{KernelSpec, NameParse, parse_error};
 
 /// Threads per block of every reduce kernel (its launch bound).
 pub const THREADS: u32 = 256;
@@ -786,13 +786,7 @@ impl FromStr for ReduceSpec {
     /// Parses a kernel name, e.g. `reduce_rows_varsamp_bf16_f32` or
     /// `reduce_rows_sum_f16_f16_w`, and validates it.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let what = "reduce kernel name";
-        let parse_err = |rule: &str| parse_error(what, s, rule);
-        let format = &format!(
-            "expected {}",
-            crate::spec::name_format(crate::registry::Family::Reduce)
-        );
-        let rest = name_rest(s, Family::Reduce, what, format)?;
+        let (name, rest) = NameParse::of(s, Family::Reduce)?;
         let (rest, strategy) = match rest.rsplit_once('_') {
             Some((r, last)) if last.starts_with('t') && last.contains('u') => {
                 (r, Some(last.parse()?))
@@ -809,7 +803,7 @@ impl FromStr for ReduceSpec {
         };
         let parts: Vec<&str> = rest.split('_').collect();
         let [axis, op, input, accum] = parts.as_slice() else {
-            return Err(parse_err(format));
+            return Err(name.bad());
         };
         let spec = ReduceSpec {
             axis: axis.parse()?,
@@ -821,7 +815,7 @@ impl FromStr for ReduceSpec {
             strategy,
         };
         spec.validate()?;
-        canonical_spelling(&spec, s, what)?;
+        name.canonical(&spec)?;
         Ok(spec)
     }
 }

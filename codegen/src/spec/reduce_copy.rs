@@ -27,7 +27,7 @@ use serde::Serialize;
 use crate::error::SpecError;
 use crate::params::Param;
 use crate::registry::{Arch, DType, Family, Op, Role, Rounding, Src};
-use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
+use crate::spec::{KernelSpec, NameParse};
 
 /// Unroll factors the kernel is generated for.
 pub const UNROLLS: &[u32] = &[1, 2, 4, 8];
@@ -528,13 +528,7 @@ impl FromStr for ReduceCopySpec {
     /// Parses a kernel name as the runtime prints it, e.g.
     /// `reduce_copy_u4_f32_bf16_TA_T_sum_rn`, and validates it.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let what = "reduce_copy kernel name";
-        let parse_err = |rule: &str| parse_error(what, s, rule);
-        let format = &format!(
-            "expected {}",
-            crate::spec::name_format(crate::registry::Family::ReduceCopy)
-        );
-        let rest = name_rest(s, Family::ReduceCopy, what, format)?;
+        let (name, rest) = NameParse::of(s, Family::ReduceCopy)?;
         let mut parts: Vec<&str> = rest.split('_').collect();
         let misalignment = match parts.last().and_then(|p| p.strip_prefix('m')) {
             Some(digits) if parts.len() == 8 => {
@@ -545,25 +539,25 @@ impl FromStr for ReduceCopySpec {
                     .collect::<Option<Vec<u8>>>()
                     .filter(|d| !d.is_empty())
                     .ok_or_else(|| {
-                        parse_err("the misalignment part is m and one digit per buffer, e.g. m100")
+                        name.err("the misalignment part is m and one digit per buffer, e.g. m100")
                     })?;
                 Some(Misalignment(offsets))
             }
             _ => None,
         };
         let [unroll, accum, transport, srcs, dsts, op, rounding] = parts.as_slice() else {
-            return Err(parse_err(format));
+            return Err(name.bad());
         };
         let unroll = unroll
             .strip_prefix('u')
             .and_then(|u| u.parse::<u32>().ok())
-            .ok_or_else(|| parse_err("the unroll part is u<number>, e.g. u4"))?;
+            .ok_or_else(|| name.err("the unroll part is u<number>, e.g. u4"))?;
         let roles = |letters: &str| -> Result<Vec<Role>, SpecError> {
             letters
                 .chars()
                 .map(|c| {
                     Role::from_letter(c).ok_or_else(|| {
-                        parse_err("destination roles are letters A (accum) and T (transport)")
+                        name.err("destination roles are letters A (accum) and T (transport)")
                     })
                 })
                 .collect()
@@ -573,7 +567,7 @@ impl FromStr for ReduceCopySpec {
                 .chars()
                 .map(|c| {
                     Src::from_letter(c).ok_or_else(|| {
-                        parse_err("source roles are letters A (accum) and T (transport); lower case (a, t) for a read-only source")
+                        name.err("source roles are letters A (accum) and T (transport); lower case (a, t) for a read-only source")
                     })
                 })
                 .collect()
@@ -589,7 +583,7 @@ impl FromStr for ReduceCopySpec {
             misalignment,
         };
         spec.validate()?;
-        canonical_spelling(&spec, s, what)?;
+        name.canonical(&spec)?;
         Ok(spec)
     }
 }

@@ -53,7 +53,7 @@ use crate::error::SpecError;
 use crate::params::Param;
 use crate::registry::{Arch, DType, Family, NormOp, ReduceAxis, ReduceOp, SoftmaxAllStage};
 use crate::spec::reduce::{Plan, ReduceSpec, Shape};
-use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
+use crate::spec::{KernelSpec, NameParse};
 
 /// Threads per block of both stages (the stats stage's is the `reduce`
 /// family's, whose plan it uses).
@@ -353,13 +353,7 @@ impl FromStr for SoftmaxAllSpec {
     /// Parses a kernel name, `softmax_all_<op>_<input>_<output>` or
     /// `softmax_all_stats_<input>`, and validates it.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let what = "softmax_all kernel name";
-        let parse_err = |rule: &str| parse_error(what, s, rule);
-        let format = &format!(
-            "expected {}",
-            crate::spec::name_format(crate::registry::Family::SoftmaxAll)
-        );
-        let rest = name_rest(s, Family::SoftmaxAll, what, format)?;
+        let (name, rest) = NameParse::of(s, Family::SoftmaxAll)?;
         let parts: Vec<&str> = rest.split('_').collect();
         let spec = match parts.as_slice() {
             [stage, input] if stage.parse::<SoftmaxAllStage>() == Ok(SoftmaxAllStage::Stats) => {
@@ -368,10 +362,10 @@ impl FromStr for SoftmaxAllSpec {
             [op, input, output] => {
                 SoftmaxAllSpec::new(op.parse()?, input.parse()?, output.parse()?)
             }
-            _ => return Err(parse_err(format)),
+            _ => return Err(name.bad()),
         };
         spec.validate()?;
-        canonical_spelling(&spec, s, what)?;
+        name.canonical(&spec)?;
         Ok(spec)
     }
 }

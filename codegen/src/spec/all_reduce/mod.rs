@@ -77,7 +77,7 @@ use crate::params::Param;
 use crate::registry::{AllReduceAlgo, Arch, DType, Family, Op};
 pub mod norm;
 
-use crate::spec::{KernelSpec, canonical_spelling, name_rest, parse_error};
+use crate::spec::{KernelSpec, NameParse};
 pub use norm::ArNorm;
 
 /// Fewest and most ranks a kernel is generated for (one host: up to 8 GPUs).
@@ -634,18 +634,12 @@ impl FromStr for AllReduceSpec {
     /// Parses a kernel name, e.g. `all_reduce_r8_f16_max_twostage_cpasync`, and
     /// validates it; only the canonical spelling parses.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let what = "all_reduce kernel name";
-        let parse_err = |rule: &str| parse_error(what, s, rule);
-        let format = &format!(
-            "expected {}",
-            crate::spec::name_format(crate::registry::Family::AllReduce)
-        );
-        let rest = name_rest(s, Family::AllReduce, what, format)?;
+        let (name, rest) = NameParse::of(s, Family::AllReduce)?;
         let (rest, norm) = match rest.split_once(norm::MARK) {
             Some((r, n)) => (
                 r,
                 Some(ArNorm::parse(n).ok_or_else(|| {
-                    parse_err("the fused norm part is _addrms_t<threads>x<packs>[_qd|_qs]")
+                    name.err("the fused norm part is _addrms_t<threads>x<packs>[_qd|_qs]")
                 })?),
             ),
             None => (rest, None),
@@ -668,12 +662,12 @@ impl FromStr for AllReduceSpec {
         };
         let parts: Vec<&str> = rest.split('_').collect();
         let [world, dtype, op, algo] = parts.as_slice() else {
-            return Err(parse_err(format));
+            return Err(name.bad());
         };
         let world = world
             .strip_prefix('r')
             .and_then(|w| w.parse::<u32>().ok())
-            .ok_or_else(|| parse_err("the world part is r<ranks>, e.g. r4"))?;
+            .ok_or_else(|| name.err("the world part is r<ranks>, e.g. r4"))?;
         let spec = AllReduceSpec {
             world,
             dtype: dtype.parse()?,
@@ -685,7 +679,7 @@ impl FromStr for AllReduceSpec {
             norm,
         };
         spec.validate()?;
-        canonical_spelling(&spec, s, what)?;
+        name.canonical(&spec)?;
         Ok(spec)
     }
 }

@@ -2,7 +2,7 @@
 //! accepted or rejected), its name and parsing, and the template's context.
 
 use super::*;
-use crate::spec::{canonical_spelling, name_rest, parse_error};
+use crate::spec::NameParse;
 
 impl NormSpec {
     /// An FP8 output's rules: an e4m3 output takes a scale and the other way
@@ -572,13 +572,7 @@ impl FromStr for NormSpec {
     /// Parses a kernel name, e.g. `norm_softmax_online_bf16_bf16_w32x4` or
     /// `norm_rmsnorm_res_f16_f16_b256x2`, and validates it.
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let what = "norm kernel name";
-        let parse_err = |rule: &str| parse_error(what, s, rule);
-        let format = &format!(
-            "expected {}",
-            crate::spec::name_format(crate::registry::Family::Norm)
-        );
-        let rest = name_rest(s, Family::Norm, what, format)?;
+        let (name, rest) = NameParse::of(s, Family::Norm)?;
         let mut parts: Vec<&str> = rest.split('_').collect();
         let fp8 = [Fp8Scale::PerRow, Fp8Scale::Given]
             .into_iter()
@@ -588,7 +582,7 @@ impl FromStr for NormSpec {
         }
         let mut held = None;
         if let Some(h) = parts.last().and_then(|p| p.strip_prefix('h')) {
-            held = Some(h.parse::<u32>().map_err(|_| parse_err(format))?);
+            held = Some(h.parse::<u32>().map_err(|_| name.bad())?);
             parts.pop();
         }
         // The flag suffixes, last first: `_g`, `_v`, `_x`, `_n`, `_p`.
@@ -606,21 +600,21 @@ impl FromStr for NormSpec {
         let prefetch = suffix("p");
         let mut cluster = None;
         if let Some(n) = parts.last().and_then(|p| p.strip_prefix('c')) {
-            cluster = Some(n.parse::<u32>().map_err(|_| parse_err(format))?);
+            cluster = Some(n.parse::<u32>().map_err(|_| name.bad())?);
             parts.pop();
         }
         let mut bound = None;
         if let Some(b) = parts.last().and_then(|p| p.strip_prefix('o')) {
-            bound = Some(b.parse::<u32>().map_err(|_| parse_err(format))?);
+            bound = Some(b.parse::<u32>().map_err(|_| name.bad())?);
             parts.pop();
         }
         if parts.len() < 4 {
-            return Err(parse_err(format));
+            return Err(name.bad());
         }
-        let layout_part = parts.pop().ok_or_else(|| parse_err(format))?;
-        let output: DType = parts.pop().ok_or_else(|| parse_err(format))?.parse()?;
-        let input: DType = parts.pop().ok_or_else(|| parse_err(format))?.parse()?;
-        let op: NormOp = parts.first().ok_or_else(|| parse_err(format))?.parse()?;
+        let layout_part = parts.pop().ok_or_else(|| name.bad())?;
+        let output: DType = parts.pop().ok_or_else(|| name.bad())?.parse()?;
+        let input: DType = parts.pop().ok_or_else(|| name.bad())?.parse()?;
+        let op: NormOp = parts.first().ok_or_else(|| name.bad())?.parse()?;
         let mut algo = None;
         let mut residual = false;
         for p in &parts[1..] {
@@ -629,19 +623,19 @@ impl FromStr for NormSpec {
             } else if algo.is_none() && !residual {
                 algo = Some(p.parse::<SoftmaxAlgo>()?);
             } else {
-                return Err(parse_err(format));
+                return Err(name.bad());
             }
         }
         let mut chars = layout_part.chars();
         let layout = chars
             .next()
             .and_then(NormLayout::from_letter)
-            .ok_or_else(|| parse_err(format))?;
+            .ok_or_else(|| name.bad())?;
         let (lanes, packs) = chars
             .as_str()
             .split_once('x')
             .and_then(|(l, p)| Some((l.parse::<u32>().ok()?, p.parse::<u32>().ok()?)))
-            .ok_or_else(|| parse_err(format))?;
+            .ok_or_else(|| name.bad())?;
         let spec = NormSpec {
             op,
             algo,
@@ -662,7 +656,7 @@ impl FromStr for NormSpec {
             fp8,
         };
         spec.validate()?;
-        canonical_spelling(&spec, s, what)?;
+        name.canonical(&spec)?;
         Ok(spec)
     }
 }
