@@ -16,8 +16,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use redjit_codegen::DType;
 use redjit_codegen::tuning::{DeviceKey, TableDevice, Tuning, TuningTable, write_table};
+use redjit_codegen::{DType, KernelSpec};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -163,6 +163,29 @@ fn timed_rounds(
         }
     }
     Ok(times)
+}
+
+/// The fastest of `times` (sorted, fastest first) that ran and that `check`
+/// finds matching the CPU twin, each one it drops said on `b`; an error
+/// naming the cell `key` where none does.
+fn fastest_matching<S: KernelSpec + Clone>(
+    b: &Bench<'_>,
+    key: &str,
+    times: &[(S, Vec<f64>)],
+    mut check: impl FnMut(&S) -> CliResult<Result<(), String>>,
+) -> CliResult<S> {
+    for (spec, ts) in times {
+        if !middle(ts).is_finite() {
+            break;
+        }
+        match check(spec)? {
+            Ok(()) => return Ok(spec.clone()),
+            Err(why) => b.println(format!("tune: {} dropped: {why}", spec.name())),
+        }
+    }
+    Err(CliError::failure(format!(
+        "{key}: no candidate matched the CPU twin"
+    )))
 }
 
 /// The median of a candidate's round medians.

@@ -12,7 +12,10 @@ use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAlg
 use redjit_runtime::Matrix;
 use serde::{Deserialize, Serialize};
 
-use super::{CellDevice, NormOutput, Run, TuneArgs, finished, middle, read_cells, timed_rounds};
+use super::{
+    CellDevice, NormOutput, Run, TuneArgs, fastest_matching, finished, middle, read_cells,
+    timed_rounds,
+};
 use crate::bench::Bench;
 use crate::bench::norm::{Buffers, Case, time_case};
 use crate::error::{CliError, CliResult};
@@ -251,29 +254,13 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
         }
         times.sort_by(|x, y| middle(&x.1).total_cmp(&middle(&y.1)));
         // The fastest that matches the CPU twin (on a few of its rows).
-        let mut pick = None;
-        for (spec, ts) in &times {
-            if !middle(ts).is_finite() {
-                break;
-            }
-            let m = Matrix {
-                rows: t.m.rows.min(33),
-                ..t.m
-            };
-            match crate::selftest::norm::check_case(rt, spec, &m, 0x7e57 ^ t.m.cols as u64)? {
-                Ok(()) => {
-                    pick = Some(spec.clone());
-                    break;
-                }
-                Err(why) => b.println(format!("tune: {} dropped: {why}", spec.name())),
-            }
-        }
-        let Some(pick) = pick else {
-            return Err(CliError::failure(format!(
-                "{}: no candidate matched the CPU twin",
-                t.key
-            )));
+        let m = Matrix {
+            rows: t.m.rows.min(33),
+            ..t.m
         };
+        let pick = fastest_matching(b, &t.key, &times, |spec| {
+            crate::selftest::norm::check_case(rt, spec, &m, 0x7e57 ^ t.m.cols as u64)
+        })?;
         let cell = Cell {
             key: t.key.clone(),
             device: CellDevice::of(&device),

@@ -11,7 +11,9 @@ use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceOp, ReduceSpec};
 use redjit_runtime::{KernelInput, Matrix};
 use serde::{Deserialize, Serialize};
 
-use super::{CellDevice, Run, TuneArgs, finished, middle, read_cells, timed_rounds};
+use super::{
+    CellDevice, Run, TuneArgs, fastest_matching, finished, middle, read_cells, timed_rounds,
+};
 use crate::bench::Bench;
 use crate::devbuf::DevBuf;
 use crate::error::{CliError, CliResult, DriverContext};
@@ -246,22 +248,9 @@ fn tune_reduce(b: &mut Bench<'_>, a: &TuneArgs, todo: Vec<Todo>) -> CliResult {
                 ..m
             },
         };
-        let mut pick = None;
-        for (spec, _) in &times {
-            match crate::selftest::reduce::check_case(rt, spec, check, 0x7e57 ^ t.n as u64)? {
-                Ok(()) => {
-                    pick = Some(spec.clone());
-                    break;
-                }
-                Err(why) => b.println(format!("tune: {} dropped: {why}", spec.name())),
-            }
-        }
-        let Some(pick) = pick else {
-            return Err(CliError::failure(format!(
-                "{}: no candidate matched the CPU twin",
-                t.key
-            )));
-        };
+        let pick = fastest_matching(b, &t.key, &times, |spec| {
+            crate::selftest::reduce::check_case(rt, spec, check, 0x7e57 ^ t.n as u64)
+        })?;
         let (rows, cols) = t.matrix.map_or((0, 0), |m| (m.rows as u64, m.cols as u64));
         let cell = Cell {
             key: t.key.clone(),
