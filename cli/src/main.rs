@@ -15,6 +15,7 @@ mod cmd_sass;
 mod cmd_tune;
 mod devbuf;
 mod error;
+mod norm_views;
 mod plot;
 mod report;
 mod selftest;

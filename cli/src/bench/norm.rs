@@ -11,12 +11,13 @@ use clap::Args;
 use redjit_codegen::spec::norm::{Fp8Scale, row_ops, variants};
 use redjit_codegen::tuning::Tuning;
 use redjit_codegen::{DType, KernelSpec, NormLayout, NormOp, NormSpec, SoftmaxAlgo};
-use redjit_runtime::{Fp8Scales, KernelOutput, Matrix, NormArgs, NormKernel};
+use redjit_runtime::{Matrix, NormKernel};
 
 use super::reduce::parse_shapes;
 use super::{Bench, Common, KernelRow};
 use crate::devbuf::{DevBuf, Filler};
 use crate::error::{CliError, CliResult, DriverContext};
+use crate::norm_views::{NormBuffers, NormViews};
 
 /// The seed of `--offset`'s input block (not the bench's own: the rows differ).
 const INPUT_SEED: u64 = 0x5eed_1234_abcd_0002;
@@ -384,60 +385,29 @@ pub fn time_case(
     bufs: &mut Buffers,
 ) -> CliResult<f64> {
     let info = case.spec.op.info();
-    let n = case.m.rows * case.m.cols;
-    let cols = case.m.cols;
     let param = if info.softmax { 1.0 } else { 1e-5 };
     let stream = b.rt.stream();
     let rotations = bufs.sets.len();
     let (w, bias) = (bufs.w.as_ref(), bufs.bias.as_ref());
-    let scale_len = match case.spec.fp8 {
-        Some(Fp8Scale::PerRow) => case.m.rows,
-        _ => 1,
-    };
     let scale = &mut bufs.scale;
     let next = &mut bufs.next;
     b.median_us(|| {
         let set = &mut bufs.sets[*next % rotations];
         *next += 1;
-        let xv = set.x.view(0, n);
-        let rv = case
-            .spec
-            .residual
-            .then(|| set.res.as_ref().map(|r| r.view(0, n)))
-            .flatten();
-        let wv = w.filter(|_| !info.softmax).map(|w| w.view(0, cols));
-        let bv = bias.filter(|_| info.bias).map(|b| b.view(0, cols));
-        let mut ov = set.out.view_mut(0, n);
-        let mut rov = case
-            .spec
-            .residual
-            .then(|| set.res_out.as_mut().map(|r| r.view_mut(0, n)))
-            .flatten();
-        let (mut written, read);
-        let scale = match case.spec.fp8 {
-            Some(Fp8Scale::PerRow) => {
-                written = scale.as_mut().map(|s| s.view_mut(0, scale_len));
-                written.as_mut().map(|v| Fp8Scales::PerRow(v.output()))
-            }
-            Some(Fp8Scale::Given) => {
-                read = scale.as_ref().map(|s| s.view(0, scale_len));
-                read.as_ref().map(|v| Fp8Scales::Given(v.input()))
-            }
-            None => None,
-        };
-        let args = NormArgs {
-            x: xv.input(),
-            residual: rv.as_ref().map(|v| v.input()),
-            weight: wv.as_ref().map(|v| v.input()),
-            bias: bv.as_ref().map(|v| v.input()),
-            out: ov.output(),
-            residual_out: rov.as_mut().map(|v| v.output() as &mut dyn KernelOutput),
-            mean: None,
-            rstd: None,
-            shape: case.m,
-            param,
-            scale,
-        };
+        let mut views = NormViews::of(
+            &case.spec,
+            case.m,
+            NormBuffers {
+                x: &set.x,
+                residual: set.res.as_ref(),
+                weight: w,
+                bias,
+                out: &mut set.out,
+                residual_out: set.res_out.as_mut(),
+                scale: scale.as_mut(),
+            },
+        );
+        let args = views.args(case.m, param);
         kernel.launch(stream, args)?;
         Ok(())
     })

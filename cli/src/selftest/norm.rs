@@ -13,12 +13,13 @@ use redjit_codegen::spec::norm::row_ops;
 use redjit_codegen::{DType, KernelSpec, NormSpec};
 use redjit_runtime::reference::HostBuffer;
 use redjit_runtime::reference_norm::{NormInputs, expect_rows};
-use redjit_runtime::{Fp8Scales, Matrix, NormArgs, Runtime};
+use redjit_runtime::{Matrix, Runtime};
 
 use super::FamilyResult;
 use crate::args::AnySpec;
 use crate::devbuf::{DevBuf, random_block};
 use crate::error::CliResult;
+use crate::norm_views::{NormBuffers, NormViews};
 
 /// NaN elements after each buffer.
 const SLACK: usize = 3;
@@ -126,37 +127,20 @@ pub fn check_case(
         None => None,
     };
     {
-        let xv = xd.view(0, n);
-        let rv = rd.as_ref().map(|d| d.view(0, n));
-        let wv = wd.as_ref().map(|d| d.view(0, m.cols));
-        let bv = bd.as_ref().map(|d| d.view(0, m.cols));
-        let mut yv = yd.view_mut(0, n);
-        let mut rov = rod.as_mut().map(|d| d.view_mut(0, n));
-        let (mut written, read);
-        let scale = match spec.fp8 {
-            Some(Fp8Scale::PerRow) => {
-                written = scales.as_mut().map(|d| d.view_mut(0, m.rows));
-                written.as_mut().map(|v| Fp8Scales::PerRow(v.output()))
-            }
-            Some(Fp8Scale::Given) => {
-                read = scales.as_ref().map(|d| d.view(0, 1));
-                read.as_ref().map(|v| Fp8Scales::Given(v.input()))
-            }
-            None => None,
-        };
-        let args = NormArgs {
-            x: xv.input(),
-            residual: rv.as_ref().map(|v| v.input()),
-            weight: wv.as_ref().map(|v| v.input()),
-            bias: bv.as_ref().map(|v| v.input()),
-            out: yv.output(),
-            residual_out: rov.as_mut().map(|v| v.output()),
-            mean: None,
-            rstd: None,
-            shape: *m,
-            param,
-            scale,
-        };
+        let mut views = NormViews::of(
+            spec,
+            *m,
+            NormBuffers {
+                x: &xd,
+                residual: rd.as_ref(),
+                weight: wd.as_ref(),
+                bias: bd.as_ref(),
+                out: &mut yd,
+                residual_out: rod.as_mut(),
+                scale: scales.as_mut(),
+            },
+        );
+        let args = views.args(*m, param);
         kernel.launch(s, args)?;
     }
     let got = yd.download(s)?;
