@@ -265,6 +265,17 @@ fn inputs_for(rng: &mut common::Rng, spec: &ReduceSpec, n: usize) -> Vec<HostBuf
         .collect()
 }
 
+/// `ReduceSpec::matrix(axis)`'s kernels this device runs, compiled up front
+/// in parallel rather than one at a time on their first launches.
+fn matrix_on(rt: &Runtime, axis: ReduceAxis) -> Vec<ReduceSpec> {
+    let specs: Vec<ReduceSpec> = ReduceSpec::matrix(axis)
+        .into_iter()
+        .filter(|s| s.min_arch() <= rt.device().arch)
+        .collect();
+    rt.prepare(&specs).expect("compiling the matrix");
+    specs
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn full_every_op_dtype_and_accumulator_at_odd_sizes() {
@@ -272,11 +283,8 @@ fn full_every_op_dtype_and_accumulator_at_odd_sizes() {
         return;
     };
     let mut rng = common::Rng::fresh("full_every_op_dtype_and_accumulator_at_odd_sizes");
-    for spec in ReduceSpec::matrix(ReduceAxis::All) {
-        // fp8 needs sm_89+ (fp8_is_refused_before_sm89 checks the refusal).
-        if spec.min_arch() > rt.device().arch {
-            continue;
-        }
+    // fp8 needs sm_89+ (fp8_is_refused_before_sm89 checks the refusal).
+    for spec in matrix_on(&rt, ReduceAxis::All) {
         for &n in FULL_SIZES {
             // f16 partial sums overflow past 65504 (lossy by design): the sum of
             // squares of 2^20 unit values would.
@@ -608,10 +616,7 @@ fn rows_and_cols_every_op_on_small_and_strided_shapes() {
         ),
     ];
     for axis in [ReduceAxis::Rows, ReduceAxis::Cols] {
-        for spec in ReduceSpec::matrix(axis) {
-            if spec.min_arch() > rt.device().arch {
-                continue;
-            }
+        for spec in matrix_on(&rt, axis) {
             for &(m, offset) in &shapes {
                 let hosts = matrix_inputs(&mut rng, &spec, m);
                 check_matrix(&rt, &spec, &hosts, m, offset);
