@@ -997,6 +997,7 @@ fn every_tuned_layout_matches_the_twin_at_odd_sizes_and_views() {
             })
             .collect()
     };
+    let mut all = Vec::new();
     for input in [DType::F32, DType::BF16] {
         for op in [
             ReduceOp::Sum,
@@ -1009,14 +1010,11 @@ fn every_tuned_layout_matches_the_twin_at_odd_sizes_and_views() {
                 input,
                 ..ReduceSpec::default()
             };
-            for st in layouts(ReduceAxis::All) {
-                let spec = base.with_strategy(Some(st));
-                // Past the cluster twin's sizes, odd, and one element in.
-                for n in [65_537usize, 1_000_003] {
-                    let hosts = inputs_for(&mut rng, &spec, n);
-                    check_full(&rt, &spec, &hosts, 1, 1);
-                }
-            }
+            all.extend(
+                layouts(ReduceAxis::All)
+                    .into_iter()
+                    .map(|st| base.with_strategy(Some(st))),
+            );
         }
         for axis in [ReduceAxis::Rows, ReduceAxis::Cols] {
             let base = ReduceSpec {
@@ -1024,32 +1022,46 @@ fn every_tuned_layout_matches_the_twin_at_odd_sizes_and_views() {
                 input,
                 ..ReduceSpec::default()
             };
-            for st in layouts(axis) {
-                let spec = base.with_strategy(Some(st));
-                // Rows past the warp twin's length; a strided view off the
-                // vector grid; enough rows for the column kernel's splits.
-                for (m, offset) in [
-                    (
-                        Matrix {
-                            rows: 257,
-                            cols: 4099,
-                            ld: 4099,
-                        },
-                        0,
-                    ),
-                    (
-                        Matrix {
-                            rows: 3001,
-                            cols: 1100,
-                            ld: 1104,
-                        },
-                        1,
-                    ),
-                ] {
-                    let hosts = matrix_inputs(&mut rng, &spec, m);
-                    check_matrix(&rt, &spec, &hosts, m, offset);
-                }
+            all.extend(
+                layouts(axis)
+                    .into_iter()
+                    .map(|st| base.with_strategy(Some(st))),
+            );
+        }
+    }
+    // Compiled up front in parallel rather than one at a time on first launch.
+    rt.prepare(&all).expect("compiling the layouts");
+    for spec in &all {
+        if spec.axis == ReduceAxis::All {
+            // Past the cluster twin's sizes, odd, and one element in.
+            for n in [65_537usize, 1_000_003] {
+                let hosts = inputs_for(&mut rng, spec, n);
+                check_full(&rt, spec, &hosts, 1, 1);
             }
+            continue;
+        }
+        // Rows past the warp twin's length; a strided view off the vector
+        // grid; enough rows for the column kernel's splits.
+        for (m, offset) in [
+            (
+                Matrix {
+                    rows: 257,
+                    cols: 4099,
+                    ld: 4099,
+                },
+                0,
+            ),
+            (
+                Matrix {
+                    rows: 3001,
+                    cols: 1100,
+                    ld: 1104,
+                },
+                1,
+            ),
+        ] {
+            let hosts = matrix_inputs(&mut rng, spec, m);
+            check_matrix(&rt, spec, &hosts, m, offset);
         }
     }
 }
