@@ -127,7 +127,6 @@ pub(crate) fn parse_error(what: &'static str, input: &str, rule: &str) -> SpecEr
 /// input, whose names it was read as, and the rule it broke.
 pub(crate) struct NameParse<'a> {
     input: &'a str,
-    what: &'static str,
     family: Family,
 }
 
@@ -135,11 +134,7 @@ impl<'a> NameParse<'a> {
     /// `input` read as a name of `family`, and its part after the family's
     /// `<slug>_`; else the error naming the form the family's names take.
     pub(crate) fn of(input: &'a str, family: Family) -> Result<(Self, &'a str), SpecError> {
-        let name = NameParse {
-            input,
-            what: family.info().name,
-            family,
-        };
+        let name = NameParse { input, family };
         let rest = input
             .strip_prefix(family.slug())
             .and_then(|r| r.strip_prefix('_'))
@@ -149,7 +144,7 @@ impl<'a> NameParse<'a> {
 
     /// The error naming `rule`, the part that broke the name.
     pub(crate) fn err(&self, rule: &str) -> SpecError {
-        parse_error(self.what, self.input, rule)
+        parse_error(self.family.info().name, self.input, rule)
     }
 
     /// The error naming the form the family's names take.

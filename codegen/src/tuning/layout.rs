@@ -14,14 +14,7 @@ impl NormSpec {
     /// fit) and in packs (for the rows off a paired kernel's grid of pairs),
     /// its columns held by the rule (`held_cols`).
     pub fn ragged_twin(&self) -> NormSpec {
-        // A table's bound is its kernel's: the twin takes its own.
-        let ragged = NormSpec {
-            exact: false,
-            held: None,
-            pairs: false,
-            bound: None,
-            ..self.clone()
-        };
+        let ragged = self.without_row_forms();
         // An exact-only layout (its ragged form spills): other rows take the
         // ladder's layout, as for a row a pack past the entry's first length.
         if !(self.exact && self.prefetch) {

@@ -546,6 +546,19 @@ impl NormSpec {
                 && self.input.info().bytes < 4)
     }
 
+    /// This kernel without the forms a table row gives its own kernel (the
+    /// exact form, columns held, packs in pairs, a launch bound): what its
+    /// twins start from, each taking its own.
+    pub(crate) fn without_row_forms(&self) -> NormSpec {
+        NormSpec {
+            exact: false,
+            held: None,
+            pairs: false,
+            bound: None,
+            ..self.clone()
+        }
+    }
+
     /// The general twin of this kernel (`_g`): any alignment, `ld` and length.
     ///
     /// A kernel of 16 packs has a split twin of 8 (`s512x8_g`): with the
@@ -563,22 +576,14 @@ impl NormSpec {
         if self.cluster.is_some() || self.layout == NormLayout::Loop {
             return NormSpec {
                 general: true,
-                exact: false,
-                held: None,
-                pairs: false,
-                bound: None,
-                ..self.clone()
+                ..self.without_row_forms()
             };
         }
         // Staging is for whole packs: the twin loads its rows directly.
         let mut twin = NormSpec {
             general: true,
             prefetch: false,
-            exact: false,
-            held: None,
-            pairs: false,
-            bound: None,
-            ..self.clone()
+            ..self.without_row_forms()
         };
         // An FP8 output takes whole packs: its twin is refused by `validate`,
         // naming the rule, when a call off the pack grid asks for it.
