@@ -265,8 +265,9 @@ fn inputs_for(rng: &mut common::Rng, spec: &ReduceSpec, n: usize) -> Vec<HostBuf
         .collect()
 }
 
-/// `ReduceSpec::matrix(axis)`'s kernels this device runs, compiled up front
-/// in parallel rather than one at a time on their first launches.
+/// `ReduceSpec::matrix(axis)`'s kernels this device runs (fp8 needs sm_89+:
+/// fp8_is_refused_before_sm89 checks the refusal), compiled up front in
+/// parallel rather than one at a time on their first launches.
 fn matrix_on(rt: &Runtime, axis: ReduceAxis) -> Vec<ReduceSpec> {
     let specs: Vec<ReduceSpec> = ReduceSpec::matrix(axis)
         .into_iter()
@@ -283,7 +284,6 @@ fn full_every_op_dtype_and_accumulator_at_odd_sizes() {
         return;
     };
     let mut rng = common::Rng::fresh("full_every_op_dtype_and_accumulator_at_odd_sizes");
-    // fp8 needs sm_89+ (fp8_is_refused_before_sm89 checks the refusal).
     for spec in matrix_on(&rt, ReduceAxis::All) {
         for &n in FULL_SIZES {
             // f16 partial sums overflow past 65504 (lossy by design): the sum of

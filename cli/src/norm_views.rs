@@ -44,11 +44,8 @@ impl<'a> NormViews<'a> {
     /// `cols`, the scales' `rows` (per row) or 1 (given).
     pub fn of(spec: &NormSpec, m: Matrix, bufs: NormBuffers<'a>) -> NormViews<'a> {
         let info = spec.op.info();
-        let n = if m.rows == 0 || m.cols == 0 {
-            0
-        } else {
-            (m.rows - 1) * m.ld + m.cols
-        };
+        // An extent past usize leaves the views empty: the launch refuses the call.
+        let n = m.extent().unwrap_or(0);
         let scale = bufs.scale.and_then(|s| match spec.fp8? {
             Fp8Scale::PerRow => Some(ScaleView::PerRow(s.view_mut(0, m.rows))),
             Fp8Scale::Given => Some(ScaleView::Given(s.view(0, 1))),

@@ -71,7 +71,7 @@ impl Matrix {
 
     /// Elements a buffer needs to hold the matrix: `(rows - 1) * ld + cols`
     /// (None if that overflows; 0 for an empty matrix).
-    pub(crate) fn extent(&self) -> Option<usize> {
+    pub fn extent(&self) -> Option<usize> {
         if self.is_empty() {
             return Some(0);
         }

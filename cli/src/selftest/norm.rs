@@ -97,7 +97,7 @@ pub fn check_case(
 ) -> CliResult<Result<(), String>> {
     let s = rt.stream();
     let info = spec.op.info();
-    let n = (m.rows - 1) * m.ld + m.cols;
+    let n = m.extent().unwrap_or(0);
     let param = if info.softmax { 1.0 } else { 1e-5 };
     let x = values(spec.input, n, seed, 2.0, 0.0);
     let res = spec
