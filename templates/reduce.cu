@@ -14,6 +14,11 @@
 {%- elif axis == "rows" and warp_per_row %}
 // A warp per row (short rows): the warp's lanes stride along the row in packs, a
 // warp reduction, lane 0 stores. Warps take rows round-robin over the grid.
+{%- elif axis == "rows" and split_rows %}
+// Fewer rows than the SMs hold blocks (ReduceSpec::plan): each row in gridDim.y
+// splits of cols_per_split columns, a block each; a split's block stores its
+// state, and the row's last block to arrive merges the row's states in split
+// order. Blocks take rows round-robin over gridDim.x.
 {%- elif axis == "rows" %}
 // A block per row (long rows): the block's threads stride along the row in packs,
 // a block reduction, thread 0 stores. Blocks take rows round-robin over the grid.
@@ -48,7 +53,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
 {%- if axis == "all" %}
     rj_u64 n) {
 {%- elif axis == "rows" %}
-    rj_u64 rows, rj_u64 cols, rj_u64 ld) {
+    rj_u64 rows, rj_u64 cols, rj_u64 ld, rj_u64 cols_per_split) {
 {%- else %}
     rj_u64 rows, rj_u64 cols, rj_u64 ld, rj_u64 rows_per_split) {
 {%- endif %}
@@ -87,6 +92,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
 {%- elif axis == "rows" and warp_per_row %}
   (void)counters_ptr;
   (void)partials_ptr;
+  (void)cols_per_split;
   const rj_u64 lane = threadIdx.x % 32;
   const rj_u64 warps = (rj_u64)gridDim.x * (kThreads / 32);
   for (rj_u64 r = ((rj_u64)blockIdx.x * kThreads + threadIdx.x) / 32; r < rows; r += warps) {
@@ -94,9 +100,24 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     acc = rj_warp_reduce(op, acc);
     if (lane == 0) rj_st_result(out, r, op.finalize(acc, cols));
   }
+{%- elif axis == "rows" and split_rows %}
+  const rj_u64 c0 = (rj_u64)blockIdx.y * cols_per_split;
+  const rj_u64 count = cols - c0 < cols_per_split ? cols - c0 : cols_per_split;
+  for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    S acc = rj_feed_range<Op, T, kSrcs, kUnroll>(op, op.identity(), src0, src1, r * ld + c0, count, threadIdx.x, kThreads, c0);
+    acc = rj_block_reduce<kThreads>(op, acc);
+    const rj_u64 partials = rj_cvta_global(partials_ptr) + r * gridDim.y * sizeof(S);
+    const rj_u64 counter = rj_cvta_global(counters_ptr) + r * 4;
+    if (!rj_arrive_last(counter, gridDim.y, partials + (rj_u64)blockIdx.y * sizeof(S), acc, threadIdx.x == 0)) continue;
+    S total = op.identity();
+    for (rj_u32 b = threadIdx.x; b < gridDim.y; b += kThreads) total = op.merge(total, rj_ld_state<S>(partials + (rj_u64)b * sizeof(S)));
+    total = rj_block_reduce<kThreads>(op, total);
+    if (threadIdx.x == 0) rj_st_result(out, r, op.finalize(total, cols));
+  }
 {%- elif axis == "rows" %}
   (void)counters_ptr;
   (void)partials_ptr;
+  (void)cols_per_split;
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     S acc = rj_feed_range<Op, T, kSrcs, kUnroll>(op, op.identity(), src0, src1, r * ld, cols, threadIdx.x, kThreads);
     acc = rj_block_reduce<kThreads>(op, acc);

@@ -625,6 +625,78 @@ fn rows_and_cols_every_op_on_small_and_strided_shapes() {
     }
 }
 
+/// Fewer rows than the SMs hold blocks: each row split over blocks, the row's
+/// last block merging the splits (argmax's indices across split edges,
+/// strided rows, views off the pack phase, and a second run on the reset
+/// counters, which `run` holds bit for bit to the first).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn few_long_rows_split_across_blocks() {
+    let Some(rt) = common::gpu_or_skip() else {
+        return;
+    };
+    let mut rng = common::Rng::fresh("few_long_rows_split_across_blocks");
+    let shapes = [
+        (
+            Matrix {
+                rows: 3,
+                cols: 100_003,
+                ld: 100_003,
+            },
+            1,
+        ),
+        (
+            Matrix {
+                rows: 5,
+                cols: 77_777,
+                ld: 77_780,
+            },
+            0,
+        ),
+        (
+            Matrix {
+                rows: 1,
+                cols: (1 << 20) + 5,
+                ld: (1 << 20) + 5,
+            },
+            3,
+        ),
+    ];
+    // An f16 accumulator holds at most 65504: a million squares of normal
+    // values pass it whatever the layout, so its rows are shorter.
+    let f16_shapes = [(
+        Matrix {
+            rows: 2,
+            cols: 40_000,
+            ld: 40_003,
+        },
+        1,
+    )];
+    for spec in matrix_on(&rt, ReduceAxis::Rows) {
+        let kernel = rt.reduce(&spec).unwrap();
+        let shapes: &[_] = if spec.accum == DType::F16 {
+            &f16_shapes
+        } else {
+            &shapes
+        };
+        for &(m, offset) in shapes {
+            let shape = ReduceShape::Matrix {
+                rows: m.rows as u64,
+                cols: m.cols as u64,
+                ld: m.ld as u64,
+            };
+            let plan = kernel.plan(shape).unwrap();
+            assert!(
+                plan.grid.1 > 1,
+                "{} {m:?} is not split: {plan:?}",
+                spec.name()
+            );
+            let hosts = matrix_inputs(&mut rng, &spec, m);
+            check_matrix(&rt, &spec, &hosts, m, offset);
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn rows_and_cols_at_the_issue_shapes() {

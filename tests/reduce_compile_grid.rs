@@ -1,5 +1,5 @@
 //! NVRTC compiles every reduce kernel (op x input x accumulator, for the
-//! full-array, cluster, block-per-row, warp-per-row and column kernels) for
+//! full-array, cluster, block-per-row, warp-per-row, split-row and column kernels) for
 //! sm_90, to PTX and to cubin, and ptxas reports no stack frame and no spills
 //! for any of them.
 //! Needs NVRTC (scripts/test.sh installs it).
@@ -14,6 +14,7 @@ fn grid() -> Vec<ReduceSpec> {
         for spec in ReduceSpec::matrix(axis) {
             if axis == ReduceAxis::Rows {
                 out.push(spec.for_warp_per_row());
+                out.push(spec.for_split_rows());
             }
             if axis == ReduceAxis::All {
                 out.push(spec.for_cluster());

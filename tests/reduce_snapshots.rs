@@ -102,6 +102,14 @@ fn row_and_column_sources() {
         &["rj_block_reduce<kThreads>(op, acc)", "r += gridDim.x"],
     );
     source_of(
+        "reduce_rows_sum_bf16_f32_s",
+        &[
+            "cols_per_split",
+            "rj_arrive_last(",
+            "op, op.identity(), src0, src1, r * ld + c0, count, threadIdx.x, kThreads, c0)",
+        ],
+    );
+    source_of(
         "reduce_rows_sum_bf16_f32_w",
         &["rj_warp_reduce(op, acc)", "lane, 32)"],
     );

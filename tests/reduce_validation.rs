@@ -182,6 +182,15 @@ fn bad_names_say_what_was_expected() {
         ("reduce_all_sum_f64_f32", &["dtype", "\"f64\""]),
         ("reduce_all_sum_f32_f32_w", &["not axis all"]),
         (
+            "reduce_cols_sum_f32_f32_s",
+            &["split-row twin", "not axis cols"],
+        ),
+        (
+            "reduce_rows_sum_f32_f32_w_s",
+            &["split-row twin", "warp per row"],
+        ),
+        ("reduce_rows_sum_f32_f32_s_t128u8", &["default layout"]),
+        (
             "reduce_cols_sum_f32_f32_c",
             &["cluster kernel", "not axis cols"],
         ),
@@ -202,6 +211,8 @@ fn bad_names_say_what_was_expected() {
     assert!(ok.warp_per_row && ok.op == ReduceOp::Dot && ok.accum == DType::F16);
     let ok: ReduceSpec = "reduce_all_argmax_bf16_f32_c".parse().unwrap();
     assert!(ok.cluster && !ok.warp_per_row && ok.op == ReduceOp::ArgMax);
+    let ok: ReduceSpec = "reduce_rows_argmax_bf16_f32_s".parse().unwrap();
+    assert!(ok.split_rows && !ok.warp_per_row && ok.axis == ReduceAxis::Rows);
 }
 
 #[test]

@@ -45,6 +45,7 @@ impl Reduction {
             accum: RjType::F32,
             warp_per_row: false,
             cluster: false,
+            split_rows: false,
             strategy: None,
         }
     }

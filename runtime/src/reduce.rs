@@ -150,6 +150,7 @@ pub struct ReduceKernel<'rt> {
     main: Loaded,
     warp_twin: OnceLock<Loaded>,
     cluster_twin: OnceLock<Loaded>,
+    split_twin: OnceLock<Loaded>,
     /// The tuning table's layouts this kernel's calls took, each compiled on
     /// its first call.
     tuned: Mutex<Vec<(ReduceStrategy, Loaded)>>,
@@ -206,6 +207,7 @@ impl Runtime {
             main: Loaded::of(self, spec)?,
             warp_twin: OnceLock::new(),
             cluster_twin: OnceLock::new(),
+            split_twin: OnceLock::new(),
             tuned: Mutex::new(Vec::new()),
             workspace: Workspace::new(),
         })
@@ -252,7 +254,9 @@ impl ReduceKernel<'_> {
             .spec
             .with_strategy(self.spec.strategy.or(self.tuned_strategy(shape)));
         let dev = self.rt.device();
-        // The twins are taken by size alone: any block count says which.
+        // The twins are taken by size (the split-row twin where the rows
+        // leave the resident blocks idle, which the main kernel's occupancy
+        // estimates as the launch's own does).
         let plan = spec.plan_on(
             shape,
             dev.sm_count,
@@ -263,13 +267,16 @@ impl ReduceKernel<'_> {
             spec.for_warp_per_row()
         } else if plan.cluster {
             spec.for_cluster()
+        } else if plan.split_rows {
+            spec.for_split_rows()
         } else {
             spec
         }
     }
 
     /// The plan and kernel of a call of `shape`: the tuned layout (or the
-    /// spec's), then its warp-per-row or cluster twin where the plan takes one.
+    /// spec's), then its warp-per-row, cluster or split-row twin where the
+    /// plan takes one.
     fn route(&self, shape: Shape) -> Result<(Plan, Loaded)> {
         let (spec, main) = match self.tuned_strategy(shape) {
             None => (self.spec.clone(), self.main.clone()),
@@ -281,6 +288,8 @@ impl ReduceKernel<'_> {
             self.twin(&self.warp_twin, || self.spec.for_warp_per_row())?
         } else if plan.cluster {
             self.twin(&self.cluster_twin, || self.spec.for_cluster())?
+        } else if plan.split_rows {
+            self.twin(&self.split_twin, || self.spec.for_split_rows())?
         } else {
             main
         };
@@ -359,12 +368,17 @@ impl ReduceKernel<'_> {
         args.ptr(&counters).ptr(&partials);
         let (a, b, c, d) = match shape {
             Shape::All { n } => (n, 0, 0, 0),
-            Shape::Matrix { rows, cols, ld } => (rows, cols, ld, plan.rows_per_split),
+            Shape::Matrix { rows, cols, ld } => {
+                let split = match self.spec.axis {
+                    ReduceAxis::Rows => plan.cols_per_split,
+                    _ => plan.rows_per_split,
+                };
+                (rows, cols, ld, split)
+            }
         };
         match self.spec.axis {
             ReduceAxis::All => args.u64(&a),
-            ReduceAxis::Rows => args.u64(&a).u64(&b).u64(&c),
-            ReduceAxis::Cols => args.u64(&a).u64(&b).u64(&c).u64(&d),
+            ReduceAxis::Rows | ReduceAxis::Cols => args.u64(&a).u64(&b).u64(&c).u64(&d),
         };
         let mut args = args.ready()?;
         let cfg = LaunchConfig {
@@ -377,8 +391,10 @@ impl ReduceKernel<'_> {
         // arguments), and `plan` from that same kernel's spec (its block is the
         // kernel's launch bound): one pointer per input,
         // the output, the counters and the partials, then n (u64) for the full
-        // array, rows, cols, ld (u64) for rows, and rows_per_split (u64) too for
-        // columns, in that order. `check` proved every input has the spec's
+        // array, rows, cols, ld and cols_per_split (u64) for rows, rows, cols,
+        // ld and rows_per_split (u64) for columns, in that order. A split row
+        // launch's grid is one block a (row, split), and its workspace one
+        // counter a row and one slot a (row, split). `check` proved every input has the spec's
         // dtype and holds the shape, and the output its type and length; the
         // workspace holds `plan.counters` zeroed counters and `plan.partials`
         // partial slots. A cluster twin's grid is its one cluster (`CLUSTER` blocks,

@@ -499,7 +499,8 @@ __device__ __forceinline__ typename Op::S rj_feed_one(const Op& op, typename Op:
   }
 }
 // Feeds elements first .. first + count of the source(s) to acc, as thread `lane`
-// of `lanes`; element first + k enters as index k. A pack is 4 elements (16 bytes
+// of `lanes`; element first + k enters as index base + k (base: where the range
+// starts in what the result indexes, a split row's first column). A pack is 4 elements (16 bytes
 // of f32, 8 of a 16-bit type, read with one vector load): the elements before
 // src0's first pack boundary go one per lane, then whole packs (kUnroll per lane
 // in flight, lane-strided so each unroll step of a warp is one coalesced access),
@@ -508,12 +509,13 @@ __device__ __forceinline__ typename Op::S rj_feed_one(const Op& op, typename Op:
 // depends only on (first, count, lanes, the addresses), so the order is fixed.
 template <class Op, class T, int kSrcs, int kUnroll>
 __device__ __forceinline__ typename Op::S rj_feed_range(const Op& op, typename Op::S acc, rj_u64 src0, rj_u64 src1,
-                                                        rj_u64 first, rj_u64 count, rj_u64 lane, rj_u64 lanes) {
+                                                        rj_u64 first, rj_u64 count, rj_u64 lane, rj_u64 lanes,
+                                                        rj_u64 base = 0) {
   const rj_u64 kPackBytes = 4 * T::kBytes;
   rj_u64 head = ((kPackBytes - (src0 + first * T::kBytes) % kPackBytes) % kPackBytes) / T::kBytes;
   if (kSrcs == 2 && (src1 + (first + head) * T::kBytes) % kPackBytes != 0) head = count;
   if (head > count) head = count;
-  for (rj_u64 k = lane; k < head; k += lanes) acc = rj_feed_one<Op, T, kSrcs>(op, acc, src0, src1, first + k, k);
+  for (rj_u64 k = lane; k < head; k += lanes) acc = rj_feed_one<Op, T, kSrcs>(op, acc, src0, src1, first + k, base + k);
   const rj_u64 packs = (count - head) / 4;
   const rj_u64 start = first + head;
   rj_u64 p = lane;
@@ -526,7 +528,7 @@ __device__ __forceinline__ typename Op::S rj_feed_range(const Op& op, typename O
       for (int u = 0; u < kUnroll; ++u) rj_ld4<T, rj_load_nc>(src1, start + (p + u * lanes) * 4, y[u]);
     }
     // The packs in flight go in as one group: element k of the group is
-    // element e of pack u, index head + (p + u * lanes) * 4 + e.
+    // element e of pack u, index base + head + (p + u * lanes) * 4 + e.
     float v[kUnroll * 4];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -539,7 +541,7 @@ __device__ __forceinline__ typename Op::S rj_feed_range(const Op& op, typename O
         }
       }
     }
-    acc = op.feed_n(acc, v, [&](int k) { return head + (p + (rj_u64)(k / 4) * lanes) * 4 + (rj_u64)(k % 4); });
+    acc = op.feed_n(acc, v, [&](int k) { return base + head + (p + (rj_u64)(k / 4) * lanes) * 4 + (rj_u64)(k % 4); });
   }
   // The last packs, fewer than kUnroll a lane: up to 4 (two sources: 2 of each)
   // loaded together, in flight at once as in the loop above, then fed element
@@ -561,7 +563,7 @@ __device__ __forceinline__ typename Op::S rj_feed_range(const Op& op, typename O
       if (p + u * lanes < packs) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const rj_u64 index = head + (p + u * lanes) * 4 + e;
+          const rj_u64 index = base + head + (p + u * lanes) * 4 + e;
           if constexpr (kSrcs == 2) {
             acc = op.feed(acc, op.value(x[u][e], y[u][e]), index);
           } else {
@@ -571,7 +573,7 @@ __device__ __forceinline__ typename Op::S rj_feed_range(const Op& op, typename O
       }
     }
   }
-  for (rj_u64 k = head + packs * 4 + lane; k < count; k += lanes) acc = rj_feed_one<Op, T, kSrcs>(op, acc, src0, src1, first + k, k);
+  for (rj_u64 k = head + packs * 4 + lane; k < count; k += lanes) acc = rj_feed_one<Op, T, kSrcs>(op, acc, src0, src1, first + k, base + k);
   return acc;
 }
 

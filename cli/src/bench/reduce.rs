@@ -301,8 +301,9 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
             c.spec.clone(),
             c.spec.for_warp_per_row(),
             c.spec.for_cluster(),
+            c.spec.for_split_rows(),
         ] {
-            let twin_fits = (s.axis == ReduceAxis::Rows || !s.warp_per_row)
+            let twin_fits = (s.axis == ReduceAxis::Rows || !s.warp_per_row && !s.split_rows)
                 && (s.axis == ReduceAxis::All && cluster || !s.cluster);
             if twin_fits && !specs.contains(&s) {
                 specs.push(s);

@@ -74,13 +74,16 @@ pub fn specs() -> Vec<ReduceSpec> {
 }
 
 /// Each spec, and for row kernels the warp-per-row twin the launcher picks for
-/// short rows.
+/// short rows and the split-row twin it picks for few rows.
 pub fn compile_list(specs: &[ReduceSpec]) -> Vec<AnySpec> {
     specs
         .iter()
         .flat_map(|s| {
-            let twin = (s.axis == ReduceAxis::Rows).then(|| s.for_warp_per_row());
-            std::iter::once(s.clone()).chain(twin)
+            let twins = (s.axis == ReduceAxis::Rows)
+                .then(|| [s.for_warp_per_row(), s.for_split_rows()])
+                .into_iter()
+                .flatten();
+            std::iter::once(s.clone()).chain(twins)
         })
         .map(|s| Box::new(s) as AnySpec)
         .collect()

@@ -90,6 +90,11 @@ pub struct ReduceSpec {
     /// `CLUSTER` blocks (named with a trailing `_c`). The launcher picks it
     /// itself from the size and the device; ask for `axis: All` without it.
     pub cluster: bool,
+    /// The row kernel's twin for fewer rows than the SMs hold blocks: each row
+    /// cut into splits of a block each, the row's last block merging them
+    /// (named with a trailing `_s`). The launcher picks it itself from the
+    /// shape and the device; ask for `axis: Rows` without it.
+    pub split_rows: bool,
     /// The layout of the block-per-row, column and (non-cluster) full-array
     /// kernels: `None` takes the family's defaults (`THREADS` and 64 bytes in
     /// flight per thread). A spec without one takes, at each launch, the
@@ -182,6 +187,7 @@ impl Default for ReduceSpec {
             accum: DType::F32,
             warp_per_row: false,
             cluster: false,
+            split_rows: false,
             strategy: None,
         }
     }
@@ -216,10 +222,15 @@ pub struct Plan {
     pub threads: u32,
     /// Column kernels: rows per split (gridDim.y splits); else 0.
     pub rows_per_split: u64,
+    /// The split-row twin: columns per split (gridDim.y splits, a block
+    /// each); else 0.
+    pub cols_per_split: u64,
     /// Row kernels: use the warp-per-row twin.
     pub warp_per_row: bool,
     /// Full-array kernels: use the cluster twin (grid = one cluster).
     pub cluster: bool,
+    /// Row kernels: use the split-row twin.
+    pub split_rows: bool,
     /// Zeroed u32 arrival counters the launch needs (0: a single block
     /// finishes alone).
     pub counters: usize,
@@ -248,6 +259,7 @@ impl ReduceSpec {
                         accum,
                         warp_per_row: false,
                         cluster: false,
+                        split_rows: false,
                         strategy: None,
                     };
                     if spec.validate().is_ok() && !out.contains(&spec) {
@@ -278,6 +290,15 @@ impl ReduceSpec {
         }
     }
 
+    /// This spec's split-row twin (row kernels; the family's default block).
+    pub fn for_split_rows(&self) -> ReduceSpec {
+        ReduceSpec {
+            split_rows: true,
+            strategy: None,
+            ..self.clone()
+        }
+    }
+
     /// This spec laid out by `strategy` (`None`: the defaults).
     pub fn with_strategy(&self, strategy: Option<ReduceStrategy>) -> ReduceSpec {
         ReduceSpec {
@@ -301,7 +322,7 @@ impl ReduceSpec {
 
     /// Threads per block of this kernel.
     pub fn threads(&self) -> u32 {
-        if self.warp_per_row || self.cluster {
+        if self.warp_per_row || self.cluster || self.split_rows {
             return THREADS;
         }
         self.strategy
@@ -404,8 +425,10 @@ impl ReduceSpec {
                         grid: (CLUSTER, 1),
                         threads: THREADS,
                         rows_per_split: 0,
+                        cols_per_split: 0,
                         warp_per_row: false,
                         cluster: true,
+                        split_rows: false,
                         counters: 0,
                         partials: 0,
                         chain: n.div_ceil(lanes) + 2 + block_levels + cluster_levels + 1,
@@ -422,8 +445,10 @@ impl ReduceSpec {
                     grid: (blocks as u32, 1),
                     threads: block,
                     rows_per_split: 0,
+                    cols_per_split: 0,
                     warp_per_row: false,
                     cluster: false,
+                    split_rows: false,
                     counters: usize::from(blocks > 1),
                     partials: if blocks > 1 { blocks as usize } else { 0 },
                     chain: per_thread + block_levels + last + 1,
@@ -431,27 +456,57 @@ impl ReduceSpec {
             }
             (ReduceAxis::Rows, Shape::Matrix { rows, cols, .. }) => {
                 let warp = cols <= WARP_ROW_MAX_COLS;
-                let (grid, chain) = if warp {
+                if warp {
                     let per_block = threads / 32;
-                    (
-                        rows.div_ceil(per_block).min(MAX_GRID),
-                        cols.div_ceil(32) + 2 + warp_levels + 1,
-                    )
-                } else {
-                    (
-                        rows.min(MAX_GRID),
-                        cols.div_ceil(threads) + 2 + block_levels + 1,
-                    )
-                };
+                    return Plan {
+                        grid: (rows.div_ceil(per_block).clamp(1, MAX_GRID) as u32, 1),
+                        threads: THREADS,
+                        rows_per_split: 0,
+                        cols_per_split: 0,
+                        warp_per_row: true,
+                        cluster: false,
+                        split_rows: false,
+                        counters: 0,
+                        partials: 0,
+                        chain: cols.div_ceil(32) + 2 + warp_levels + 1,
+                    };
+                }
+                let twin = self.for_split_rows();
+                let cols_per_split = twin.cols_per_split(rows, cols, resident);
+                if !self.split_rows && cols_per_split >= cols {
+                    return Plan {
+                        grid: (rows.clamp(1, MAX_GRID) as u32, 1),
+                        threads: block,
+                        rows_per_split: 0,
+                        cols_per_split: 0,
+                        warp_per_row: false,
+                        cluster: false,
+                        split_rows: false,
+                        counters: 0,
+                        partials: 0,
+                        chain: cols.div_ceil(threads) + 2 + block_levels + 1,
+                    };
+                }
+                // The split-row twin, with the family's default block.
+                let threads = u64::from(twin.threads());
+                let block_levels = 5 + (threads / 32).ilog2() as u64;
+                let splits = cols.div_ceil(cols_per_split.max(1)).max(1);
                 Plan {
-                    grid: (grid.max(1) as u32, 1),
-                    threads: if warp { THREADS } else { block },
+                    grid: (rows.clamp(1, MAX_GRID) as u32, splits as u32),
+                    threads: twin.threads(),
                     rows_per_split: 0,
-                    warp_per_row: warp,
+                    cols_per_split,
+                    warp_per_row: false,
                     cluster: false,
-                    counters: 0,
-                    partials: 0,
-                    chain,
+                    split_rows: true,
+                    counters: rows as usize,
+                    partials: (rows * splits) as usize,
+                    chain: cols_per_split.div_ceil(threads)
+                        + 2
+                        + block_levels
+                        + splits.div_ceil(threads)
+                        + block_levels
+                        + 1,
                 }
             }
             (ReduceAxis::Cols, Shape::Matrix { rows, cols, .. }) => {
@@ -475,8 +530,10 @@ impl ReduceSpec {
                     grid: (tiles.min(MAX_GRID) as u32, splits as u32),
                     threads: block,
                     rows_per_split,
+                    cols_per_split: 0,
                     warp_per_row: false,
                     cluster: false,
+                    split_rows: false,
                     counters: if splits > 1 { tiles as usize } else { 0 },
                     partials: if splits > 1 {
                         (splits * cols) as usize
@@ -492,13 +549,31 @@ impl ReduceSpec {
                 grid: (1, 1),
                 threads: block,
                 rows_per_split: 0,
+                cols_per_split: 0,
                 warp_per_row: false,
                 cluster: false,
+                split_rows: false,
                 counters: 0,
                 partials: 0,
                 chain: 0,
             },
         }
+    }
+
+    /// The split-row twin's columns per split: the whole row where the
+    /// rows alone fill the resident blocks; else the row cut so the rows'
+    /// splits fill them, each split at least one round of the block's packs
+    /// in flight and a whole number of packs (every split keeps the row's
+    /// pack phase): a block a row left three rows of 100003 to three SMs.
+    fn cols_per_split(&self, rows: u64, cols: u64, resident: u64) -> u64 {
+        let per_round = u64::from(self.threads()) * 4 * u64::from(self.unroll());
+        let wanted = (resident / rows.max(1))
+            .min(cols / per_round)
+            .min(MAX_SPLITS);
+        if wanted < 2 {
+            return cols;
+        }
+        cols.div_ceil(wanted).next_multiple_of(4)
     }
 
     fn context(&self) -> ReduceContext {
@@ -522,6 +597,7 @@ impl ReduceSpec {
             threads: self.threads(),
             unroll: self.unroll(),
             warp_per_row: self.warp_per_row,
+            split_rows: self.split_rows,
             phases: self.threads() / 32,
             col_unroll: self.col_unroll(),
             col_vec: self.col_vec(),
@@ -543,6 +619,7 @@ struct ReduceContext {
     threads: u32,
     unroll: u32,
     warp_per_row: bool,
+    split_rows: bool,
     phases: u32,
     col_unroll: u32,
     col_vec: u32,
@@ -567,9 +644,12 @@ impl KernelSpec for ReduceSpec {
         ]);
         match self.axis {
             ReduceAxis::All => p.push(Param::u64("n")),
-            ReduceAxis::Rows => {
-                p.extend([Param::u64("rows"), Param::u64("cols"), Param::u64("ld")])
-            }
+            ReduceAxis::Rows => p.extend([
+                Param::u64("rows"),
+                Param::u64("cols"),
+                Param::u64("ld"),
+                Param::u64("cols_per_split"),
+            ]),
             ReduceAxis::Cols => p.extend([
                 Param::u64("rows"),
                 Param::u64("cols"),
@@ -680,13 +760,28 @@ impl KernelSpec for ReduceSpec {
                 ),
             ));
         }
+        if self.split_rows && (self.axis != ReduceAxis::Rows || self.warp_per_row) {
+            return Err(SpecError::invalid(
+                "split_rows",
+                "true",
+                format!(
+                    "only the block-per-row kernel has a split-row twin, not axis {}{}",
+                    self.axis,
+                    if self.warp_per_row {
+                        " with a warp per row"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
         if let Some(st) = self.strategy {
             st.validate()?;
-            if self.warp_per_row || self.cluster {
+            if self.warp_per_row || self.cluster || self.split_rows {
                 return Err(SpecError::invalid(
                     "strategy",
                     st,
-                    "the warp-per-row and cluster twins have the default layout; a strategy lays out the block kernels",
+                    "the warp-per-row, cluster and split-row twins have the default layout; a strategy lays out the block kernels",
                 ));
             }
             if self.axis == ReduceAxis::Cols && st.unroll > COL_MAX_UNROLL {
@@ -722,6 +817,7 @@ impl KernelSpec for ReduceSpec {
             self.accum
         ) + if self.warp_per_row { "_w" } else { "" }
             + if self.cluster { "_c" } else { "" }
+            + if self.split_rows { "_s" } else { "" }
             + &self.strategy.map_or(String::new(), |st| format!("_{st}"))
     }
 
@@ -793,6 +889,10 @@ impl FromStr for ReduceSpec {
             }
             _ => (rest, None),
         };
+        let (rest, split_rows) = match rest.strip_suffix("_s") {
+            Some(r) => (r, true),
+            None => (rest, false),
+        };
         let (rest, warp_per_row) = match rest.strip_suffix("_w") {
             Some(r) => (r, true),
             None => (rest, false),
@@ -812,6 +912,7 @@ impl FromStr for ReduceSpec {
             accum: accum.parse()?,
             warp_per_row,
             cluster,
+            split_rows,
             strategy,
         };
         spec.validate()?;
@@ -1118,6 +1219,58 @@ mod tests {
         );
         assert!(!long.warp_per_row);
         assert_eq!(long.grid, (7, 1));
+        assert!(!long.split_rows);
+        assert_eq!(
+            (long.cols_per_split, long.counters, long.partials),
+            (0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn few_long_rows_split_into_whole_packs_within_one_wave() {
+        let matrix = |rows, cols| Shape::Matrix {
+            rows,
+            cols,
+            ld: cols,
+        };
+        for input in [DType::F32, DType::BF16] {
+            let spec = ReduceSpec {
+                axis: ReduceAxis::Rows,
+                input,
+                ..ReduceSpec::default()
+            };
+            let twin = spec.for_split_rows();
+            let per_round = u64::from(twin.threads()) * 4 * u64::from(twin.unroll());
+            for (rows, cols) in [(3, 100_003), (1, 1 << 20), (5, 77_777), (1, 2 * per_round)] {
+                let p = spec.plan(matrix(rows, cols), 132, 8);
+                let splits = u64::from(p.grid.1);
+                assert!(splits > 1 && p.split_rows, "{rows}x{cols} {input:?}: {p:?}");
+                assert_eq!(p.threads, twin.threads());
+                // The twin plans the same split for itself.
+                assert_eq!(twin.plan(matrix(rows, cols), 132, 8), p);
+                assert_eq!(p.grid.0 as u64, rows);
+                assert_eq!(p.cols_per_split % 4, 0, "{p:?}");
+                assert!(p.cols_per_split >= per_round, "{p:?}");
+                // Every split has columns, and together they cover the row.
+                assert!(
+                    (splits - 1) * p.cols_per_split < cols && splits * p.cols_per_split >= cols
+                );
+                assert!(rows * splits <= 132 * 8, "{p:?}");
+                assert_eq!(p.counters as u64, rows);
+                assert_eq!(p.partials as u64, rows * splits);
+            }
+            // Rows that fill the SMs, or a row under two rounds, stay whole.
+            for (rows, cols) in [(32_768, 4096), (1056, 100_003), (2, 2 * per_round - 1)] {
+                let p = spec.plan(matrix(rows, cols), 132, 8);
+                assert!(p.grid.1 == 1 && !p.split_rows, "{rows}x{cols}: {p:?}");
+                assert_eq!((p.cols_per_split, p.counters, p.partials), (0, 0, 0));
+                // Asked for directly, the twin takes the whole row in one
+                // split, with its workspace.
+                let t = twin.plan(matrix(rows, cols), 132, 8);
+                assert!(t.split_rows && t.grid.1 == 1, "{t:?}");
+                assert_eq!((t.cols_per_split, t.counters), (cols, rows as usize));
+            }
+        }
     }
 
     #[test]

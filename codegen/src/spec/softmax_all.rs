@@ -150,6 +150,7 @@ impl SoftmaxAllSpec {
             accum: DType::F32,
             warp_per_row: false,
             cluster: false,
+            split_rows: false,
             strategy: None,
         }
     }
