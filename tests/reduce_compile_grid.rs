@@ -41,8 +41,9 @@ fn the_grid_is_every_op_dtype_and_accumulator() {
     // Every op once per input (f32, or i64 for an integer input's integer ops),
     // plus the lossy ops in the 16-bit inputs' own types.
     let per_axis = ReduceOp::ALL.len() * inputs + lossy * (own_accum - 1);
-    // Full arrays and their cluster twins, rows and their warp twins, columns.
-    assert_eq!(specs.len(), per_axis * 5);
+    // Full arrays and their cluster twins, rows and their warp and split-row
+    // twins, columns.
+    assert_eq!(specs.len(), per_axis * 6);
     for &op in ReduceOp::ALL {
         for &axis in ReduceAxis::ALL {
             assert!(specs.iter().any(|s| s.op == op && s.axis == axis));
