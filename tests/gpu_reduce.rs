@@ -636,42 +636,16 @@ fn few_long_rows_split_across_blocks() {
         return;
     };
     let mut rng = common::Rng::fresh("few_long_rows_split_across_blocks");
+    let m = |rows, cols, ld| Matrix { rows, cols, ld };
+    // (shape, offset of the view in elements).
     let shapes = [
-        (
-            Matrix {
-                rows: 3,
-                cols: 100_003,
-                ld: 100_003,
-            },
-            1,
-        ),
-        (
-            Matrix {
-                rows: 5,
-                cols: 77_777,
-                ld: 77_780,
-            },
-            0,
-        ),
-        (
-            Matrix {
-                rows: 1,
-                cols: (1 << 20) + 5,
-                ld: (1 << 20) + 5,
-            },
-            3,
-        ),
+        (m(3, 100_003, 100_003), 1),
+        (m(5, 77_777, 77_780), 0),
+        (m(1, (1 << 20) + 5, (1 << 20) + 5), 3),
     ];
     // An f16 accumulator holds at most 65504: a million squares of normal
     // values pass it whatever the layout, so its rows are shorter.
-    let f16_shapes = [(
-        Matrix {
-            rows: 2,
-            cols: 40_000,
-            ld: 40_003,
-        },
-        1,
-    )];
+    let f16_shapes = [(m(2, 40_000, 40_003), 1)];
     for spec in matrix_on(&rt, ReduceAxis::Rows) {
         let kernel = rt.reduce(&spec).unwrap();
         let shapes: &[_] = if spec.accum == DType::F16 {

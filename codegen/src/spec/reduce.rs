@@ -242,6 +242,24 @@ pub struct Plan {
     pub chain: u64,
 }
 
+impl Plan {
+    /// `grid` blocks of `threads`: no twin, no splits, no workspace.
+    fn plain(grid: (u32, u32), threads: u32, chain: u64) -> Plan {
+        Plan {
+            grid,
+            threads,
+            rows_per_split: 0,
+            cols_per_split: 0,
+            warp_per_row: false,
+            cluster: false,
+            split_rows: false,
+            counters: 0,
+            partials: 0,
+            chain,
+        }
+    }
+}
+
 impl ReduceSpec {
     /// Every op x input x its accumulators, for one axis: the test matrix.
     pub fn matrix(axis: ReduceAxis) -> Vec<ReduceSpec> {
@@ -421,17 +439,10 @@ impl ReduceSpec {
                     let lanes = u64::from(CLUSTER) * u64::from(THREADS);
                     let block_levels = 5 + u64::from(THREADS / 32).ilog2() as u64;
                     let cluster_levels = u64::from(CLUSTER).ilog2() as u64;
+                    let chain = n.div_ceil(lanes) + 2 + block_levels + cluster_levels + 1;
                     return Plan {
-                        grid: (CLUSTER, 1),
-                        threads: THREADS,
-                        rows_per_split: 0,
-                        cols_per_split: 0,
-                        warp_per_row: false,
                         cluster: true,
-                        split_rows: false,
-                        counters: 0,
-                        partials: 0,
-                        chain: n.div_ceil(lanes) + 2 + block_levels + cluster_levels + 1,
+                        ..Plan::plain((CLUSTER, 1), THREADS, chain)
                     };
                 }
                 let lanes = blocks * threads;
@@ -442,71 +453,48 @@ impl ReduceSpec {
                     0
                 };
                 Plan {
-                    grid: (blocks as u32, 1),
-                    threads: block,
-                    rows_per_split: 0,
-                    cols_per_split: 0,
-                    warp_per_row: false,
-                    cluster: false,
-                    split_rows: false,
                     counters: usize::from(blocks > 1),
                     partials: if blocks > 1 { blocks as usize } else { 0 },
-                    chain: per_thread + block_levels + last + 1,
+                    ..Plan::plain(
+                        (blocks as u32, 1),
+                        block,
+                        per_thread + block_levels + last + 1,
+                    )
                 }
             }
             (ReduceAxis::Rows, Shape::Matrix { rows, cols, .. }) => {
                 let warp = cols <= WARP_ROW_MAX_COLS;
                 if warp {
-                    let per_block = threads / 32;
+                    let grid = rows.div_ceil(threads / 32).clamp(1, MAX_GRID) as u32;
+                    let chain = cols.div_ceil(32) + 2 + warp_levels + 1;
                     return Plan {
-                        grid: (rows.div_ceil(per_block).clamp(1, MAX_GRID) as u32, 1),
-                        threads: THREADS,
-                        rows_per_split: 0,
-                        cols_per_split: 0,
                         warp_per_row: true,
-                        cluster: false,
-                        split_rows: false,
-                        counters: 0,
-                        partials: 0,
-                        chain: cols.div_ceil(32) + 2 + warp_levels + 1,
+                        ..Plan::plain((grid, 1), THREADS, chain)
                     };
                 }
                 let twin = self.for_split_rows();
                 let cols_per_split = twin.cols_per_split(rows, cols, resident);
+                let grid = rows.clamp(1, MAX_GRID) as u32;
                 if !self.split_rows && cols_per_split >= cols {
-                    return Plan {
-                        grid: (rows.clamp(1, MAX_GRID) as u32, 1),
-                        threads: block,
-                        rows_per_split: 0,
-                        cols_per_split: 0,
-                        warp_per_row: false,
-                        cluster: false,
-                        split_rows: false,
-                        counters: 0,
-                        partials: 0,
-                        chain: cols.div_ceil(threads) + 2 + block_levels + 1,
-                    };
+                    let chain = cols.div_ceil(threads) + 2 + block_levels + 1;
+                    return Plan::plain((grid, 1), block, chain);
                 }
                 // The split-row twin, with the family's default block.
                 let threads = u64::from(twin.threads());
                 let block_levels = 5 + (threads / 32).ilog2() as u64;
                 let splits = cols.div_ceil(cols_per_split.max(1)).max(1);
+                let chain = cols_per_split.div_ceil(threads)
+                    + 2
+                    + block_levels
+                    + splits.div_ceil(threads)
+                    + block_levels
+                    + 1;
                 Plan {
-                    grid: (rows.clamp(1, MAX_GRID) as u32, splits as u32),
-                    threads: twin.threads(),
-                    rows_per_split: 0,
                     cols_per_split,
-                    warp_per_row: false,
-                    cluster: false,
                     split_rows: true,
                     counters: rows as usize,
                     partials: (rows * splits) as usize,
-                    chain: cols_per_split.div_ceil(threads)
-                        + 2
-                        + block_levels
-                        + splits.div_ceil(threads)
-                        + block_levels
-                        + 1,
+                    ..Plan::plain((grid, splits as u32), twin.threads(), chain)
                 }
             }
             (ReduceAxis::Cols, Shape::Matrix { rows, cols, .. }) => {
@@ -527,36 +515,23 @@ impl ReduceSpec {
                     0
                 };
                 Plan {
-                    grid: (tiles.min(MAX_GRID) as u32, splits as u32),
-                    threads: block,
                     rows_per_split,
-                    cols_per_split: 0,
-                    warp_per_row: false,
-                    cluster: false,
-                    split_rows: false,
                     counters: if splits > 1 { tiles as usize } else { 0 },
                     partials: if splits > 1 {
                         (splits * cols) as usize
                     } else {
                         0
                     },
-                    chain: chain + finish,
+                    ..Plan::plain(
+                        (tiles.min(MAX_GRID) as u32, splits as u32),
+                        block,
+                        chain + finish,
+                    )
                 }
             }
             // A shape for another axis: the launcher never asks (it checks
             // first); one block and no workspace is still a safe answer.
-            _ => Plan {
-                grid: (1, 1),
-                threads: block,
-                rows_per_split: 0,
-                cols_per_split: 0,
-                warp_per_row: false,
-                cluster: false,
-                split_rows: false,
-                counters: 0,
-                partials: 0,
-                chain: 0,
-            },
+            _ => Plan::plain((1, 1), block, 0),
         }
     }
 
