@@ -412,22 +412,25 @@ fn host_costs(dev: &Device) -> Result<()> {
         };
         let raw = time(&mut || {
             let mut b = stream.launch_builder(&func);
+            // The signature's order (`KernelSpec::params`): x, weight, out,
+            // rows, cols, ld, eps, splits, span, then residual, residual_out,
+            // bias, mean, rstd (absent: null), counters and partials.
             b.arg(&x)
-                .arg(&null)
                 .arg(&w)
-                .arg(&null)
                 .arg(&mut y)
-                .arg(&null)
-                .arg(&null)
-                .arg(&null);
-            b.arg(&ws)
-                .arg(&ws)
                 .arg(&rows)
                 .arg(&cols)
                 .arg(&ld)
+                .arg(&eps)
                 .arg(&plan.splits)
-                .arg(&plan.span)
-                .arg(&eps);
+                .arg(&plan.span);
+            b.arg(&null)
+                .arg(&null)
+                .arg(&null)
+                .arg(&null)
+                .arg(&null)
+                .arg(&ws)
+                .arg(&ws);
             // SAFETY: `func` is `spec`'s kernel, its parameters pushed in
             // order; x, w and y hold the one row of 4096, and a block row
             // takes no counters or partials from the workspace.
@@ -447,21 +450,21 @@ fn host_costs(dev: &Device) -> Result<()> {
             let (ya, _yg) = y.device_ptr_mut(&stream);
             let mut b = stream.launch_builder(&func);
             b.arg(&xa)
-                .arg(&null)
                 .arg(&wa)
-                .arg(&null)
                 .arg(&ya)
-                .arg(&null)
-                .arg(&null)
-                .arg(&null);
-            b.arg(&ws_at)
-                .arg(&ws_at)
                 .arg(&rows)
                 .arg(&cols)
                 .arg(&ld)
+                .arg(&eps)
                 .arg(&plan.splits)
-                .arg(&plan.span)
-                .arg(&eps);
+                .arg(&plan.span);
+            b.arg(&null)
+                .arg(&null)
+                .arg(&null)
+                .arg(&null)
+                .arg(&null)
+                .arg(&ws_at)
+                .arg(&ws_at);
             // SAFETY: `func` is `spec`'s kernel, its parameters pushed in
             // order; x, w and y hold the one row of 4096, and a block row
             // takes no counters or partials from the workspace.
