@@ -39,11 +39,15 @@ fn m(rows: usize, cols: usize, ld: usize) -> Matrix {
     Matrix { rows, cols, ld }
 }
 
-/// (matrix, offset of the view): block-per-row and warp-per-row rows, strided,
-/// many column splits, one split, a view one element in.
+/// (matrix, offset of the view): block-per-row, warp-per-row and split rows,
+/// strided, many column splits, one split, a view one element in.
 fn shapes(axis: ReduceAxis) -> Vec<(Matrix, usize)> {
     match axis {
-        ReduceAxis::Rows => vec![(m(37, 1537, 1540), 0), (m(301, 67, 67), 1)],
+        ReduceAxis::Rows => vec![
+            (m(37, 1537, 1540), 0),
+            (m(301, 67, 67), 1),
+            (m(3, 40_003, 40_008), 1),
+        ],
         ReduceAxis::Cols => vec![(m(2001, 77, 80), 0), (m(5, 300, 300), 1)],
         ReduceAxis::All => Vec::new(),
     }
@@ -294,23 +298,24 @@ mod tests {
                     .any(|s| s.op == op && s.axis == ReduceAxis::All)
             );
         }
+        // A row kernel's warp-per-row and split-row twins.
         let twins = compile_list(&specs).len() - specs.len();
         assert_eq!(
             twins,
-            specs.iter().filter(|s| s.axis == ReduceAxis::Rows).count()
+            2 * specs.iter().filter(|s| s.axis == ReduceAxis::Rows).count()
         );
     }
 
     #[test]
-    fn shapes_take_both_row_kernels_and_split_columns() {
+    fn shapes_take_every_row_kernel_and_split_columns() {
         let spec = ReduceSpec {
             axis: ReduceAxis::Rows,
             ..ReduceSpec::default()
         };
-        let warp: Vec<bool> = shapes(ReduceAxis::Rows)
+        let twins: Vec<(bool, bool)> = shapes(ReduceAxis::Rows)
             .iter()
             .map(|(mm, _)| {
-                spec.plan(
+                let p = spec.plan(
                     ReduceShape::Matrix {
                         rows: mm.rows as u64,
                         cols: mm.cols as u64,
@@ -318,11 +323,29 @@ mod tests {
                     },
                     132,
                     8,
-                )
-                .warp_per_row
+                );
+                (p.warp_per_row, p.split_rows)
             })
             .collect();
-        assert_eq!(warp, vec![false, true]);
+        // A block a row, a warp a row, few long rows split (the 1-byte
+        // inputs' splits too: two rounds of their packs at least).
+        assert_eq!(twins, vec![(false, false), (true, false), (false, true)]);
+        let bytes = ReduceSpec {
+            input: DType::I8,
+            accum: DType::I64,
+            ..spec.clone()
+        };
+        let (mm, _) = shapes(ReduceAxis::Rows)[2];
+        let p = bytes.plan(
+            ReduceShape::Matrix {
+                rows: mm.rows as u64,
+                cols: mm.cols as u64,
+                ld: mm.ld as u64,
+            },
+            132,
+            8,
+        );
+        assert!(p.split_rows && p.grid.1 > 1, "{p:?}");
         let cols = ReduceSpec {
             axis: ReduceAxis::Cols,
             ..ReduceSpec::default()
