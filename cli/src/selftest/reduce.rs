@@ -308,22 +308,23 @@ mod tests {
 
     #[test]
     fn shapes_take_every_row_kernel_and_split_columns() {
+        // A spec's plan for a selftest shape on a device of 132 SMs.
+        let plan = |spec: &ReduceSpec, mm: Matrix| {
+            let shape = ReduceShape::Matrix {
+                rows: mm.rows as u64,
+                cols: mm.cols as u64,
+                ld: mm.ld as u64,
+            };
+            spec.plan(shape, 132, 8)
+        };
         let spec = ReduceSpec {
             axis: ReduceAxis::Rows,
             ..ReduceSpec::default()
         };
         let twins: Vec<(bool, bool)> = shapes(ReduceAxis::Rows)
             .iter()
-            .map(|(mm, _)| {
-                let p = spec.plan(
-                    ReduceShape::Matrix {
-                        rows: mm.rows as u64,
-                        cols: mm.cols as u64,
-                        ld: mm.ld as u64,
-                    },
-                    132,
-                    8,
-                );
+            .map(|&(mm, _)| {
+                let p = plan(&spec, mm);
                 (p.warp_per_row, p.split_rows)
             })
             .collect();
@@ -335,31 +336,13 @@ mod tests {
             accum: DType::I64,
             ..spec.clone()
         };
-        let (mm, _) = shapes(ReduceAxis::Rows)[2];
-        let p = bytes.plan(
-            ReduceShape::Matrix {
-                rows: mm.rows as u64,
-                cols: mm.cols as u64,
-                ld: mm.ld as u64,
-            },
-            132,
-            8,
-        );
+        let p = plan(&bytes, shapes(ReduceAxis::Rows)[2].0);
         assert!(p.split_rows && p.grid.1 > 1, "{p:?}");
         let cols = ReduceSpec {
             axis: ReduceAxis::Cols,
             ..ReduceSpec::default()
         };
-        let (mm, _) = shapes(ReduceAxis::Cols)[0];
-        let plan = cols.plan(
-            ReduceShape::Matrix {
-                rows: mm.rows as u64,
-                cols: mm.cols as u64,
-                ld: mm.ld as u64,
-            },
-            132,
-            8,
-        );
+        let plan = plan(&cols, shapes(ReduceAxis::Cols)[0].0);
         assert!(plan.grid.1 > 1, "{plan:?}");
     }
 }
