@@ -85,9 +85,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   }
   const rj_u64 partials = rj_cvta_global(partials_ptr);
   if (!rj_arrive_last(rj_cvta_global(counters_ptr), gridDim.x, partials + (rj_u64)blockIdx.x * sizeof(S), acc, threadIdx.x == 0)) return;
-  S total = op.identity();
-  for (rj_u32 b = threadIdx.x; b < gridDim.x; b += kThreads) total = op.merge(total, rj_ld_state<S>(partials + (rj_u64)b * sizeof(S)));
-  total = rj_block_reduce<kThreads>(op, total);
+  const S total = rj_merge_partials<kThreads>(op, partials, gridDim.x);
   if (threadIdx.x == 0) rj_st_result(out, 0, op.finalize(total, n));
 {%- elif axis == "rows" and warp_per_row %}
   (void)counters_ptr;
@@ -109,9 +107,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     const rj_u64 partials = rj_cvta_global(partials_ptr) + r * gridDim.y * sizeof(S);
     const rj_u64 counter = rj_cvta_global(counters_ptr) + r * 4;
     if (!rj_arrive_last(counter, gridDim.y, partials + (rj_u64)blockIdx.y * sizeof(S), acc, threadIdx.x == 0)) continue;
-    S total = op.identity();
-    for (rj_u32 b = threadIdx.x; b < gridDim.y; b += kThreads) total = op.merge(total, rj_ld_state<S>(partials + (rj_u64)b * sizeof(S)));
-    total = rj_block_reduce<kThreads>(op, total);
+    const S total = rj_merge_partials<kThreads>(op, partials, gridDim.y);
     if (threadIdx.x == 0) rj_st_result(out, r, op.finalize(total, cols));
   }
 {%- elif axis == "rows" %}

@@ -30,9 +30,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}) {{ name }}(
   }
   const rj_u64 partials = rj_cvta_global(partials_ptr);
   if (!rj_arrive_last(rj_cvta_global(counters_ptr), gridDim.x, partials + (rj_u64)blockIdx.x * sizeof(S), acc, threadIdx.x == 0)) return;
-  S total = op.identity();
-  for (rj_u32 b = threadIdx.x; b < gridDim.x; b += kThreads) total = op.merge(total, rj_ld_state<S>(partials + (rj_u64)b * sizeof(S)));
-  total = rj_block_reduce<kThreads>(op, total);
+  const S total = rj_merge_partials<kThreads>(op, partials, gridDim.x);
   if (threadIdx.x == 0) rj_st_state(stats, total);
 }
 {%- else %}

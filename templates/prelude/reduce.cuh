@@ -479,6 +479,16 @@ __device__ __forceinline__ bool rj_arrive_last(rj_u64 counter, rj_u32 arrivals, 
   if (is_last) rj_fence_gpu();
   return is_last;
 }
+// The last block's merge of the `count` states at `partials` (rj_arrive_last's
+// slots): each thread merges slots threadIdx.x, + kThreads, ... in order, then
+// the block's fixed tree; every thread gets the total.
+template <int kThreads, class Op>
+__device__ __forceinline__ typename Op::S rj_merge_partials(const Op& op, rj_u64 partials, rj_u32 count) {
+  typedef typename Op::S S;
+  S total = op.identity();
+  for (rj_u32 b = threadIdx.x; b < count; b += kThreads) total = op.merge(total, rj_ld_state<S>(partials + (rj_u64)b * sizeof(S)));
+  return rj_block_reduce<kThreads>(op, total);
+}
 
 // ---- results: f32 values, i64 indices ------------------------------------------
 __device__ __forceinline__ void rj_st_result(rj_u64 a, rj_u64 i, float r) { rj_st_b32(a + i * 4, rj_f32_as_bits(r)); }

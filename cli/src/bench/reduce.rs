@@ -15,7 +15,7 @@ use clap::{Args, ValueEnum};
 use cudarc::driver::sys::CUstreamCaptureMode;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use redjit_codegen::spec::reduce::Shape;
-use redjit_codegen::{Arch, DType, KernelSpec, ReduceAxis, ReduceOp, ReduceSpec};
+use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceOp, ReduceSpec};
 use redjit_runtime::{KernelInput, Matrix};
 
 use super::{Bench, Common, KernelRow};
@@ -294,18 +294,20 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
     };
     let (timing, batch) = (first.timing, first.batch);
     let rt = b.rt;
-    let cluster = rt.device().arch >= Arch::SM90;
+    let arch = rt.device().arch;
     let mut specs: Vec<ReduceSpec> = Vec::new();
     for c in cases {
-        for s in [
-            c.spec.clone(),
+        // The twins the launcher may take for this spec: those valid for its
+        // axis (and the cluster twin only from sm_90 on).
+        let twins = [
             c.spec.for_warp_per_row(),
             c.spec.for_cluster(),
             c.spec.for_split_rows(),
-        ] {
-            let twin_fits = (s.axis == ReduceAxis::Rows || !s.warp_per_row && !s.split_rows)
-                && (s.axis == ReduceAxis::All && cluster || !s.cluster);
-            if twin_fits && !specs.contains(&s) {
+        ]
+        .into_iter()
+        .filter(|t| t.check_arch(arch).is_ok());
+        for s in std::iter::once(c.spec.clone()).chain(twins) {
+            if !specs.contains(&s) {
                 specs.push(s);
             }
         }
