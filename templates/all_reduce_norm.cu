@@ -7,8 +7,14 @@
 {%- else %}
 // One-shot: start barrier; every rank reads every rank's rows in place;
 {%- endif %}
+{%- if cluster > 1 %}
+// cluster c of {{ cluster }} blocks owns rows c, c + clusters, ... on every rank, its block k
+// chunk k of each row's packs in {{ cluster }} parts; a thread holds {{ norm_packs }} pack(s) of its
+// chunk and every rank's packs of them. For each row:
+{%- else %}
 // block b owns rows b, b + grid, ... on every rank; a thread holds
 // {{ norm_packs }} pack(s) of its row and every rank's packs of them. For each row:
+{%- endif %}
 //   a = sum over ranks in rank order 0..{{ world - 1 }} in f32, rounded to {{ dtype }} (the
 //       plain all-reduce's output, bit for bit),
 //   h = a + residual in f32, rounded to {{ dtype }}, stored over the residual,
@@ -36,20 +42,32 @@ static const int kThreads = {{ threads }};
 static const int kPacks = {{ norm_packs }};
 // Groups of 4 values a thread holds (rj_fp8_scale_row's row layout).
 static const int kGroups = kPacks * kElts / 4;
+// Reductions a row takes: its sum of squares{% if fp8 == "qd" %}, then its max |y| for the scale{% endif %}.
+static const rj_u32 kReductions = {% if fp8 == "qd" %}2{% else %}1{% endif %};
 
-// Which of a thread's groups lie in the row (rj_fp8_scale_row asks).
+// Which of a thread's groups lie in its packs [lo, hi) of the row
+// (rj_fp8_scale_row asks).
 struct Cols {
-  rj_u64 row_packs;
+  rj_u64 lo, hi;
   __device__ __forceinline__ bool ok(int g, int) const {
-    return threadIdx.x + (rj_u64)(g / (kElts / 4)) * kThreads < row_packs;
+    return lo + threadIdx.x + (rj_u64)(g / (kElts / 4)) * kThreads < hi;
   }
 };
-// The whole block's reduction, every thread gets it.
+{%- if cluster > 1 %}
+// The row's reduction over its cluster: each block's, then the blocks'
+// through distributed shared memory (rj_red_cluster); `row` counts the
+// block's reductions before this one.
+typedef rj_red_cluster<kThreads, {{ cluster }}> Red;
+{%- else %}
+// The whole block's reduction, every thread gets it (`row`: the cluster
+// reducer's count, unused here).
 struct Red {
+  rj_u32 row;
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
     return rj_block_reduce<kThreads>(f, s);
   }
 };
+{%- endif %}
 
 // 1 / sqrt(v) from the MUFU (2^-22.9, inside the CPU twin's tolerance; with
 // reduce.cuh's rj_rcp_approx): one block a row waits on it before any output.
@@ -61,23 +79,25 @@ __device__ __forceinline__ float rj_rsqrt_approx(float v) {
   return r;
 }
 
-// Row `row` from its packs loaded (v: every rank's, r: the residual's, w: the
-// weight's; only those below row_packs): the sum over ranks, h stored over the
-// residual, the norm, y (and its scale) stored. Every thread of the block
-// calls it (it reduces over the block).
+// Row `row`'s packs [lo, hi) from their packs loaded (v: every rank's, r: the
+// residual's, w: the weight's; only those in [lo, hi)): the sum over ranks, h
+// stored over the residual, the norm, y (and its scale, by the leader)
+// stored. Every thread of the row's blocks calls it (it reduces over them),
+// `i` the row's ordinal among the block's.
 __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], const rj_b128 (&r)[kPacks],
-                                         const rj_b128 (&w)[kPacks], rj_u64 row, rj_u64 row_packs, rj_u64 cols,
-                                         float eps, rj_u64 residual, rj_u64 out, rj_u64 scale) {
+                                         const rj_b128 (&w)[kPacks], rj_u64 row, rj_u64 lo, rj_u64 hi,
+                                         rj_u64 row_packs, rj_u64 cols, float eps, rj_u64 residual, rj_u64 out,
+                                         rj_u64 scale, rj_u32 i, bool leader) {
   const Op op = {0.0f};
-  const Cols c = {row_packs};
+  const Cols c = {lo, hi};
   const rj_u64 first = row * row_packs;
   float y[kGroups][4];
   float ss = 0.0f;
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
-    const rj_u64 j = threadIdx.x + (rj_u64)k * kThreads;
+    const rj_u64 j = lo + threadIdx.x + (rj_u64)k * kThreads;
     float h[kElts];
-    if (j < row_packs) {
+    if (j < hi) {
       float acc[kElts];
       rj_ar_unpack16<T>(v[k][0], acc);
 #pragma unroll
@@ -108,7 +128,7 @@ __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], con
 #pragma unroll
     for (int e = 0; e < kElts; ++e) y[k * (kElts / 4) + e / 4][e % 4] = h[e];
   }
-  ss = Red()(rj_red_sum<rj_acc_f32>(), ss);
+  ss = Red{kReductions * i}(rj_red_sum<rj_acc_f32>(), ss);
   // The MUFU's forms: the rstd and the FP8 scale are on the block's critical
   // path (rj_rsqrt_approx).
   const float rstd = rj_rsqrt_approx(rj_mul_rn(ss, rj_rcp_approx((float)cols)) + eps);
@@ -123,15 +143,16 @@ __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], con
     }
   }
 {%- if fp8 %}
-  rj_fp8_scale_row<{% if fp8 == "qd" %}true{% else %}false{% endif %}, kGroups, Cols, Red, true>(y, c, Red(), threadIdx.x == 0, scale, row);
+  rj_fp8_scale_row<{% if fp8 == "qd" %}true{% else %}false{% endif %}, kGroups, Cols, Red, true>(y, c, Red{kReductions * i + 1u}, leader, scale, row);
 {%- else %}
   (void)c;
   (void)scale;
+  (void)leader;
 {%- endif %}
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
-    const rj_u64 j = threadIdx.x + (rj_u64)k * kThreads;
-    if (j >= row_packs) continue;
+    const rj_u64 j = lo + threadIdx.x + (rj_u64)k * kThreads;
+    if (j >= hi) continue;
 {%- if fp8 %}
     // 8 e4m3 values: one 8-byte store.
     rj_u32 lo[1], hi[1];
@@ -170,7 +191,7 @@ __device__ __forceinline__ bool norm_rows_ahead(const Load& load, const rj_b128 
     rj_b128 nv[kPacks][kRanks], nr[kPacks];
     const rj_u64 next = row + gridDim.x;
     if (next < rows && !load(next, nv, nr)) return false;
-    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
+    norm_row(v, r, w, row, 0u, row_packs, row_packs, cols, eps, residual, out, scale, 0u, threadIdx.x == 0);
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       r[k] = nr[k];
@@ -199,7 +220,7 @@ __device__ __forceinline__ bool norm_rows_ahead(const Load& load, const rj_b128 
 // s again two calls later, after the call between needed every peer's data,
 // so each peer had ended this one. residual, weight and out are this rank's,
 // 16-byte aligned; scale_ptr is rows f32 (qd), one f32 (qs) or unused.
-extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
+extern "C" __global__ void {% if cluster > 1 %}__cluster_dims__({{ cluster }}, 1, 1) {% endif %}__launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
     const void* in_ptr, void* residual_ptr, const void* weight_ptr, void* out_ptr, float* scale_ptr,
     rj_u32* error_ptr, rj_u32 rows32, rj_u32 cols32, rj_u64 timeout_ns, rj_u64 window, float eps, rj_u32 rank,
     rj_ar_table<{{ world }}> sig, rj_ar_table<{{ world }}> {% if ll %}ll{% else %}push{% endif %}) {
@@ -212,6 +233,18 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   const rj_u64 error = rj_cvta_global(error_ptr);
   const rj_u64 scale = rj_cvta_global(scale_ptr);
   const rj_u64 row_packs = cols / kElts;
+{%- if cluster > 1 %}
+  // Block k of a cluster takes chunk k of the row's packs, [lo, hi); the
+  // clusters take rows in turn, and a row's blocks go through the same rows.
+  const rj_u32 crank = rj_cluster_rank<>();
+  const rj_u64 chunk = (row_packs + {{ cluster }} - 1) / {{ cluster }};
+  const rj_u64 lo = min(crank * chunk, row_packs), hi = min(lo + chunk, row_packs);
+  const rj_u64 row0 = blockIdx.x / {{ cluster }}, row_step = gridDim.x / {{ cluster }};
+  const bool leader = threadIdx.x == 0 && crank == 0;
+{%- else %}
+  const rj_u64 lo = 0u, hi = row_packs, row0 = blockIdx.x, row_step = gridDim.x;
+  const bool leader = threadIdx.x == 0;
+{%- endif %}
   const rj_u64 self = rj_ar_pick<kRanks>(sig, rank);
   // k: this rank's fused call count, the same in every block (the last block
   // of the call before to arrive stored it, and that call has ended).
@@ -221,19 +254,19 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   // k | 1 is never 0, the zeroed buffer's, and differs between two calls of
   // one set.
   const rj_u32 flag = k | 1u;
-  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+  for (rj_u64 row = row0; row < rows; row += row_step) {
     // The row's packs loaded before the first store goes out (the sends
     // would otherwise hold each load back behind the last).
     rj_b128 x[kPacks];
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-      if (j < row_packs) x[kk] = rj_load_plain::b128(in + (row * row_packs + j) * 16u);
+      const rj_u64 j = lo + threadIdx.x + (rj_u64)kk * kThreads;
+      if (j < hi) x[kk] = rj_load_plain::b128(in + (row * row_packs + j) * 16u);
     }
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-      if (j >= row_packs) continue;
+      const rj_u64 j = lo + threadIdx.x + (rj_u64)kk * kThreads;
+      if (j >= hi) continue;
 #pragma unroll
       for (int q = 0; q < kRanks; ++q)
 {%- if ll %}
@@ -251,6 +284,10 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   (void)__syncthreads_or(k == 0u);
   rj_u32 arrival = 0u;
   if (threadIdx.x == 0) arrival = rj_atom_add_relaxed(self + {{ fused_done_off }}, 1u);
+{%- if cluster > 1 %}
+  // The cluster's exchange set up while the lines travel.
+  Red::init();
+{%- endif %}
 {%- if push %}
   // Thread q releases the block's row flags to rank q.
   if (threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
@@ -295,22 +332,27 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   };
   if (!norm_rows_ahead(load_row, w, rows, row_packs, cols, eps, residual, out, scale)) return;
 {%- else %}
-  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+{%- if cluster > 1 %}
+  // Set once a peer's lines never came: the block stops waiting.
+  bool failed = false;
+{%- endif %}
+  rj_u32 i = 0u;
+  for (rj_u64 row = row0; row < rows; row += row_step, ++i) {
     const rj_u64 first = row * row_packs;
     rj_b128 v[kPacks][kRanks], r[kPacks], w[kPacks];
 {%- if push or ll_batched %}
     rj_b128 own[kPacks];
 {%- endif %}
 {%- if ll_batched %}
-    rj_b128 lo[kPacks][kRanks], hi[kPacks][kRanks];
+    rj_b128 lo_line[kPacks][kRanks], hi_line[kPacks][kRanks];
 {%- endif %}
     // Every load of the row asked for before the first wait: the residual's,
     // the weight's{% if push or ll_batched %}, this rank's x (again, from L2){% endif %}{% if ll_batched %} and every peer's two lines of
     // each pack (one round trip where they have landed, as they mostly have){% endif %}.
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-      if (j >= row_packs) continue;
+      const rj_u64 j = lo + threadIdx.x + (rj_u64)kk * kThreads;
+      if (j >= hi) continue;
       r[kk] = rj_load_plain::b128(residual + (first + j) * 16u);
       w[kk] = rj_load_nc::b128(weight + j * 16u);
 {%- if push or ll_batched %}
@@ -321,13 +363,13 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
       for (int q = 0; q < kRanks; ++q) {
         if (q == (int)rank) continue;
         const rj_u64 a = local + (rj_u64)q * window;
-        lo[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 0));
-        hi[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 1));
+        lo_line[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 0));
+        hi_line[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 1));
       }
 {%- endif %}
     }
 {%- if ll %}
-    bool ok = true;
+    bool ok = {% if cluster > 1 %}!failed{% else %}true{% endif %};
 {%- endif %}
 {%- if ll_batched %}
     // Lines not landed at that look are asked for again together, one round
@@ -335,19 +377,20 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     // turn), until all have landed or the timeout has passed.
     {
       rj_u64 t0 = 0u;
-      for (;;) {
+      while (ok) {
         int missing = -1;
-        // Each (pack, peer) of the thread's: i = pack x kRanks + peer.
+        // Each (pack, peer) of the thread's: p = pack x kRanks + peer.
 #pragma unroll
-        for (int i = 0; i < kPacks * kRanks; ++i) {
-          const int kk = i / kRanks, q = i % kRanks;
-          const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-          if (j < row_packs && q != (int)rank &&
-              !(lo[kk][q].y == flag && lo[kk][q].w == flag && hi[kk][q].y == flag && hi[kk][q].w == flag)) {
+        for (int p = 0; p < kPacks * kRanks; ++p) {
+          const int kk = p / kRanks, q = p % kRanks;
+          const rj_u64 j = lo + threadIdx.x + (rj_u64)kk * kThreads;
+          if (j < hi && q != (int)rank &&
+              !(lo_line[kk][q].y == flag && lo_line[kk][q].w == flag && hi_line[kk][q].y == flag &&
+                hi_line[kk][q].w == flag)) {
             missing = q;
             const rj_u64 a = local + (rj_u64)q * window;
-            lo[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 0));
-            hi[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 1));
+            lo_line[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 0));
+            hi_line[kk][q] = rj_load_volatile::b128(a + rj_ll_line(first + j, 1));
           }
         }
         if (missing < 0) break;
@@ -364,15 +407,22 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     for (int kk = 0; kk < kPacks; ++kk)
 #pragma unroll
       for (int q = 0; q < kRanks; ++q)
-        v[kk][q] = q == (int)rank ? own[kk] : rj_b128{lo[kk][q].x, lo[kk][q].z, hi[kk][q].x, hi[kk][q].z};
+        v[kk][q] = q == (int)rank ? own[kk] : rj_b128{lo_line[kk][q].x, lo_line[kk][q].z, hi_line[kk][q].x, hi_line[kk][q].z};
+{%- if cluster > 1 %}
+    // A peer that never sent: the block stops waiting (the error word says
+    // which; the host breaks the communicator), and goes on through its rows'
+    // exchanges, on which the cluster's other blocks wait.
+    failed = !rj_block_all(ok);
+{%- else %}
     // A peer that never sent: the whole block stops (the error word says
     // which; the host breaks the communicator).
     if (!rj_block_all(ok)) return;
+{%- endif %}
 {%- elif ll %}
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-      if (j >= row_packs) continue;
+      const rj_u64 j = lo + threadIdx.x + (rj_u64)kk * kThreads;
+      if (j >= hi) continue;
 #pragma unroll
       for (int q = 0; q < kRanks; ++q) {
         rj_b128 got = rj_b128{0u, 0u, 0u, 0u};
@@ -385,22 +435,33 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
         v[kk][q] = got;
       }
     }
+{%- if cluster > 1 %}
+    // A peer that never sent: the block stops waiting (the error word says
+    // which; the host breaks the communicator), and goes on through its rows'
+    // exchanges, on which the cluster's other blocks wait.
+    failed = !rj_block_all(ok);
+{%- else %}
     // A peer that never sent: the whole block stops (the error word says
     // which; the host breaks the communicator).
     if (!rj_block_all(ok)) return;
+{%- endif %}
 {%- else %}
     if (!arrived(row)) return;
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
-      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-      if (j >= row_packs) continue;
+      const rj_u64 j = lo + threadIdx.x + (rj_u64)kk * kThreads;
+      if (j >= hi) continue;
 #pragma unroll
       for (int q = 0; q < kRanks; ++q)
         v[kk][q] = q == (int)rank ? own[kk] : rj_load_plain::b128(local + (rj_u64)q * window + (first + j) * 16u);
     }
 {%- endif %}
-    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
+    norm_row(v, r, w, row, lo, hi, row_packs, cols, eps, residual, out, scale, i, leader);
   }
+{%- endif %}
+{%- if cluster > 1 %}
+  // No block leaves while a push into its shared memory may be in flight.
+  rj_cluster_sync<>();
 {%- endif %}
   if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {
     rj_st_b32(self + {{ fused_done_off }}, 0u);
@@ -453,7 +514,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   rj_b128 v[kPacks][kRanks], r[kPacks];
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
     load_row(row, v, r);
-    norm_row(v, r, w, row, row_packs, cols, eps, residual, out, scale);
+    norm_row(v, r, w, row, 0u, row_packs, row_packs, cols, eps, residual, out, scale, 0u, threadIdx.x == 0);
   }
 {%- endif %}
   rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArEnd);

@@ -116,7 +116,8 @@ fn every_stage_kernel_compiles_and_ptxas_reports_no_spills() {
 /// limit: for world 2..8, each dtype and each packs a thread, the widest block
 /// that validates (the launch bound's fewest registers; `ArNorm::for_row`
 /// picks only valid layouts), and bf16 with the FP8 per-row output; the
-/// one-shot and the LL kernel of each.
+/// one-shot, push and LL kernel of each; and the LL kernels of rows in
+/// clusters of 2, 4 and 8 blocks.
 fn fused_norm_grid() -> Vec<AllReduceSpec> {
     use redjit::codegen::spec::all_reduce::norm::{ArNorm, MAX_PACKS, MAX_THREADS, MIN_THREADS};
     use redjit::codegen::spec::norm::Fp8Scale;
@@ -137,6 +138,7 @@ fn fused_norm_grid() -> Vec<AllReduceSpec> {
                             norm: Some(ArNorm {
                                 threads,
                                 packs,
+                                cluster: 1,
                                 fp8,
                             }),
                             ..AllReduceSpec::default()
@@ -153,6 +155,29 @@ fn fused_norm_grid() -> Vec<AllReduceSpec> {
                         out.extend(s.validate().is_ok().then_some(s));
                     }
                     out.push(spec);
+                }
+            }
+            // The LL kernel with a row in a cluster of blocks, each block's
+            // widest layout at one and two packs a thread.
+            for cluster in [2, 4, 8] {
+                for threads in [512, 256, 128] {
+                    for packs in [1, 2] {
+                        let s = AllReduceSpec {
+                            world,
+                            dtype,
+                            algo: AllReduceAlgo::PushLl,
+                            norm: Some(ArNorm {
+                                threads,
+                                packs,
+                                cluster,
+                                fp8,
+                            }),
+                            ..AllReduceSpec::default()
+                        };
+                        if s.validate().is_ok() && (threads == 128 || cluster == 2) {
+                            out.push(s);
+                        }
+                    }
                 }
             }
         }

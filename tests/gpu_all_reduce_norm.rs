@@ -69,17 +69,13 @@ fn matches_the_twin<T: Elem>(test: &str, fp8s: &[Option<Fp8Scale>]) {
                 );
                 // Every layout the call may take (the default is the first),
                 // one-shot, push and, where it takes the call, LL.
+                // A row in a cluster of blocks is the LL kernel's only.
                 let bytes = rows * cols * T::DT.info().bytes as usize;
                 let kernels = layouts.iter().flat_map(|&norm| {
-                    let ll = norm.fits_ll(world, T::DT) && bytes <= LL_BYTES;
-                    [
-                        Some(AllReduceAlgo::OneShot),
-                        Some(AllReduceAlgo::Push),
-                        ll.then_some(AllReduceAlgo::PushLl),
-                    ]
-                    .into_iter()
-                    .flatten()
-                    .map(move |algo| (norm, algo))
+                    norm.algos(world, T::DT)
+                        .into_iter()
+                        .filter(move |&a| a != AllReduceAlgo::PushLl || bytes <= LL_BYTES)
+                        .map(move |algo| (norm, algo))
                 });
                 for (norm, algo) in kernels {
                     let spec = AllReduceSpec {
@@ -512,6 +508,7 @@ fn bad_calls_are_errors_before_any_launch() {
                 layout: Some(ArNorm {
                     threads: 256,
                     packs: 1,
+                    cluster: 1,
                     fp8: None,
                 }),
                 ..good
@@ -543,11 +540,40 @@ fn bad_calls_are_errors_before_any_launch() {
                 layout: Some(ArNorm {
                     threads: 384,
                     packs: 2,
+                    cluster: 1,
                     fp8: None,
                 }),
                 ..good
             },
             "a power of two",
+        ),
+        (
+            "a row in a cluster of blocks on the one-shot kernel",
+            Shape {
+                layout: Some(ArNorm {
+                    threads: 512,
+                    packs: 1,
+                    cluster: 2,
+                    fp8: None,
+                }),
+                algo: Some(AllReduceAlgo::OneShot),
+                ..good
+            },
+            "the LL kernel's only",
+        ),
+        (
+            "a cluster of 3 blocks",
+            Shape {
+                layout: Some(ArNorm {
+                    threads: 512,
+                    packs: 1,
+                    cluster: 3,
+                    fp8: None,
+                }),
+                algo: Some(AllReduceAlgo::PushLl),
+                ..good
+            },
+            "cluster",
         ),
     ];
     for (what, sh, says) in cases {

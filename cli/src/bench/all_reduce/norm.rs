@@ -174,20 +174,14 @@ pub fn run_fused(
             let (plain_us, _) = time_calls(comm, a, aligned, &mut || plain(&mut bufs))?;
             let (pair_us, _) = time_calls(comm, a, aligned, &mut || pair(&mut bufs))?;
             for layout in ArNorm::candidates(world, dtype, hidden, None) {
-                let ll = layout.fits_ll(world, dtype);
-                let algos = [
-                    Some(AllReduceAlgo::PushLl).filter(|_| ll),
-                    Some(AllReduceAlgo::Push),
-                    Some(AllReduceAlgo::OneShot),
-                ];
-                for algo in algos.into_iter().flatten() {
+                for algo in layout.algos(world, dtype) {
                     let (fused_us, _) = time_calls(comm, a, aligned, &mut || {
                         fused(false, layout, algo, &mut bufs)
                     })?;
                     let (fp8_us, _) = time_calls(comm, a, aligned, &mut || {
                         fused(true, layout, algo, &mut bufs)
                     })?;
-                    let kernel = format!("{algo} t{}x{}", layout.threads, layout.packs);
+                    let kernel = format!("{algo} {}", layout.layout_name());
                     say!(
                         "{tokens:>7} {hidden:>7} {:>9} {:>8} {kernel:>14} {plain_us:>9.2} {pair_us:>9.2} {fused_us:>9.2} {fp8_us:>9.2} {:>9.2}x {:>+11.2}",
                         fmt_size(bytes as u64),

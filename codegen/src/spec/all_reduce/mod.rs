@@ -328,6 +328,7 @@ impl AllReduceSpec {
             stage: self.stage.slug(),
             norm_packs: self.norm.map_or(0, |n| n.packs),
             norm_min_blocks: self.norm.map_or(1, |n| n.min_blocks()),
+            cluster: self.norm.map_or(1, |n| n.cluster),
             ll_batched: self.algo == AllReduceAlgo::PushLl
                 && self
                     .norm
@@ -388,6 +389,8 @@ struct AllReduceContext {
     norm_packs: u32,
     /// The fused norm's blocks an SM (its launch bound's second number).
     norm_min_blocks: u32,
+    /// The fused LL kernel's blocks a row (a thread-block cluster above 1).
+    cluster: u32,
     /// The fused LL kernel asks for every peer's lines of the row at once.
     ll_batched: bool,
     /// The fused one-shot and push kernels load a block's next row ahead.
@@ -593,7 +596,13 @@ impl KernelSpec for AllReduceSpec {
             Some(_) => DType::E4M3.info().min_arch,
             None => base,
         };
+        // A row's cluster and its distributed shared memory are sm_90+.
+        let cluster = match self.norm {
+            Some(n) if n.cluster > 1 => Arch::SM90,
+            _ => base,
+        };
         base.max(self.dtype.info().min_arch)
+            .max(cluster)
             .max(fp8)
             .max(self.op.min_arch())
             .max(transport)
@@ -639,7 +648,7 @@ impl FromStr for AllReduceSpec {
             Some((r, n)) => (
                 r,
                 Some(ArNorm::parse(n).ok_or_else(|| {
-                    name.err("the fused norm part is _addrms_t<threads>x<packs>[_qd|_qs]")
+                    name.err("the fused norm part is _addrms_t<threads>x<packs>[c<cluster>][_qd|_qs]")
                 })?),
             ),
             None => (rest, None),

@@ -10,6 +10,10 @@
 //! holding `packs` 16-byte packs of a row in registers with every rank's
 //! packs of them: the reduction over ranks, the residual, the row's sum of
 //! squares and the output all happen before the row leaves the registers.
+//! The LL kernel may instead give each row a thread-block cluster (sm_90+),
+//! each block a chunk of the row, the blocks exchanging their sums of squares
+//! through distributed shared memory: a few rows then keep many SMs sending
+//! and polling lines, where one block a row kept one SM per row.
 
 use crate::error::SpecError;
 use crate::params::Param;
@@ -25,6 +29,15 @@ pub const MIN_THREADS: u32 = 128;
 /// Most threads of a block: at 1024 the launch bound leaves 64 registers, and
 /// every layout that needed it spilled (ptxas 13.0, sm_90).
 pub const MAX_THREADS: u32 = 512;
+/// Cluster sizes a row may take (a power of two; 8 is the portable most).
+pub const CLUSTERS: [u32; 4] = [1, 2, 4, 8];
+/// The LL kernel's default layout gives a row that one block would hold at
+/// two or more packs a thread (past [`MAX_THREADS`] packs) a cluster of
+/// blocks, the largest that keeps rows x cluster within this many blocks
+/// and each block at least [`MIN_THREADS`] packs: at 1 and 16 rows of 8192
+/// bf16 on 2 ranks, 8 blocks a row ran fastest, and no cluster helped rows of
+/// 4096 (`benchmarks/h200x2/bench-all-reduce-norm.json`).
+pub const CLUSTER_BLOCKS: usize = 128;
 
 /// Elements of `dtype` in a 16-byte pack.
 fn pack_elts(dtype: DType) -> u32 {
@@ -67,67 +80,130 @@ const LL_BATCHED_BUDGET: u32 = 72;
 /// residual` (in place), `y = rms_norm(residual) * weight`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ArNorm {
-    /// Threads per block, one block a row.
+    /// Threads per block.
     pub threads: u32,
-    /// 16-byte packs of the row a thread holds (the row is at most
-    /// `threads x packs` packs long).
+    /// 16-byte packs of the row a thread holds (a block's chunk of the row is
+    /// at most `threads x packs` packs long).
     pub packs: u32,
+    /// Blocks a row (one of [`CLUSTERS`]): 1, one block a row; else a
+    /// thread-block cluster of that many, block k taking chunk k of the row's
+    /// packs in `cluster` parts (the LL kernel only, sm_90+).
+    pub cluster: u32,
     /// `Some`: y is written as e4m3, divided by its scale.
     pub fp8: Option<Fp8Scale>,
 }
 
-/// The name mark of the fused epilogue: `_addrms_t<threads>x<packs>[_qd|_qs]`.
+/// The name mark of the fused epilogue:
+/// `_addrms_t<threads>x<packs>[c<cluster>][_qd|_qs]`.
 pub(crate) const MARK: &str = "_addrms_t";
 
 impl ArNorm {
     /// Every layout for rows of `cols` elements of `dtype` over `world`
-    /// ranks, widest block first: for each block of 512, 256 and 128 threads
-    /// the fewest packs a thread that cover the row, where they fit the
-    /// registers. Empty where the row is no whole number of packs or no
-    /// layout holds it.
+    /// ranks: one block a row, widest block first (for each block of 512, 256
+    /// and 128 threads the fewest packs a thread that cover the row), then
+    /// for each cluster of 2, 4 and 8 blocks its widest block; each where it
+    /// fits the registers. Empty where the row is no whole number of packs or
+    /// no layout holds it.
     pub fn candidates(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Vec<ArNorm> {
         let mut out: Vec<ArNorm> = Vec::new();
-        for a in Self::layouts(world, dtype, cols, fp8) {
-            if !out.contains(&a) {
-                out.push(a);
+        for cluster in CLUSTERS {
+            let layouts = Self::layouts(world, dtype, cols, cluster, fp8);
+            // A cluster's row comes in its widest block only.
+            for a in layouts.take(if cluster == 1 { 3 } else { 1 }) {
+                if !out.contains(&a) {
+                    out.push(a);
+                }
             }
         }
         out
     }
 
-    /// The layout the call takes unless told: the widest block (the fewest
-    /// packs a thread). `None` where no layout holds the row.
-    pub fn for_row(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Option<ArNorm> {
-        Self::layouts(world, dtype, cols, fp8).next()
+    /// The layout a call of `rows` x `cols` takes unless told: with `ll`
+    /// (the LL kernel), a row of more than [`MAX_THREADS`] packs takes the
+    /// largest cluster that keeps rows x cluster within [`CLUSTER_BLOCKS`]
+    /// and gives every block at least one pack a thread of [`MIN_THREADS`];
+    /// then the widest block (the fewest packs a thread). `None` where no
+    /// layout holds the row.
+    pub fn for_call(
+        world: u32,
+        dtype: DType,
+        (rows, cols): (usize, usize),
+        fp8: Option<Fp8Scale>,
+        ll: bool,
+    ) -> Option<ArNorm> {
+        let row_packs = cols / pack_elts(dtype) as usize;
+        let cluster = CLUSTERS
+            .into_iter()
+            .rev()
+            .find(|&c| {
+                c == 1
+                    || ll
+                        && row_packs > MAX_THREADS as usize
+                        && rows.saturating_mul(c as usize) <= CLUSTER_BLOCKS
+                        && row_packs >= (c * MIN_THREADS) as usize
+            })
+            .unwrap_or(1);
+        Self::layouts(world, dtype, cols, cluster, fp8)
+            .next()
+            .or_else(|| Self::layouts(world, dtype, cols, 1, fp8).next())
     }
 
-    /// [`Self::candidates`] in order, a short row's one layout perhaps more
-    /// than once (no allocation: the call's default takes the first).
+    /// The layout of one block a row: the widest block (the fewest packs a
+    /// thread). `None` where no layout holds the row.
+    pub fn for_row(world: u32, dtype: DType, cols: usize, fp8: Option<Fp8Scale>) -> Option<ArNorm> {
+        Self::layouts(world, dtype, cols, 1, fp8).next()
+    }
+
+    /// The layouts of rows of `cols` in clusters of `cluster` blocks, widest
+    /// block first, a short chunk's one layout perhaps more than once (no
+    /// allocation: the call's default takes the first).
     fn layouts(
         world: u32,
         dtype: DType,
         cols: usize,
+        cluster: u32,
         fp8: Option<Fp8Scale>,
     ) -> impl Iterator<Item = ArNorm> {
         let elts = pack_elts(dtype) as usize;
-        let row_packs = (cols > 0 && cols.is_multiple_of(elts)).then_some(cols / elts);
+        let chunk = (cols > 0 && cols.is_multiple_of(elts))
+            .then(|| (cols / elts).div_ceil(cluster as usize));
         [512u32, 256, 128].into_iter().filter_map(move |threads| {
-            let row_packs = row_packs?;
-            let packs = u32::try_from(row_packs.div_ceil(threads as usize)).ok()?;
-            // A row that a narrower block covers at one pack a thread takes it.
+            let chunk = chunk?;
+            let packs = u32::try_from(chunk.div_ceil(threads as usize)).ok()?;
+            // A chunk that a narrower block covers at one pack a thread takes it.
             let threads = if packs == 1 {
-                (row_packs.next_power_of_two() as u32).clamp(MIN_THREADS, threads)
+                (chunk.next_power_of_two() as u32).clamp(MIN_THREADS, threads)
             } else {
                 threads
             };
-            (packs <= MAX_PACKS && row_registers(packs, world, dtype) <= REGISTER_BUDGET).then_some(
-                ArNorm {
-                    threads,
-                    packs,
-                    fp8,
-                },
-            )
+            let a = ArNorm {
+                threads,
+                packs,
+                cluster,
+                fp8,
+            };
+            // A cluster is the LL kernel's only.
+            let fits = if cluster == 1 {
+                row_registers(packs, world, dtype) <= REGISTER_BUDGET
+            } else {
+                a.fits_ll(world, dtype)
+            };
+            (packs <= MAX_PACKS && fits).then_some(a)
         })
+    }
+
+    /// The kernels that take this layout for `world` ranks of `dtype`: LL
+    /// where it fits the LL kernel's registers, push and one-shot for one
+    /// block a row.
+    pub fn algos(&self, world: u32, dtype: DType) -> Vec<AllReduceAlgo> {
+        let mut out = Vec::new();
+        if self.fits_ll(world, dtype) {
+            out.push(AllReduceAlgo::PushLl);
+        }
+        if self.cluster == 1 {
+            out.extend([AllReduceAlgo::Push, AllReduceAlgo::OneShot]);
+        }
+        out
     }
 
     /// Blocks an SM runs at once (the launch bound's second number).
@@ -138,7 +214,20 @@ impl ArNorm {
     /// Whether this layout holds rows of `cols` elements of `dtype`.
     pub fn holds(&self, dtype: DType, cols: usize) -> bool {
         let elts = pack_elts(dtype) as usize;
-        cols > 0 && cols.is_multiple_of(elts) && cols / elts <= (self.threads * self.packs) as usize
+        cols > 0
+            && cols.is_multiple_of(elts)
+            && (cols / elts).div_ceil(self.cluster.max(1) as usize)
+                <= (self.threads * self.packs) as usize
+    }
+
+    /// The layout in short: `t<threads>x<packs>[c<cluster>]`.
+    pub fn layout_name(&self) -> String {
+        let c = if self.cluster > 1 {
+            format!("c{}", self.cluster)
+        } else {
+            String::new()
+        };
+        format!("t{}x{}{c}", self.threads, self.packs)
     }
 
     /// The suffix of kernel names.
@@ -146,10 +235,11 @@ impl ArNorm {
         let q = self
             .fp8
             .map_or(String::new(), |s| format!("_{}", s.suffix()));
-        format!("{MARK}{}x{}{q}", self.threads, self.packs)
+        // MARK ends in the layout's `t`.
+        format!("{MARK}{}{q}", &self.layout_name()[1..])
     }
 
-    /// Parses what follows `_addrms_t` in a name (`512x2`, `256x1_qd`).
+    /// Parses what follows `_addrms_t` in a name (`512x2`, `128x1c8`, `256x1_qd`).
     pub(crate) fn parse(rest: &str) -> Option<ArNorm> {
         let (rest, fp8) = match rest.rsplit_once('_') {
             Some((r, "qd")) => (r, Some(Fp8Scale::PerRow)),
@@ -157,10 +247,15 @@ impl ArNorm {
             Some(_) => return None,
             None => (rest, None),
         };
-        let (t, p) = rest.split_once('x')?;
+        let (t, rest) = rest.split_once('x')?;
+        let (p, cluster) = match rest.split_once('c') {
+            Some((p, c)) => (p, c.parse().ok().filter(|&c| c > 1)?),
+            None => (rest, 1),
+        };
         Some(ArNorm {
             threads: t.parse().ok()?,
             packs: p.parse().ok()?,
+            cluster,
             fp8,
         })
     }
@@ -197,6 +292,20 @@ impl ArNorm {
                 format!(
                     "a fused norm's block has {MIN_THREADS} to {MAX_THREADS} threads, a power of two"
                 ),
+            ));
+        }
+        if !CLUSTERS.contains(&self.cluster) {
+            return Err(SpecError::invalid(
+                "cluster",
+                self.cluster,
+                format!("a fused norm's row takes a cluster of {CLUSTERS:?} blocks"),
+            ));
+        }
+        if self.cluster > 1 && !ll {
+            return Err(SpecError::invalid(
+                "cluster",
+                self.cluster,
+                "a row in a cluster of blocks is the LL kernel's only",
             ));
         }
         if !(1..=MAX_PACKS).contains(&self.packs) {
@@ -294,13 +403,43 @@ mod tests {
         let c = |world, dtype, cols| {
             ArNorm::candidates(world, dtype, cols, None)
                 .iter()
-                .map(|a| (a.threads, a.packs))
+                .map(|a| a.layout_name())
                 .collect::<Vec<_>>()
         };
-        assert_eq!(c(2, DType::BF16, 4096), [(512, 1), (256, 2), (128, 4)]);
-        assert_eq!(c(2, DType::BF16, 8192), [(512, 2), (256, 4)]);
-        assert_eq!(c(8, DType::BF16, 8192), [(512, 2)]);
-        assert_eq!(c(2, DType::BF16, 1000), [(128, 1)]);
+        assert_eq!(
+            c(2, DType::BF16, 4096),
+            ["t512x1", "t256x2", "t128x4", "t256x1c2", "t128x1c4", "t128x1c8"]
+        );
+        assert_eq!(
+            c(2, DType::BF16, 8192),
+            ["t512x2", "t256x4", "t512x1c2", "t256x1c4", "t128x1c8"]
+        );
+        assert_eq!(
+            c(8, DType::BF16, 8192),
+            ["t512x2", "t512x1c2", "t256x1c4", "t128x1c8"]
+        );
+        assert_eq!(
+            c(2, DType::BF16, 1000),
+            ["t128x1", "t128x1c2", "t128x1c4", "t128x1c8"]
+        );
+        // A call's default: a cluster a row for rows past one pack a thread
+        // of a block, while the rows' blocks stay within CLUSTER_BLOCKS and
+        // each block has a pack a thread of 128, on LL only.
+        let call = |rows, cols, ll| {
+            ArNorm::for_call(2, DType::BF16, (rows, cols), None, ll).map(|a| a.layout_name())
+        };
+        assert_eq!(call(1, 8192, true).as_deref(), Some("t128x1c8"));
+        assert_eq!(call(16, 8192, true).as_deref(), Some("t128x1c8"));
+        assert_eq!(call(17, 8192, true).as_deref(), Some("t256x1c4"));
+        assert_eq!(call(64, 8192, true).as_deref(), Some("t512x1c2"));
+        assert_eq!(call(65, 8192, true).as_deref(), Some("t512x2"));
+        assert_eq!(call(1, 16384, true).as_deref(), Some("t256x1c8"));
+        assert_eq!(call(1, 6144, true).as_deref(), Some("t256x1c4"));
+        // A row one block holds at one pack a thread keeps one block.
+        assert_eq!(call(1, 4096, true).as_deref(), Some("t512x1"));
+        assert_eq!(call(1, 8192, false).as_deref(), Some("t512x2"));
+        assert_eq!(call(1, 1000, true).as_deref(), Some("t128x1"));
+        assert_eq!(call(1, 1001, true), None);
         // The LL kernel asks for every peer's lines at once where that fits.
         let wide = |world, cols| ArNorm::for_row(world, DType::BF16, cols, None).unwrap();
         assert!(wide(2, 4096).ll_batched(2, DType::BF16));
@@ -317,13 +456,19 @@ mod tests {
             for dtype in [DType::F32, DType::BF16] {
                 for cols in (8..40000).step_by(8 * 37) {
                     for a in ArNorm::candidates(world, dtype, cols, None) {
-                        a.validate(world, dtype, false).unwrap();
+                        assert_eq!(a.validate(world, dtype, false).is_ok(), a.cluster == 1);
                         assert_eq!(
                             a.validate(world, dtype, true).is_ok(),
                             a.fits_ll(world, dtype)
                         );
                         assert!(a.holds(dtype, cols), "{a:?} {cols}");
-                        assert!(!a.holds(dtype, cols + (a.threads * a.packs) as usize * 8));
+                        let past = (a.threads * a.packs * a.cluster) as usize * 8;
+                        assert!(!a.holds(dtype, cols + past));
+                        // The kernels it names all take it.
+                        for algo in a.algos(world, dtype) {
+                            let ll = algo == AllReduceAlgo::PushLl;
+                            a.validate(world, dtype, ll).unwrap();
+                        }
                     }
                 }
             }
@@ -364,15 +509,21 @@ mod tests {
     #[test]
     fn suffixes_round_trip() {
         for fp8 in [None, Some(Fp8Scale::PerRow), Some(Fp8Scale::Given)] {
-            let a = ArNorm {
-                threads: 256,
-                packs: 3,
-                fp8,
-            };
-            assert_eq!(ArNorm::parse(&a.suffix()[MARK.len()..]), Some(a));
+            for cluster in CLUSTERS {
+                let a = ArNorm {
+                    threads: 256,
+                    packs: 3,
+                    cluster,
+                    fp8,
+                };
+                assert_eq!(ArNorm::parse(&a.suffix()[MARK.len()..]), Some(a));
+            }
         }
         assert_eq!(ArNorm::parse("512x"), None);
         assert_eq!(ArNorm::parse("512x1_qq"), None);
+        // One block a row has no cluster part: `c1` is not canonical.
+        assert_eq!(ArNorm::parse("512x1c1"), None);
+        assert_eq!(ArNorm::parse("512x1c"), None);
     }
 
     #[test]
@@ -395,8 +546,7 @@ mod tests {
                                     ..AllReduceSpec::default()
                                 };
                                 let ok = !(fp8.is_some() && dtype == DType::F32)
-                                    && (algo == AllReduceAlgo::OneShot
-                                        || norm.fits_ll(world, dtype));
+                                    && norm.algos(world, dtype).contains(&algo);
                                 assert_eq!(spec.validate().is_ok(), ok, "{}", spec.name());
                                 if !ok {
                                     continue;

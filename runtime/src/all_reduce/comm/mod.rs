@@ -598,10 +598,26 @@ impl Communicator {
         func: &CudaFunction,
         rt: &Runtime,
     ) -> Result<u32> {
-        let per_sm = func
-            .occupancy_max_active_blocks_per_multiprocessor(spec.threads(), 0, None)
-            .during(|| format!("occupancy of {}", spec.name()))?;
-        let resident = per_sm * rt.device().sm_count;
+        let resident = match spec.norm.map_or(1, |n| n.cluster) {
+            1 => {
+                let per_sm = func
+                    .occupancy_max_active_blocks_per_multiprocessor(spec.threads(), 0, None)
+                    .during(|| format!("occupancy of {}", spec.name()))?;
+                per_sm * rt.device().sm_count
+            }
+            // Clusters are placed whole within a GPC: the driver counts them.
+            cluster => {
+                let cfg = LaunchConfig {
+                    grid_dim: (cluster, 1, 1),
+                    block_dim: (spec.threads(), 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let clusters = func
+                    .occupancy_max_active_clusters(cfg, &self.ranks[0].stream)
+                    .during(|| format!("cluster occupancy of {}", spec.name()))?;
+                clusters * cluster
+            }
+        };
         let share = match self.placement {
             Placement::SameGpu { .. } => resident / self.world(),
             Placement::Process { gpu_share, .. } => resident / gpu_share,

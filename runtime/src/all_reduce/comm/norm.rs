@@ -33,7 +33,9 @@ pub struct AddRmsNorm<'c, 'b> {
     /// Added to the mean square.
     pub eps: f32,
     /// The kernel's layout (one of [`ArNorm::candidates`] for the rows; its
-    /// `fp8` is taken from `scale`); `None`: [`ArNorm::for_row`]'s.
+    /// `fp8` is taken from `scale`; a row in a cluster of blocks is the LL
+    /// kernel's only); `None`: [`ArNorm::for_call`]'s for the rows and the
+    /// kernel.
     pub layout: Option<ArNorm>,
     /// The transport: [`AllReduceAlgo::PushLl`] (every rank's x read in
     /// place, 16-byte aligned, at most `CommOptions::ll_bytes`, sent as
@@ -75,8 +77,10 @@ impl Communicator {
     /// [`Communicator::all_reduce`] writes it, then the add rounded as the
     /// norm family's fused residual), and `out[r] = rms_norm(residual[r]) *
     /// weight[r]`, in x's type or e4m3 (see [`AddRmsNorm`]). One kernel a
-    /// rank, each block owning whole rows: the one-shot all-reduce's
-    /// barriers, or the LL kernel's flagged lines ([`AddRmsNorm::algo`]).
+    /// rank, each block owning whole rows (or, on the LL kernel, each row a
+    /// thread-block cluster's: [`ArNorm::for_call`]): the one-shot
+    /// all-reduce's barriers, the push kernel's row flags, or the LL kernel's
+    /// flagged lines ([`AddRmsNorm::algo`]).
     /// Graph-capturable as the all-reduce is. A call of 0 rows does nothing
     /// (after its checks).
     pub fn all_reduce_add_rms_norm(&self, a: AddRmsNorm<'_, '_>) -> Result<()> {
@@ -117,7 +121,8 @@ impl Communicator {
         // x and the residual: the all-reduce's input and output rules.
         let ins = CallInputs::new(x, &self.ranks);
         let (res, dtype, n) = self.check_outputs(x, residual, Call::sum(AllReduceAlgo::OneShot))?;
-        let norm = self.fused_layout(dtype, n, cols, scale.as_ref().map(|s| s.kind()), layout)?;
+        let fp8 = scale.as_ref().map(|s| s.kind());
+        let norm = self.fused_layout(dtype, n, cols, fp8, layout)?;
         // fused_layout refused cols = 0, and took only a row its registers hold.
         let rows = n / cols;
         if u32::try_from(rows).is_err() {
@@ -138,8 +143,9 @@ impl Communicator {
                     .addresses()
                     .iter()
                     .all(|a| a.is_multiple_of(u64::from(PACK_BYTES)));
-                let table_ll =
-                    self.algos.choose(self.world(), x_bytes)?.algo == AllReduceAlgo::PushLl;
+                // A layout of rows in clusters is the LL kernel's.
+                let table_ll = norm.cluster > 1
+                    || self.algos.choose(self.world(), x_bytes)?.algo == AllReduceAlgo::PushLl;
                 if table_ll
                     && aligned
                     && x_bytes as u64 <= self.ll_max
@@ -155,6 +161,13 @@ impl Communicator {
                     AllReduceAlgo::OneShot
                 }
             }
+        };
+        // Untold, the LL kernel's rows may each take a cluster of blocks.
+        let norm = match (layout, algo) {
+            (None, AllReduceAlgo::PushLl) => {
+                ArNorm::for_call(self.world(), dtype, (rows, cols), fp8, true).unwrap_or(norm)
+            }
+            _ => norm,
         };
         let spec = AllReduceSpec {
             norm: Some(norm),
@@ -268,7 +281,20 @@ impl Communicator {
             true => self.ll_blocks,
             false => self.max_blocks.min(MAX_BLOCKS),
         };
-        let blocks = (rows.min(cap as usize) as u32).min(kernel.share).max(1);
+        // A row's cluster of blocks: the grid is whole clusters (`share` is).
+        let cluster = norm.cluster;
+        let clusters = rows.min((cap / cluster) as usize) as u32;
+        let blocks = clusters.min(kernel.share / cluster) * cluster;
+        if blocks == 0 {
+            return Err(comm_err(
+                "layout",
+                format!(
+                    "{}: a row's cluster of {cluster} blocks is more than the {} blocks a rank's launch may have resident (CommOptions::ll_blocks, the GPU's share)",
+                    norm.suffix(),
+                    cap.min(kernel.share)
+                ),
+            ));
+        }
         let timeout_ns = self.opts.timeout.as_nanos().min(u64::MAX as u128) as u64;
         // rows was checked to fit 32 bits where it was found; cols is at most
         // a layout's threads x packs x a pack's elements (fused_layout).
