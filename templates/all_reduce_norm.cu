@@ -289,10 +289,12 @@ extern "C" __global__ void {% if cluster > 1 %}__cluster_dims__({{ cluster }}, 1
   Red::init();
 {%- endif %}
 {%- if push %}
-  // Thread q releases the block's row flags to rank q.
+  // Thread q releases the block's row flags to rank q: one fence, then each
+  // flag a strong write (rj_fence_acq_rel_sys).
   if (threadIdx.x < (rj_u32)kRanks && threadIdx.x != rank) {
+    rj_fence_acq_rel_sys();
     for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x)
-      rj_st_release_sys(rj_ar_pick<kRanks>(push, threadIdx.x) + mine + window - 4u * (row + 1u), flag);
+      rj_st_relaxed_sys(rj_ar_pick<kRanks>(push, threadIdx.x) + mine + window - 4u * (row + 1u), flag);
   }
 {%- endif %}
   const rj_u64 local = rj_ar_pick<kRanks>({% if ll %}ll{% else %}push{% endif %}, rank) + set;

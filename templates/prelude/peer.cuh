@@ -58,6 +58,10 @@ __device__ __forceinline__ rj_u32 rj_ld_acquire_sys(rj_u64 a) {
 __device__ __forceinline__ void rj_st_relaxed_sys(rj_u64 a, rj_u32 v) {
   asm volatile("st.relaxed.sys.global.u32 [%0], %1;" :: "l"(a), "r"(v) : "memory");
 }
+// With strong writes after it, each a release of what came before (a release
+// pattern): one fence's wait for many flags, where a release store a flag
+// waits out the last flag's round trip before the next (MEMBAR.ALL.SYS each).
+__device__ __forceinline__ void rj_fence_acq_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 // A peer polls what this stores (the LL push kernel's flagged lines): volatile,
 // so it is neither merged nor held back, and each 8-byte half lands whole.
 __device__ __forceinline__ void rj_st_volatile_b128(rj_u64 a, rj_b128 v) {
