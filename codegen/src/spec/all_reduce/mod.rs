@@ -648,7 +648,9 @@ impl FromStr for AllReduceSpec {
             Some((r, n)) => (
                 r,
                 Some(ArNorm::parse(n).ok_or_else(|| {
-                    name.err("the fused norm part is _addrms_t<threads>x<packs>[c<cluster>][_qd|_qs]")
+                    name.err(
+                        "the fused norm part is _addrms_t<threads>x<packs>[c<cluster>][_qd|_qs]",
+                    )
                 })?),
             ),
             None => (rest, None),

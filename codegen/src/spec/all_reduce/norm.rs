@@ -408,7 +408,9 @@ mod tests {
         };
         assert_eq!(
             c(2, DType::BF16, 4096),
-            ["t512x1", "t256x2", "t128x4", "t256x1c2", "t128x1c4", "t128x1c8"]
+            [
+                "t512x1", "t256x2", "t128x4", "t256x1c2", "t128x1c4", "t128x1c8"
+            ]
         );
         assert_eq!(
             c(2, DType::BF16, 8192),
