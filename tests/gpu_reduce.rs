@@ -16,8 +16,8 @@ use redjit::reference::HostBuffer;
 use redjit::reference_reduce::{self, Expected};
 use redjit::{
     Arch, DType, Error, F8E4M3, F8E5M2, KernelInput, KernelSpec, Matrix, ReduceAxis, ReduceKernel,
-    ReduceOp, ReduceOutput, ReduceShape, ReduceSpec, ReduceStrategy, ResultType, Runtime,
-    SpecError,
+    ReduceOp, ReduceOutput, ReduceShape, ReduceSpec, ReduceStrategy, ReduceTwin, ResultType,
+    Runtime, SpecError,
 };
 
 /// Poisoned elements around every buffer: before an input's view (misaligned
@@ -751,7 +751,11 @@ fn bad_calls_fail_and_leave_the_kernel_usable() {
     assert!(plan.grid.0 >= rt.device().sm_count, "{plan:?}");
     // Small sizes on sm_90+ take the cluster twin, and it finds the same index.
     let small = kernel.plan(ReduceShape::All { n: 1 << 16 }).unwrap();
-    assert_eq!(small.cluster, rt.device().arch >= Arch::SM90, "{small:?}");
+    assert_eq!(
+        small.twin == Some(ReduceTwin::Cluster),
+        rt.device().arch >= Arch::SM90,
+        "{small:?}"
+    );
     kernel.launch(s, &[&x.slice(0..1 << 16)], &mut at).unwrap();
     assert_eq!(s.clone_dtoh(&at).unwrap(), vec![976]);
     assert!(matches!(

@@ -83,7 +83,9 @@ pub use norm::{
     Fp8Scales, NormArgs, NormCall, NormInPlace, NormKernel, check_call as check_norm_call,
 };
 pub use nvrtc::{Artifact, Nvrtc, NvrtcFacts, Output, Target};
-pub use redjit_codegen::spec::reduce::{Plan as ReducePlan, ReduceStrategy, Shape as ReduceShape};
+pub use redjit_codegen::spec::reduce::{
+    Plan as ReducePlan, ReduceStrategy, Shape as ReduceShape, Twin as ReduceTwin,
+};
 pub use redjit_codegen::{
     AllReduceAlgo, AllReduceSpec, Arch, DType, KernelSource, KernelSpec, Load, NmsSpec, NmsStage,
     NormLayout, NormOp, NormSpec, Op, ReduceAxis, ReduceCopySpec, ReduceOp, ReduceSpec, Role,

@@ -25,7 +25,7 @@ use cudarc::driver::{
     PushKernelArg,
 };
 use redjit_codegen::params::Param;
-use redjit_codegen::spec::reduce::{PARTIAL_BYTES, Plan, ReduceStrategy, Shape};
+use redjit_codegen::spec::reduce::{PARTIAL_BYTES, Plan, ReduceStrategy, Shape, Twin};
 use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceSpec, SpecError};
 
 use crate::elem::KernelInput;
@@ -148,9 +148,8 @@ pub struct ReduceKernel<'rt> {
     spec: ReduceSpec,
     name: String,
     main: Loaded,
-    warp_twin: OnceLock<Loaded>,
-    cluster_twin: OnceLock<Loaded>,
-    split_twin: OnceLock<Loaded>,
+    /// The twins (by `Twin::index`), each loaded on its first call.
+    twins: [OnceLock<Loaded>; Twin::ALL.len()],
     /// The tuning table's layouts this kernel's calls took, each compiled on
     /// its first call.
     tuned: Mutex<Vec<(ReduceStrategy, Loaded)>>,
@@ -205,9 +204,7 @@ impl Runtime {
             name: spec.name(),
             params: spec.params(),
             main: Loaded::of(self, spec)?,
-            warp_twin: OnceLock::new(),
-            cluster_twin: OnceLock::new(),
-            split_twin: OnceLock::new(),
+            twins: Default::default(),
             tuned: Mutex::new(Vec::new()),
             workspace: Workspace::new(),
         })
@@ -263,14 +260,9 @@ impl ReduceKernel<'_> {
             self.main.blocks_per_sm.max(1),
             dev.arch,
         );
-        if plan.warp_per_row {
-            spec.for_warp_per_row()
-        } else if plan.cluster {
-            spec.for_cluster()
-        } else if plan.split_rows {
-            spec.for_split_rows()
-        } else {
-            spec
+        match plan.twin {
+            Some(t) => spec.for_twin(t),
+            None => spec,
         }
     }
 
@@ -284,14 +276,9 @@ impl ReduceKernel<'_> {
         };
         let dev = self.rt.device();
         let plan = spec.plan_on(shape, dev.sm_count, main.blocks_per_sm.max(1), dev.arch);
-        let k = if plan.warp_per_row {
-            self.twin(&self.warp_twin, || self.spec.for_warp_per_row())?
-        } else if plan.cluster {
-            self.twin(&self.cluster_twin, || self.spec.for_cluster())?
-        } else if plan.split_rows {
-            self.twin(&self.split_twin, || self.spec.for_split_rows())?
-        } else {
-            main
+        let k = match plan.twin {
+            Some(t) => self.twin(t)?,
+            None => main,
         };
         Ok((plan, k))
     }
@@ -307,12 +294,14 @@ impl ReduceKernel<'_> {
         Ok(l)
     }
 
-    /// A twin kernel, loaded on its first use.
-    fn twin(&self, cell: &OnceLock<Loaded>, spec: impl FnOnce() -> ReduceSpec) -> Result<Loaded> {
+    /// Twin `t` of this kernel (the twins take no strategy), loaded on its
+    /// first use.
+    fn twin(&self, t: Twin) -> Result<Loaded> {
+        let cell = &self.twins[t.index()];
         if let Some(l) = cell.get() {
             return Ok(l.clone());
         }
-        let l = Loaded::of(self.rt, &spec())?;
+        let l = Loaded::of(self.rt, &self.spec.for_twin(t))?;
         Ok(cell.get_or_init(|| l).clone())
     }
 

@@ -282,6 +282,7 @@ fn check_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use redjit_runtime::ReduceTwin as Twin;
 
     #[test]
     fn specs_are_valid_distinct_and_cover_every_full_array_op() {
@@ -321,23 +322,20 @@ mod tests {
             axis: ReduceAxis::Rows,
             ..ReduceSpec::default()
         };
-        let twins: Vec<(bool, bool)> = shapes(ReduceAxis::Rows)
+        let twins: Vec<Option<Twin>> = shapes(ReduceAxis::Rows)
             .iter()
-            .map(|&(mm, _)| {
-                let p = plan(&spec, mm);
-                (p.warp_per_row, p.split_rows)
-            })
+            .map(|&(mm, _)| plan(&spec, mm).twin)
             .collect();
         // A block a row, a warp a row, few long rows split (the 1-byte
         // inputs' splits too: two rounds of their packs at least).
-        assert_eq!(twins, vec![(false, false), (true, false), (false, true)]);
+        assert_eq!(twins, [None, Some(Twin::WarpPerRow), Some(Twin::SplitRows)]);
         let bytes = ReduceSpec {
             input: DType::I8,
             accum: DType::I64,
             ..spec.clone()
         };
         let p = plan(&bytes, shapes(ReduceAxis::Rows)[2].0);
-        assert!(p.split_rows && p.grid.1 > 1, "{p:?}");
+        assert!(p.twin == Some(Twin::SplitRows) && p.grid.1 > 1, "{p:?}");
         let cols = ReduceSpec {
             axis: ReduceAxis::Cols,
             ..ReduceSpec::default()

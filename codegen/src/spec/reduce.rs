@@ -225,12 +225,8 @@ pub struct Plan {
     /// The split-row twin: columns per split (gridDim.y splits, a block
     /// each); else 0.
     pub cols_per_split: u64,
-    /// Row kernels: use the warp-per-row twin.
-    pub warp_per_row: bool,
-    /// Full-array kernels: use the cluster twin (grid = one cluster).
-    pub cluster: bool,
-    /// Row kernels: use the split-row twin.
-    pub split_rows: bool,
+    /// The twin of the spec's kernel the launch takes, if any.
+    pub twin: Option<Twin>,
     /// Zeroed u32 arrival counters the launch needs (0: a single block
     /// finishes alone).
     pub counters: usize,
@@ -242,6 +238,30 @@ pub struct Plan {
     pub chain: u64,
 }
 
+/// A kernel a spec's launcher may take instead of the spec's own, for the
+/// shapes its layout serves badly; each has the family's default block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Twin {
+    /// Row kernels of short rows: a warp a row (`_w`).
+    WarpPerRow,
+    /// Full-array kernels of small sizes on sm_90+: one thread-block
+    /// cluster, grid = the cluster (`_c`).
+    Cluster,
+    /// Row kernels whose rows leave resident blocks idle: each row split
+    /// over blocks (`_s`).
+    SplitRows,
+}
+
+impl Twin {
+    /// Every twin, in the order [`Twin::index`] numbers them.
+    pub const ALL: [Twin; 3] = [Twin::WarpPerRow, Twin::Cluster, Twin::SplitRows];
+
+    /// This twin's place in [`Twin::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 impl Plan {
     /// `grid` blocks of `threads`: no twin, no splits, no workspace.
     fn plain(grid: (u32, u32), threads: u32, chain: u64) -> Plan {
@@ -250,9 +270,7 @@ impl Plan {
             threads,
             rows_per_split: 0,
             cols_per_split: 0,
-            warp_per_row: false,
-            cluster: false,
-            split_rows: false,
+            twin: None,
             counters: 0,
             partials: 0,
             chain,
@@ -287,6 +305,15 @@ impl ReduceSpec {
             }
         }
         out
+    }
+
+    /// This spec's twin `twin` (the family's default block).
+    pub fn for_twin(&self, twin: Twin) -> ReduceSpec {
+        match twin {
+            Twin::WarpPerRow => self.for_warp_per_row(),
+            Twin::Cluster => self.for_cluster(),
+            Twin::SplitRows => self.for_split_rows(),
+        }
     }
 
     /// This spec's warp-per-row twin (the family's default block).
@@ -441,7 +468,7 @@ impl ReduceSpec {
                     let cluster_levels = u64::from(CLUSTER).ilog2() as u64;
                     let chain = n.div_ceil(lanes) + 2 + block_levels + cluster_levels + 1;
                     return Plan {
-                        cluster: true,
+                        twin: Some(Twin::Cluster),
                         ..Plan::plain((CLUSTER, 1), THREADS, chain)
                     };
                 }
@@ -468,7 +495,7 @@ impl ReduceSpec {
                     let grid = rows.div_ceil(threads / 32).clamp(1, MAX_GRID) as u32;
                     let chain = cols.div_ceil(32) + 2 + warp_levels + 1;
                     return Plan {
-                        warp_per_row: true,
+                        twin: Some(Twin::WarpPerRow),
                         ..Plan::plain((grid, 1), THREADS, chain)
                     };
                 }
@@ -491,7 +518,7 @@ impl ReduceSpec {
                     + 1;
                 Plan {
                     cols_per_split,
-                    split_rows: true,
+                    twin: Some(Twin::SplitRows),
                     counters: rows as usize,
                     partials: (rows * splits) as usize,
                     ..Plan::plain((grid, splits as u32), twin.threads(), chain)
@@ -1140,11 +1167,11 @@ mod tests {
         // sm_90: past one block's round and up to CLUSTER_MAX_N, one cluster.
         for n in [4097, 1 << 16, CLUSTER_MAX_N] {
             let p = spec.plan_on(Shape::All { n }, 132, 8, Arch::SM90);
-            assert!(p.cluster, "{n}: {p:?}");
+            assert_eq!(p.twin, Some(Twin::Cluster), "{n}: {p:?}");
             assert_eq!((p.grid, p.counters, p.partials), ((CLUSTER, 1), 0, 0));
         }
         let p = spec.plan_on(Shape::All { n: 4096 }, 132, 8, Arch::SM90);
-        assert!(!p.cluster && p.grid == (1, 1));
+        assert!(p.twin.is_none() && p.grid == (1, 1));
         let p = spec.plan_on(
             Shape::All {
                 n: CLUSTER_MAX_N + 1,
@@ -1153,11 +1180,11 @@ mod tests {
             8,
             Arch::SM90,
         );
-        assert!(!p.cluster && p.grid.0 > CLUSTER);
-        assert!(
-            !spec
-                .plan_on(Shape::All { n: 1 << 16 }, 132, 8, Arch::SM80)
-                .cluster
+        assert!(p.twin.is_none() && p.grid.0 > CLUSTER);
+        assert_eq!(
+            spec.plan_on(Shape::All { n: 1 << 16 }, 132, 8, Arch::SM80)
+                .twin,
+            None
         );
         // The chain: about n / threads elements per thread plus the tree.
         assert!(
@@ -1181,7 +1208,7 @@ mod tests {
             132,
             8,
         );
-        assert!(short.warp_per_row);
+        assert_eq!(short.twin, Some(Twin::WarpPerRow));
         assert_eq!(short.grid, (262_144 / 8, 1));
         let long = spec.plan(
             Shape::Matrix {
@@ -1192,9 +1219,9 @@ mod tests {
             132,
             8,
         );
-        assert!(!long.warp_per_row);
+        assert_ne!(long.twin, Some(Twin::WarpPerRow));
         assert_eq!(long.grid, (7, 1));
-        assert!(!long.split_rows);
+        assert!(long.twin.is_none());
         assert_eq!(
             (long.cols_per_split, long.counters, long.partials),
             (0, 0, 0)
@@ -1219,7 +1246,10 @@ mod tests {
             for (rows, cols) in [(3, 100_003), (1, 1 << 20), (5, 77_777), (1, 2 * per_round)] {
                 let p = spec.plan(matrix(rows, cols), 132, 8);
                 let splits = u64::from(p.grid.1);
-                assert!(splits > 1 && p.split_rows, "{rows}x{cols} {input:?}: {p:?}");
+                assert!(
+                    splits > 1 && p.twin == Some(Twin::SplitRows),
+                    "{rows}x{cols} {input:?}: {p:?}"
+                );
                 assert_eq!(p.threads, twin.threads());
                 // The twin plans the same split for itself.
                 assert_eq!(twin.plan(matrix(rows, cols), 132, 8), p);
@@ -1237,12 +1267,12 @@ mod tests {
             // Rows that fill the SMs, or a row under two rounds, stay whole.
             for (rows, cols) in [(32_768, 4096), (1056, 100_003), (2, 2 * per_round - 1)] {
                 let p = spec.plan(matrix(rows, cols), 132, 8);
-                assert!(p.grid.1 == 1 && !p.split_rows, "{rows}x{cols}: {p:?}");
+                assert!(p.grid.1 == 1 && p.twin.is_none(), "{rows}x{cols}: {p:?}");
                 assert_eq!((p.cols_per_split, p.counters, p.partials), (0, 0, 0));
                 // Asked for directly, the twin takes the whole row in one
                 // split, with its workspace.
                 let t = twin.plan(matrix(rows, cols), 132, 8);
-                assert!(t.split_rows && t.grid.1 == 1, "{t:?}");
+                assert!(t.twin == Some(Twin::SplitRows) && t.grid.1 == 1, "{t:?}");
                 assert_eq!((t.cols_per_split, t.counters), (cols, rows as usize));
             }
         }
