@@ -281,7 +281,7 @@ impl Communicator {
             true => self.ll_blocks,
             false => self.max_blocks.min(MAX_BLOCKS),
         };
-        // A row's cluster of blocks: the grid is whole clusters (`share` is).
+        // Whole clusters (a row's blocks), within the cap and the share.
         let cluster = norm.cluster;
         let clusters = rows.min((cap / cluster) as usize) as u32;
         let blocks = clusters.min(kernel.share / cluster) * cluster;
