@@ -462,8 +462,10 @@ extern "C" __global__ void {% if cluster > 1 %}__cluster_dims__({{ cluster }}, 1
   }
 {%- endif %}
 {%- if cluster > 1 %}
-  // No block leaves while a push into its shared memory may be in flight.
-  rj_cluster_sync<>();
+  // No block leaves while a push into its shared memory may be in flight: a
+  // block arrives once it has every state pushed to it, so the arrival alone
+  // says so (no release of this block's stores).
+  rj_cluster_arrived<>();
 {%- endif %}
   if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {
     rj_st_b32(self + {{ fused_done_off }}, 0u);

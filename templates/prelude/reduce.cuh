@@ -637,6 +637,12 @@ __device__ __forceinline__ void rj_merge_phases(const Op& op, typename Op::S (&a
 template <int = 0> __device__ __forceinline__ void rj_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+// Every thread of every block of the cluster, no memory order: only that
+// every block has come this far (a release would wait for the block's global
+// stores to drain first).
+template <int = 0> __device__ __forceinline__ void rj_cluster_arrived() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
 // This block's rank in its cluster, and the address of a shared variable
 // (local: this block's) in block `rank`'s shared memory.
 template <int = 0> __device__ __forceinline__ rj_u32 rj_cluster_rank() {

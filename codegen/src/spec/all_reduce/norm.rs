@@ -31,12 +31,11 @@ pub const MIN_THREADS: u32 = 128;
 pub const MAX_THREADS: u32 = 512;
 /// Cluster sizes a row may take (a power of two; 8 is the portable most).
 pub const CLUSTERS: [u32; 4] = [1, 2, 4, 8];
-/// The LL kernel's default layout gives a row that one block would hold at
-/// two or more packs a thread (past [`MAX_THREADS`] packs) a cluster of
-/// blocks, the largest that keeps rows x cluster within this many blocks
-/// and each block at least [`MIN_THREADS`] packs: at 1 and 16 rows of 8192
-/// bf16 on 2 ranks, 8 blocks a row ran fastest, and no cluster helped rows of
-/// 4096 (`benchmarks/h200x2/bench-all-reduce-norm.json`).
+/// The LL kernel's default layout gives each row a cluster of blocks, the
+/// largest that keeps rows x cluster within this many blocks and each block
+/// at least [`MIN_THREADS`] packs: at 1 and 16 rows of 4096 and 8192 bf16 on
+/// 2 ranks, the largest such cluster ran fastest
+/// (`benchmarks/h200x2/bench-all-reduce-norm.json`).
 pub const CLUSTER_BLOCKS: usize = 128;
 
 /// Elements of `dtype` in a 16-byte pack.
@@ -119,11 +118,10 @@ impl ArNorm {
     }
 
     /// The layout a call of `rows` x `cols` takes unless told: with `ll`
-    /// (the LL kernel), a row of more than [`MAX_THREADS`] packs takes the
-    /// largest cluster that keeps rows x cluster within [`CLUSTER_BLOCKS`]
-    /// and gives every block at least one pack a thread of [`MIN_THREADS`];
-    /// then the widest block (the fewest packs a thread). `None` where no
-    /// layout holds the row.
+    /// (the LL kernel), each row the largest cluster that keeps rows x
+    /// cluster within [`CLUSTER_BLOCKS`] and gives every block at least one
+    /// pack a thread of [`MIN_THREADS`]; then the widest block (the fewest
+    /// packs a thread). `None` where no layout holds the row.
     pub fn for_call(
         world: u32,
         dtype: DType,
@@ -138,7 +136,6 @@ impl ArNorm {
             .find(|&c| {
                 c == 1
                     || ll
-                        && row_packs > MAX_THREADS as usize
                         && rows.saturating_mul(c as usize) <= CLUSTER_BLOCKS
                         && row_packs >= (c * MIN_THREADS) as usize
             })
@@ -424,9 +421,9 @@ mod tests {
             c(2, DType::BF16, 1000),
             ["t128x1", "t128x1c2", "t128x1c4", "t128x1c8"]
         );
-        // A call's default: a cluster a row for rows past one pack a thread
-        // of a block, while the rows' blocks stay within CLUSTER_BLOCKS and
-        // each block has a pack a thread of 128, on LL only.
+        // A call's default: a cluster a row while the rows' blocks stay
+        // within CLUSTER_BLOCKS and each block has a pack a thread of 128, on
+        // LL only.
         let call = |rows, cols, ll| {
             ArNorm::for_call(2, DType::BF16, (rows, cols), None, ll).map(|a| a.layout_name())
         };
@@ -437,8 +434,9 @@ mod tests {
         assert_eq!(call(65, 8192, true).as_deref(), Some("t512x2"));
         assert_eq!(call(1, 16384, true).as_deref(), Some("t256x1c8"));
         assert_eq!(call(1, 6144, true).as_deref(), Some("t256x1c4"));
-        // A row one block holds at one pack a thread keeps one block.
-        assert_eq!(call(1, 4096, true).as_deref(), Some("t512x1"));
+        assert_eq!(call(1, 4096, true).as_deref(), Some("t128x1c4"));
+        assert_eq!(call(64, 4096, true).as_deref(), Some("t256x1c2"));
+        assert_eq!(call(65, 4096, true).as_deref(), Some("t512x1"));
         assert_eq!(call(1, 8192, false).as_deref(), Some("t512x2"));
         assert_eq!(call(1, 1000, true).as_deref(), Some("t128x1"));
         assert_eq!(call(1, 1001, true), None);
