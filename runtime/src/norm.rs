@@ -706,7 +706,7 @@ impl<'rt> NormKernel<'rt> {
         let call = NormCall::of(&a);
         if a.shape.is_empty() {
             // Checked as any call, then nothing to launch.
-            check_call(&self.spec, &call, self.resident())?;
+            check_loaded_call(&self.spec, &call, self.resident())?;
             return Ok(());
         }
         // Dropped after the launch below: its guards record the launch's
@@ -732,7 +732,7 @@ impl<'rt> NormKernel<'rt> {
             dev.sm_count
         };
         let resident = u64::from(sms) * u64::from(k.blocks_per_sm);
-        let Some(plan) = check_call(&k.spec, a, resident)? else {
+        let Some(plan) = check_loaded_call(&k.spec, a, resident)? else {
             return Ok(());
         };
         let plan = self.on_this_device(plan);
@@ -846,11 +846,19 @@ impl<'rt> NormKernel<'rt> {
 
 /// Checks a call of `spec`'s kernel without a GPU (`resident`: blocks of the
 /// kernel the SMs the launch runs on hold at once, the device's or an SM
-/// partition's). Returns the launch plan, or `None` for an empty call (no
-/// rows, or rows of no elements), which launches nothing. Every launch goes
-/// through here.
+/// partition's): the spec's rules, then the call's ([`check_loaded_call`]).
+/// Returns the launch plan, or `None` for an empty call (no rows, or rows of
+/// no elements), which launches nothing.
 pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Option<Plan>> {
     spec.validate()?;
+    check_loaded_call(spec, c, resident)
+}
+
+/// [`check_call`] for a loaded kernel's spec, which validated when it
+/// compiled: the call's rules only. Every launch goes through here. (A
+/// paired layout's validation looks its launch bound up by formatted keys,
+/// hundreds of nanoseconds a launch.)
+fn check_loaded_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Option<Plan>> {
     let err = Error::launch_of(|| spec.name());
     let m = c.shape;
     if let Some((what, value, rule)) = m.shape_violation() {
