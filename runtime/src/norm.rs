@@ -846,7 +846,7 @@ impl<'rt> NormKernel<'rt> {
 
 /// Checks a call of `spec`'s kernel without a GPU (`resident`: blocks of the
 /// kernel the SMs the launch runs on hold at once, the device's or an SM
-/// partition's): the spec's rules, then the call's ([`check_loaded_call`]).
+/// partition's): the spec's rules, then the call's.
 /// Returns the launch plan, or `None` for an empty call (no rows, or rows of
 /// no elements), which launches nothing.
 pub fn check_call(spec: &NormSpec, c: &NormCall, resident: u64) -> Result<Option<Plan>> {
