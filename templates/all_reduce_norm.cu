@@ -410,16 +410,6 @@ extern "C" __global__ void {% if cluster > 1 %}__cluster_dims__({{ cluster }}, 1
 #pragma unroll
       for (int q = 0; q < kRanks; ++q)
         v[kk][q] = q == (int)rank ? own[kk] : rj_b128{lo_line[kk][q].x, lo_line[kk][q].z, hi_line[kk][q].x, hi_line[kk][q].z};
-{%- if cluster > 1 %}
-    // A peer that never sent: the block stops waiting (the error word says
-    // which; the host breaks the communicator), and goes on through its rows'
-    // exchanges, on which the cluster's other blocks wait.
-    failed = !rj_block_all(ok);
-{%- else %}
-    // A peer that never sent: the whole block stops (the error word says
-    // which; the host breaks the communicator).
-    if (!rj_block_all(ok)) return;
-{%- endif %}
 {%- elif ll %}
 #pragma unroll
     for (int kk = 0; kk < kPacks; ++kk) {
@@ -437,16 +427,6 @@ extern "C" __global__ void {% if cluster > 1 %}__cluster_dims__({{ cluster }}, 1
         v[kk][q] = got;
       }
     }
-{%- if cluster > 1 %}
-    // A peer that never sent: the block stops waiting (the error word says
-    // which; the host breaks the communicator), and goes on through its rows'
-    // exchanges, on which the cluster's other blocks wait.
-    failed = !rj_block_all(ok);
-{%- else %}
-    // A peer that never sent: the whole block stops (the error word says
-    // which; the host breaks the communicator).
-    if (!rj_block_all(ok)) return;
-{%- endif %}
 {%- else %}
     if (!arrived(row)) return;
 #pragma unroll
@@ -457,6 +437,18 @@ extern "C" __global__ void {% if cluster > 1 %}__cluster_dims__({{ cluster }}, 1
       for (int q = 0; q < kRanks; ++q)
         v[kk][q] = q == (int)rank ? own[kk] : rj_load_plain::b128(local + (rj_u64)q * window + (first + j) * 16u);
     }
+{%- endif %}
+{%- if ll %}
+{%- if cluster > 1 %}
+    // A peer that never sent: the block stops waiting (the error word says
+    // which; the host breaks the communicator), and goes on through its rows'
+    // exchanges, on which the cluster's other blocks wait.
+    failed = !rj_block_all(ok);
+{%- else %}
+    // A peer that never sent: the whole block stops (the error word says
+    // which; the host breaks the communicator).
+    if (!rj_block_all(ok)) return;
+{%- endif %}
 {%- endif %}
     norm_row(v, r, w, row, lo, hi, row_packs, cols, eps, residual, out, scale, i, leader);
   }

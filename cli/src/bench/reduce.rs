@@ -14,7 +14,7 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use cudarc::driver::sys::CUstreamCaptureMode;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
-use redjit_codegen::spec::reduce::Shape;
+use redjit_codegen::spec::reduce::{Shape, Twin};
 use redjit_codegen::{DType, KernelSpec, ReduceAxis, ReduceOp, ReduceSpec};
 use redjit_runtime::{KernelInput, Matrix};
 
@@ -299,13 +299,10 @@ pub fn bench(b: &mut Bench<'_>, cases: &[Case]) -> CliResult {
     for c in cases {
         // The twins the launcher may take for this spec: those valid for its
         // axis (and the cluster twin only from sm_90 on).
-        let twins = [
-            c.spec.for_warp_per_row(),
-            c.spec.for_cluster(),
-            c.spec.for_split_rows(),
-        ]
-        .into_iter()
-        .filter(|t| t.check_arch(arch).is_ok());
+        let twins = Twin::ALL
+            .into_iter()
+            .map(|t| c.spec.for_twin(t))
+            .filter(|t| t.check_arch(arch).is_ok());
         for s in std::iter::once(c.spec.clone()).chain(twins) {
             if !specs.contains(&s) {
                 specs.push(s);

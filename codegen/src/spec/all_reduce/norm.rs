@@ -92,9 +92,9 @@ pub struct ArNorm {
     pub fp8: Option<Fp8Scale>,
 }
 
-/// The name mark of the fused epilogue:
+/// The name mark of the fused epilogue, before its layout:
 /// `_addrms_t<threads>x<packs>[c<cluster>][_qd|_qs]`.
-pub(crate) const MARK: &str = "_addrms_t";
+pub(crate) const MARK: &str = "_addrms_";
 
 impl ArNorm {
     /// Every layout for rows of `cols` elements of `dtype` over `world`
@@ -232,12 +232,13 @@ impl ArNorm {
         let q = self
             .fp8
             .map_or(String::new(), |s| format!("_{}", s.suffix()));
-        // MARK ends in the layout's `t`.
-        format!("{MARK}{}{q}", &self.layout_name()[1..])
+        format!("{MARK}{}{q}", self.layout_name())
     }
 
-    /// Parses what follows `_addrms_t` in a name (`512x2`, `128x1c8`, `256x1_qd`).
+    /// Parses what follows `_addrms_` in a name (`t512x2`, `t128x1c8`,
+    /// `t256x1_qd`).
     pub(crate) fn parse(rest: &str) -> Option<ArNorm> {
+        let rest = rest.strip_prefix('t')?;
         let (rest, fp8) = match rest.rsplit_once('_') {
             Some((r, "qd")) => (r, Some(Fp8Scale::PerRow)),
             Some((r, "qs")) => (r, Some(Fp8Scale::Given)),
@@ -519,11 +520,12 @@ mod tests {
                 assert_eq!(ArNorm::parse(&a.suffix()[MARK.len()..]), Some(a));
             }
         }
-        assert_eq!(ArNorm::parse("512x"), None);
-        assert_eq!(ArNorm::parse("512x1_qq"), None);
+        assert_eq!(ArNorm::parse("t512x"), None);
+        assert_eq!(ArNorm::parse("t512x1_qq"), None);
+        assert_eq!(ArNorm::parse("512x1"), None);
         // One block a row has no cluster part: `c1` is not canonical.
-        assert_eq!(ArNorm::parse("512x1c1"), None);
-        assert_eq!(ArNorm::parse("512x1c"), None);
+        assert_eq!(ArNorm::parse("t512x1c1"), None);
+        assert_eq!(ArNorm::parse("t512x1c"), None);
     }
 
     #[test]

@@ -144,9 +144,9 @@ impl Communicator {
                     .iter()
                     .all(|a| a.is_multiple_of(u64::from(PACK_BYTES)));
                 // A layout of rows in clusters is the LL kernel's.
-                let table_ll = norm.cluster > 1
+                let wants_ll = norm.cluster > 1
                     || self.algos.choose(self.world(), x_bytes)?.algo == AllReduceAlgo::PushLl;
-                if table_ll
+                if wants_ll
                     && aligned
                     && x_bytes as u64 <= self.ll_max
                     && norm.fits_ll(self.world(), dtype)
