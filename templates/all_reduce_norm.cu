@@ -4,6 +4,9 @@
 // LL: every rank sends its rows as flagged lines into its peers' buffers (no barrier);
 {%- elif push %}
 // Push: every rank stores its rows into its peers' buffers and flags each row (no barrier);
+{%- elif two_stage %}
+// Two-stage: start barrier; rank r sums slice r of the rows (every rank's, read in place)
+// into its scratch; middle barrier; every rank reads each row's sum from its owner's scratch;
 {%- else %}
 // One-shot: start barrier; every rank reads every rank's rows in place;
 {%- endif %}
@@ -28,7 +31,12 @@
 {%- else %}
 //   y stored as {{ dtype }};
 {%- endif %}
-{%- if not ll and not push %}
+{%- if two_stage %}
+// No end barrier: x is last read before the middle barrier, and the scratch has
+// two sets, by this rank's fused call count: a rank writes a set again two
+// fused calls later, after the call between met every peer at a barrier, so
+// every peer had ended the call that read it.
+{%- elif not ll and not push %}
 // then the end barrier (no rank rewrites its input while a peer still reads it).
 {%- endif %}
 // Every rank runs the same sums in the same order: every rank's residual, y
@@ -79,12 +87,13 @@ __device__ __forceinline__ float rj_rsqrt_approx(float v) {
   return r;
 }
 
-// Row `row`'s packs [lo, hi) from their packs loaded (v: every rank's, r: the
-// residual's, w: the weight's; only those in [lo, hi)): the sum over ranks, h
-// stored over the residual, the norm, y (and its scale, by the leader)
-// stored. Every thread of the row's blocks calls it (it reduces over them),
-// `i` the row's ordinal among the block's.
-__device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], const rj_b128 (&r)[kPacks],
+// Row `row`'s packs [lo, hi) from their packs loaded (v: every rank's, or
+// with kSrc = 1 their sum; r: the residual's, w: the weight's; only those in
+// [lo, hi)): the sum over ranks, h stored over the residual, the norm, y (and
+// its scale, by the leader) stored. Every thread of the row's blocks calls it
+// (it reduces over them), `i` the row's ordinal among the block's.
+template <int kSrc>
+__device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kSrc], const rj_b128 (&r)[kPacks],
                                          const rj_b128 (&w)[kPacks], rj_u64 row, rj_u64 lo, rj_u64 hi,
                                          rj_u64 row_packs, rj_u64 cols, float eps, rj_u64 residual, rj_u64 out,
                                          rj_u64 scale, rj_u32 i, bool leader) {
@@ -103,7 +112,7 @@ __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kRanks], con
 #pragma unroll
       for (int e = 0; e < kElts; ++e) acc[e] = op.pre(acc[e]);
 #pragma unroll
-      for (int q = 1; q < kRanks; ++q) {
+      for (int q = 1; q < kSrc; ++q) {
         float x[kElts];
         rj_ar_unpack16<T>(v[k][q], x);
 #pragma unroll
@@ -181,14 +190,14 @@ __device__ __forceinline__ void load_weight(rj_u64 weight, rj_u64 row_packs, rj_
 // every rank's packs and the residual's; false where a peer's never came)
 // asked for before this row's reduction and stores: a block's rows one after
 // another would each wait a whole round trip. False where a load failed.
-template <class Load>
+template <int kSrc, class Load>
 __device__ __forceinline__ bool norm_rows_ahead(const Load& load, const rj_b128 (&w)[kPacks], rj_u64 rows,
                                                 rj_u64 row_packs, rj_u64 cols, float eps, rj_u64 residual, rj_u64 out,
                                                 rj_u64 scale) {
-  rj_b128 v[kPacks][kRanks], r[kPacks];
+  rj_b128 v[kPacks][kSrc], r[kPacks];
   if (blockIdx.x < rows && !load(blockIdx.x, v, r)) return false;
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-    rj_b128 nv[kPacks][kRanks], nr[kPacks];
+    rj_b128 nv[kPacks][kSrc], nr[kPacks];
     const rj_u64 next = row + gridDim.x;
     if (next < rows && !load(next, nv, nr)) return false;
     norm_row(v, r, w, row, 0u, row_packs, row_packs, cols, eps, residual, out, scale, 0u, threadIdx.x == 0);
@@ -196,7 +205,7 @@ __device__ __forceinline__ bool norm_rows_ahead(const Load& load, const rj_b128 
     for (int k = 0; k < kPacks; ++k) {
       r[k] = nr[k];
 #pragma unroll
-      for (int q = 0; q < kRanks; ++q) v[k][q] = nv[k][q];
+      for (int q = 0; q < kSrc; ++q) v[k][q] = nv[k][q];
     }
   }
   return true;
@@ -332,7 +341,7 @@ extern "C" __global__ void {% if cluster > 1 %}__cluster_dims__({{ cluster }}, 1
     }
     return true;
   };
-  if (!norm_rows_ahead(load_row, w, rows, row_packs, cols, eps, residual, out, scale)) return;
+  if (!norm_rows_ahead<kRanks>(load_row, w, rows, row_packs, cols, eps, residual, out, scale)) return;
 {%- else %}
 {%- if cluster > 1 %}
   // Set once a peer's lines never came: the block stops waiting.
@@ -472,10 +481,15 @@ extern "C" __global__ void {% if cluster > 1 %}__cluster_dims__({{ cluster }}, 1
 // communicator fills after capture). residual, weight and out are this rank's,
 // 16-byte aligned (the launcher checks); scale_ptr is rows f32 (qd), one f32
 // (qs) or unused.
+{%- if two_stage %}
+// tmp.p[q] is rank q's fused scratch: two sets of `window` bytes, each holding
+// the sums of q's slice of rows (slice q is rows [q x part, (q + 1) x part),
+// part = ceil(rows / {{ world }})), row after row.
+{%- endif %}
 extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }}) {{ name }}(
     const rj_ar_ptrs* __restrict__ in_table, void* residual_ptr, const void* weight_ptr, void* out_ptr,
-    float* scale_ptr, rj_u32* error_ptr, rj_u32 rows32, rj_u32 cols32, rj_u64 timeout_ns, float eps, rj_u32 rank,
-    rj_ar_table<{{ world }}> sig) {
+    float* scale_ptr, rj_u32* error_ptr, rj_u32 rows32, rj_u32 cols32, rj_u64 timeout_ns,{% if two_stage %} rj_u64 window,{% endif %}
+    float eps, rj_u32 rank, rj_ar_table<{{ world }}> sig{% if two_stage %}, rj_ar_table<{{ world }}> tmp{% endif %}) {
   using namespace {{ name }}_impl;
   const rj_u64 rows = rows32, cols = cols32;
   const rj_ar_ptrs in = *in_table;
@@ -485,10 +499,87 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   const rj_u64 error = rj_cvta_global(error_ptr);
   const rj_u64 scale = rj_cvta_global(scale_ptr);
   const rj_u64 row_packs = cols / kElts;
+{%- if two_stage %}
+  const rj_u64 self = rj_ar_pick<kRanks>(sig, rank);
+  // k: this rank's fused call count, the same in every block (the last block
+  // of the call before to arrive stored it, and that call has ended); its
+  // parity picks the scratch set.
+  const rj_u32 k = rj_load_volatile::b32(self + {{ fused_count_off }}) + 1u;
+  const rj_u64 set = (rj_u64)(k & 1u) * window;
+  const rj_u64 part = (rows + kRanks - 1) / kRanks;
+  const rj_u64 row_bytes = row_packs * 16u;
+{%- endif %}
 
   if (!rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArStart)) return;
+{%- if two_stage %}
+  // Every thread read k before the barrier: the block's arrival is counted
+  // now, and the last block to arrive stores k at its end.
+  rj_u32 arrival = 0u;
+  if (threadIdx.x == 0) arrival = rj_atom_add_relaxed(self + {{ fused_done_off }}, 1u);
+  {
+    // Block b sums the rows of this rank's slice that it reads in the second
+    // phase (rows b, b + grid, ...): its middle barrier, with block b of each
+    // peer, then orders every row it reads after that row's sum.
+    const rj_u64 lo_row = min((rj_u64)rank * part, rows), hi_row = min(lo_row + part, rows);
+    const rj_u64 scratch = rj_ar_pick<kRanks>(tmp, rank) + set;
+    const rj_u64 grid = gridDim.x;
+    const Op op = {0.0f};
+    for (rj_u64 row = lo_row + (blockIdx.x + grid - lo_row % grid) % grid; row < hi_row; row += grid) {
+      const rj_u64 first = row * row_packs;
+      rj_b128 v[kPacks][kRanks];
+      // Every rank's packs of the row asked for before the first add.
+#pragma unroll
+      for (int kk = 0; kk < kPacks; ++kk) {
+        const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+        if (j < row_packs) {
+#pragma unroll
+          for (int q = 0; q < kRanks; ++q) v[kk][q] = rj_load_plain::b128(in.p[q] + (first + j) * 16u);
+        }
+      }
+#pragma unroll
+      for (int kk = 0; kk < kPacks; ++kk) {
+        const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+        if (j >= row_packs) continue;
+        // In rank order 0..{{ world - 1 }}, rounded as the one-shot kernel's sum.
+        float acc[kElts];
+        rj_ar_unpack16<T>(v[kk][0], acc);
+#pragma unroll
+        for (int q = 1; q < kRanks; ++q) {
+          float x[kElts];
+          rj_ar_unpack16<T>(v[kk][q], x);
+#pragma unroll
+          for (int e = 0; e < kElts; ++e) acc[e] = op.apply(acc[e], x[e]);
+        }
+        rj_st_b128(scratch + (row - lo_row) * row_bytes + j * 16u, rj_ar_pack16<T>(acc));
+      }
+    }
+  }
+  if (!rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArMiddle)) return;
+{%- endif %}
   rj_b128 w[kPacks];
   load_weight(weight, row_packs, w);
+{%- if two_stage %}
+  // A row's sum from its owner's scratch, and the residual's packs.
+  auto load_row = [&](rj_u64 row, rj_b128 (&v)[kPacks][1], rj_b128 (&r)[kPacks]) {
+    const rj_u64 q = row / part;
+    const rj_u64 from = rj_ar_pick<kRanks>(tmp, (rj_u32)q) + set + (row - q * part) * row_bytes;
+    const rj_u64 first = row * row_packs;
+#pragma unroll
+    for (int kk = 0; kk < kPacks; ++kk) {
+      const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+      if (j < row_packs) {
+        v[kk][0] = rj_load_plain::b128(from + j * 16u);
+        r[kk] = rj_load_plain::b128(residual + (first + j) * 16u);
+      }
+    }
+    return true;
+  };
+  norm_rows_ahead<1>(load_row, w, rows, row_packs, cols, eps, residual, out, scale);
+  if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {
+    rj_st_b32(self + {{ fused_done_off }}, 0u);
+    rj_st_b32(self + {{ fused_count_off }}, k);
+  }
+{%- else %}
   // Every load of a row's packs (every rank's and the residual's) issued
   // before its first add.
   auto load_row = [&](rj_u64 row, rj_b128 (&v)[kPacks][kRanks], rj_b128 (&r)[kPacks]) {
@@ -505,7 +596,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     return true;
   };
 {%- if prefetch %}
-  norm_rows_ahead(load_row, w, rows, row_packs, cols, eps, residual, out, scale);
+  norm_rows_ahead<kRanks>(load_row, w, rows, row_packs, cols, eps, residual, out, scale);
 {%- else %}
   rj_b128 v[kPacks][kRanks], r[kPacks];
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -514,5 +605,6 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   }
 {%- endif %}
   rj_ar_barrier<kRanks>(sig, rank, timeout_ns, error, kArEnd);
+{%- endif %}
 }
 {%- endif %}

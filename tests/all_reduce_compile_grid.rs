@@ -116,7 +116,7 @@ fn every_stage_kernel_compiles_and_ptxas_reports_no_spills() {
 /// limit: for world 2..8, each dtype and each packs a thread, the widest block
 /// that validates (the launch bound's fewest registers; `ArNorm::for_row`
 /// picks only valid layouts), and bf16 with the FP8 per-row output; the
-/// one-shot, push and LL kernel of each; and the LL kernels of rows in
+/// one-shot, two-stage, push and LL kernel of each; and the LL kernels of rows in
 /// clusters of 2, 4 and 8 blocks.
 fn fused_norm_grid() -> Vec<AllReduceSpec> {
     use redjit::codegen::spec::all_reduce::norm::{ArNorm, MAX_PACKS, MAX_THREADS, MIN_THREADS};
@@ -145,9 +145,13 @@ fn fused_norm_grid() -> Vec<AllReduceSpec> {
                         };
                         spec.validate().is_ok().then_some(spec)
                     });
-                // The one-shot, push and LL kernels of each.
+                // The one-shot, two-stage, push and LL kernels of each.
                 if let Some(spec) = widest {
-                    for algo in [AllReduceAlgo::PushLl, AllReduceAlgo::Push] {
+                    for algo in [
+                        AllReduceAlgo::PushLl,
+                        AllReduceAlgo::Push,
+                        AllReduceAlgo::TwoStage,
+                    ] {
                         let s = AllReduceSpec {
                             algo,
                             ..spec.clone()

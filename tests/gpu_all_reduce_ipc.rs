@@ -31,11 +31,11 @@ use common::ar_norm::{Case, check, random_inputs, run};
 use cudarc::driver::CudaSlice;
 use cudarc::driver::sys;
 use half::{bf16, f16};
+use redjit::AllReduceSpec;
 use redjit::all_reduce::{Call, CommOptions, Communicator, Placement};
 use redjit::codegen::spec::all_reduce::norm::ArNorm;
 use redjit::codegen::spec::norm::Fp8Scale;
 use redjit::peer::LegacyAlloc;
-use redjit::{AllReduceAlgo, AllReduceSpec};
 use redjit::{KernelInput, KernelOutput};
 
 /// Runs `world` children of this binary, each `--exact <test>` with
@@ -303,8 +303,8 @@ fn ipc_rank() {
 const SEED_ENV: &str = "REDJIT_AR_IPC_SEED";
 
 /// The fused call on this process's rank at LLM and odd shapes, bf16 and
-/// f16, y in the input type or e4m3 with per-row scales, one-shot, push and
-/// (where the layout fits it) LL, each against the CPU twin; returns the calls made
+/// f16, y in the input type or e4m3 with per-row scales, one-shot,
+/// two-stage, push and (where the layout fits it) LL, each against the CPU twin; returns the calls made
 /// and an FNV-1a digest of every output's bits, which every rank must share.
 fn fused_norm_calls(c: &Communicator, world: u32, seed: u64) -> (usize, u64) {
     let mut digest = 0xcbf2_9ce4_8422_2325u64;
@@ -332,14 +332,7 @@ fn fused_norm_dtype<T: Elem>(
                 .map(|&v| T::from_f64(f64::from(v)))
                 .collect();
             let layout = ArNorm::candidates(world, T::DT, cols, fp8)[0];
-            for algo in [
-                AllReduceAlgo::OneShot,
-                AllReduceAlgo::Push,
-                AllReduceAlgo::PushLl,
-            ] {
-                if algo == AllReduceAlgo::PushLl && !layout.fits_ll(world, T::DT) {
-                    continue;
-                }
+            for algo in layout.algos(world, T::DT) {
                 let spec = AllReduceSpec {
                     world,
                     dtype: T::DT,

@@ -68,7 +68,7 @@ fn matches_the_twin<T: Elem>(test: &str, fp8s: &[Option<Fp8Scale>]) {
                     T::DT
                 );
                 // Every layout the call may take (the default is the first),
-                // one-shot, push and, where it takes the call, LL.
+                // one-shot, two-stage, push and, where it takes the call, LL.
                 // A row in a cluster of blocks is the LL kernel's only.
                 let bytes = rows * cols * T::DT.info().bytes as usize;
                 let kernels = layouts.iter().flat_map(|&norm| {
@@ -213,9 +213,12 @@ fn replayed_1000_times(test: &str, algo: AllReduceAlgo) {
         .end_capture(sys::CUgraphInstantiate_flags(0))
         .unwrap()
         .expect("a captured graph");
-    // The one-shot kernel reads x through a table slot; the LL and push
-    // kernels in place.
-    let slots = u32::from(algo == AllReduceAlgo::OneShot);
+    // The one-shot and two-stage kernels read x through a table slot; the
+    // LL and push kernels in place.
+    let slots = u32::from(matches!(
+        algo,
+        AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage
+    ));
     assert_eq!(c.end_capture().unwrap(), slots);
     for it in 0..1000 {
         // Small inputs keep the residual's growth over 1000 replays modest.
@@ -270,6 +273,15 @@ fn a_captured_one_shot_call_replayed_1000_times() {
     replayed_1000_times(
         "a_captured_one_shot_call_replayed_1000_times",
         AllReduceAlgo::OneShot,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_captured_two_stage_call_replayed_1000_times() {
+    replayed_1000_times(
+        "a_captured_two_stage_call_replayed_1000_times",
+        AllReduceAlgo::TwoStage,
     );
 }
 
@@ -516,12 +528,18 @@ fn bad_calls_are_errors_before_any_launch() {
             "do not hold rows of 4096",
         ),
         (
-            "a two-stage fused call",
+            "a two-stage fused call with a row in a cluster",
             Shape {
                 algo: Some(AllReduceAlgo::TwoStage),
+                layout: Some(ArNorm {
+                    threads: 256,
+                    packs: 1,
+                    cluster: 2,
+                    fp8: None,
+                }),
                 ..good
             },
-            "epilogue of the whole",
+            "LL kernel's only",
         ),
         (
             "an LL call past ll_bytes",
@@ -601,7 +619,7 @@ fn bad_calls_are_errors_before_any_launch() {
 }
 
 /// A rank that never launches: every other rank's fused kernel (one-shot,
-/// push, LL) ends within its timeout with the communicator broken, and a
+/// two-stage, push, LL) ends within its timeout with the communicator broken, and a
 /// rebuilt communicator runs the call again.
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -626,6 +644,7 @@ fn a_rank_never_launched_ends_every_fused_kernel_within_the_timeout() {
     let n = rows * cols;
     for algo in [
         AllReduceAlgo::OneShot,
+        AllReduceAlgo::TwoStage,
         AllReduceAlgo::Push,
         AllReduceAlgo::PushLl,
     ] {

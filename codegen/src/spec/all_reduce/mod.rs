@@ -541,13 +541,11 @@ impl KernelSpec for AllReduceSpec {
             }
         }
         if let Some(norm) = &self.norm {
-            let rule = if self.algo == AllReduceAlgo::TwoStage
-                || self.cp_async
-                || self.stage != ArStage::Whole
-            {
+            let rule = if self.cp_async || self.stage != ArStage::Whole {
                 Some(format!(
-                    "the fused norm is an epilogue of the whole {}, {} or {} kernel (a block a row)",
+                    "the fused norm is an epilogue of the whole {}, {}, {} or {} kernel without cp.async (a block a row)",
                     AllReduceAlgo::OneShot,
+                    AllReduceAlgo::TwoStage,
                     AllReduceAlgo::Push,
                     AllReduceAlgo::PushLl
                 ))

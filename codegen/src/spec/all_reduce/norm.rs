@@ -1,5 +1,5 @@
 //! The all-reduce's fused norm epilogue (issue 60): an all-reduce (one-shot,
-//! push or LL) of each rank's partial rows, the residual added and written back in place, then
+//! two-stage, push or LL) of each rank's partial rows, the residual added and written back in place, then
 //! RMS norm with a weight, written in the input type or as e4m3 (a per-row
 //! dynamic scale or one given scale). What tensor-parallel inference runs
 //! after every attention and MLP block; `templates/all_reduce_norm.cu` holds
@@ -29,6 +29,8 @@ pub const MIN_THREADS: u32 = 128;
 /// Most threads of a block: at 1024 the launch bound leaves 64 registers, and
 /// every layout that needed it spilled (ptxas 13.0, sm_90).
 pub const MAX_THREADS: u32 = 512;
+/// Bytes of the longest row one block holds (MAX_THREADS x MAX_PACKS packs).
+pub const MAX_ROW_BYTES: usize = (MAX_THREADS * MAX_PACKS * super::PACK_BYTES) as usize;
 /// Cluster sizes a row may take (a power of two; 8 is the portable most).
 pub const CLUSTERS: [u32; 4] = [1, 2, 4, 8];
 /// The LL kernel's default layout gives each row a cluster of blocks, the
@@ -190,15 +192,19 @@ impl ArNorm {
     }
 
     /// The kernels that take this layout for `world` ranks of `dtype`: LL
-    /// where it fits the LL kernel's registers, push and one-shot for one
-    /// block a row.
+    /// where it fits the LL kernel's registers; push, one-shot and two-stage
+    /// for one block a row.
     pub fn algos(&self, world: u32, dtype: DType) -> Vec<AllReduceAlgo> {
         let mut out = Vec::new();
         if self.fits_ll(world, dtype) {
             out.push(AllReduceAlgo::PushLl);
         }
         if self.cluster == 1 {
-            out.extend([AllReduceAlgo::Push, AllReduceAlgo::OneShot]);
+            out.extend([
+                AllReduceAlgo::Push,
+                AllReduceAlgo::OneShot,
+                AllReduceAlgo::TwoStage,
+            ]);
         }
         out
     }
@@ -339,15 +345,18 @@ impl ArNorm {
         Ok(())
     }
 
-    /// The kernel's parameters: the one-shot kernel's, or with `ll` the LL
-    /// kernel's (its own input in place, the LL buffers, their region size).
+    /// The kernel's parameters: the one-shot kernel's; the two-stage
+    /// kernel's (with its scratch sets and their size); or the in-place
+    /// kernels' (their own input in place, their buffers, a region's size).
     pub(crate) fn params(&self, algo: AllReduceAlgo) -> Vec<Param> {
         // The in-place kernels read this rank's x and exchange it through
-        // their buffer; the one-shot kernel reads every rank's through a table.
+        // their buffer; the one-shot and two-stage kernels read every rank's
+        // through a table.
         let (input, buffer) = match algo {
             AllReduceAlgo::PushLl => ("in_ptr", Some("ll")),
             AllReduceAlgo::Push => ("in_ptr", Some("push")),
-            AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => ("in_table", None),
+            AllReduceAlgo::TwoStage => ("in_table", Some("tmp")),
+            AllReduceAlgo::OneShot => ("in_table", None),
         };
         // What every thread reads first, then the tables (the world's entries
         // only): at 2 ranks all of it sits in two lines of the parameter bank.
@@ -539,7 +548,11 @@ mod tests {
                 for cols in [1000, 4096, 8192] {
                     for fp8 in [None, Some(Fp8Scale::PerRow), Some(Fp8Scale::Given)] {
                         for norm in ArNorm::candidates(world, dtype, cols, fp8) {
-                            for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::PushLl] {
+                            for algo in [
+                                AllReduceAlgo::OneShot,
+                                AllReduceAlgo::TwoStage,
+                                AllReduceAlgo::PushLl,
+                            ] {
                                 let spec = AllReduceSpec {
                                     world,
                                     dtype,
@@ -572,9 +585,23 @@ mod tests {
             (
                 AllReduceSpec {
                     algo: AllReduceAlgo::TwoStage,
+                    cp_async: true,
                     ..base.clone()
                 },
                 "epilogue of the whole",
+            ),
+            (
+                AllReduceSpec {
+                    algo: AllReduceAlgo::TwoStage,
+                    norm: Some(ArNorm {
+                        threads: 256,
+                        packs: 1,
+                        cluster: 2,
+                        fp8: None,
+                    }),
+                    ..base.clone()
+                },
+                "LL kernel's only",
             ),
             (
                 AllReduceSpec {

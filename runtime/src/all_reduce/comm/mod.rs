@@ -39,7 +39,9 @@
 //!
 //! The fused all-reduce + residual + RMS norm
 //! ([`Communicator::all_reduce_add_rms_norm`], `comm/norm.rs`) runs the
-//! one-shot kernel's barriers and input table, or an LL kernel of its own:
+//! one-shot kernel's barriers and input table; the two-stage kernel's, its
+//! slices of rows in two sets of scratch of its own after the fused push
+//! buffer (by a per-rank fused call count); or an LL kernel of its own:
 //! lines into a fused LL buffer after the LL kernel's (as large), flagged with
 //! a per-rank call count kept in the signal buffer's spare words (its
 //! row-to-block mapping changes with the row length, so it cannot share the
@@ -108,6 +110,7 @@ use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
     SyncOnDrop,
 };
+use redjit_codegen::spec::all_reduce::norm::MAX_ROW_BYTES;
 use redjit_codegen::spec::all_reduce::{ArStage, MAX_BLOCKS, PACK_BYTES, signal};
 use redjit_codegen::{AllReduceAlgo, AllReduceSpec, DType, KernelSpec, Op};
 
@@ -298,6 +301,11 @@ pub struct Communicator {
     /// then a flag word a row).
     fused_push_offset: u64,
     fused_push_region: u64,
+    /// Where the fused two-stage kernel's scratch starts in each rank's
+    /// scratch, and the bytes of each of its two sets (a rank's slice of
+    /// rows).
+    fused_slices_offset: u64,
+    fused_slices_set: u64,
     /// The push kernels' grids, fixed at set-up (block b always owns the
     /// same packs, which its barrier count's parity relies on).
     push_blocks: u32,

@@ -41,12 +41,16 @@ pub struct AddRmsNorm<'c, 'b> {
     /// place, 16-byte aligned, at most `CommOptions::ll_bytes`, sent as
     /// flagged lines; no barrier), [`AllReduceAlgo::Push`] (x read in place,
     /// 16-byte aligned, at most `CommOptions::push_bytes`, stored into the
-    /// peers' buffers with a flag a row; no barrier) or
+    /// peers' buffers with a flag a row; no barrier),
     /// [`AllReduceAlgo::OneShot`] (x staged, or read in place through a
-    /// table slot when captured; two barriers). `None`: LL where the choice
-    /// table picks it for the plain all-reduce of these bytes, else push up
-    /// to the table's `fused_push_max`, where the kernel takes the call (x's
-    /// alignment and size, the layout's registers); else one-shot.
+    /// table slot when captured; two barriers) or [`AllReduceAlgo::TwoStage`]
+    /// (x read as one-shot's; rank r sums slice r of the rows into its
+    /// scratch, then every rank reads each row's sum from its owner; two
+    /// barriers). `None`: LL where the choice table picks it for the plain
+    /// all-reduce of these bytes, else push up to the table's
+    /// `fused_push_max`, where the kernel takes the call (x's alignment and
+    /// size, the layout's registers); else two-stage where the table picks
+    /// it for the plain all-reduce; else one-shot.
     pub algo: Option<AllReduceAlgo>,
     /// Test hook: this rank's kernel is not launched (the others must time out).
     #[doc(hidden)]
@@ -78,9 +82,9 @@ impl Communicator {
     /// norm family's fused residual), and `out[r] = rms_norm(residual[r]) *
     /// weight[r]`, in x's type or e4m3 (see [`AddRmsNorm`]). One kernel a
     /// rank, each block owning whole rows (or, on the LL kernel, each row a
-    /// thread-block cluster's: [`ArNorm::for_call`]): the one-shot
-    /// all-reduce's barriers, the push kernel's row flags, or the LL kernel's
-    /// flagged lines ([`AddRmsNorm::algo`]).
+    /// thread-block cluster's: [`ArNorm::for_call`]): the one-shot or
+    /// two-stage all-reduce's barriers, the push kernel's row flags, or the
+    /// LL kernel's flagged lines ([`AddRmsNorm::algo`]).
     /// Graph-capturable as the all-reduce is. A call of 0 rows does nothing
     /// (after its checks).
     pub fn all_reduce_add_rms_norm(&self, a: AddRmsNorm<'_, '_>) -> Result<()> {
@@ -138,14 +142,15 @@ impl Communicator {
                 // LL where the choice table sends the plain all-reduce of
                 // these bytes to its LL kernel and that takes the call (x's
                 // alignment and size, the layout's registers); else push up
-                // to the table's fused_push_max; else one-shot.
+                // to the table's fused_push_max; else two-stage where the
+                // table sends the plain all-reduce to it; else one-shot.
                 let aligned = ins
                     .addresses()
                     .iter()
                     .all(|a| a.is_multiple_of(u64::from(PACK_BYTES)));
+                let plain = self.algos.choose(self.world(), x_bytes)?.algo;
                 // A layout of rows in clusters is the LL kernel's.
-                let wants_ll = norm.cluster > 1
-                    || self.algos.choose(self.world(), x_bytes)?.algo == AllReduceAlgo::PushLl;
+                let wants_ll = norm.cluster > 1 || plain == AllReduceAlgo::PushLl;
                 if wants_ll
                     && aligned
                     && x_bytes as u64 <= self.ll_max
@@ -157,6 +162,8 @@ impl Communicator {
                     && x_bytes as u64 <= self.push_window
                 {
                     AllReduceAlgo::Push
+                } else if plain == AllReduceAlgo::TwoStage {
+                    AllReduceAlgo::TwoStage
                 } else {
                     AllReduceAlgo::OneShot
                 }
@@ -238,19 +245,36 @@ impl Communicator {
         if n == 0 {
             return Ok(());
         }
-        // The in-place kernels' buffers: two sets of world regions of
-        // `window` bytes (the LL kernel's two lines a pack of ll_max bytes;
-        // the push kernel's window of x and a flag a row); none for one-shot.
+        // The kernels' buffers: for the in-place kernels two sets of world
+        // regions of `window` bytes (the LL kernel's two lines a pack of
+        // ll_max bytes; the push kernel's window of x and a flag a row); for
+        // two-stage two sets of `window` bytes (a rank's slice of rows); none
+        // for one-shot.
         let buffer = match algo {
             AllReduceAlgo::PushLl => Some((self.fused_ll_offset, 2 * self.ll_max)),
             AllReduceAlgo::Push => Some((self.fused_push_offset, self.fused_push_region)),
-            AllReduceAlgo::OneShot | AllReduceAlgo::TwoStage => None,
+            AllReduceAlgo::TwoStage => Some((self.fused_slices_offset, self.fused_slices_set)),
+            AllReduceAlgo::OneShot => None,
         }
         .map(|(offset, window)| {
             let at = |a: u64| if a == 0 { 0 } else { a + offset };
             (PtrTable(self.tables[2].0.map(at)), window)
         });
-        let in_place = buffer.is_some();
+        if algo == AllReduceAlgo::TwoStage {
+            // A set holds a rank's slice of ceil(rows / world) rows (set up
+            // for max_bytes / world and one row of the widest layout).
+            let slice = rows.div_ceil(self.world() as usize) * cols * dtype.info().bytes as usize;
+            if slice as u64 > self.fused_slices_set {
+                return Err(comm_err(
+                    "rows",
+                    format!(
+                        "{rows} rows of {cols}: a rank's slice of {slice} bytes is more than the fused scratch's {} (CommOptions::max_bytes)",
+                        self.fused_slices_set
+                    ),
+                ));
+            }
+        }
+        let in_place = matches!(algo, AllReduceAlgo::PushLl | AllReduceAlgo::Push);
         if issue.capturing || in_place {
             // In place, this rank's (or a peer's) reads of x meet the writes of out.
             for (i, (&xa, &o)) in ins.addresses().iter().zip(&outs).enumerate() {
@@ -346,7 +370,9 @@ impl Communicator {
             // aligned, apart from the residual and a captured input), scale
             // buffer (rows or 1 f32, or unused without FP8) and error word;
             // the scalars; the signal table (and the in-place kernels'
-            // buffers, two sets of world regions of `window` bytes each), of
+            // buffers, two sets of world regions of `window` bytes each, or
+            // the two-stage kernel's two sets of `window` bytes, which hold a
+            // rank's slice of rows: checked above), of
             // which the kernel declares the world's entries (the driver
             // copies that many of the 8 pushed). Every
             // rank launches the same grid.

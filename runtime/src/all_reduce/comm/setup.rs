@@ -121,7 +121,14 @@ impl Communicator {
         let fused_push_region =
             (push_window + push_window / PACK_BYTES as usize * 4).next_multiple_of(256);
         let fused_push_offset = fused_ll_offset + 2 * world as usize * 2 * ll_max;
-        let scratch_bytes = fused_push_offset + 2 * world as usize * fused_push_region;
+        // The fused two-stage kernel's slices: two sets (by its call count's
+        // parity; its rows' blocks change with the row length, so it cannot
+        // share the two-stage kernel's slices), each a rank's slice of
+        // ceil(rows / world) rows: at most max_bytes / world and a row.
+        let fused_slices_offset = fused_push_offset + 2 * world as usize * fused_push_region;
+        let fused_slices_set =
+            (staging_bytes / world as usize + MAX_ROW_BYTES).next_multiple_of(256);
+        let scratch_bytes = fused_slices_offset + 2 * fused_slices_set;
         let per_gpu = match &placement {
             Placement::Devices { .. } => 1,
             Placement::SameGpu { world, .. } => *world,
@@ -245,6 +252,8 @@ impl Communicator {
             fused_ll_offset: fused_ll_offset as u64,
             fused_push_offset: fused_push_offset as u64,
             fused_push_region: fused_push_region as u64,
+            fused_slices_offset: fused_slices_offset as u64,
+            fused_slices_set: fused_slices_set as u64,
             push_blocks,
             ll_blocks,
             max_blocks,
