@@ -50,6 +50,12 @@ static const int kThreads = {{ threads }};
 static const int kPacks = {{ norm_packs }};
 // Groups of 4 values a thread holds (rj_fp8_scale_row's row layout).
 static const int kGroups = kPacks * kElts / 4;
+{%- if two_stage %}
+// Rows whose loads a block asks for at once: of its slice's sums (every
+// rank's packs) and of the rows it normalises (each row's sum and residual).
+static const int kSumRows = {{ sum_rows }};
+static const int kNormRows = {{ norm_rows }};
+{%- endif %}
 // Reductions a row takes: its sum of squares{% if fp8 == "qd" %}, then its max |y| for the scale{% endif %}.
 static const rj_u32 kReductions = {% if fp8 == "qd" %}2{% else %}1{% endif %};
 
@@ -186,26 +192,43 @@ __device__ __forceinline__ void load_weight(rj_u64 weight, rj_u64 row_packs, rj_
   }
 }
 
-// Block b's rows b, b + grid, ..., the next row's loads (`load(row, v, r)`:
-// every rank's packs and the residual's; false where a peer's never came)
-// asked for before this row's reduction and stores: a block's rows one after
-// another would each wait a whole round trip. False where a load failed.
-template <int kSrc, class Load>
+// Block b's rows b, b + grid, ... in batches of kD, the next batch's loads
+// (`load(row, v, r)`: every rank's packs, or their sum, and the residual's;
+// false where a peer's never came) asked for before this batch's reductions
+// and stores: a block's rows one after another would each wait a whole round
+// trip. False where a load failed.
+template <int kSrc, int kD, class Load>
 __device__ __forceinline__ bool norm_rows_ahead(const Load& load, const rj_b128 (&w)[kPacks], rj_u64 rows,
                                                 rj_u64 row_packs, rj_u64 cols, float eps, rj_u64 residual, rj_u64 out,
                                                 rj_u64 scale) {
-  rj_b128 v[kPacks][kSrc], r[kPacks];
-  if (blockIdx.x < rows && !load(blockIdx.x, v, r)) return false;
-  for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-    rj_b128 nv[kPacks][kSrc], nr[kPacks];
-    const rj_u64 next = row + gridDim.x;
-    if (next < rows && !load(next, nv, nr)) return false;
-    norm_row(v, r, w, row, 0u, row_packs, row_packs, cols, eps, residual, out, scale, 0u, threadIdx.x == 0);
+  const rj_u64 step = (rj_u64)gridDim.x * kD;
+  rj_b128 v[kD][kPacks][kSrc], r[kD][kPacks];
 #pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-      r[k] = nr[k];
+  for (int d = 0; d < kD; ++d) {
+    const rj_u64 row = blockIdx.x + (rj_u64)d * gridDim.x;
+    if (row < rows && !load(row, v[d], r[d])) return false;
+  }
+  for (rj_u64 base = blockIdx.x; base < rows; base += step) {
+    rj_b128 nv[kD][kPacks][kSrc], nr[kD][kPacks];
 #pragma unroll
-      for (int q = 0; q < kSrc; ++q) v[k][q] = nv[k][q];
+    for (int d = 0; d < kD; ++d) {
+      const rj_u64 next = base + step + (rj_u64)d * gridDim.x;
+      if (next < rows && !load(next, nv[d], nr[d])) return false;
+    }
+#pragma unroll
+    for (int d = 0; d < kD; ++d) {
+      const rj_u64 row = base + (rj_u64)d * gridDim.x;
+      if (row < rows)
+        norm_row(v[d], r[d], w, row, 0u, row_packs, row_packs, cols, eps, residual, out, scale, 0u, threadIdx.x == 0);
+    }
+#pragma unroll
+    for (int d = 0; d < kD; ++d) {
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        r[d][k] = nr[d][k];
+#pragma unroll
+        for (int q = 0; q < kSrc; ++q) v[d][k][q] = nv[d][k][q];
+      }
     }
   }
   return true;
@@ -341,7 +364,7 @@ extern "C" __global__ void {% if cluster > 1 %}__cluster_dims__({{ cluster }}, 1
     }
     return true;
   };
-  if (!norm_rows_ahead<kRanks>(load_row, w, rows, row_packs, cols, eps, residual, out, scale)) return;
+  if (!norm_rows_ahead<kRanks, 1>(load_row, w, rows, row_packs, cols, eps, residual, out, scale)) return;
 {%- else %}
 {%- if cluster > 1 %}
   // Set once a peer's lines never came: the block stops waiting.
@@ -524,33 +547,42 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     const rj_u64 scratch = rj_ar_pick<kRanks>(tmp, rank) + set;
     const rj_u64 grid = gridDim.x;
     const Op op = {0.0f};
-    for (rj_u64 row = lo_row + (blockIdx.x + grid - lo_row % grid) % grid; row < hi_row; row += grid) {
-      const rj_u64 first = row * row_packs;
-      rj_b128 v[kPacks][kRanks];
-      // Every rank's packs of the row asked for before the first add.
+    const rj_u64 step = grid * kSumRows;
+    for (rj_u64 base = lo_row + (blockIdx.x + grid - lo_row % grid) % grid; base < hi_row; base += step) {
+      rj_b128 v[kSumRows][kPacks][kRanks];
+      // Every rank's packs of the batch's kSumRows rows asked for before the
+      // first add.
 #pragma unroll
-      for (int kk = 0; kk < kPacks; ++kk) {
-        const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-        if (j < row_packs) {
+      for (int d = 0; d < kSumRows; ++d) {
+        const rj_u64 first = (base + d * grid) * row_packs;
 #pragma unroll
-          for (int q = 0; q < kRanks; ++q) v[kk][q] = rj_load_plain::b128(in.p[q] + (first + j) * 16u);
+        for (int kk = 0; kk < kPacks; ++kk) {
+          const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+          if (base + d * grid < hi_row && j < row_packs) {
+#pragma unroll
+            for (int q = 0; q < kRanks; ++q) v[d][kk][q] = rj_load_plain::b128(in.p[q] + (first + j) * 16u);
+          }
         }
       }
 #pragma unroll
-      for (int kk = 0; kk < kPacks; ++kk) {
-        const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
-        if (j >= row_packs) continue;
-        // In rank order 0..{{ world - 1 }}, rounded as the one-shot kernel's sum.
-        float acc[kElts];
-        rj_ar_unpack16<T>(v[kk][0], acc);
+      for (int d = 0; d < kSumRows; ++d) {
+        const rj_u64 row = base + d * grid;
 #pragma unroll
-        for (int q = 1; q < kRanks; ++q) {
-          float x[kElts];
-          rj_ar_unpack16<T>(v[kk][q], x);
+        for (int kk = 0; kk < kPacks; ++kk) {
+          const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
+          if (row >= hi_row || j >= row_packs) continue;
+          // In rank order 0..{{ world - 1 }}, rounded as the one-shot kernel's sum.
+          float acc[kElts];
+          rj_ar_unpack16<T>(v[d][kk][0], acc);
 #pragma unroll
-          for (int e = 0; e < kElts; ++e) acc[e] = op.apply(acc[e], x[e]);
+          for (int q = 1; q < kRanks; ++q) {
+            float x[kElts];
+            rj_ar_unpack16<T>(v[d][kk][q], x);
+#pragma unroll
+            for (int e = 0; e < kElts; ++e) acc[e] = op.apply(acc[e], x[e]);
+          }
+          rj_st_b128(scratch + (row - lo_row) * row_bytes + j * 16u, rj_ar_pack16<T>(acc));
         }
-        rj_st_b128(scratch + (row - lo_row) * row_bytes + j * 16u, rj_ar_pack16<T>(acc));
       }
     }
   }
@@ -574,7 +606,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     }
     return true;
   };
-  norm_rows_ahead<1>(load_row, w, rows, row_packs, cols, eps, residual, out, scale);
+  norm_rows_ahead<1, kNormRows>(load_row, w, rows, row_packs, cols, eps, residual, out, scale);
   if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {
     rj_st_b32(self + {{ fused_done_off }}, 0u);
     rj_st_b32(self + {{ fused_count_off }}, k);
@@ -596,7 +628,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     return true;
   };
 {%- if prefetch %}
-  norm_rows_ahead<kRanks>(load_row, w, rows, row_packs, cols, eps, residual, out, scale);
+  norm_rows_ahead<kRanks, 1>(load_row, w, rows, row_packs, cols, eps, residual, out, scale);
 {%- else %}
   rj_b128 v[kPacks][kRanks], r[kPacks];
   for (rj_u64 row = blockIdx.x; row < rows; row += gridDim.x) {

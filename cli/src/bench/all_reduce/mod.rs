@@ -64,7 +64,8 @@ pub struct AllReduceBenchArgs {
     pub dtype: DType,
 
     /// Kernels, comma-separated: one-shot, two-stage, two-stage-cp, push,
-    /// push-ll (a push kernel's window is then the largest size).
+    /// push-ll (a push kernel's window is then the largest size); with
+    /// --fused-norm, the fused kernels of these.
     #[arg(long, value_delimiter = ',', default_values_t = vec!["one-shot".to_string(), "two-stage".to_string(), "two-stage-cp".to_string(), "push".to_string(), "push-ll".to_string()])]
     pub algos: Vec<String>,
 

@@ -40,6 +40,12 @@ pub fn run_fused(
     placement: String,
 ) -> CliResult {
     let dtype = a.dtype;
+    // The fused kernels of the --algos named (checked where the flags were).
+    let wanted = a
+        .algos
+        .iter()
+        .map(|s| super::parse_algo(s).map(|(algo, _)| algo))
+        .collect::<CliResult<Vec<_>>>()?;
     let world = comm.world();
     let ranks = comm.local_ranks().len();
     let leader = comm.local_ranks().contains(&0);
@@ -175,6 +181,9 @@ pub fn run_fused(
             let (pair_us, _) = time_calls(comm, a, aligned, &mut || pair(&mut bufs))?;
             for layout in ArNorm::candidates(world, dtype, hidden, None) {
                 for algo in layout.algos(world, dtype) {
+                    if !wanted.contains(&algo) {
+                        continue;
+                    }
                     let (fused_us, _) = time_calls(comm, a, aligned, &mut || {
                         fused(false, layout, algo, &mut bufs)
                     })?;

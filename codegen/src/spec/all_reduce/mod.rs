@@ -337,6 +337,8 @@ impl AllReduceSpec {
                 && self
                     .norm
                     .is_some_and(|n| n.prefetches(self.world, self.dtype)),
+            sum_rows: self.norm.map_or(1, |n| n.sum_rows(self.world)),
+            norm_rows: self.norm.map_or(1, |n| n.norm_rows()),
             fused_count_off: signal::FUSED_COUNT,
             fused_done_off: signal::FUSED_DONE,
             fp8: self.norm.and_then(|n| n.fp8).map(|s| s.suffix()),
@@ -395,6 +397,10 @@ struct AllReduceContext {
     ll_batched: bool,
     /// The fused one-shot and push kernels load a block's next row ahead.
     prefetch: bool,
+    /// The fused two-stage kernel's rows a block loads at once: of its
+    /// slice's sums, and of the rows it normalises.
+    sum_rows: u32,
+    norm_rows: u32,
     /// Where the fused in-place kernels' call count and arrived-blocks count
     /// lie in the signal buffer.
     fused_count_off: usize,

@@ -209,6 +209,19 @@ impl ArNorm {
         out
     }
 
+    /// Rows of its slice whose every rank's packs a block of the two-stage
+    /// kernel asks for at once: as many as 64 registers hold, at most 4.
+    pub fn sum_rows(&self, world: u32) -> u32 {
+        (16 / (self.packs * world)).clamp(1, 4)
+    }
+
+    /// Rows a block of the two-stage kernel normalises a batch, the next
+    /// batch's sums and residuals asked for meanwhile: as many as two batches
+    /// in 64 registers hold, at most 4.
+    pub fn norm_rows(&self) -> u32 {
+        (4 / self.packs).clamp(1, 4)
+    }
+
     /// Blocks an SM runs at once (the launch bound's second number).
     pub fn min_blocks(&self) -> u32 {
         (SM_THREADS / self.threads).max(1)

@@ -298,12 +298,13 @@ impl Communicator {
             InputsAt::Table(self.table_slot(&issue, &ins, n, dtype, None)?)
         };
         // A block a row, within what is resident: the one-shot kernel's
-        // barrier slots and the grid cap, or the in-place kernels' LL grid
-        // (their blocks share one call count, so any of them may send any
-        // line or row).
-        let cap = match in_place {
-            true => self.ll_blocks,
-            false => self.max_blocks.min(MAX_BLOCKS),
+        // barrier slots and the grid cap, or the in-place and two-stage
+        // kernels' LL grid (the in-place kernels' blocks share one call
+        // count, so any of them may send any line or row; the two-stage
+        // kernel normalises every row on every rank, on a block an SM).
+        let cap = match algo {
+            AllReduceAlgo::OneShot => self.max_blocks.min(MAX_BLOCKS),
+            _ => self.ll_blocks,
         };
         // Whole clusters (a row's blocks), within the cap and the share.
         let cluster = norm.cluster;
