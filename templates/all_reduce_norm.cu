@@ -192,34 +192,40 @@ __device__ __forceinline__ void load_weight(rj_u64 weight, rj_u64 row_packs, rj_
   }
 }
 
-// Block b's rows b, b + grid, ... in batches of kD, the next batch's loads
-// (`load(row, v, r)`: every rank's packs, or their sum, and the residual's;
-// false where a peer's never came) asked for before this batch's reductions
-// and stores: a block's rows one after another would each wait a whole round
-// trip. False where a load failed.
-template <int kSrc, int kD, class Load>
+// A block's rows in the order b, b + grid, ...
+struct InTurn {
+  __device__ __forceinline__ rj_u64 operator()(rj_u64 row) const { return row; }
+};
+
+// Block b's rows b, b + grid, ... (each as `order` maps it) in batches of kD,
+// the next batch's loads (`load(row, v, r)`: every rank's packs, or their
+// sum, and the residual's; false where a peer's never came) asked for before
+// this batch's reductions and stores: a block's rows one after another would
+// each wait a whole round trip. False where a load failed.
+template <int kSrc, int kD, class Load, class Order = InTurn>
 __device__ __forceinline__ bool norm_rows_ahead(const Load& load, const rj_b128 (&w)[kPacks], rj_u64 rows,
                                                 rj_u64 row_packs, rj_u64 cols, float eps, rj_u64 residual, rj_u64 out,
-                                                rj_u64 scale) {
+                                                rj_u64 scale, const Order& order = Order()) {
   const rj_u64 step = (rj_u64)gridDim.x * kD;
   rj_b128 v[kD][kPacks][kSrc], r[kD][kPacks];
 #pragma unroll
   for (int d = 0; d < kD; ++d) {
     const rj_u64 row = blockIdx.x + (rj_u64)d * gridDim.x;
-    if (row < rows && !load(row, v[d], r[d])) return false;
+    if (row < rows && !load(order(row), v[d], r[d])) return false;
   }
   for (rj_u64 base = blockIdx.x; base < rows; base += step) {
     rj_b128 nv[kD][kPacks][kSrc], nr[kD][kPacks];
 #pragma unroll
     for (int d = 0; d < kD; ++d) {
       const rj_u64 next = base + step + (rj_u64)d * gridDim.x;
-      if (next < rows && !load(next, nv[d], nr[d])) return false;
+      if (next < rows && !load(order(next), nv[d], nr[d])) return false;
     }
 #pragma unroll
     for (int d = 0; d < kD; ++d) {
       const rj_u64 row = base + (rj_u64)d * gridDim.x;
       if (row < rows)
-        norm_row(v[d], r[d], w, row, 0u, row_packs, row_packs, cols, eps, residual, out, scale, 0u, threadIdx.x == 0);
+        norm_row(v[d], r[d], w, order(row), 0u, row_packs, row_packs, cols, eps, residual, out, scale, 0u,
+                 threadIdx.x == 0);
     }
 #pragma unroll
     for (int d = 0; d < kD; ++d) {
@@ -606,7 +612,18 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     }
     return true;
   };
-  norm_rows_ahead<1, kNormRows>(load_row, w, rows, row_packs, cols, eps, residual, out, scale);
+  // Block b takes its rows from the owner ((b + rank) mod {{ world }})'s on, in turn: at
+  // every moment the blocks read from every owner alike (in row order, every
+  // block of every rank would read from rank 0 first, over one link of the
+  // three).
+  const rj_u64 mine = blockIdx.x < rows ? (rows - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+  const rj_u64 start = mine * ((blockIdx.x + rank) % kRanks) / kRanks;
+  const auto rotated = [&](rj_u64 row) {
+    rj_u64 i = (row - blockIdx.x) / gridDim.x + start;
+    if (i >= mine) i -= mine;
+    return blockIdx.x + i * gridDim.x;
+  };
+  norm_rows_ahead<1, kNormRows>(load_row, w, rows, row_packs, cols, eps, residual, out, scale, rotated);
   if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {
     rj_st_b32(self + {{ fused_done_off }}, 0u);
     rj_st_b32(self + {{ fused_count_off }}, k);
