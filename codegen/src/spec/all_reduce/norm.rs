@@ -119,18 +119,31 @@ impl ArNorm {
         out
     }
 
-    /// The layout a call of `rows` x `cols` takes unless told: with `ll`
-    /// (the LL kernel), each row the largest cluster that keeps rows x
+    /// The layout a call of `rows` x `cols` on `algo`'s kernel takes unless
+    /// told: on the LL kernel, each row the largest cluster that keeps rows x
     /// cluster within [`CLUSTER_BLOCKS`] and gives every block at least one
-    /// pack a thread of [`MIN_THREADS`]; then the widest block (the fewest
-    /// packs a thread). `None` where no layout holds the row.
+    /// pack a thread of [`MIN_THREADS`]; on the two-stage kernel, the widest
+    /// block of two packs a thread or more (t256x2 ran ahead of t512x1 at 512
+    /// and 2048 rows of 4096 bf16 on 4 ranks:
+    /// `benchmarks/h200x4/bench-all-reduce-norm.json`); then the widest block
+    /// (the fewest packs a thread). `None` where no layout holds the row.
     pub fn for_call(
         world: u32,
         dtype: DType,
         (rows, cols): (usize, usize),
         fp8: Option<Fp8Scale>,
-        ll: bool,
+        algo: AllReduceAlgo,
     ) -> Option<ArNorm> {
+        let ll = algo == AllReduceAlgo::PushLl;
+        if algo == AllReduceAlgo::TwoStage {
+            let mut one_block = Self::layouts(world, dtype, cols, 1, fp8);
+            let widest = one_block.next()?;
+            return Some(
+                one_block
+                    .find(|a| a.packs >= 2 && widest.packs < 2)
+                    .unwrap_or(widest),
+            );
+        }
         let row_packs = cols / pack_elts(dtype) as usize;
         let cluster = CLUSTERS
             .into_iter()
@@ -447,8 +460,13 @@ mod tests {
         // A call's default: a cluster a row while the rows' blocks stay
         // within CLUSTER_BLOCKS and each block has a pack a thread of 128, on
         // LL only.
-        let call = |rows, cols, ll| {
-            ArNorm::for_call(2, DType::BF16, (rows, cols), None, ll).map(|a| a.layout_name())
+        let call = |rows, cols, ll: bool| {
+            let algo = if ll {
+                AllReduceAlgo::PushLl
+            } else {
+                AllReduceAlgo::OneShot
+            };
+            ArNorm::for_call(2, DType::BF16, (rows, cols), None, algo).map(|a| a.layout_name())
         };
         assert_eq!(call(1, 8192, true).as_deref(), Some("t128x1c8"));
         assert_eq!(call(16, 8192, true).as_deref(), Some("t128x1c8"));
@@ -463,6 +481,23 @@ mod tests {
         assert_eq!(call(1, 8192, false).as_deref(), Some("t512x2"));
         assert_eq!(call(1, 1000, true).as_deref(), Some("t128x1"));
         assert_eq!(call(1, 1001, true), None);
+        // The two-stage kernel's: two packs a thread where the widest block
+        // has one.
+        let two_stage = |world, cols| {
+            ArNorm::for_call(
+                world,
+                DType::BF16,
+                (512, cols),
+                None,
+                AllReduceAlgo::TwoStage,
+            )
+            .map(|a| a.layout_name())
+        };
+        assert_eq!(two_stage(4, 4096).as_deref(), Some("t256x2"));
+        assert_eq!(two_stage(4, 8192).as_deref(), Some("t512x2"));
+        assert_eq!(two_stage(8, 2048).as_deref(), Some("t128x2"));
+        assert_eq!(two_stage(4, 1000).as_deref(), Some("t128x1"));
+        assert_eq!(two_stage(4, 1001), None);
         // The LL kernel asks for every peer's lines at once where that fits.
         let wide = |world, cols| ArNorm::for_row(world, DType::BF16, cols, None).unwrap();
         assert!(wide(2, 4096).ll_batched(2, DType::BF16));

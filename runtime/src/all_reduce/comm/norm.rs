@@ -169,10 +169,11 @@ impl Communicator {
                 }
             }
         };
-        // Untold, the LL kernel's rows may each take a cluster of blocks.
+        // Untold, the LL kernel's rows may each take a cluster of blocks, and
+        // the two-stage kernel's threads two packs.
         let norm = match (layout, algo) {
-            (None, AllReduceAlgo::PushLl) => {
-                ArNorm::for_call(self.world(), dtype, (rows, cols), fp8, true).unwrap_or(norm)
+            (None, AllReduceAlgo::PushLl | AllReduceAlgo::TwoStage) => {
+                ArNorm::for_call(self.world(), dtype, (rows, cols), fp8, algo).unwrap_or(norm)
             }
             _ => norm,
         };
@@ -297,18 +298,23 @@ impl Communicator {
         } else {
             InputsAt::Table(self.table_slot(&issue, &ins, n, dtype, None)?)
         };
-        // A block a row, within what is resident: the one-shot kernel's
-        // barrier slots and the grid cap, or the in-place and two-stage
-        // kernels' LL grid (the in-place kernels' blocks share one call
-        // count, so any of them may send any line or row; the two-stage
-        // kernel normalises every row on every rank, on a block an SM).
-        let cap = match algo {
-            AllReduceAlgo::OneShot => self.max_blocks.min(MAX_BLOCKS),
-            _ => self.ll_blocks,
+        // A block a row, within what is resident: the one-shot and
+        // two-stage kernels' barrier slots and the grid cap, or the in-place
+        // kernels' LL grid (their blocks share one call count, so any of them
+        // may send any line or row).
+        let cap = match in_place {
+            true => self.ll_blocks,
+            false => self.max_blocks.min(MAX_BLOCKS),
+        };
+        // The two-stage kernel's blocks take a row of each slice a batch: as
+        // many as a slice has rows, each busy summing its share of one.
+        let wanted = match algo {
+            AllReduceAlgo::TwoStage => rows.div_ceil(self.world() as usize),
+            _ => rows,
         };
         // Whole clusters (a row's blocks), within the cap and the share.
         let cluster = norm.cluster;
-        let clusters = rows.min((cap / cluster) as usize) as u32;
+        let clusters = wanted.min((cap / cluster) as usize) as u32;
         let blocks = clusters.min(kernel.share / cluster) * cluster;
         if blocks == 0 {
             return Err(comm_err(
