@@ -306,12 +306,7 @@ impl Communicator {
             true => self.ll_blocks,
             false => self.max_blocks.min(MAX_BLOCKS),
         };
-        // The two-stage kernel's blocks take a row of each slice a batch: as
-        // many as a slice has rows, each busy summing its share of one.
-        let wanted = match algo {
-            AllReduceAlgo::TwoStage => rows.div_ceil(self.world() as usize),
-            _ => rows,
-        };
+        let wanted = rows;
         // Whole clusters (a row's blocks), within the cap and the share.
         let cluster = norm.cluster;
         let clusters = wanted.min((cap / cluster) as usize) as u32;
