@@ -11,7 +11,7 @@
 //! whose inputs (cuMemAlloc memory) are read in place through IPC handles
 //! registered after capture, replayed 20 times with new inputs; then the
 //! fused all-reduce + residual + RMS norm (bf16 and f16, y in the input type
-//! or e4m3, one-shot, push and LL), every rank checked against the CPU twin over
+//! or e4m3, one-shot, two-stage, push and LL), every rank checked against the CPU twin over
 //! all ranks' inputs (a fresh seed the parent gives every child) and the
 //! ranks' digests of their outputs compared by the parent. If the driver
 //! refuses IPC, `Communicator::new` fails in the children naming

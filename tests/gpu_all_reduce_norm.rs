@@ -1,5 +1,5 @@
-//! The fused all-reduce + residual + RMS norm (issue 60), one-shot, push
-//! and LL, on one GPU with R
+//! The fused all-reduce + residual + RMS norm (issue 60), one-shot,
+//! two-stage, push and LL, on one GPU with R
 //! in {2, 4, 8} virtual ranks (the test placement: the kernels and barriers
 //! are the multi-GPU ones, only the pointers differ): f32, bf16 and f16 rows
 //! from 1 token to 129 of 128 to 8192 columns, bf16 and f16 with an e4m3
