@@ -616,12 +616,14 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
   // every moment the blocks read from every owner alike (in row order, every
   // block of every rank would read from rank 0 first, over one link of the
   // three).
+  // The block's rows b + i grid, i < mine, taken from i = start on: row b +
+  // i grid goes to b + ((i + start) mod mine) grid (no division a row).
   const rj_u64 mine = blockIdx.x < rows ? (rows - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
-  const rj_u64 start = mine * ((blockIdx.x + rank) % kRanks) / kRanks;
+  const rj_u64 shift = mine * ((blockIdx.x + rank) % kRanks) / kRanks * gridDim.x;
+  const rj_u64 span = mine * gridDim.x, end = blockIdx.x + span;
   const auto rotated = [&](rj_u64 row) {
-    rj_u64 i = (row - blockIdx.x) / gridDim.x + start;
-    if (i >= mine) i -= mine;
-    return blockIdx.x + i * gridDim.x;
+    const rj_u64 to = row + shift;
+    return to >= end ? to - span : to;
   };
   norm_rows_ahead<1, kNormRows>(load_row, w, rows, row_packs, cols, eps, residual, out, scale, rotated);
   if (threadIdx.x == 0 && arrival == gridDim.x - 1u) {

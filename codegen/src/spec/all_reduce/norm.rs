@@ -223,9 +223,15 @@ impl ArNorm {
     }
 
     /// Rows of its slice whose every rank's packs a block of the two-stage
-    /// kernel asks for at once: as many as 64 registers hold, at most 4.
+    /// kernel asks for at once: as many as 64 registers hold, at most 4; one
+    /// from 4 packs a thread (two rows of 4 packs on 2 ranks spilled beside
+    /// the FP8 row state: tests/all_reduce_compile_grid.rs).
     pub fn sum_rows(&self, world: u32) -> u32 {
-        (16 / (self.packs * world)).clamp(1, 4)
+        if self.packs >= 4 {
+            1
+        } else {
+            (16 / (self.packs * world)).clamp(1, 4)
+        }
     }
 
     /// Rows a block of the two-stage kernel normalises a batch, the next

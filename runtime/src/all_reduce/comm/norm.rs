@@ -306,10 +306,9 @@ impl Communicator {
             true => self.ll_blocks,
             false => self.max_blocks.min(MAX_BLOCKS),
         };
-        let wanted = rows;
         // Whole clusters (a row's blocks), within the cap and the share.
         let cluster = norm.cluster;
-        let clusters = wanted.min((cap / cluster) as usize) as u32;
+        let clusters = rows.min((cap / cluster) as usize) as u32;
         let blocks = clusters.min(kernel.share / cluster) * cluster;
         if blocks == 0 {
             return Err(comm_err(
