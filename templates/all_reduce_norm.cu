@@ -93,6 +93,25 @@ __device__ __forceinline__ float rj_rsqrt_approx(float v) {
   return r;
 }
 
+// One pack of every source, summed in f32 in rank order 0..kSrc - 1 (the
+// all-reduce's sum, before its rounding to T).
+template <int kSrc>
+__device__ __forceinline__ void sum_pack(const rj_b128 (&v)[kSrc], float (&acc)[kElts]) {
+  const Op op = {0.0f};
+  rj_ar_unpack16<T>(v[0], acc);
+#pragma unroll
+  for (int e = 0; e < kElts; ++e) acc[e] = op.pre(acc[e]);
+#pragma unroll
+  for (int q = 1; q < kSrc; ++q) {
+    float x[kElts];
+    rj_ar_unpack16<T>(v[q], x);
+#pragma unroll
+    for (int e = 0; e < kElts; ++e) acc[e] = op.apply(acc[e], op.pre(x[e]));
+  }
+#pragma unroll
+  for (int e = 0; e < kElts; ++e) acc[e] = op.post(acc[e]);
+}
+
 // Row `row`'s packs [lo, hi) from their packs loaded (v: every rank's, or
 // with kSrc = 1 their sum; r: the residual's, w: the weight's; only those in
 // [lo, hi)): the sum over ranks, h stored over the residual, the norm, y (and
@@ -103,7 +122,6 @@ __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kSrc], const
                                          const rj_b128 (&w)[kPacks], rj_u64 row, rj_u64 lo, rj_u64 hi,
                                          rj_u64 row_packs, rj_u64 cols, float eps, rj_u64 residual, rj_u64 out,
                                          rj_u64 scale, rj_u32 i, bool leader) {
-  const Op op = {0.0f};
   const Cols c = {lo, hi};
   const rj_u64 first = row * row_packs;
   float y[kGroups][4];
@@ -114,19 +132,8 @@ __device__ __forceinline__ void norm_row(const rj_b128 (&v)[kPacks][kSrc], const
     float h[kElts];
     if (j < hi) {
       float acc[kElts];
-      rj_ar_unpack16<T>(v[k][0], acc);
-#pragma unroll
-      for (int e = 0; e < kElts; ++e) acc[e] = op.pre(acc[e]);
-#pragma unroll
-      for (int q = 1; q < kSrc; ++q) {
-        float x[kElts];
-        rj_ar_unpack16<T>(v[k][q], x);
-#pragma unroll
-        for (int e = 0; e < kElts; ++e) acc[e] = op.apply(acc[e], op.pre(x[e]));
-      }
+      sum_pack(v[k], acc);
       float a[kElts], res[kElts];
-#pragma unroll
-      for (int e = 0; e < kElts; ++e) acc[e] = op.post(acc[e]);
       rj_ar_unpack16<T>(rj_ar_pack16<T>(acc), a);
       rj_ar_unpack16<T>(r[k], res);
 #pragma unroll
@@ -552,7 +559,6 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
     const rj_u64 lo_row = min((rj_u64)rank * part, rows), hi_row = min(lo_row + part, rows);
     const rj_u64 scratch = rj_ar_pick<kRanks>(tmp, rank) + set;
     const rj_u64 grid = gridDim.x;
-    const Op op = {0.0f};
     const rj_u64 step = grid * kSumRows;
     for (rj_u64 base = lo_row + (blockIdx.x + grid - lo_row % grid) % grid; base < hi_row; base += step) {
       rj_b128 v[kSumRows][kPacks][kRanks];
@@ -577,16 +583,9 @@ extern "C" __global__ void __launch_bounds__({{ threads }}, {{ norm_min_blocks }
         for (int kk = 0; kk < kPacks; ++kk) {
           const rj_u64 j = threadIdx.x + (rj_u64)kk * kThreads;
           if (row >= hi_row || j >= row_packs) continue;
-          // In rank order 0..{{ world - 1 }}, rounded as the one-shot kernel's sum.
+          // Rounded as the one-shot kernel's sum.
           float acc[kElts];
-          rj_ar_unpack16<T>(v[d][kk][0], acc);
-#pragma unroll
-          for (int q = 1; q < kRanks; ++q) {
-            float x[kElts];
-            rj_ar_unpack16<T>(v[d][kk][q], x);
-#pragma unroll
-            for (int e = 0; e < kElts; ++e) acc[e] = op.apply(acc[e], x[e]);
-          }
+          sum_pack(v[d][kk], acc);
           rj_st_b128(scratch + (row - lo_row) * row_bytes + j * 16u, rj_ar_pack16<T>(acc));
         }
       }

@@ -138,11 +138,10 @@ impl ArNorm {
         if algo == AllReduceAlgo::TwoStage {
             let mut one_block = Self::layouts(world, dtype, cols, 1, fp8);
             let widest = one_block.next()?;
-            return Some(
-                one_block
-                    .find(|a| a.packs >= 2 && widest.packs < 2)
-                    .unwrap_or(widest),
-            );
+            if widest.packs >= 2 {
+                return Some(widest);
+            }
+            return Some(one_block.find(|a| a.packs >= 2).unwrap_or(widest));
         }
         let row_packs = cols / pack_elts(dtype) as usize;
         let cluster = CLUSTERS

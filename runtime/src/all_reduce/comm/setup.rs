@@ -122,9 +122,9 @@ impl Communicator {
             (push_window + push_window / PACK_BYTES as usize * 4).next_multiple_of(256);
         let fused_push_offset = fused_ll_offset + 2 * world as usize * 2 * ll_max;
         // The fused two-stage kernel's slices: two sets (by its call count's
-        // parity; its rows' blocks change with the row length, so it cannot
-        // share the two-stage kernel's slices), each a rank's slice of
-        // ceil(rows / world) rows: at most max_bytes / world and a row.
+        // parity), each a rank's slice of ceil(rows / world) whole rows: at
+        // most max_bytes / world and a row, more than the two-stage kernel's
+        // slices hold.
         let fused_slices_offset = fused_push_offset + 2 * world as usize * fused_push_region;
         let fused_slices_set =
             (staging_bytes / world as usize + MAX_ROW_BYTES).next_multiple_of(256);
