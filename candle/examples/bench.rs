@@ -294,6 +294,39 @@ fn main() -> Result<()> {
     Ok(())
 }
 
+/// A custom op that allocates its output and launches nothing (`--host`).
+struct AllocOnly;
+
+impl candle_core::CustomOp2 for AllocOnly {
+    fn name(&self) -> &'static str {
+        "alloc-only"
+    }
+    fn cpu_fwd(
+        &self,
+        _: &candle_core::CpuStorage,
+        _: &candle_core::Layout,
+        _: &candle_core::CpuStorage,
+        _: &candle_core::Layout,
+    ) -> Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        candle_core::bail!("alloc-only runs on CUDA tensors")
+    }
+    fn cuda_fwd(
+        &self,
+        s: &candle_core::CudaStorage,
+        l: &candle_core::Layout,
+        _: &candle_core::CudaStorage,
+        _: &candle_core::Layout,
+    ) -> Result<(candle_core::CudaStorage, candle_core::Shape)> {
+        let dev = &s.device;
+        // SAFETY: never read.
+        let out = unsafe { dev.alloc::<half::bf16>(l.shape().elem_count())? };
+        Ok((
+            candle_core::CudaStorage::wrap_cuda_slice(out, dev.clone()),
+            l.shape().clone(),
+        ))
+    }
+}
+
 /// `--host`: where a small call's time goes. The host's time to issue 200
 /// calls (no wait inside, the GPU keeps up or queues), and the time until
 /// they finish, µs a call, median of 5 rounds, each side.
@@ -510,6 +543,41 @@ fn host_costs(dev: &Device) -> Result<()> {
         eprintln!(
             "{}: redjit launcher {launcher:.2} µs, cudarc launch {raw:.2} µs, cudarc launch of addresses taken once {taken:.2} µs, check_call {check:.3} µs, layout + name {resolve:.3} µs",
             spec.name()
+        );
+        // candle's own RMS norm kernel through cudarc, on the same buffers
+        // (what candle's op pays for its launch), beside redjit's above.
+        let cuda = dev.as_cuda_device()?;
+        let func =
+            cuda.get_or_load_func("rmsnorm_bf16", &candle_core::cuda_backend::kernels::REDUCE)?;
+        let (ncols, block, eps) = (4096i32, 1024i32, 1e-5f32);
+        let candle_cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (1024, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let candle_raw = time(&mut || {
+            let mut b = func.builder();
+            b.arg(&x)
+                .arg(&mut y)
+                .arg(&w)
+                .arg(&ncols)
+                .arg(&block)
+                .arg(&eps);
+            // SAFETY: candle's rmsnorm(src, dst, alpha, ncols, block_size,
+            // eps) on one row of 4096 in x, y and w, as candle-nn launches it.
+            unsafe { b.launch(candle_cfg) }
+                .map(|_| ())
+                .map_err(candle_core::Error::wrap)
+        })?;
+        // A custom op of two tensors that only allocates its output: candle's
+        // dispatch and the allocation, which both sides' calls pay.
+        let (xt, wt) = (
+            Tensor::randn(0f32, 1.0, (1, 4096), dev)?.to_dtype(DType::BF16)?,
+            Tensor::ones(4096, DType::BF16, dev)?,
+        );
+        let dispatch = time(&mut || xt.apply_op2_no_bwd(&wt, &AllocOnly).map(|_| ()))?;
+        eprintln!(
+            "candle's rmsnorm_bf16: cudarc launch {candle_raw:.2} µs; a custom op that only allocates: {dispatch:.2} µs"
         );
     }
     // The parts of a redjit call that are not the launch.
