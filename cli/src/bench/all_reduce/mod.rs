@@ -483,7 +483,8 @@ fn run(a: &AllReduceBenchArgs, c: &Checked, placement: Placement) -> CliResult {
     let where_ = placement_text(&placement, world);
     let one_per_process = matches!(placement, Placement::Process { .. });
     if a.fused_norm {
-        return norm::run_fused(&comm, a, one_per_process, where_);
+        let wanted: Vec<AllReduceAlgo> = algos.iter().map(|&(algo, _)| algo).collect();
+        return norm::run_fused(&comm, a, &wanted, one_per_process, where_);
     }
     let local = comm.local_ranks();
     let leader = local.contains(&0);

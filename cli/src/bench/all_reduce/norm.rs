@@ -29,23 +29,18 @@ struct RankBufs {
     reduced: DevBuf,
 }
 
-/// Times every (tokens, hidden) of `a.tokens` x `a.hidden` on `comm`, whose
-/// ranks are placed as `placement` says; `aligned`: one process per rank
-/// (each batch starts on every rank together). Rank 0's process prints and
-/// writes.
+/// Times every (tokens, hidden) of `a.tokens` x `a.hidden` on `comm`, the
+/// fused kernels of `wanted` (the checked `--algos`), whose ranks are placed
+/// as `placement` says; `aligned`: one process per rank (each batch starts on
+/// every rank together). Rank 0's process prints and writes.
 pub fn run_fused(
     comm: &Communicator,
     a: &AllReduceBenchArgs,
+    wanted: &[AllReduceAlgo],
     aligned: bool,
     placement: String,
 ) -> CliResult {
     let dtype = a.dtype;
-    // The fused kernels of the --algos named (checked where the flags were).
-    let wanted = a
-        .algos
-        .iter()
-        .map(|s| super::parse_algo(s).map(|(algo, _)| algo))
-        .collect::<CliResult<Vec<_>>>()?;
     let world = comm.world();
     let ranks = comm.local_ranks().len();
     let leader = comm.local_ranks().contains(&0);
