@@ -1,7 +1,8 @@
 //! The all-reduce signal barrier (prelude/peer.cuh), modelled on the CPU: 2, 4
 //! and 8 ranks, one-shot, two-stage, hierarchical (one host's kernels with
-//! the in-place NCCL step between) and push calls (alone, and mixed with the
-//! others), thousands of random interleavings
+//! the in-place NCCL step between), push and LL calls, and the fused
+//! two-stage all-reduce + norm with its per-rank call count (each alone, and
+//! mixed with the others), thousands of random interleavings
 //! each (deterministic seeds), counters crossing 2^32, a rank that never
 //! arrives, blocks sitting calls out (grids that follow the message's size);
 //! and four broken variants the model must catch, so a pass means something.
@@ -13,8 +14,9 @@ use redjit::all_reduce::protocol::{
 
 const SEEDS: u64 = 400;
 
-/// Every call shape the kernels have, and the mixed push and LL sequences.
-const SHAPES: [Shape; 7] = [
+/// Every call shape the kernels have, and the mixed push, LL and fused
+/// sequences.
+const SHAPES: [Shape; 9] = [
     Shape::OneShot,
     Shape::TwoStage,
     Shape::Hierarchical,
@@ -22,6 +24,8 @@ const SHAPES: [Shape; 7] = [
     Shape::PushMixed,
     Shape::PushLl,
     Shape::LlMixed,
+    Shape::FusedTwoStage,
+    Shape::FusedMixed,
 ];
 
 fn completes(cfg: &ModelConfig, seeds: std::ops::Range<u64>) {
@@ -159,6 +163,9 @@ fn every_barrier_left_out_is_caught_reading_wrong_data() {
         (Shape::Hierarchical, BarrierKind::Start),
         (Shape::Hierarchical, BarrierKind::Middle),
         (Shape::Push, BarrierKind::Start),
+        (Shape::FusedTwoStage, BarrierKind::Start),
+        (Shape::FusedTwoStage, BarrierKind::Middle),
+        (Shape::FusedMixed, BarrierKind::Middle),
     ] {
         let caught = (0..SEEDS)
             .filter(|&seed| {
@@ -227,5 +234,45 @@ fn one_ll_set_is_caught() {
             caught > 0,
             "{shape:?} {grid:?} with one LL set: went unnoticed"
         );
+    }
+}
+
+#[test]
+fn one_fused_scratch_set_would_do() {
+    // The fused two-stage kernel's scratch alternates between two sets by the
+    // rank's fused call count. A rank writes its scratch only after the start
+    // barrier, which block b of every peer reaches once that peer's kernel
+    // before has ended (stream order), reads of the rank's scratch included:
+    // one set completes as well, with grids that follow the message's size.
+    for ranks in [2, 4] {
+        for shape in [Shape::FusedTwoStage, Shape::FusedMixed] {
+            for grid in [Grid::Fixed, Grid::Varying] {
+                let cfg = ModelConfig {
+                    fused_sets: 1,
+                    grid,
+                    ..ModelConfig::new(ranks, 3, 8, shape)
+                };
+                completes(&cfg, 0..SEEDS / 2);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_fused_call_started_before_the_call_before_ended_is_caught() {
+    // The fused call count is one word a rank, stored by the call's last
+    // block at its end: a block that ran ahead into the next call (no stream
+    // order) reads the count before it moved, and picks the wrong scratch set.
+    for shape in [Shape::FusedTwoStage, Shape::FusedMixed] {
+        let caught = (0..SEEDS)
+            .filter(|&seed| {
+                let cfg = ModelConfig {
+                    stream_order: false,
+                    ..ModelConfig::new(2, 3, 8, shape)
+                };
+                matches!(run(&cfg, seed), Outcome::Violation(_))
+            })
+            .count();
+        assert!(caught > 0, "{shape:?} without stream order: went unnoticed");
     }
 }

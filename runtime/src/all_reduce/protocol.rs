@@ -45,6 +45,25 @@
 //!   [`Shape::LlMixed`] interleaves it with the push, one-shot and two-stage
 //!   kernels. The LL buffer starts zeroed: flag 0 never matches, even when the
 //!   count wraps to 0;
+//! - the fused two-stage kernel (all-reduce + residual + norm,
+//!   [`Shape::FusedTwoStage`]) picks its scratch set by the rank's fused call
+//!   count k (`FUSED_COUNT`, one word a rank, not a block): every block reads
+//!   k at its start, the last block of a call to arrive stores it at its end,
+//!   and the next fused call starts after that call has ended (stream order,
+//!   modelled: a rank's blocks start a fused call only once all of them have
+//!   left the call before, and its x is written then). Block b sums, in
+//!   phase 1, the rows of its rank's slice that are b mod the grid, into its
+//!   rank's scratch, and normalises, after the middle barrier, the rows b mod
+//!   the grid of every slice, reading each from its owner's scratch: a block
+//!   whose k disagrees with the count of fused calls before it, or a row read
+//!   holding another call's sum, is a violation. [`Shape::FusedMixed`]
+//!   interleaves it with plain calls and with the fused LL and push kernels'
+//!   counting (modelled without their exchange, which only adds order). The
+//!   model completes with one scratch set as well (`fused_sets: 1`): the start
+//!   barrier with each peer's block b, which that peer reaches only after its
+//!   kernel before has ended, already keeps a rank from rewriting rows a peer
+//!   still reads; without stream order (`stream_order: false`) a block reads
+//!   a stale count, which it catches;
 //! - a block with no work in a call sits it out, barriers included, on every
 //!   rank alike ([`Grid::Varying`]): the one-shot and two-stage grids follow the
 //!   message's size, the push kernel's idle blocks return at once and the LL
@@ -187,6 +206,20 @@ pub enum Shape {
     /// Calls in the cycle LL, LL, push, two-stage, LL, one-shot: the LL kernel's
     /// sets across the other kernels' counts.
     LlMixed,
+    /// The fused two-stage kernel: (stream order) k = the rank's fused count +
+    /// 1 and x written; start; sum the block's rows of own slice from every
+    /// rank's x into own scratch set k mod sets; middle; read each of the
+    /// block's rows from its owner's scratch, same set; the last block to
+    /// arrive stores k. No end barrier.
+    FusedTwoStage,
+    /// Calls in the cycle fused two-stage, fused two-stage, two-stage, fused
+    /// count (a fused LL or push call: k read and stored, no exchange), fused
+    /// two-stage, one-shot: the fused count's parity across the other calls.
+    FusedMixed,
+    /// A fused LL or push call as the fused count sees it: k read at the
+    /// start, stored by the last block to arrive; its exchange left out (it
+    /// only adds order).
+    FusedCount,
 }
 
 impl Shape {
@@ -202,6 +235,14 @@ impl Shape {
                 Shape::Push,
                 Shape::TwoStage,
                 Shape::PushLl,
+                Shape::OneShot,
+            ][call as usize % 6],
+            Shape::FusedMixed => [
+                Shape::FusedTwoStage,
+                Shape::FusedTwoStage,
+                Shape::TwoStage,
+                Shape::FusedCount,
+                Shape::FusedTwoStage,
                 Shape::OneShot,
             ][call as usize % 6],
             s => s,
@@ -236,6 +277,12 @@ pub struct ModelConfig {
     pub push_sets: u32,
     /// Which blocks take part in each call.
     pub grid: Grid,
+    /// Scratch sets of the fused two-stage kernel: 2 as it runs.
+    pub fused_sets: u32,
+    /// A rank's fused call starts once its call before has ended on every
+    /// block, as its stream orders them; false a broken variant (a block
+    /// running ahead into the next kernel), which the model must catch.
+    pub stream_order: bool,
 }
 
 /// Which blocks of a rank take part in a call.
@@ -279,6 +326,8 @@ impl ModelConfig {
             omit: None,
             push_sets: 2,
             grid: Grid::Fixed,
+            fused_sets: 2,
+            stream_order: true,
         }
     }
 }
@@ -327,10 +376,40 @@ enum Op {
     ReadLl(u32),
     /// Count the call (counter = c), as thread 0 does after the block's sync.
     CountLl,
+    /// A fused call's start: once every block of the rank has left the call
+    /// before (stream order), the rank's x is written (by the first block
+    /// here, as the host's stream does before the kernel) and the block reads
+    /// k = the rank's fused count + 1.
+    FusedStart,
+    /// Count the block's arrival (after the start barrier, as the kernel does).
+    FusedArrive,
+    /// Read rank q's x of the block's rows in own slice (must be this call's).
+    FusedReadInput(u32),
+    /// Write the sums of the block's rows in own slice into own scratch set k.
+    FusedWriteScratch,
+    /// Read the block's rows of rank q's slice from q's scratch set k (must
+    /// hold this call's sums).
+    FusedReadScratch(u32),
+    /// The last block of the call to arrive stores k (and zeroes the arrivals).
+    FusedEnd,
 }
 
 fn program(cfg: &ModelConfig, shape: Shape) -> Vec<Op> {
     let barrier = |kind: BarrierKind| (cfg.omit != Some(kind)).then_some(Op::Barrier(kind));
+    if shape == Shape::FusedCount {
+        return vec![Op::FusedStart, Op::FusedArrive, Op::FusedEnd];
+    }
+    if shape == Shape::FusedTwoStage {
+        let mut ops = vec![Op::FusedStart];
+        ops.extend(barrier(BarrierKind::Start));
+        ops.push(Op::FusedArrive);
+        ops.extend((0..cfg.ranks).map(Op::FusedReadInput));
+        ops.push(Op::FusedWriteScratch);
+        ops.extend(barrier(BarrierKind::Middle));
+        ops.extend((0..cfg.ranks).map(Op::FusedReadScratch));
+        ops.push(Op::FusedEnd);
+        return ops;
+    }
     if shape == Shape::PushLl {
         let mut ops: Vec<Op> = (0..cfg.ranks).map(Op::WriteLl).collect();
         ops.extend((0..cfg.ranks).map(Op::ReadLl));
@@ -359,7 +438,13 @@ fn program(cfg: &ModelConfig, shape: Shape) -> Vec<Op> {
             ops.extend(barrier(BarrierKind::Middle));
             ops.extend((0..cfg.ranks).map(Op::ReadScratch));
         }
-        Shape::Push | Shape::PushMixed | Shape::PushLl | Shape::LlMixed => {
+        Shape::Push
+        | Shape::PushMixed
+        | Shape::PushLl
+        | Shape::LlMixed
+        | Shape::FusedTwoStage
+        | Shape::FusedMixed
+        | Shape::FusedCount => {
             unreachable!("a call has one of the other shapes")
         }
     }
@@ -390,6 +475,10 @@ struct Block {
     finished: bool,
     /// Polls of the LL wait in progress.
     ll_polls: u64,
+    /// The fused call count k this block read at its call's start.
+    k: u32,
+    /// Whether this block was the last of its fused call to arrive.
+    last: bool,
 }
 
 /// Shared memory of the model: every rank's signal buffer, counters, inputs and
@@ -405,6 +494,17 @@ struct World {
     /// `rank`'s LL buffer; (0, None) as zeroed.
     ll: Vec<(u32, Option<u32>)>,
     errors: Vec<Option<BarrierTimeout>>,
+    /// Each rank's fused call count and arrivals (the signal buffer's
+    /// `FUSED_COUNT` and `FUSED_DONE`).
+    fused_count: Vec<u32>,
+    fused_done: Vec<u32>,
+    /// fused_x[rank][row]: the call whose x the rank's row holds.
+    fused_x: Vec<Option<u32>>,
+    /// The last call whose x each rank's host wrote.
+    fused_x_call: Vec<Option<u32>>,
+    /// fused_scratch[rank][set][row]: the call whose sum of row the rank's
+    /// scratch set holds (the rows of its slice).
+    fused_scratch: Vec<Option<u32>>,
     cfg: ModelConfig,
 }
 
@@ -421,6 +521,46 @@ impl World {
         let c = &self.cfg;
         (((rank * c.push_sets + set) * c.ranks + from) * c.blocks + block) as usize
     }
+    fn fused_x_cell(&self, rank: u32, row: u32) -> usize {
+        (rank * fused_rows(&self.cfg) + row) as usize
+    }
+    fn fused_scratch_cell(&self, rank: u32, set: u32, row: u32) -> usize {
+        ((rank * self.cfg.fused_sets + set) * fused_rows(&self.cfg) + row) as usize
+    }
+}
+
+/// Rows of a fused call: more than two a block, not a multiple of the
+/// blocks or ranks, so that blocks and slices hold different numbers of rows.
+fn fused_rows(cfg: &ModelConfig) -> u32 {
+    2 * cfg.blocks + 1
+}
+
+/// Blocks of `rank` that take part in `call` (the grid, a prefix of the blocks).
+fn grid_of(cfg: &ModelConfig, rank: u32, call: u32) -> u32 {
+    (0..cfg.blocks)
+        .filter(|&b| takes_part(cfg, rank, call, b))
+        .count() as u32
+}
+
+/// The rows of owner `q`'s slice that block `block` of a grid of `grid` takes
+/// (rows block, block + grid, ...; each slice ceil(rows / ranks) rows).
+fn fused_rows_of(cfg: &ModelConfig, q: u32, block: u32, grid: u32) -> impl Iterator<Item = u32> {
+    let rows = fused_rows(cfg);
+    let part = rows.div_ceil(cfg.ranks);
+    let (lo, hi) = ((q * part).min(rows), ((q + 1) * part).min(rows));
+    (lo..hi).filter(move |r| r % grid == block)
+}
+
+/// Fused calls (two-stage or count) before `call` in `cfg`'s sequence.
+fn fused_calls_before(cfg: &ModelConfig, call: u32) -> u32 {
+    (0..call)
+        .filter(|&c| {
+            matches!(
+                cfg.shape.of_call(c),
+                Shape::FusedTwoStage | Shape::FusedCount
+            )
+        })
+        .count() as u32
 }
 
 /// A deterministic generator (SplitMix64) for the scheduler.
@@ -440,6 +580,7 @@ impl Rng {
 /// barrier) does one atomic step.
 pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
     assert!((1..=2).contains(&cfg.slots) && (1..=2).contains(&cfg.push_sets));
+    assert!((1..=2).contains(&cfg.fused_sets));
     assert!(cfg.ranks >= 1 && cfg.blocks >= 1);
     // One program per shape a call can have, picked by the call's number.
     let shapes = [
@@ -448,6 +589,8 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
         Shape::Hierarchical,
         Shape::Push,
         Shape::PushLl,
+        Shape::FusedTwoStage,
+        Shape::FusedCount,
     ];
     let programs: Vec<Vec<Op>> = shapes.iter().map(|&s| program(cfg, s)).collect();
     let ops_of = |call: u32| {
@@ -464,6 +607,11 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
         push: vec![None; (cfg.ranks * cfg.push_sets * cfg.ranks * cfg.blocks) as usize],
         ll: vec![(0, None); (cfg.ranks * cfg.push_sets * cfg.ranks * cfg.blocks) as usize],
         errors: vec![None; cfg.ranks as usize],
+        fused_count: vec![0; cfg.ranks as usize],
+        fused_done: vec![0; cfg.ranks as usize],
+        fused_x: vec![None; (cfg.ranks * fused_rows(cfg)) as usize],
+        fused_x_call: vec![None; cfg.ranks as usize],
+        fused_scratch: vec![None; (cfg.ranks * cfg.fused_sets * fused_rows(cfg)) as usize],
         cfg: cfg.clone(),
     };
     // The state after k barriers: the last value k in slot k's, k - 1 in the other
@@ -487,6 +635,8 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
             entered: 0,
             finished: cfg.calls == 0,
             ll_polls: 0,
+            k: 0,
+            last: false,
         })
         .collect();
     let mut rng = Rng(seed);
@@ -498,6 +648,20 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
         for (cell, blk) in blocks.iter().enumerate() {
             let rank = cell as u32 / cfg.blocks;
             if blk.finished || !present(rank) {
+                continue;
+            }
+            // A fused call starts once every block of the rank has left the
+            // call before (the stream's order of kernels).
+            let at_start = blk.c.is_none()
+                && ops_of(blk.call)[blk.pc] == Op::FusedStart
+                && takes_part(cfg, rank, blk.call, cell as u32 % cfg.blocks);
+            if at_start
+                && cfg.stream_order
+                && !(0..cfg.blocks).all(|b| {
+                    let o = &blocks[world.cell(rank, b)];
+                    o.finished || o.call >= blk.call
+                })
+            {
                 continue;
             }
             match blk.c {
@@ -669,6 +833,74 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
                 }
                 Op::CountLl => {
                     world.counters[cell] = world.counters[cell].wrapping_add(1);
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::FusedStart => {
+                    let r = rank as usize;
+                    if world.fused_x_call[r] != Some(call_tag) {
+                        for row in 0..fused_rows(cfg) {
+                            let i = world.fused_x_cell(rank, row);
+                            world.fused_x[i] = Some(call_tag);
+                        }
+                        world.fused_x_call[r] = Some(call_tag);
+                    }
+                    blk.k = world.fused_count[r].wrapping_add(1);
+                    blk.last = false;
+                    let want = fused_calls_before(cfg, call_tag) + 1;
+                    if blk.k != want {
+                        return Outcome::Violation(format!(
+                            "rank {rank} block {block} call {call_tag} read fused count k = {}, the {want}th fused call",
+                            blk.k
+                        ));
+                    }
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::FusedArrive => {
+                    let r = rank as usize;
+                    blk.last = world.fused_done[r] + 1 == grid_of(cfg, rank, call_tag);
+                    world.fused_done[r] += 1;
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::FusedReadInput(q) => {
+                    let grid = grid_of(cfg, rank, call_tag);
+                    for row in fused_rows_of(cfg, rank, block, grid) {
+                        let got = world.fused_x[world.fused_x_cell(q, row)];
+                        if got != Some(call_tag) {
+                            return Outcome::Violation(format!(
+                                "rank {rank} block {block} call {call_tag} summed rank {q}'s row {row} of call {got:?}"
+                            ));
+                        }
+                    }
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::FusedWriteScratch => {
+                    let grid = grid_of(cfg, rank, call_tag);
+                    let set = blk.k % cfg.fused_sets;
+                    for row in fused_rows_of(cfg, rank, block, grid) {
+                        let i = world.fused_scratch_cell(rank, set, row);
+                        world.fused_scratch[i] = Some(call_tag);
+                    }
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::FusedReadScratch(q) => {
+                    let grid = grid_of(cfg, rank, call_tag);
+                    let set = blk.k % cfg.fused_sets;
+                    for row in fused_rows_of(cfg, q, block, grid) {
+                        let got = world.fused_scratch[world.fused_scratch_cell(q, set, row)];
+                        if got != Some(call_tag) {
+                            return Outcome::Violation(format!(
+                                "rank {rank} block {block} call {call_tag} read row {row}'s sum from rank {q}'s scratch (set {set}) holding call {got:?}"
+                            ));
+                        }
+                    }
+                    advance(blk, ops.len(), cfg.calls);
+                }
+                Op::FusedEnd => {
+                    if blk.last {
+                        let r = rank as usize;
+                        world.fused_done[r] = 0;
+                        world.fused_count[r] = blk.k;
+                    }
                     advance(blk, ops.len(), cfg.calls);
                 }
                 Op::ReadPush(q) => {
