@@ -305,7 +305,11 @@ fn bandwidth_table(
         let vs = best.map(|b| k.gbps / b);
         let fast = vs.is_none_or(|v| v >= BAR_VS_BEST);
         let ok = k.pct_of_copy >= BAR_COPY_PCT && fast;
-        let same = row_copy_n(k).and_then(copy_at).map(|c| 100.0 * k.gbps / c);
+        // The kernel's own call's figure where the file has it (a record may
+        // hold cells of more than one call), else from the file's copies.
+        let same = k
+            .pct_of_copy_same_bytes
+            .or_else(|| row_copy_n(k).and_then(copy_at).map(|c| 100.0 * k.gbps / c));
         let ok_same = same.is_some_and(|p| p >= BAR_COPY_PCT) && fast;
         met += usize::from(ok);
         met_same += usize::from(ok_same);

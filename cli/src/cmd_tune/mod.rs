@@ -85,7 +85,7 @@ pub struct TuneArgs {
 
     /// (norm) After the rounds, a shape's two fastest candidates again, in
     /// rounds of their own, at each of these launch bounds (blocks an SM,
-    /// comma-separated) below their own [default: none].
+    /// comma-separated) other than their own that an SM holds [default: none].
     #[arg(long, value_delimiter = ',')]
     pub bounds: Vec<u32>,
 
