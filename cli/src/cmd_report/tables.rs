@@ -152,6 +152,15 @@ fn row_copy_n(k: &KernelRow) -> Option<u64> {
     Some(k.bytes.checked_sub(vectors * cols * size)? / 8)
 }
 
+/// A norm kernel's % of a copy of its own row bytes: the figure its own call
+/// stored where the file has it (a record may hold cells of more than one
+/// call, and one copy list), else from the file's copy of that size
+/// (`copy_at`: GB/s by f32 elements).
+fn same_bytes_pct(k: &KernelRow, copy_at: impl Fn(u64) -> Option<f64>) -> Option<f64> {
+    k.pct_of_copy_same_bytes
+        .or_else(|| row_copy_n(k).and_then(copy_at).map(|c| 100.0 * k.gbps / c))
+}
+
 fn g0(v: Option<f64>) -> String {
     v.map_or("-".into(), |g| format!("{g:.0}"))
 }
@@ -305,11 +314,7 @@ fn bandwidth_table(
         let vs = best.map(|b| k.gbps / b);
         let fast = vs.is_none_or(|v| v >= BAR_VS_BEST);
         let ok = k.pct_of_copy >= BAR_COPY_PCT && fast;
-        // The kernel's own call's figure where the file has it (a record may
-        // hold cells of more than one call), else from the file's copies.
-        let same = k
-            .pct_of_copy_same_bytes
-            .or_else(|| row_copy_n(k).and_then(copy_at).map(|c| 100.0 * k.gbps / c));
+        let same = same_bytes_pct(k, copy_at);
         let ok_same = same.is_some_and(|p| p >= BAR_COPY_PCT) && fast;
         met += usize::from(ok);
         met_same += usize::from(ok_same);
@@ -493,6 +498,32 @@ mod tests {
             Some("norm_rmsnorm_res_f32_f32")
         );
         assert_eq!(parse_norm("norm"), None);
+    }
+
+    #[test]
+    fn a_kernels_own_same_bytes_figure_wins_over_the_files_copies() {
+        // bf16 RMS norm at 8192x32768: x and y, 2^29 bytes, plus the weight.
+        let bytes = (1u64 << 29) + 32768 * 2;
+        let mut k = KernelRow::measured(
+            "norm",
+            "norm_rmsnorm_bf16_bf16_b512x16_o2_x".into(),
+            1 << 28,
+            Some("8192x32768".into()),
+            bytes,
+            1,
+            263.0,
+            4200.0,
+            None,
+        );
+        // The copy of its row bytes: 2^29 / 8 f32 elements.
+        let copies = |n: u64| (n == 1 << 26).then_some(4000.0);
+        let from_copies = same_bytes_pct(&k, copies).unwrap();
+        assert!((from_copies - 100.0 * k.gbps / 4000.0).abs() < 1e-9);
+        k.pct_of_copy_same_bytes = Some(97.4);
+        assert_eq!(same_bytes_pct(&k, copies), Some(97.4));
+        // No stored figure and no copy of that size: none.
+        k.pct_of_copy_same_bytes = None;
+        assert_eq!(same_bytes_pct(&k, |_| None), None);
     }
 
     #[test]
