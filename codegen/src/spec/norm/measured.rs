@@ -41,6 +41,8 @@ use super::*;
 /// bytes at 2; `MEASURED_LAYOUTS` has what that cost), softmax s256x8_p 3 and
 /// log-softmax s512x4_p 2 (measured so; at their layouts' 4 and 3 the
 /// softmax spilled 4 bytes and the log-softmax's staging twin 60).
+/// These bounds compile clean, not the fastest: a tuning table row may name
+/// another (`bound`, found by `redjit tune --bounds`).
 pub(super) const OCCUPANCY: &[(&str, &str, u32, u32, u32)] = &[
     ("layernorm", "b256x2", 6, 8, 6),
     ("layernorm", "b256x4", 4, 6, 3),
