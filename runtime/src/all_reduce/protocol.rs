@@ -377,9 +377,9 @@ enum Op {
     /// Count the call (counter = c), as thread 0 does after the block's sync.
     CountLl,
     /// A fused call's start: once every block of the rank has left the call
-    /// before (stream order), the rank's x is written (by the first block
-    /// here, as the host's stream does before the kernel) and the block reads
-    /// k = the rank's fused count + 1.
+    /// before (stream order), the rank's x is written (as the host's stream
+    /// does before the kernel) and the block reads k = the rank's fused
+    /// count + 1.
     FusedStart,
     /// Count the block's arrival (after the start barrier, as the kernel does).
     FusedArrive,
@@ -500,8 +500,6 @@ struct World {
     fused_done: Vec<u32>,
     /// fused_x[rank][row]: the call whose x the rank's row holds.
     fused_x: Vec<Option<u32>>,
-    /// The last call whose x each rank's host wrote.
-    fused_x_call: Vec<Option<u32>>,
     /// fused_scratch[rank][set][row]: the call whose sum of row the rank's
     /// scratch set holds (the rows of its slice).
     fused_scratch: Vec<Option<u32>>,
@@ -610,7 +608,6 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
         fused_count: vec![0; cfg.ranks as usize],
         fused_done: vec![0; cfg.ranks as usize],
         fused_x: vec![None; (cfg.ranks * fused_rows(cfg)) as usize],
-        fused_x_call: vec![None; cfg.ranks as usize],
         fused_scratch: vec![None; (cfg.ranks * cfg.fused_sets * fused_rows(cfg)) as usize],
         cfg: cfg.clone(),
     };
@@ -836,13 +833,13 @@ pub fn run(cfg: &ModelConfig, seed: u64) -> Outcome {
                     advance(blk, ops.len(), cfg.calls);
                 }
                 Op::FusedStart => {
+                    // The host's write of x before the kernel, by each block
+                    // alike: a rewrite holds the same call, and under stream
+                    // order no block of the rank's next call has started.
                     let r = rank as usize;
-                    if world.fused_x_call[r] != Some(call_tag) {
-                        for row in 0..fused_rows(cfg) {
-                            let i = world.fused_x_cell(rank, row);
-                            world.fused_x[i] = Some(call_tag);
-                        }
-                        world.fused_x_call[r] = Some(call_tag);
+                    for row in 0..fused_rows(cfg) {
+                        let i = world.fused_x_cell(rank, row);
+                        world.fused_x[i] = Some(call_tag);
                     }
                     blk.k = world.fused_count[r].wrapping_add(1);
                     blk.last = false;
