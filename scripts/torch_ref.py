@@ -88,6 +88,7 @@ Stdlib + torch (+ triton, optional; + torchvision for nms). Usage:
 """
 
 import argparse
+import collections
 import datetime
 import json
 import os
@@ -600,6 +601,13 @@ def time_us(fn, args, warmup, iters):
     import time  # noqa: PLC0415
 
     sets = args if isinstance(args, Rotation) else [args]
+    # The results of the last len(sets) calls stay alive, so that a function
+    # that allocates its outputs (eager PyTorch, torch.compile, Liger) writes
+    # each call where none of the calls before it in the rotation wrote, as
+    # `redjit bench` and the Triton anchor rotate their output buffers. Freed
+    # at once, the caching allocator hands each call the block the call
+    # before wrote, still in L2 (BENCHMARKS.md's method says what it changed).
+    kept = collections.deque(maxlen=len(sets))
 
     def next_set():
         # One cursor across every timing: the next timed function (another op
@@ -610,7 +618,7 @@ def time_us(fn, args, warmup, iters):
         return sets[ROTATION_CURSOR % len(sets)]
 
     for _ in range(warmup):
-        fn(*next_set())
+        kept.append(fn(*next_set()))
     torch.cuda.synchronize()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
@@ -622,8 +630,9 @@ def time_us(fn, args, warmup, iters):
         if HOLD_CYCLES:
             torch.cuda._sleep(HOLD_CYCLES)
         start.record()
-        fn(*call_args)
+        out = fn(*call_args)
         end.record()
+        kept.append(out)
         if HOLD_CYCLES and (time.perf_counter() - t0) * 1e6 >= HOLD_US:
             leaked += 1
         end.synchronize()

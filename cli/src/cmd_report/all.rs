@@ -341,7 +341,7 @@ pub fn render(root: &Path) -> CliResult<(String, String)> {
     let _ = writeln!(
         s,
         "- **Timing**: CUDA events around each launch, the median of many (the count is given with each file). A spin kernel holds the stream while each timed launch is issued, so the events time the GPU's work alone (`--launch-gap hidden`, the default; a file timed otherwise says so).\n\
-         - **Inputs** rotate over copies covering at least 4x the L2 cache, so no launch finds its inputs in L2; the anchors' inputs rotate alike.\n\
+         - **Inputs and outputs** rotate over copies covering at least 4x the L2 cache, so no launch finds its inputs, or lines of its outputs, in L2; the anchors' alike (one that allocates its outputs keeps the rotation's last ones alive).\n\
          - **The copy**: the device-to-device copy of n f32 elements (read and written) is measured in the same call at every size, as the roofline. GB/s counts each input read once and each output written once; \"% copy\" is a kernel's GB/s against that copy. The norms also show \"% same B\", against a copy of their own row bytes (x, out and a residual's two streams), where the file measured a copy of that size.\n\
          - **Anchors** run in the same device call and are timed the same way (`scripts/torch_ref.py`): PyTorch eager, `torch.compile`, Triton, Liger-Kernel (norms), torchvision (NMS), NCCL and PyTorch's symmetric memory (all-reduce). \"vs best\" is redjit's GB/s over the fastest anchor's (above 1: redjit is faster); for NMS and the all-reduce, the anchor's time over redjit's.\n\
          - **Bars**: a kernel meets them at >= {BAR_COPY_PCT} % of the copy and >= {BAR_VS_BEST}x the best anchor (where one ran).\n\

@@ -61,6 +61,16 @@ fn cell_key(spec: &NormSpec, rows: u64, cols: u64) -> String {
     format!("{}{algo}{res}_{}{out}_{rows}x{cols}", spec.op, spec.input)
 }
 
+/// The table row a cell's times decide: its op, types and output (the key
+/// without the shape), its row-length class (the class's longest row) and its
+/// row-count class (`ROW_CLASSES`).
+type ClassKey = (String, u64, usize);
+
+fn class_of(key: &str, rows: u64, cols: u64) -> ClassKey {
+    let op = key.rsplit_once('_').map_or(key, |(op, _)| op);
+    (op.to_string(), cols_class(cols).1, row_class(rows))
+}
+
 /// The ops a tune of `dtypes` and `outputs` times, each over its rows
 /// (the safe log-softmax adds nothing the safe softmax does not show).
 fn tuned_ops(dtypes: &[DType], outputs: &[NormOutput]) -> Vec<NormSpec> {
@@ -221,10 +231,31 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
         let Some((_, buffers)) = bufs.as_mut() else {
             continue;
         };
-        let rounds = timed_rounds(t.cands.len(), a.rounds, a.screen, |i| {
-            time_candidate(b, &t.cands[i], t.m, buffers)
+        // The picks of this class's cells measured before (in this run or the
+        // one it resumes) are candidates here too, so that a class of several
+        // shapes has a pick timed at each of them (`rules` takes only such).
+        let class = class_of(&t.key, t.m.rows as u64, t.m.cols as u64);
+        let mut cands = t.cands.clone();
+        let earlier: Vec<NormSpec> = done
+            .values()
+            .filter(|c| class_of(&c.key, c.rows, c.cols) == class)
+            .filter_map(|c| c.pick.parse::<NormSpec>().ok())
+            .filter(|s| {
+                let cols = t.m.cols as u64;
+                !cands.contains(s)
+                    && s.validate().is_ok()
+                    && s.capacity().is_none_or(|c| c >= cols)
+                    && (!s.exact || s.fills_exactly(cols))
+            })
+            .collect();
+        if !earlier.is_empty() {
+            rt.prepare(&earlier)?;
+            cands.extend(earlier);
+        }
+        let rounds = timed_rounds(cands.len(), a.rounds, a.screen, |i| {
+            time_candidate(b, &cands[i], t.m, buffers)
         })?;
-        let mut times: Vec<(NormSpec, Vec<f64>)> = t.cands.iter().cloned().zip(rounds).collect();
+        let mut times: Vec<(NormSpec, Vec<f64>)> = cands.iter().cloned().zip(rounds).collect();
         if !a.bounds.is_empty() {
             times.sort_by(|x, y| middle(&x.1).total_cmp(&middle(&y.1)));
             // The two fastest and their bounds, timed in the same rounds; the
@@ -329,34 +360,15 @@ fn rules(
     rounds: usize,
     result: Option<&str>,
 ) -> CliResult<Vec<NormRule>> {
-    type GroupKey = (
-        String,
-        Option<String>,
-        bool,
-        String,
-        Option<String>,
-        u64,
-        usize,
-    );
-    let mut groups: BTreeMap<GroupKey, Vec<&Cell>> = BTreeMap::new();
+    let mut groups: BTreeMap<ClassKey, Vec<&Cell>> = BTreeMap::new();
     for c in done.values() {
-        let hi = cols_class(c.cols).1;
-        let class = row_class(c.rows);
         groups
-            .entry((
-                c.op.clone(),
-                c.algo.clone(),
-                c.residual,
-                c.dtype.clone(),
-                c.output.clone(),
-                hi,
-                class,
-            ))
+            .entry(class_of(&c.key, c.rows, c.cols))
             .or_default()
             .push(c);
     }
     let mut out = Vec::new();
-    for ((.., hi, class), cells) in groups {
+    for ((op, hi, class), cells) in groups {
         // Candidates every cell of the group measured.
         let mut score: BTreeMap<String, f64> = BTreeMap::new();
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
@@ -378,6 +390,16 @@ fn rules(
             .filter(|(n, _)| seen[*n] == cells.len() && picks.contains(&n.as_str()))
             .min_by(|x, y| x.1.total_cmp(y.1))
         else {
+            // Cells tuned apart (each before the others' picks existed) may
+            // share no pick: the class keeps the table's row, said aloud.
+            eprintln!(
+                "redjit: warning: no pick of {op} at {} was timed at each of its shapes: its class keeps the base table's row (tune them in one run)",
+                cells
+                    .iter()
+                    .map(|c| format!("{}x{}", c.rows, c.cols))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
             continue;
         };
         let spec: NormSpec = name.parse()?;
@@ -516,6 +538,58 @@ mod tests {
         // A line of a 16-bit output has none.
         let same = tuned_op((NormOp::RmsNorm, None, true), DType::BF16, NormOutput::Same).unwrap();
         assert_eq!(cell_key(&same, 16, 4096), "rmsnorm_res_bf16_16x4096");
+    }
+
+    #[test]
+    fn cells_of_one_class_share_a_row_only_through_a_pick_timed_at_each() {
+        // The key without its shape, the row length's class and the row
+        // count's: 4096x4096 and 32768x4096 are one class, 512x4096 another.
+        let big = class_of("layernorm_bf16_32768x4096", 32768, 4096);
+        assert_eq!(class_of("layernorm_bf16_4096x4096", 4096, 4096), big);
+        assert_ne!(class_of("layernorm_bf16_512x4096", 512, 4096), big);
+        assert_ne!(class_of("layernorm_res_bf16_32768x4096", 32768, 4096), big);
+        assert_eq!(big.0, "layernorm_bf16");
+        let cell = |rows: u64, times: &[(&str, f64)], pick: &str| -> Cell {
+            let times: Vec<String> = times
+                .iter()
+                .map(|(n, t)| format!(r#"["norm_layernorm_bf16_bf16_{n}",[{t},{t},{t}]]"#))
+                .collect();
+            let line = format!(
+                r#"{{"key":"layernorm_bf16_{rows}x4096","gpu":"NVIDIA H200","arch":"sm_90","sms":132,"l2_mib":60,"op":"layernorm","algo":null,"residual":false,"dtype":"bf16","rows":{rows},"cols":4096,"times":[{}],"before":"norm_layernorm_bf16_bf16_b256x4_x_h4","pick":"norm_layernorm_bf16_bf16_{pick}"}}"#,
+                times.join(",")
+            );
+            serde_json::from_str(&line).unwrap()
+        };
+        let small = cell(
+            4096,
+            &[("b128x8_o7_x_h8", 20.2), ("b256x4_x_h4", 20.9)],
+            "b128x8_o7_x_h8",
+        );
+        // Tuned apart: neither pick was timed at the other shape, so no row.
+        let apart = cell(
+            32768,
+            &[("b128x8_o7_x_h4", 131.3), ("b256x4_x_h4", 135.9)],
+            "b128x8_o7_x_h4",
+        );
+        let mut done = BTreeMap::new();
+        done.insert(small.key.clone(), small);
+        done.insert(apart.key.clone(), apart);
+        assert!(rules(&done, Tuning::builtin(), 3, None).unwrap().is_empty());
+        // The later cell timed the earlier one's pick too (`tune_norm`): the
+        // class takes the pick timed at both, the least relative time summed.
+        let joined = cell(
+            32768,
+            &[
+                ("b128x8_o7_x_h4", 131.3),
+                ("b128x8_o7_x_h8", 132.0),
+                ("b256x4_x_h4", 135.9),
+            ],
+            "b128x8_o7_x_h4",
+        );
+        done.insert(joined.key.clone(), joined);
+        let rows = rules(&done, Tuning::builtin(), 3, None).unwrap();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0].strategy.to_string(), "b128x8 exact held 8 bound 7");
     }
 
     #[test]
