@@ -632,6 +632,58 @@ fn every_layout_variant_on_strided_rows() {
     }
 }
 
+/// The 16-bit online softmax and log-softmax blocks holding their rows raw
+/// (`_r`), at their own launch bound and one block an SM more (as a table may
+/// give them), bf16 and f16, exact and ragged: full and odd rows, strided
+/// rows off the pack grid, outputs off it, and large magnitudes.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn raw_rows_of_online_softmax_blocks() {
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("raw_rows_of_online_softmax_blocks");
+    let online = [
+        (NormOp::Softmax, Some(SoftmaxAlgo::Online), false),
+        (NormOp::LogSoftmax, Some(SoftmaxAlgo::Online), false),
+    ];
+    let mut specs: Vec<NormSpec> = Vec::new();
+    for ops in online {
+        for d in [DType::BF16, DType::F16] {
+            for s in variants(&NormSpec::with(ops, d, d, 1)) {
+                if !s.can_hold_raw() {
+                    continue;
+                }
+                let raw = NormSpec { raw: true, ..s };
+                let more = NormSpec {
+                    bound: Some(raw.min_blocks() + 1),
+                    ..raw.clone()
+                };
+                for k in [raw, more] {
+                    for exact in [false, true] {
+                        let k = NormSpec { exact, ..k.clone() };
+                        if k.validate().is_ok()
+                            && (!exact || k.fills_exactly(k.capacity().unwrap_or(0)))
+                        {
+                            specs.push(k);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(specs.len() >= 20, "{} raw kernels", specs.len());
+    prepare(&rt, specs.iter().cloned());
+    for spec in &specs {
+        let cap = spec.capacity().unwrap_or(4096) as usize;
+        for cols in [cap, cap.div_ceil(3).max(1) | 1] {
+            for (ld, out_shift) in [(cols + 3, 0), (cols + 3, 1), (cols.next_multiple_of(8), 0)] {
+                let m = Matrix { rows: 37, cols, ld };
+                check_with_stats_at(&rt, &mut rng, spec, m, Place::out(out_shift));
+            }
+        }
+        check_softmax_values(&rt, &mut rng, spec, dense(5, cap));
+    }
+}
+
 /// Layer norm rows far from zero, near the one-reduction form's bound and on
 /// it, mixed in every kernel's rows (a warp kernel's warp holds rows of each):
 /// every layout variant and its general twin, f32 and bf16, with and without

@@ -10,7 +10,8 @@ use crate::spec::norm::{NormSpec, variants};
 /// ladder's, every layout variant of `base` that holds the row without idling,
 /// the exact form of each that the row fills, a block or warp kernel's form
 /// that holds its weight and bias through the launch (not an FP8 output's),
-/// and a 16-bit one's form that takes its packs in pairs.
+/// a 16-bit one's form that takes its packs in pairs, and an online
+/// softmax's 16-bit block forms that hold their rows raw.
 pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpec> {
     let mut out = vec![current.clone()];
     let mut push = |s: NormSpec| {
@@ -58,7 +59,26 @@ pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpe
                 push(held);
             }
         }
-        for s in forms {
+        // A raw row's forms (not paired), at the kernel's own bound and at
+        // one more block an SM, which the registers its row frees may hold:
+        // bf16 online softmax b512x16 ran ahead so at 8192x32768 only at 2
+        // blocks an SM (`benchmarks/h200/tune-norm.jsonl`).
+        let raw: Vec<NormSpec> = forms
+            .iter()
+            .filter(|s| !s.pairs && s.can_hold_raw())
+            .flat_map(|s| {
+                let raw = NormSpec {
+                    raw: true,
+                    ..s.clone()
+                };
+                let more = NormSpec {
+                    bound: Some(raw.min_blocks() + 1),
+                    ..raw.clone()
+                };
+                [raw, more]
+            })
+            .collect();
+        for s in forms.into_iter().chain(raw) {
             push(s);
         }
     }
@@ -113,7 +133,7 @@ pub fn closest_candidates(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{DType, NormOp};
+    use crate::registry::{DType, NormOp, SoftmaxAlgo};
 
     #[test]
     fn bound_candidates_lie_either_side_of_the_kernels_own_bound() {
@@ -149,6 +169,35 @@ mod tests {
         // A kernel given a bound has no others.
         let bounded = &bound_candidates(&rms, &[2])[0];
         assert!(bound_candidates(bounded, &[1, 3]).is_empty());
+    }
+
+    #[test]
+    fn online_softmax_blocks_of_16_bit_rows_are_also_timed_raw() {
+        let ops = (NormOp::Softmax, Some(SoftmaxAlgo::Online), false);
+        let base = NormSpec::with(ops, DType::BF16, DType::BF16, 1);
+        let current = base.for_shape(Some(8192), 32768, Tuning::builtin());
+        let names: Vec<String> = candidates(&base, &current, 32768)
+            .iter()
+            .map(|s| s.name())
+            .collect();
+        // The block of 512 x 16 raw, at its own bound and one block an SM more.
+        for n in [
+            "norm_softmax_online_bf16_bf16_b512x16_r",
+            "norm_softmax_online_bf16_bf16_b512x16_o2_r",
+            "norm_softmax_online_bf16_bf16_b512x16_x_r",
+            "norm_softmax_online_bf16_bf16_b512x16_o2_x_r",
+        ] {
+            assert!(names.iter().any(|m| m == n), "{n} not in {names:?}");
+        }
+        // Never paired raw, nor raw for f32 rows or a norm.
+        assert!(!names.iter().any(|n| n.contains("_v_r")), "{names:?}");
+        for base in [
+            NormSpec::with(ops, DType::F32, DType::F32, 1),
+            NormSpec::with((NormOp::RmsNorm, None, false), DType::BF16, DType::BF16, 1),
+        ] {
+            let current = base.for_shape(Some(8192), 32768, Tuning::builtin());
+            assert!(candidates(&base, &current, 32768).iter().all(|s| !s.raw));
+        }
     }
 
     #[test]

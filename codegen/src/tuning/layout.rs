@@ -154,6 +154,7 @@ impl NormSpec {
             // bytes, ptxas 13.0).
             held: measured.and_then(|m| m.held).filter(|_| self.fp8.is_none()),
             pairs: measured.is_some_and(|m| m.pairs),
+            raw: measured.is_some_and(|m| m.raw),
             // A bound measured for the row's own kernel (not an FP8 output
             // laid out by its input type's row).
             bound: measured
@@ -176,6 +177,9 @@ impl NormSpec {
         // Pairs where measured and the kernel takes them: not an FP8 output's
         // (16-bit outputs only), nor a ragged form that spills in pairs.
         spec.pairs = spec.pairs && spec.can_pair_packs();
+        // A raw row where measured and the kernel takes it (not an FP8
+        // output's, nor a layout the block replaced).
+        spec.raw = spec.raw && spec.can_hold_raw();
         // Safe softmax needs two exchanges across blocks; the split layout does one.
         if layout == NormLayout::Split && spec.algo == Some(SoftmaxAlgo::Safe) {
             spec.algo = Some(SoftmaxAlgo::Online);

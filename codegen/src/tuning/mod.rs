@@ -135,6 +135,8 @@ pub struct NormStrategy {
     pub held: Option<u32>,
     /// Packs in adjacent pairs, 16-byte accesses (`_v`, `NormSpec::pairs`).
     pub pairs: bool,
+    /// The row held as raw 16-bit words (`_r`, `NormSpec::raw`).
+    pub raw: bool,
     /// The kernel's launch bound, blocks an SM (`_o<n>`, `NormSpec::bound`;
     /// `None`: the most at which it compiles without a spill).
     pub bound: Option<u32>,
@@ -166,6 +168,7 @@ impl NormStrategy {
             form,
             held: spec.held,
             pairs: spec.pairs,
+            raw: spec.raw,
             bound: spec.bound,
         }
     }
@@ -184,6 +187,9 @@ impl fmt::Display for NormStrategy {
         }
         if self.pairs {
             write!(f, " pairs")?;
+        }
+        if self.raw {
+            write!(f, " raw")?;
         }
         if let Some(b) = self.bound {
             write!(f, " bound {b}")?;

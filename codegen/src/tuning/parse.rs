@@ -69,6 +69,8 @@ struct RawNormRule {
     held: Option<u32>,
     #[serde(default)]
     pairs: bool,
+    #[serde(default)]
+    raw: bool,
     bound: Option<u32>,
     reason: String,
     result: Option<String>,
@@ -248,6 +250,7 @@ fn norm_rule(r: RawNormRule, line: usize) -> Result<NormRule, String> {
         form: by_slug("form", &r.form, Form::ALL, Form::slug)?,
         held: r.held,
         pairs: r.pairs,
+        raw: r.raw,
         bound: r.bound,
     };
     let rule = NormRule {
@@ -431,6 +434,7 @@ fn check_strategy(rule: &NormRule) -> Result<(), String> {
         }),
         held: s.held,
         bound: s.bound,
+        raw: s.raw,
         fp8: rule.types.is_fp8().then_some(Fp8Scale::PerRow),
         ..NormSpec::default()
     };

@@ -185,6 +185,36 @@ fn a_row_asks_for_pairs_where_its_kernels_can_take_them() {
 }
 
 #[test]
+fn a_row_asks_for_raw_rows_where_its_kernels_can_hold_them() {
+    let online = GOOD
+        .replace("op = \"rmsnorm\"", "op = \"softmax\"\nalgo = \"online\"")
+        .replace("4097..=8192", "16385..=32768")
+        .replace("b256x8", "b512x16")
+        .replace("exact", "plain");
+    let raw = row(&format!("{online}\nraw = true\nbound = 2"));
+    let table = parse_table("t.toml", &raw).unwrap();
+    // Written back, the row says so.
+    assert!(write_table(&table, &[]).contains("\nraw = true\n"));
+    let tuning = Tuning::resolve(table).unwrap();
+    let spec: NormSpec = "norm_softmax_online_bf16_bf16_w32x1".parse().unwrap();
+    assert_eq!(
+        spec.for_shape(Some(8192), 32768, &tuning).name(),
+        "norm_softmax_online_bf16_bf16_b512x16_o2_r"
+    );
+    // f32 rows keep their widened kernel (the row's types are 16-bit only).
+    let f32_spec: NormSpec = "norm_softmax_online_f32_f32_w32x1".parse().unwrap();
+    assert!(!f32_spec.for_shape(Some(8192), 32768, &tuning).raw);
+    // A norm, or a safe softmax, cannot: refused where the table is read.
+    let rms = online.replace("op = \"softmax\"\nalgo = \"online\"", "op = \"rmsnorm\"");
+    let (line, rule) = err_of(&row(&format!("{rms}\nraw = true")));
+    assert_eq!(line, 7);
+    assert!(rule.contains("holds its row as raw words"), "{rule}");
+    let safe = online.replace("\"online\"", "\"safe\"");
+    let (_, rule) = err_of(&row(&format!("{safe}\nraw = true")));
+    assert!(rule.contains("holds its row as raw words"), "{rule}");
+}
+
+#[test]
 fn a_row_may_give_its_kernel_a_launch_bound() {
     let bounded = row(&format!("{GOOD}\nbound = 2"));
     let table = parse_table("t.toml", &bounded).unwrap();

@@ -50,6 +50,9 @@ fn norm_row(out: &mut String, r: &NormRule) {
     if r.strategy.pairs {
         let _ = writeln!(out, "pairs = true");
     }
+    if r.strategy.raw {
+        let _ = writeln!(out, "raw = true");
+    }
     if let Some(b) = r.strategy.bound {
         let _ = writeln!(out, "bound = {b}");
     }

@@ -486,6 +486,13 @@ impl KernelSpec for NormSpec {
                 "only a 16-bit (in and out) whole-pack block or warp kernel of an even number of packs, not prefetching (no `_p` or `_g`), takes its packs in pairs (`_v`), where some launch bound compiles it without a spill",
             ));
         }
+        if self.raw && !self.can_hold_raw() {
+            return Err(SpecError::invalid(
+                "raw",
+                true,
+                "only a block kernel of online softmax or log-softmax, 16-bit in and out, not staging its rows (no `_p`), holds its row as raw words (`_r`)",
+            ));
+        }
         if let Some(h) = self.held {
             if !self.can_hold_cols() {
                 return Err(SpecError::invalid(
@@ -517,7 +524,7 @@ impl KernelSpec for NormSpec {
             s += "_res";
         }
         format!(
-            "{s}_{}_{}_{}{}x{}{}{}{}{}{}{}{}{}{}",
+            "{s}_{}_{}_{}{}x{}{}{}{}{}{}{}{}{}{}{}",
             self.input,
             self.output,
             self.layout.info().letter,
@@ -529,6 +536,7 @@ impl KernelSpec for NormSpec {
             if self.no_l1 { "_n" } else { "" },
             if self.exact { "_x" } else { "" },
             if self.pairs { "_v" } else { "" },
+            if self.raw { "_r" } else { "" },
             if self.general { "_g" } else { "" },
             self.held.map_or(String::new(), |h| format!("_h{h}")),
             self.fp8
@@ -585,7 +593,7 @@ impl FromStr for NormSpec {
             held = Some(h.parse::<u32>().map_err(|_| name.bad())?);
             parts.pop();
         }
-        // The flag suffixes, last first: `_g`, `_v`, `_x`, `_n`, `_p`.
+        // The flag suffixes, last first: `_g`, `_r`, `_v`, `_x`, `_n`, `_p`.
         let mut suffix = |flag: &str| {
             let present = parts.last() == Some(&flag);
             if present {
@@ -594,6 +602,7 @@ impl FromStr for NormSpec {
             present
         };
         let general = suffix("g");
+        let raw = suffix("r");
         let pairs = suffix("v");
         let exact = suffix("x");
         let no_l1 = suffix("n");
@@ -653,6 +662,7 @@ impl FromStr for NormSpec {
             cluster,
             held,
             pairs,
+            raw,
             fp8,
         };
         spec.validate()?;

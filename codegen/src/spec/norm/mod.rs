@@ -247,6 +247,13 @@ pub struct NormSpec {
     /// Fewer instructions a row: ahead at a few rows, behind on rows that keep
     /// every SM busy (`benchmarks/h200/tune-norm.jsonl`), so the tables choose.
     pub pairs: bool,
+    /// A 16-bit block kernel of online softmax or log-softmax (`_r` in names)
+    /// holds its row as the raw 16-bit words it loaded (`raw_rows`) rather
+    /// than widened to f32: half the registers, so more blocks an SM. bf16
+    /// b512x16 at 2 blocks an SM compiled without a spill so and ran ahead of
+    /// every widened kernel at 8192x32768 on the H200
+    /// (`benchmarks/h200/tune-norm.jsonl`); the tables choose.
+    pub raw: bool,
     /// Layer and RMS norm with an FP8 e4m3 output (`_qd`, `_qs` in names): y
     /// is stored as e4m3(y / scale), rounded to nearest even and saturated at
     /// +-448, the row held in one block or lane group (warp and block layouts).
@@ -303,6 +310,7 @@ impl Default for NormSpec {
             cluster: None,
             held: None,
             pairs: false,
+            raw: false,
             fp8: None,
         }
     }
@@ -554,6 +562,7 @@ impl NormSpec {
             exact: false,
             held: None,
             pairs: false,
+            raw: false,
             bound: None,
             ..self.clone()
         }
@@ -813,6 +822,11 @@ impl NormSpec {
     /// which keeps e^(x - thread max). All measured on the H100 (commits cd0ac76,
     /// 4210da4 and 95a5490).
     pub fn raw_rows(&self) -> bool {
+        self.raw || self.raw_split_twin()
+    }
+
+    /// The split twins whose rows are raw by rule (`raw_rows`).
+    fn raw_split_twin(&self) -> bool {
         self.one_pass_split()
             && self.general
             && self.input.info().bytes == 2
@@ -838,6 +852,21 @@ impl NormSpec {
             && self.output.info().bytes == 2
             && self.packs.is_multiple_of(2);
         split_twin || self.pairs
+    }
+
+    /// Whether this kernel can hold its row raw (`raw`): a block kernel of
+    /// online softmax or log-softmax, 16-bit in and out, not staging its rows
+    /// (`_p`): the row ops whose raw form (`row_raw`) a block's whole reduction
+    /// serves.
+    pub fn can_hold_raw(&self) -> bool {
+        self.layout == NormLayout::Block
+            && self.op.info().softmax
+            && self.algo == Some(SoftmaxAlgo::Online)
+            && !self.residual
+            && self.fp8.is_none()
+            && !self.prefetch
+            && self.input.info().bytes == 2
+            && self.output.info().bytes == 2
     }
 
     /// Whether this kernel can take its packs in pairs (`pairs`): a 16-bit
@@ -1444,6 +1473,7 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
             prefetch,
             no_l1,
             exact: false,
+            raw: false,
             ..base.clone()
         };
         let fits = s.validate().is_ok();

@@ -1,6 +1,45 @@
 use super::*;
 
 #[test]
+fn raw_rows_are_named_and_only_where_a_block_can_hold_them() {
+    for name in [
+        "norm_softmax_online_bf16_bf16_b512x16_o2_r",
+        "norm_logsoftmax_online_f16_f16_b256x8_x_r",
+        "norm_softmax_online_bf16_bf16_b512x16_x_v_r",
+    ] {
+        let raw: NormSpec = name.parse().unwrap();
+        assert!(raw.raw && raw.raw_rows(), "{name}");
+        assert_eq!(raw.name(), name);
+        // Its twins are widened (a raw row is a row form, as pairs are); the
+        // split general twin holds raw words by its own rule only.
+        assert!(!raw.ragged_twin().raw);
+        assert!(!raw.general_twin().raw);
+    }
+    // Where asked for only (the split twins' rule aside).
+    assert!(
+        !"norm_softmax_online_bf16_bf16_b512x16"
+            .parse::<NormSpec>()
+            .unwrap()
+            .raw_rows()
+    );
+    for name in [
+        "norm_softmax_safe_bf16_bf16_b512x16_r",
+        "norm_rmsnorm_bf16_bf16_b512x16_r",
+        "norm_softmax_online_f32_f32_b512x16_r",
+        "norm_softmax_online_bf16_f32_b512x16_r",
+        "norm_softmax_online_bf16_bf16_w32x4_r",
+        "norm_softmax_online_bf16_bf16_s512x8_r",
+        "norm_softmax_online_bf16_bf16_b512x16_p_r",
+    ] {
+        let e = name.parse::<NormSpec>().unwrap_err().to_string();
+        assert!(
+            e.contains("raw = true") && e.contains("holds its row as raw words"),
+            "{name}: {e}"
+        );
+    }
+}
+
+#[test]
 fn names_round_trip() {
     for ops in row_ops() {
         for input in DType::stores() {
