@@ -61,7 +61,7 @@ fn grid() -> Vec<NormSpec> {
                         ..s.clone()
                     });
                 }
-                // And the 16-bit online softmax blocks' raw rows, at their
+                // And the 16-bit blocks' raw rows, at their
                 // own bound (a table gives a raw row a higher one where it
                 // measured one: the tabled shapes below).
                 if s.can_hold_raw() {

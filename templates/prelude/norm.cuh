@@ -453,7 +453,18 @@ __device__ __forceinline__ void rj_col_ld4(rj_u64 a, const C& c, int p, rj_col_g
 // unwidened; 0 past the row): a raw row's weight and bias (rj_raw_cols).
 template <class T, class C>
 __device__ __forceinline__ void rj_col_ld_raw(rj_u64 a, const C& c, int p, rj_col_grid g, rj_u32 (&w)[T::kWords]) {
-  static_assert(T::kBytes == 2 && !C::kWhole, "a general chunk's 16-bit vector");
+  static_assert(T::kBytes == 2, "a 16-bit vector");
+  if constexpr (C::kWhole) {
+    // Whole packs on the grid (the launcher checked): a pack is in the row or
+    // past its end.
+    if (c.whole(p)) {
+      rj_ld_words<rj_load_nc>(a + c.off(p) * T::kBytes, w);
+    } else {
+#pragma unroll
+      for (int k = 0; k < T::kWords; ++k) w[k] = 0u;
+    }
+    return;
+  }
   const rj_u32 e = c.at(p);
   if (rj_col_shifted(c, p, e, g)) {
     rj_col_ld_shifted<T>(a, e, g, w);

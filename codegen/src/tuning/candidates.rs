@@ -10,8 +10,8 @@ use crate::spec::norm::{NormSpec, variants};
 /// ladder's, every layout variant of `base` that holds the row without idling,
 /// the exact form of each that the row fills, a block or warp kernel's form
 /// that holds its weight and bias through the launch (not an FP8 output's),
-/// a 16-bit one's form that takes its packs in pairs, and an online
-/// softmax's 16-bit block forms that hold their rows raw.
+/// a 16-bit one's form that takes its packs in pairs, and a 16-bit block's
+/// forms that hold their rows raw (`NormSpec::can_hold_raw`).
 pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpec> {
     let mut out = vec![current.clone()];
     let mut push = |s: NormSpec| {
@@ -65,12 +65,14 @@ pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpe
         // blocks an SM (`benchmarks/h200/tune-norm.jsonl`).
         let raw: Vec<NormSpec> = forms
             .iter()
-            .filter(|s| !s.pairs && s.can_hold_raw())
-            .flat_map(|s| {
-                let raw = NormSpec {
-                    raw: true,
-                    ..s.clone()
-                };
+            .map(|s| NormSpec {
+                raw: true,
+                pairs: false,
+                held: None,
+                ..s.clone()
+            })
+            .filter(NormSpec::can_hold_raw)
+            .flat_map(|raw| {
                 let more = NormSpec {
                     bound: Some(raw.min_blocks() + 1),
                     ..raw.clone()
@@ -172,7 +174,25 @@ mod tests {
     }
 
     #[test]
-    fn online_softmax_blocks_of_16_bit_rows_are_also_timed_raw() {
+    fn blocks_of_16_bit_rows_are_also_timed_raw() {
+        // From a pick in pairs holding its columns, too.
+        let ln = NormSpec::with(
+            (NormOp::LayerNorm, None, false),
+            DType::BF16,
+            DType::BF16,
+            1,
+        );
+        let paired: NormSpec = "norm_layernorm_bf16_bf16_b512x8_x_v_h8".parse().unwrap();
+        let names: Vec<String> = candidates(&ln, &paired, 16384)
+            .iter()
+            .map(|s| s.name())
+            .collect();
+        for n in [
+            "norm_layernorm_bf16_bf16_b512x8_x_r",
+            "norm_layernorm_bf16_bf16_b512x8_o3_x_r",
+        ] {
+            assert!(names.iter().any(|m| m == n), "{n} not in {names:?}");
+        }
         let ops = (NormOp::Softmax, Some(SoftmaxAlgo::Online), false);
         let base = NormSpec::with(ops, DType::BF16, DType::BF16, 1);
         let current = base.for_shape(Some(8192), 32768, Tuning::builtin());
@@ -189,11 +209,11 @@ mod tests {
         ] {
             assert!(names.iter().any(|m| m == n), "{n} not in {names:?}");
         }
-        // Never paired raw, nor raw for f32 rows or a norm.
+        // Never paired raw, nor raw for f32 rows or with the residual.
         assert!(!names.iter().any(|n| n.contains("_v_r")), "{names:?}");
         for base in [
             NormSpec::with(ops, DType::F32, DType::F32, 1),
-            NormSpec::with((NormOp::RmsNorm, None, false), DType::BF16, DType::BF16, 1),
+            NormSpec::with((NormOp::RmsNorm, None, true), DType::BF16, DType::BF16, 1),
         ] {
             let current = base.for_shape(Some(8192), 32768, Tuning::builtin());
             assert!(candidates(&base, &current, 32768).iter().all(|s| !s.raw));

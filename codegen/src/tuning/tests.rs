@@ -204,8 +204,12 @@ fn a_row_asks_for_raw_rows_where_its_kernels_can_hold_them() {
     // f32 rows keep their widened kernel (the row's types are 16-bit only).
     let f32_spec: NormSpec = "norm_softmax_online_f32_f32_w32x1".parse().unwrap();
     assert!(!f32_spec.for_shape(Some(8192), 32768, &tuning).raw);
-    // A norm, or a safe softmax, cannot: refused where the table is read.
-    let rms = online.replace("op = \"softmax\"\nalgo = \"online\"", "op = \"rmsnorm\"");
+    // A norm with the residual, or a safe softmax, cannot: refused where the
+    // table is read.
+    let rms = online.replace(
+        "op = \"softmax\"\nalgo = \"online\"\nresidual = false",
+        "op = \"rmsnorm\"\nresidual = true",
+    );
     let (line, rule) = err_of(&row(&format!("{rms}\nraw = true")));
     assert_eq!(line, 7);
     assert!(rule.contains("holds its row as raw words"), "{rule}");

@@ -490,7 +490,7 @@ impl KernelSpec for NormSpec {
             return Err(SpecError::invalid(
                 "raw",
                 true,
-                "only a block kernel of online softmax or log-softmax, 16-bit in and out, not staging its rows (no `_p`), holds its row as raw words (`_r`)",
+                "only a block kernel of online softmax or log-softmax, RMS norm, or layer norm of 512 threads, 16-bit in and out, without the residual, held columns (`_h`) or staging (`_p`), holds its row as raw words (`_r`)",
             ));
         }
         if let Some(h) = self.held {

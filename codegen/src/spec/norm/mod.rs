@@ -247,9 +247,9 @@ pub struct NormSpec {
     /// Fewer instructions a row: ahead at a few rows, behind on rows that keep
     /// every SM busy (`benchmarks/h200/tune-norm.jsonl`), so the tables choose.
     pub pairs: bool,
-    /// A 16-bit block kernel of online softmax or log-softmax (`_r` in names)
-    /// holds its row as the raw 16-bit words it loaded (`raw_rows`) rather
-    /// than widened to f32: half the registers, so more blocks an SM. bf16
+    /// A 16-bit block kernel (`_r` in names, `can_hold_raw`) holds its row as
+    /// the raw 16-bit words it loaded (`raw_rows`) rather than widened to
+    /// f32: half the registers, so more blocks an SM. bf16 online softmax
     /// b512x16 at 2 blocks an SM compiled without a spill so and ran ahead of
     /// every widened kernel at 8192x32768 on the H200
     /// (`benchmarks/h200/tune-norm.jsonl`); the tables choose.
@@ -855,13 +855,20 @@ impl NormSpec {
     }
 
     /// Whether this kernel can hold its row raw (`raw`): a block kernel of
-    /// online softmax or log-softmax, 16-bit in and out, not staging its rows
-    /// (`_p`): the row ops whose raw form (`row_raw`) a block's whole reduction
-    /// serves.
+    /// online softmax or log-softmax, RMS norm, or layer norm of 512 threads
+    /// (its Welford merge: `row_raw` has no cheap-reduction form), 16-bit in
+    /// and out, without the residual, held columns or staging (`_p`): the row
+    /// ops whose raw form (`row_raw`) reads its own columns and serves a
+    /// block's reduction.
     pub fn can_hold_raw(&self) -> bool {
+        let op = match self.op {
+            NormOp::Softmax | NormOp::LogSoftmax => self.algo == Some(SoftmaxAlgo::Online),
+            NormOp::RmsNorm => true,
+            NormOp::LayerNorm => self.lanes >= 512,
+        };
         self.layout == NormLayout::Block
-            && self.op.info().softmax
-            && self.algo == Some(SoftmaxAlgo::Online)
+            && op
+            && self.held.is_none()
             && !self.residual
             && self.fp8.is_none()
             && !self.prefetch

@@ -6,6 +6,8 @@ fn raw_rows_are_named_and_only_where_a_block_can_hold_them() {
         "norm_softmax_online_bf16_bf16_b512x16_o2_r",
         "norm_logsoftmax_online_f16_f16_b256x8_x_r",
         "norm_softmax_online_bf16_bf16_b512x16_x_v_r",
+        "norm_rmsnorm_bf16_bf16_b128x8_x_r",
+        "norm_layernorm_bf16_bf16_b512x16_o2_r",
     ] {
         let raw: NormSpec = name.parse().unwrap();
         assert!(raw.raw && raw.raw_rows(), "{name}");
@@ -24,7 +26,9 @@ fn raw_rows_are_named_and_only_where_a_block_can_hold_them() {
     );
     for name in [
         "norm_softmax_safe_bf16_bf16_b512x16_r",
-        "norm_rmsnorm_bf16_bf16_b512x16_r",
+        "norm_rmsnorm_res_bf16_bf16_b512x16_r",
+        "norm_rmsnorm_bf16_bf16_b512x16_x_r_h16",
+        "norm_layernorm_bf16_bf16_b256x16_r",
         "norm_softmax_online_f32_f32_b512x16_r",
         "norm_softmax_online_bf16_f32_b512x16_r",
         "norm_softmax_online_bf16_bf16_w32x4_r",
