@@ -616,18 +616,21 @@ fn every_layout_variant_on_strided_rows() {
     let Some(rt) = gpu() else { return };
     let mut rng = common::Rng::fresh("every_layout_variant_on_strided_rows");
     for spec in bf16_f32_variants(&rt, row_ops()) {
-        // Rows that fill the variant, and a short odd one; a stride of
-        // cols + 3 (rows off the pack grid: the general twin, which
-        // shifts a split row's packs to the grid where every buffer
-        // shares the row's offset) and an aligned one; outputs on the
-        // grid, and outputs one element off it (buffers at different
-        // offsets: the element path).
-        let cap = spec.capacity().unwrap_or(3 * spec.chunk() + 5) as usize;
-        for cols in [cap, cap.div_ceil(3).max(1) | 1] {
-            for (ld, out_shift) in [(cols + 3, 0), (cols + 3, 1), (cols.next_multiple_of(8), 0)] {
-                let m = Matrix { rows: 37, cols, ld };
-                check_with_stats_at(&rt, &mut rng, &spec, m, Place::out(out_shift));
-            }
+        check_strided_rows(&rt, &mut rng, &spec);
+    }
+}
+
+/// `spec` over rows that fill it, and a short odd one; a stride of cols + 3
+/// (rows off the pack grid: the general twin, which shifts a split row's
+/// packs to the grid where every buffer shares the row's offset) and an
+/// aligned one; outputs on the grid, and outputs one element off it (buffers
+/// at different offsets: the element path).
+fn check_strided_rows(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec) {
+    let cap = spec.capacity().unwrap_or(3 * spec.chunk() + 5) as usize;
+    for cols in [cap, cap.div_ceil(3).max(1) | 1] {
+        for (ld, out_shift) in [(cols + 3, 0), (cols + 3, 1), (cols.next_multiple_of(8), 0)] {
+            let m = Matrix { rows: 37, cols, ld };
+            check_with_stats_at(rt, rng, spec, m, Place::out(out_shift));
         }
     }
 }
@@ -670,14 +673,9 @@ fn raw_rows_of_16_bit_blocks() {
     assert!(specs.len() >= 40, "{} raw kernels", specs.len());
     prepare(&rt, specs.iter().cloned());
     for spec in &specs {
-        let cap = spec.capacity().unwrap_or(4096) as usize;
-        for cols in [cap, cap.div_ceil(3).max(1) | 1] {
-            for (ld, out_shift) in [(cols + 3, 0), (cols + 3, 1), (cols.next_multiple_of(8), 0)] {
-                let m = Matrix { rows: 37, cols, ld };
-                check_with_stats_at(&rt, &mut rng, spec, m, Place::out(out_shift));
-            }
-        }
+        check_strided_rows(&rt, &mut rng, spec);
         if spec.op.info().softmax {
+            let cap = spec.capacity().unwrap_or(4096) as usize;
             check_softmax_values(&rt, &mut rng, spec, dense(5, cap));
         }
     }

@@ -44,10 +44,11 @@ pub struct RuntimeOptions {
     /// Turn off cudarc's per-buffer event tracking on this runtime's context
     /// before anything is allocated on it. With tracking on (cudarc's default,
     /// once a second stream exists, as the runtime's own stream makes one),
-    /// every tracked buffer a launch takes costs event waits and records
-    /// (driver calls) on the host at each launch; turn it off when one stream
-    /// uses the buffers, or when you order your streams yourself (events,
-    /// `join`).
+    /// every tracked buffer a launch takes costs an event wait before it and
+    /// an event record after it: driver calls on the host, and commands the
+    /// stream runs around the kernel, which small launches feel on the GPU
+    /// too. Turn it off when one stream uses the buffers, or when you order
+    /// your streams yourself (events, `join`).
     pub no_event_tracking: bool,
     /// Launch nothing cooperatively. The one kernel that asks for it (16-bit
     /// layer norm's long rows, when every item of the call fits one resident

@@ -172,7 +172,7 @@ pub fn name_format(family: Family) -> String {
         Family::Reduce => "reduce_<axis>_<op>_<input>_<accum>[_w|_c|_t<threads>u<unroll>], e.g. reduce_all_sum_bf16_f32".into(),
         Family::ReduceCopy => "reduce_copy_u<unroll>_<accum>_<transport>_<src roles>_<dst roles>_<op>_<rounding>[_m<offset per buffer>], e.g. reduce_copy_u4_f32_bf16_TA_T_sum_rn (source letters: upper case volatile, lower case read-only)".into(),
         Family::SoftmaxAll => "softmax_all_<op>_<input>_<output> or softmax_all_stats_<input>, e.g. softmax_all_softmax_bf16_bf16".into(),
-        Family::Norm => "norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s|l><lanes>x<packs>[_o<blocks per SM>][_c<cluster blocks>][_p][_n][_x][_v][_g][_h<packs held>][_qd|_qs], e.g. norm_softmax_online_bf16_bf16_w32x4 or norm_rmsnorm_res_bf16_e4m3_b256x4_qd".into(),
+        Family::Norm => "norm_<op>[_<algo>][_res]_<input>_<output>_<w|b|s|l><lanes>x<packs>[_o<blocks per SM>][_c<cluster blocks>][_p][_n][_x][_v][_r][_g][_h<packs held>][_qd|_qs], e.g. norm_softmax_online_bf16_bf16_w32x4 or norm_rmsnorm_res_bf16_e4m3_b256x4_qd".into(),
         Family::Nms => format!(
             "nms_<stage>_t<threads>, stage one of: {}, e.g. nms_walk_t256",
             crate::registry::NmsStage::allowed()

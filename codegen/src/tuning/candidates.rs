@@ -175,6 +175,17 @@ mod tests {
 
     #[test]
     fn blocks_of_16_bit_rows_are_also_timed_raw() {
+        // The candidates' names at `cols`, each of `want` among them.
+        let names_with = |base: &NormSpec, current: &NormSpec, cols: u64, want: &[&str]| {
+            let names: Vec<String> = candidates(base, current, cols)
+                .iter()
+                .map(|s| s.name())
+                .collect();
+            for n in want {
+                assert!(names.iter().any(|m| m == n), "{n} not in {names:?}");
+            }
+            names
+        };
         // From a pick in pairs holding its columns, too.
         let ln = NormSpec::with(
             (NormOp::LayerNorm, None, false),
@@ -183,32 +194,30 @@ mod tests {
             1,
         );
         let paired: NormSpec = "norm_layernorm_bf16_bf16_b512x8_x_v_h8".parse().unwrap();
-        let names: Vec<String> = candidates(&ln, &paired, 16384)
-            .iter()
-            .map(|s| s.name())
-            .collect();
-        for n in [
-            "norm_layernorm_bf16_bf16_b512x8_x_r",
-            "norm_layernorm_bf16_bf16_b512x8_o3_x_r",
-        ] {
-            assert!(names.iter().any(|m| m == n), "{n} not in {names:?}");
-        }
+        names_with(
+            &ln,
+            &paired,
+            16384,
+            &[
+                "norm_layernorm_bf16_bf16_b512x8_x_r",
+                "norm_layernorm_bf16_bf16_b512x8_o3_x_r",
+            ],
+        );
+        // The block of 512 x 16 raw, at its own bound and one block an SM more.
         let ops = (NormOp::Softmax, Some(SoftmaxAlgo::Online), false);
         let base = NormSpec::with(ops, DType::BF16, DType::BF16, 1);
         let current = base.for_shape(Some(8192), 32768, Tuning::builtin());
-        let names: Vec<String> = candidates(&base, &current, 32768)
-            .iter()
-            .map(|s| s.name())
-            .collect();
-        // The block of 512 x 16 raw, at its own bound and one block an SM more.
-        for n in [
-            "norm_softmax_online_bf16_bf16_b512x16_r",
-            "norm_softmax_online_bf16_bf16_b512x16_o2_r",
-            "norm_softmax_online_bf16_bf16_b512x16_x_r",
-            "norm_softmax_online_bf16_bf16_b512x16_o2_x_r",
-        ] {
-            assert!(names.iter().any(|m| m == n), "{n} not in {names:?}");
-        }
+        let names = names_with(
+            &base,
+            &current,
+            32768,
+            &[
+                "norm_softmax_online_bf16_bf16_b512x16_r",
+                "norm_softmax_online_bf16_bf16_b512x16_o2_r",
+                "norm_softmax_online_bf16_bf16_b512x16_x_r",
+                "norm_softmax_online_bf16_bf16_b512x16_o2_x_r",
+            ],
+        );
         // Never paired raw, nor raw for f32 rows or with the residual.
         assert!(!names.iter().any(|n| n.contains("_v_r")), "{names:?}");
         for base in [
