@@ -649,15 +649,8 @@ fn raw_rows_of_16_bit_blocks() {
     for ops in row_ops() {
         for d in [DType::BF16, DType::F16] {
             for s in variants(&NormSpec::with(ops, d, d, 1)) {
-                if !s.can_hold_raw() {
-                    continue;
-                }
-                let raw = NormSpec { raw: true, ..s };
-                let more = NormSpec {
-                    bound: Some(raw.min_blocks() + 1),
-                    ..raw.clone()
-                };
-                for k in [raw, more] {
+                // The raw forms the tuner times (`NormSpec::raw_forms`).
+                for k in s.raw_forms() {
                     for exact in [false, true] {
                         let k = NormSpec { exact, ..k.clone() };
                         if k.validate().is_ok()

@@ -93,8 +93,12 @@ fn tuned_ops(dtypes: &[DType], outputs: &[NormOutput]) -> Vec<NormSpec> {
 /// output's past 16384): no cell.
 fn cell_pick(base: &NormSpec, rows: usize, cols: usize, tuning: &Tuning) -> Option<NormSpec> {
     let current = base.for_shape(Some(rows as u64), cols as u64, tuning);
-    (current.validate().is_ok() && current.capacity().is_none_or(|c| c >= cols as u64))
-        .then_some(current)
+    holds_rows(&current, cols as u64).then_some(current)
+}
+
+/// Whether `spec` is a valid kernel that holds rows of `cols`.
+fn holds_rows(spec: &NormSpec, cols: u64) -> bool {
+    spec.validate().is_ok() && spec.capacity().is_none_or(|c| c >= cols)
 }
 
 /// The op over `d` rows with `out`'s output type; `None` where the op has
@@ -242,10 +246,7 @@ fn tune_norm(b: &mut Bench<'_>, a: &TuneArgs, shapes: &[(usize, usize)]) -> CliR
             .filter_map(|c| c.pick.parse::<NormSpec>().ok())
             .filter(|s| {
                 let cols = t.m.cols as u64;
-                !cands.contains(s)
-                    && s.validate().is_ok()
-                    && s.capacity().is_none_or(|c| c >= cols)
-                    && (!s.exact || s.fills_exactly(cols))
+                !cands.contains(s) && holds_rows(s, cols) && (!s.exact || s.fills_exactly(cols))
             })
             .collect();
         if !earlier.is_empty() {

@@ -59,27 +59,10 @@ pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpe
                 push(held);
             }
         }
-        // A raw row's forms (not paired), at the kernel's own bound and at
-        // one more block an SM, which the registers its row frees may hold:
-        // bf16 online softmax b512x16 ran ahead so at 8192x32768 only at 2
-        // blocks an SM (`benchmarks/h200/tune-norm.jsonl`).
-        let raw: Vec<NormSpec> = forms
-            .iter()
-            .map(|s| NormSpec {
-                raw: true,
-                pairs: false,
-                held: None,
-                ..s.clone()
-            })
-            .filter(NormSpec::can_hold_raw)
-            .flat_map(|raw| {
-                let more = NormSpec {
-                    bound: Some(raw.min_blocks() + 1),
-                    ..raw.clone()
-                };
-                [raw, more]
-            })
-            .collect();
+        // A raw row's forms: bf16 online softmax b512x16 ran ahead so at
+        // 8192x32768 only at one more block an SM than its own
+        // (`benchmarks/h200/tune-norm.jsonl`).
+        let raw: Vec<NormSpec> = forms.iter().flat_map(NormSpec::raw_forms).collect();
         for s in forms.into_iter().chain(raw) {
             push(s);
         }

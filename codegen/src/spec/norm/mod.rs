@@ -876,6 +876,28 @@ impl NormSpec {
             && self.output.info().bytes == 2
     }
 
+    /// This kernel's raw forms (`raw`), unpaired and without held columns, at
+    /// its own launch bound and at one more block an SM, which the registers
+    /// a raw row frees may hold (`validate` still judges that bound); none
+    /// where it cannot hold its row raw. What `redjit tune` times and the GPU
+    /// tests check.
+    pub fn raw_forms(&self) -> Vec<NormSpec> {
+        let raw = NormSpec {
+            raw: true,
+            pairs: false,
+            held: None,
+            ..self.clone()
+        };
+        if !raw.can_hold_raw() {
+            return Vec::new();
+        }
+        let more = NormSpec {
+            bound: Some(raw.min_blocks() + 1),
+            ..raw.clone()
+        };
+        vec![raw, more]
+    }
+
     /// Whether this kernel can take its packs in pairs (`pairs`): a 16-bit
     /// whole-pack block or warp kernel of an even number of packs, not
     /// prefetching (a staged row is copied a pack at a time), that compiles
