@@ -176,7 +176,7 @@ __device__ __forceinline__ void stage_cols(Args& a, rj_u32 stage, const Chunk& c
 // One row (or chunk) from load to store{% if second_pass or layout == "loop" %}: a publishing reducer (not kApply) stops at the
 // state and stores only the residual's sum, a fetching one stores only the output{% endif %}.
 template <class Red>
-__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 span, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% endif %}{% if stages_next %}, rj_u64 next, rj_u64 rows{% endif %}) {
+__device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, rj_u32 span, rj_u32 cols, rj_u32 lane, const Red& red, bool leader{% if prefetch %}, rj_u32 stage{% endif %}{% if stages_next %}, rj_u64 next, rj_u64 rows{% endif %}{% if gated_stores %}, bool stores{% endif %}) {
   const rj_u64 off = r * a.ld;
 {%- if prefetch %}
   // The row's x is in this thread's slots: only the stores are addressed.
@@ -282,7 +282,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 #pragma unroll
       for (int k = 0; k < 4; ++k) x[p][k] = {{ input_round }}::round(x[p][k] + h[p][k]);
 {%- endif %}
-    {% if second_pass %}if (!Red::kApply) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
+    {% if second_pass %}if (!Red::kApply) {% elif gated_stores %}if (stores) {% endif %}rj_row_st<T, kPacks>(rout, c, vec, x);
   }
 {%- endif %}
 {%- if staged_cols %}
@@ -305,7 +305,7 @@ __device__ __forceinline__ void run_row(const Args& a, rj_u64 r, rj_u32 first, r
 {%- if fp8 %}
   if (Red::kApply) rj_fp8_scale_row<{% if fp8 == "qd" %}true{% else %}false{% endif %}>(x, c, red, leader, a.scale, r);
 {%- endif %}
-  if (Red::kApply) rj_row_st<TO, kPacks>(outr, c, vec, x);
+  if (Red::kApply{% if gated_stores %} && stores{% endif %}) rj_row_st<TO, kPacks>(outr, c, vec, x);
 {%- endif %}
 {%- endif %}
 }
@@ -352,8 +352,14 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   for (rj_u64 step = 0; warp_first + step < rows; step += groups) {
     const rj_u64 r = g + step;
     const bool active = r < rows;
+{%- if gated_stores %}
+    // Exact packs have no bounds test: a group past the last row reads the
+    // last row and stores nothing.
+    run_row(a, active ? r : rows - 1, 0, (rj_u32)cols, (rj_u32)cols, lane, rj_red_group<kLanes>(), active && lane == 0, active);
+{%- else %}
     const rj_u32 n = active ? (rj_u32)cols : 0u;
     run_row(a, r, 0, n, n, lane, rj_red_group<kLanes>(), active && lane == 0);
+{%- endif %}
   }
 {%- elif layout == "block" and prefetch %}
   (void)counters_ptr;

@@ -635,11 +635,11 @@ fn check_strided_rows(rt: &Runtime, rng: &mut common::Rng, spec: &NormSpec) {
     }
 }
 
-/// The 16-bit blocks holding their rows raw (`_r`: online softmax and
-/// log-softmax, RMS and layer norm), at their own launch bound and one block
-/// an SM more (as a table may give them), bf16 and f16, exact and ragged:
-/// full and odd rows, strided rows off the pack grid, outputs off it, and a
-/// softmax's large magnitudes.
+/// The 16-bit blocks holding their rows raw (`_r`: softmax and log-softmax,
+/// RMS and layer norm, with the residual too), at their own launch bound and
+/// one block an SM more (as a table may give them), bf16 and f16, exact and
+/// ragged: full and odd rows, strided rows off the pack grid, outputs off it,
+/// a softmax's large magnitudes and layer norm's rows far from zero.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn raw_rows_of_16_bit_blocks() {
@@ -670,6 +670,25 @@ fn raw_rows_of_16_bit_blocks() {
         if spec.op.info().softmax {
             let cap = spec.capacity().unwrap_or(4096) as usize;
             check_softmax_values(&rt, &mut rng, spec, dense(5, cap));
+        }
+        if spec.op.info().bias {
+            // Rows far from zero: the cheap reduction's second pass, about
+            // the mean.
+            let cap = spec.capacity().unwrap_or(4096) as usize;
+            let m = dense(37, cap);
+            let param = param_of(spec);
+            let place = Place::default();
+            check(
+                &rt,
+                &mut rng,
+                spec,
+                m,
+                Values::Offset,
+                param,
+                true,
+                1,
+                place,
+            );
         }
     }
 }
@@ -1695,6 +1714,13 @@ fn check_exact_kernels(name: &str, rows: [usize; 4]) {
         "norm_layernorm_bf16_bf16_b256x4_x_v",
         "norm_rmsnorm_f16_f16_b128x8_x_v_h8",
         "norm_softmax_safe_bf16_bf16_b256x8_x_v",
+        // Warp kernels of short rows, a row a group of lanes.
+        "norm_layernorm_bf16_bf16_w8x4_x",
+        "norm_layernorm_res_bf16_bf16_w16x2_x_v_h2",
+        "norm_rmsnorm_bf16_bf16_w8x4_o5_x_v_h4",
+        "norm_softmax_safe_bf16_bf16_w8x4_x_v",
+        "norm_logsoftmax_online_f32_f32_w16x4_x",
+        "norm_rmsnorm_f16_f16_w32x1_x",
     ] {
         specs.push(name.parse().unwrap());
     }

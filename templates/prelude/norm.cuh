@@ -1262,11 +1262,32 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
   // and each output e^(x - row max) / sum made from the row's state (a second
   // exponential an element, where the widened row keeps e^(x - thread max)
   // in the registers raw words save). Log-softmax: (x - max) - ln sum.
+  // The safe form (a block's row): the row's max, then its sum of
+  // e^(x - max), each a reduction, and each output made as the widened row's
+  // is (the same exponentials, sum order and products).
   template <class T, int P, class C, class Red, class Out>
   __device__ __forceinline__ void row_raw(const rj_u32 (&h)[P][T::kWords], const C& c, const Red& red, bool, const Out& out) const {
-    static_assert(kOnline && Red::kApply && !Red::kKnown, "a one-pass split row");
+    static_assert(Red::kApply && !Red::kKnown, "a row whose reduction applies");
     float m = rj_neg_inf();
     rj_raw_each<T, false>(h, c, [&](float v) { m = rj_max_nan(m, rj_mul_rn(v, param)); });
+    if constexpr (!kOnline) {
+      const float mx = red(rj_red_max<rj_acc_f32>(), m);
+      float dl = 0.0f;
+      rj_raw_each<T, true>(h, c, [&](float v) { dl += rj_exp(rj_mul_rn(v, param) - mx); });
+      const float d = red(rj_red_sum<rj_acc_f32>(), dl);
+      const float g = kLog ? rj_log(d) : rj_div_rn(1.0f, d);
+      rj_raw_out_each<T>(
+          h, c, out,
+          [&](int, int, float (&y)[4]) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+              const float x = rj_mul_rn(y[k], param) - mx;
+              y[k] = kLog ? x - g : rj_mul_rn(rj_exp(x), g);
+            }
+          },
+          [](int) {});
+      return;
+    }
     // A finite max keeps its sum; -Inf (nothing, or only -Inf) is the empty
     // state; +Inf or NaN keeps d = 1 as rj_red_lse does.
     float dl = m == rj_neg_inf() ? 0.0f : 1.0f;
@@ -1481,28 +1502,54 @@ template <class T, class Cols = rj_cols_global, bool kSums64 = false> struct rj_
       }
     }
   }
-  // The split rows' form over a row of raw words (rj_row_ld_raw), its outputs
-  // stored through out as they are made (rj_raw_out), the weight and bias
-  // asked for two pairs ahead of them (rj_raw_cols): the Welford merge of
-  // `row`, the same sums in the same order.
+  // The same over a row of raw words (rj_row_ld_raw), its outputs stored
+  // through out as they are made (rj_raw_out), the weight and bias asked for
+  // two pairs ahead of them (rj_raw_cols): `row`'s sums (the cheap
+  // reduction's or the Welford merge) in the same order.
   template <int P, class C, class Red, class Out>
   __device__ __forceinline__ void row_raw(const rj_u32 (&h)[P][T::kWords], const C& c, const Red& red, bool leader, const Out& out) const {
-    static_assert(!Red::kCheap && !kSums64 && rj_same<Cols, rj_cols_global>::value, "the split rows' Welford merge");
-    float cnt = 0.0f, sum = 0.0f;
-    rj_raw_each<T, false>(h, c, [&](float v) {
-      cnt += 1.0f;
-      sum += v;
-    });
-    const float mean_l = cnt > 0.0f ? rj_div_rn(sum, cnt) : 0.0f;
-    float m2 = 0.0f;
-    rj_raw_each<T, true>(h, c, [&](float v) {
-      const float d = v - mean_l;
-      m2 += d * d;
-    });
-    const rj_welford s = red(rj_red_welford<rj_acc_f32>(), rj_welford{cnt, mean_l, m2});
+    static_assert(!kSums64 && rj_same<Cols, rj_cols_global>::value, "a raw row holds its own columns");
+    const float n = (float)c.cols;
+    float mean, var;
+    if constexpr (Red::kCheap) {
+      // The cheap reduction's sums, and its second pass about the mean.
+      float sum = 0.0f, sq = 0.0f;
+      rj_raw_each<T, false>(h, c, [&](float v) {
+        sum += v;
+        sq = fmaf(v, v, sq);
+      });
+      const rj_sum_sq t = red(rj_red_sum_sq(), rj_sum_sq{sum, sq});
+      mean = rj_div_rn(t.s, n);
+      const float nmm = rj_mul_rn(mean, t.s);
+      float m2 = t.q - nmm;
+      if (rj_warp_any(!(t.q < rj_pos_inf() && rj_mul_rn(9.0f, nmm) <= t.q))) {
+        float q = 0.0f;
+        rj_raw_each<T, true>(h, c, [&](float v) {
+          const float d = v - mean;
+          q += d * d;
+        });
+        m2 = red(rj_red_sum<rj_acc_f32>(), q);
+      }
+      var = rj_div_rn(m2, n);
+    } else {
+      float cnt = 0.0f, sum = 0.0f;
+      rj_raw_each<T, false>(h, c, [&](float v) {
+        cnt += 1.0f;
+        sum += v;
+      });
+      const float mean_l = cnt > 0.0f ? rj_div_rn(sum, cnt) : 0.0f;
+      float m2 = 0.0f;
+      rj_raw_each<T, true>(h, c, [&](float v) {
+        const float d = v - mean_l;
+        m2 += d * d;
+      });
+      const rj_welford s = red(rj_red_welford<rj_acc_f32>(), rj_welford{cnt, mean_l, m2});
+      mean = s.mean;
+      var = rj_div_rn(s.m2, n);
+    }
     if (!Red::kApply) return;
     rj_raw_cols<T, 2, kRawColsAhead, C> cols_raw(w, b, grid);
-    const float mean = s.mean, rstd = rj_rsqrt_rn(rj_div_rn(s.m2, (float)c.cols) + param);
+    const float rstd = rj_rsqrt_rn(var + param);
     if (leader) {
       if (mean_out) rj_st_b32(mean_out + row_index * 4, rj_f32_as_bits(mean));
       if (rstd_out) rj_st_b32(rstd_out + row_index * 4, rj_f32_as_bits(rstd));

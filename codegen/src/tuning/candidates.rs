@@ -20,14 +20,23 @@ pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpe
         }
     };
     push(base.for_shape(None, cols, &Tuning::ladder()));
-    for v in variants(current) {
+    // Unpaired: a paired pick's layouts would keep only those whose ragged
+    // form takes pairs (bf16 layer norm + residual's b512x16_x_v had no
+    // b512x16 variant, so none of its raw forms); pairs come back below.
+    let unpaired = NormSpec {
+        pairs: false,
+        ..current.clone()
+    };
+    for v in variants(&unpaired) {
         let idle = v.capacity().is_some_and(|c| c > 8 * cols || c < cols)
             || (v.layout == NormLayout::Split && current.layout != NormLayout::Split);
         if idle {
             continue;
         }
-        let exact = (matches!(v.layout, NormLayout::Block | NormLayout::Split)
-            && v.fills_exactly(cols))
+        let exact = (matches!(
+            v.layout,
+            NormLayout::Warp | NormLayout::Block | NormLayout::Split
+        ) && v.fills_exactly(cols))
         .then(|| NormSpec {
             exact: true,
             ..v.clone()
@@ -201,14 +210,30 @@ mod tests {
                 "norm_softmax_online_bf16_bf16_b512x16_o2_x_r",
             ],
         );
-        // Never paired raw, nor raw for f32 rows or with the residual.
+        // Never paired raw, nor raw for f32 rows; with the residual too.
         assert!(!names.iter().any(|n| n.contains("_v_r")), "{names:?}");
-        for base in [
-            NormSpec::with(ops, DType::F32, DType::F32, 1),
-            NormSpec::with((NormOp::RmsNorm, None, true), DType::BF16, DType::BF16, 1),
+        let f32_rows = NormSpec::with(ops, DType::F32, DType::F32, 1);
+        let current = f32_rows.for_shape(Some(8192), 32768, Tuning::builtin());
+        assert!(
+            candidates(&f32_rows, &current, 32768)
+                .iter()
+                .all(|s| !s.raw)
+        );
+        let res = NormSpec::with((NormOp::LayerNorm, None, true), DType::BF16, DType::BF16, 1);
+        let current = res.for_shape(Some(8192), 32768, Tuning::builtin());
+        assert!(candidates(&res, &current, 32768).iter().any(|s| s.raw));
+        // A paired pick's layout is timed raw too, though its ragged form
+        // takes no pairs.
+        let paired: NormSpec = "norm_layernorm_res_bf16_bf16_b512x16_x_v".parse().unwrap();
+        let names: Vec<String> = candidates(&res, &paired, 32768)
+            .iter()
+            .map(NormSpec::name)
+            .collect();
+        for raw in [
+            "norm_layernorm_res_bf16_bf16_b512x16_x_r",
+            "norm_layernorm_res_bf16_bf16_b512x16_o2_x_r",
         ] {
-            let current = base.for_shape(Some(8192), 32768, Tuning::builtin());
-            assert!(candidates(&base, &current, 32768).iter().all(|s| !s.raw));
+            assert!(names.iter().any(|n| n == raw), "{raw}: {names:?}");
         }
     }
 

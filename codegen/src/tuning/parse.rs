@@ -386,9 +386,9 @@ fn check_strategy(rule: &NormRule) -> Result<(), String> {
     let name = s.to_string();
     let longest_cols = |r: &NormRule| *r.cols.end();
     let form_needs = match s.form {
-        Form::Exact => (s.layout != NormLayout::Warp && s.layout != NormLayout::Loop)
+        Form::Exact => (s.layout != NormLayout::Loop)
             .then_some(())
-            .ok_or("the exact form needs the block or split layout"),
+            .ok_or("the exact form needs the warp, block or split layout"),
         Form::PrefetchExactOnly | Form::Cluster => (s.layout == NormLayout::Split)
             .then_some(())
             .ok_or("this form needs the split layout"),

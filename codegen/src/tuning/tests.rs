@@ -89,9 +89,14 @@ fn bad_tables_name_the_file_the_line_and_the_rule() {
         .replace("exact", "plain")));
     assert_eq!(line, 7);
     assert!(rule.contains("holds rows of at most 512"), "{rule}");
-    // A form the layout has not.
-    let (_, rule) = err_of(&row(&GOOD.replace("b256x8", "w32x8")));
+    // A form the layout has not: a loop row takes any length.
+    let (_, rule) = err_of(&row(&GOOD.replace("b256x8", "l256x8")));
     assert!(rule.contains("exact form needs"), "{rule}");
+    // A warp of short rows has it.
+    let warp = GOOD
+        .replace("b256x8", "w8x4")
+        .replace("4097..=8192", "65..=128");
+    assert!(parse_table("t.toml", &row(&warp)).is_ok());
     // Packs a block cannot hold.
     let (_, rule) = err_of(&row(&GOOD.replace("b256x8", "b256x32")));
     assert!(rule.contains("packs"), "{rule}");
@@ -204,17 +209,15 @@ fn a_row_asks_for_raw_rows_where_its_kernels_can_hold_them() {
     // f32 rows keep their widened kernel (the row's types are 16-bit only).
     let f32_spec: NormSpec = "norm_softmax_online_f32_f32_w32x1".parse().unwrap();
     assert!(!f32_spec.for_shape(Some(8192), 32768, &tuning).raw);
-    // A norm with the residual, or a safe softmax, cannot: refused where the
-    // table is read.
-    let rms = online.replace(
-        "op = \"softmax\"\nalgo = \"online\"\nresidual = false",
-        "op = \"rmsnorm\"\nresidual = true",
-    );
-    let (line, rule) = err_of(&row(&format!("{rms}\nraw = true")));
+    // A warp kernel, or a block that holds its columns, cannot: refused
+    // where the table is read.
+    let warp = online
+        .replace("b512x16", "w32x4")
+        .replace("16385..=32768", "257..=512");
+    let (line, rule) = err_of(&row(&format!("{warp}\nraw = true")));
     assert_eq!(line, 7);
     assert!(rule.contains("holds its row as raw words"), "{rule}");
-    let safe = online.replace("\"online\"", "\"safe\"");
-    let (_, rule) = err_of(&row(&format!("{safe}\nraw = true")));
+    let (_, rule) = err_of(&row(&format!("{online}\nheld = 16\nraw = true")));
     assert!(rule.contains("holds its row as raw words"), "{rule}");
 }
 

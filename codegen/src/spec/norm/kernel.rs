@@ -145,6 +145,7 @@ impl NormSpec {
             stages_next: self.prefetch
                 && (self.layout == NormLayout::Block || self.cluster.is_some()),
             stores_each_pack: self.stores_each_pack(),
+            gated_stores: self.exact && self.layout == NormLayout::Warp,
             held: self.held_cols(),
             row_load: self.row_load(),
         }
@@ -210,6 +211,9 @@ struct NormContext {
     /// this one: the block layout's, and a cluster row's.
     stages_next: bool,
     stores_each_pack: bool,
+    /// An exact warp kernel: a group past the last row reads the last row
+    /// (its packs have no bounds test) and stores nothing.
+    gated_stores: bool,
     /// Packs of the weight and bias held in registers (`held_cols`), 0 for none.
     held: u32,
     row_load: &'static str,
@@ -420,7 +424,7 @@ impl KernelSpec for NormSpec {
                 ));
             }
         }
-        // `_x` and `_p` are forms of the block or split layout's whole-pack kernel;
+        // `_x` is a form of a whole-pack kernel, `_p` of the block or split layout's;
         // `what` says what the form does.
         let whole_only = |field: &'static str, layouts: &str, what: &str| {
             SpecError::invalid(
@@ -433,11 +437,11 @@ impl KernelSpec for NormSpec {
                 ),
             )
         };
-        if self.exact && (self.layout == NormLayout::Warp || self.general) {
-            return Err(whole_only(
+        if self.exact && self.general {
+            return Err(SpecError::invalid(
                 "exact",
-                "block or split layout's",
-                "has an exact-length form",
+                "true",
+                "a general twin (`_g`) takes rows of any length: only a whole-pack kernel has an exact-length form (`_x`)",
             ));
         }
         if self.prefetch {
@@ -490,7 +494,7 @@ impl KernelSpec for NormSpec {
             return Err(SpecError::invalid(
                 "raw",
                 true,
-                "only a block kernel of online softmax or log-softmax, RMS norm, or layer norm of 512 threads, 16-bit in and out, without the residual, held columns (`_h`) or staging (`_p`), holds its row as raw words (`_r`)",
+                "only a block kernel, 16-bit in and out, without held columns (`_h`), an FP8 output or staging (`_p`), holds its row as raw words (`_r`)",
             ));
         }
         if let Some(h) = self.held {

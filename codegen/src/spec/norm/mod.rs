@@ -216,8 +216,8 @@ pub struct NormSpec {
     /// per-column weight and bias every row reads again, which rows of 32768
     /// otherwise evict.
     pub no_l1: bool,
-    /// Block or split layout, whole packs only (`_x` in names): rows of exactly
-    /// the block's capacity, or of a whole number of the split layout's chunks
+    /// Whole packs only (`_x` in names): rows of exactly the warp group's or
+    /// block's capacity, or of a whole number of the split layout's chunks
     /// (`fills_exactly`), so no pack needs a bounds test (27-39 % fewer SASS
     /// instructions in the 16-bit block kernels of 16 packs counted, 15-22 % in
     /// the 16-bit deferred split kernels), and its packs are addressed from
@@ -854,22 +854,13 @@ impl NormSpec {
         split_twin || self.pairs
     }
 
-    /// Whether this kernel can hold its row raw (`raw`): a block kernel of
-    /// online softmax or log-softmax, RMS norm, or layer norm of 512 threads
-    /// (its Welford merge: `row_raw` has no cheap-reduction form), 16-bit in
-    /// and out, without the residual, held columns or staging (`_p`): the row
-    /// ops whose raw form (`row_raw`) reads its own columns and serves a
-    /// block's reduction.
+    /// Whether this kernel can hold its row raw (`raw`): a block kernel,
+    /// 16-bit in and out, without held columns, an FP8 output or staging
+    /// (`_p`): a row op's raw form (`row_raw`) reads its own columns and
+    /// serves a block's reduction.
     pub fn can_hold_raw(&self) -> bool {
-        let op = match self.op {
-            NormOp::Softmax | NormOp::LogSoftmax => self.algo == Some(SoftmaxAlgo::Online),
-            NormOp::RmsNorm => true,
-            NormOp::LayerNorm => self.lanes >= 512,
-        };
         self.layout == NormLayout::Block
-            && op
             && self.held.is_none()
-            && !self.residual
             && self.fp8.is_none()
             && !self.prefetch
             && self.input.info().bytes == 2
@@ -1392,8 +1383,8 @@ impl NormSpec {
     }
 
     /// Whether rows of `cols` fill this layout's chunks exactly, as its exact
-    /// form (`_x`) needs: the block's one chunk, or a whole number of a split
-    /// row's chunks.
+    /// form (`_x`) needs: the group's or block's one chunk, or a whole number
+    /// of a split row's chunks.
     pub fn fills_exactly(&self, cols: u64) -> bool {
         let chunk = self.chunk();
         cols > 0 && cols.is_multiple_of(chunk) && self.capacity().is_none_or(|c| cols <= c)

@@ -8,6 +8,10 @@ fn raw_rows_are_named_and_only_where_a_block_can_hold_them() {
         "norm_softmax_online_bf16_bf16_b512x16_x_v_r",
         "norm_rmsnorm_bf16_bf16_b128x8_x_r",
         "norm_layernorm_bf16_bf16_b512x16_o2_r",
+        "norm_softmax_safe_bf16_bf16_b512x16_r",
+        "norm_layernorm_res_bf16_bf16_b512x16_o2_x_r",
+        "norm_layernorm_bf16_bf16_b256x16_r",
+        "norm_rmsnorm_res_f16_f16_b512x16_r",
     ] {
         let raw: NormSpec = name.parse().unwrap();
         assert!(raw.raw && raw.raw_rows(), "{name}");
@@ -25,10 +29,8 @@ fn raw_rows_are_named_and_only_where_a_block_can_hold_them() {
             .raw_rows()
     );
     for name in [
-        "norm_softmax_safe_bf16_bf16_b512x16_r",
-        "norm_rmsnorm_res_bf16_bf16_b512x16_r",
         "norm_rmsnorm_bf16_bf16_b512x16_x_r_h16",
-        "norm_layernorm_bf16_bf16_b256x16_r",
+        "norm_layernorm_bf16_e4m3_b512x8_r_qd",
         "norm_softmax_online_f32_f32_b512x16_r",
         "norm_softmax_online_bf16_f32_b512x16_r",
         "norm_softmax_online_bf16_bf16_w32x4_r",
