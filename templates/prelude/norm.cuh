@@ -1270,35 +1270,25 @@ template <bool kOnline, bool kLog> struct rj_norm_softmax {
     static_assert(Red::kApply && !Red::kKnown, "a row whose reduction applies");
     float m = rj_neg_inf();
     rj_raw_each<T, false>(h, c, [&](float v) { m = rj_max_nan(m, rj_mul_rn(v, param)); });
+    float mx, d;
     if constexpr (!kOnline) {
-      const float mx = red(rj_red_max<rj_acc_f32>(), m);
+      mx = red(rj_red_max<rj_acc_f32>(), m);
       float dl = 0.0f;
       rj_raw_each<T, true>(h, c, [&](float v) { dl += rj_exp(rj_mul_rn(v, param) - mx); });
-      const float d = red(rj_red_sum<rj_acc_f32>(), dl);
-      const float g = kLog ? rj_log(d) : rj_div_rn(1.0f, d);
-      rj_raw_out_each<T>(
-          h, c, out,
-          [&](int, int, float (&y)[4]) {
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-              const float x = rj_mul_rn(y[k], param) - mx;
-              y[k] = kLog ? x - g : rj_mul_rn(rj_exp(x), g);
-            }
-          },
-          [](int) {});
-      return;
+      d = red(rj_red_sum<rj_acc_f32>(), dl);
+    } else {
+      // A finite max keeps its sum; -Inf (nothing, or only -Inf) is the empty
+      // state; +Inf or NaN keeps d = 1 as rj_red_lse does.
+      float dl = m == rj_neg_inf() ? 0.0f : 1.0f;
+      if (m - m == 0.0f) {
+        dl = 0.0f;
+        rj_raw_each<T, true>(h, c, [&](float v) { dl += rj_exp(rj_mul_rn(v, param) - m); });
+      }
+      const rj_md s = red(rj_red_lse<rj_acc_f32>(), rj_md{m, dl});
+      mx = s.m;
+      // NaN or +Inf in the row: NaN everywhere; only -Inf: e^(-Inf - -Inf) is NaN.
+      d = (mx == rj_pos_inf() || mx != mx) ? rj_nan() : s.d;
     }
-    // A finite max keeps its sum; -Inf (nothing, or only -Inf) is the empty
-    // state; +Inf or NaN keeps d = 1 as rj_red_lse does.
-    float dl = m == rj_neg_inf() ? 0.0f : 1.0f;
-    if (m - m == 0.0f) {
-      dl = 0.0f;
-      rj_raw_each<T, true>(h, c, [&](float v) { dl += rj_exp(rj_mul_rn(v, param) - m); });
-    }
-    const rj_md s = red(rj_red_lse<rj_acc_f32>(), rj_md{m, dl});
-    const float mx = s.m;
-    // NaN or +Inf in the row: NaN everywhere; only -Inf: e^(-Inf - -Inf) is NaN.
-    const float d = (mx == rj_pos_inf() || mx != mx) ? rj_nan() : s.d;
     // Log-softmax: ln sum; softmax: 1 / sum.
     const float g = kLog ? rj_log(d) : rj_div_rn(1.0f, d);
     rj_raw_out_each<T>(

@@ -494,7 +494,7 @@ impl KernelSpec for NormSpec {
             return Err(SpecError::invalid(
                 "raw",
                 true,
-                "only a block kernel, 16-bit in and out, without held columns (`_h`), an FP8 output or staging (`_p`), holds its row as raw words (`_r`)",
+                "only a block kernel, 16-bit in and out, without held columns (`_h`), an FP8 output or staging (`_p`), and with the residual of 8 packs a thread or more, holds its row as raw words (`_r`)",
             ));
         }
         if let Some(h) = self.held {

@@ -857,9 +857,12 @@ impl NormSpec {
     /// Whether this kernel can hold its row raw (`raw`): a block kernel,
     /// 16-bit in and out, without held columns, an FP8 output or staging
     /// (`_p`): a row op's raw form (`row_raw`) reads its own columns and
-    /// serves a block's reduction.
+    /// serves a block's reduction. With the residual, 8 packs a thread or
+    /// more: RMS norm + residual's b256x4 and b512x4 spilled raw at their 32
+    /// registers (ptxas 13.0).
     pub fn can_hold_raw(&self) -> bool {
         self.layout == NormLayout::Block
+            && (!self.residual || self.packs >= 8)
             && self.held.is_none()
             && self.fp8.is_none()
             && !self.prefetch

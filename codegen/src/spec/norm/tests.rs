@@ -30,6 +30,7 @@ fn raw_rows_are_named_and_only_where_a_block_can_hold_them() {
     );
     for name in [
         "norm_rmsnorm_bf16_bf16_b512x16_x_r_h16",
+        "norm_rmsnorm_res_bf16_bf16_b256x4_r",
         "norm_layernorm_bf16_e4m3_b512x8_r_qd",
         "norm_softmax_online_f32_f32_b512x16_r",
         "norm_softmax_online_bf16_f32_b512x16_r",
