@@ -667,17 +667,14 @@ fn raw_rows_of_16_bit_blocks() {
     prepare(&rt, specs.iter().cloned());
     for spec in &specs {
         check_strided_rows(&rt, &mut rng, spec);
+        let cap = spec.capacity().unwrap_or(4096) as usize;
         if spec.op.info().softmax {
-            let cap = spec.capacity().unwrap_or(4096) as usize;
             check_softmax_values(&rt, &mut rng, spec, dense(5, cap));
         }
         if spec.op.info().bias {
             // Rows far from zero: the cheap reduction's second pass, about
             // the mean.
-            let cap = spec.capacity().unwrap_or(4096) as usize;
-            let m = dense(37, cap);
-            let param = param_of(spec);
-            let place = Place::default();
+            let (m, param) = (dense(37, cap), param_of(spec));
             check(
                 &rt,
                 &mut rng,
@@ -687,7 +684,7 @@ fn raw_rows_of_16_bit_blocks() {
                 param,
                 true,
                 1,
-                place,
+                Place::default(),
             );
         }
     }

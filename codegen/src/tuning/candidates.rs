@@ -6,12 +6,18 @@ use crate::registry::NormLayout;
 use crate::spec::KernelSpec;
 use crate::spec::norm::{NormSpec, variants};
 
+/// Raw rows are timed only for rows longer than this, whose widened rows take
+/// a block's thread 32 registers or more: the H200's raw picks are all at
+/// 16384 and 32768 columns (`benchmarks/h200/tune-norm.jsonl`). Shorter rows
+/// are left out, so that the default tune fits one device call.
+const RAW_TIMED_PAST_COLS: u64 = 8192;
+
 /// The candidates at rows of `cols`: `current` (the table's pick) first, the
 /// ladder's, every layout variant of `base` that holds the row without idling,
 /// the exact form of each that the row fills, a block or warp kernel's form
 /// that holds its weight and bias through the launch (not an FP8 output's),
 /// a 16-bit one's form that takes its packs in pairs, and, for rows longer
-/// than 8192, a 16-bit block's forms that hold their rows raw
+/// than `RAW_TIMED_PAST_COLS`, a 16-bit block's forms that hold their rows raw
 /// (`NormSpec::can_hold_raw`).
 pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpec> {
     let mut out = vec![current.clone()];
@@ -69,17 +75,14 @@ pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpe
                 push(held);
             }
         }
-        // A raw row's forms, for rows longer than 8192, whose widened rows
-        // take a block's thread 32 registers or more: the H200's raw picks
-        // are all at 16384 and 32768 columns, and bf16 online softmax b512x16
-        // ran ahead so at 8192x32768 only at one more block an SM than its
-        // own (`benchmarks/h200/tune-norm.jsonl`). Shorter rows are left out,
-        // so that the default tune fits one device call.
-        let raw: Vec<NormSpec> = forms
-            .iter()
-            .filter(|_| cols > 8192)
-            .flat_map(NormSpec::raw_forms)
-            .collect();
+        // A raw row's forms: bf16 online softmax b512x16 ran ahead so at
+        // 8192x32768 only at one more block an SM than its own
+        // (`benchmarks/h200/tune-norm.jsonl`).
+        let raw: Vec<NormSpec> = if cols > RAW_TIMED_PAST_COLS {
+            forms.iter().flat_map(NormSpec::raw_forms).collect()
+        } else {
+            Vec::new()
+        };
         for s in forms.into_iter().chain(raw) {
             push(s);
         }
