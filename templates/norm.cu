@@ -376,7 +376,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   stage_row(a, r, 0, (rj_u32)cols, cols, stage, rows);
   do {
     rj_cp_async_wait<0>();
-    run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0, stage, r + gridDim.x, rows);
+    run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(r == blockIdx.x), threadIdx.x == 0, stage, r + gridDim.x, rows);
     r += gridDim.x;
   } while (r < rows);
 {%- elif cluster %}
@@ -498,7 +498,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   // row, and its loads wait on no test of the row count.
   rj_u64 r = blockIdx.x;
   do {
-    run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(), threadIdx.x == 0);
+    run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(r == blockIdx.x), threadIdx.x == 0);
     r += gridDim.x;
   } while (r < rows);
 {%- elif layout == "loop" %}

@@ -939,6 +939,45 @@ fn split_twins_of_every_dtype_pair() {
     }
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn blocks_take_many_rows_each() {
+    // A block's first row skips its first reduction's barrier and its later
+    // rows keep it (rj_red_row_block): more rows than resident blocks, so that
+    // some blocks take two, for every op's block variants, bf16 and f32, exact
+    // and ragged at whole rows and ragged at rows with packs past their end.
+    let Some(rt) = gpu() else { return };
+    let mut rng = common::Rng::fresh("blocks_take_many_rows_each");
+    let specs: Vec<NormSpec> = bf16_f32_variants(&rt, row_ops())
+        .into_iter()
+        .filter(|s| s.layout == NormLayout::Block && !s.prefetch)
+        .flat_map(|s| {
+            let exact = NormSpec {
+                exact: true,
+                ..s.clone()
+            };
+            let exact = exact.validate().is_ok().then_some(exact);
+            exact.into_iter().chain(std::iter::once(s))
+        })
+        .collect();
+    assert!(specs.iter().any(|s| s.exact));
+    prepare(&rt, specs.clone());
+    for spec in &specs {
+        let resident = rt.norm(spec).unwrap().resident() as usize;
+        let cap = spec.capacity().unwrap() as usize;
+        let short = cap / 3 / 4 * 4 + 4;
+        let lengths: &[usize] = if spec.exact { &[cap] } else { &[cap, short] };
+        for &cols in lengths {
+            let m = Matrix {
+                rows: resident + 7,
+                cols,
+                ld: cols,
+            };
+            check_with_stats(&rt, &mut rng, spec, m);
+        }
+    }
+}
+
 /// The prefetching (`_p`) variants of `layout` for every row op: bf16, f32, and
 /// f16 out of bf16 (the staged stream is the input's).
 fn prefetching_variants(layout: NormLayout) -> Vec<NormSpec> {

@@ -58,7 +58,7 @@ fn online_softmax_bf16_source_and_ptx() {
         "norm_softmax_online_bf16_bf16_b256x4",
         &[
             "typedef rj_norm_softmax<true, false> Op;",
-            "rj_red_row_block<kThreads, true>()",
+            "rj_red_row_block<kThreads, true>(r == blockIdx.x)",
         ],
     );
     ptx_of(

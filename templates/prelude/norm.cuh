@@ -667,10 +667,18 @@ template <int G> struct rj_red_group {
 };
 // A block of kThreads per row; kTwice: row ops may reduce twice (layer norm's
 // f32 pair, NormSpec::sum_pair; else Chan's merge, by measurement).
+// Made for each row; `first` in the block's first row, whose first reduction
+// has no earlier reader of the block's shared words to wait for (a block of one
+// row then passes one barrier less). Row ops take it by reference, so `first`
+// holds for that one call.
 template <int kThreads, bool kTwice> struct rj_red_row_block {
   enum : bool { kCheap = kTwice, kApply = true, kKnown = false };
+  mutable bool first;
+  __device__ __forceinline__ explicit rj_red_row_block(bool first_row) : first(first_row) {}
   template <class F> __device__ __forceinline__ typename F::S operator()(const F& f, typename F::S s) const {
-    return rj_block_reduce<kThreads>(f, s);
+    const bool follows = !first;
+    first = false;
+    return rj_block_reduce<kThreads>(f, s, follows);
   }
 };
 

@@ -420,14 +420,15 @@ __device__ __forceinline__ typename Op::S rj_warp_reduce(const Op& op, typename 
 // the block's result: warps reduce, lane 0s store to shared memory, then every
 // warp reduces the kThreads / 32 warp states (each group of lanes holds all of
 // them), so the result is in every lane with no second barrier. The first barrier
-// keeps a previous call's readers apart from this call's writers.
+// keeps a previous call's readers apart from this call's writers: `follows`
+// false (no call came before in this block) skips it.
 template <int kThreads, class Op>
-__device__ __forceinline__ typename Op::S rj_block_reduce(const Op& op, typename Op::S s) {
+__device__ __forceinline__ typename Op::S rj_block_reduce(const Op& op, typename Op::S s, bool follows = true) {
   const int kWarps = kThreads / 32;
   __shared__ typename Op::S per_warp[kWarps];
   s = rj_warp_reduce(op, s);
   if (kWarps == 1) return s;
-  __syncthreads();
+  if (follows) __syncthreads();
   if (threadIdx.x % 32 == 0) per_warp[threadIdx.x / 32] = s;
   __syncthreads();
   s = per_warp[(threadIdx.x % 32) % kWarps];

@@ -27,11 +27,14 @@ pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpe
         }
     };
     push(base.for_shape(None, cols, &Tuning::ladder()));
-    // Unpaired: a paired pick's layouts would keep only those whose ragged
-    // form takes pairs (bf16 layer norm + residual's b512x16_x_v had no
-    // b512x16 variant, so none of its raw forms); pairs come back below.
+    // Unpaired and holding nothing: a paired pick's layouts would keep only
+    // those whose ragged form takes pairs (bf16 layer norm + residual's
+    // b512x16_x_v had no b512x16 variant, so none of its raw forms), and a
+    // pick holding 8 packs only those of 8 packs or more (bf16 RMS norm's
+    // b128x8_x_h8 at 1x4096 had no b256x4 forms). Both come back below.
     let unpaired = NormSpec {
         pairs: false,
+        held: None,
         ..current.clone()
     };
     for v in variants(&unpaired) {
@@ -58,21 +61,23 @@ pub fn candidates(base: &NormSpec, current: &NormSpec, cols: u64) -> Vec<NormSpe
             });
         let forms: Vec<NormSpec> = forms.iter().cloned().chain(paired).collect();
         for s in &forms {
-            let held = NormSpec {
-                held: Some(s.packs),
-                ..s.clone()
-            };
             // A block's ragged form in pairs holding its columns led in none
             // of the 98 bf16 cells timed (benchmarks/h200/tune-norm.jsonl):
             // left out, so that the default tune fits one device call.
             let never_led = s.pairs && s.layout == NormLayout::Block && !s.exact;
             // An FP8 output holds no columns (tuning::parse says why).
-            if s.holds_cols_from_launch()
-                && !never_led
-                && s.fp8.is_none()
-                && held.validate().is_ok()
-            {
-                push(held);
+            if !s.holds_cols_from_launch() || never_led || s.fp8.is_some() {
+                continue;
+            }
+            // Every pack, and as many as the pick holds.
+            for h in std::iter::once(s.packs).chain(current.held) {
+                let held = NormSpec {
+                    held: Some(h),
+                    ..s.clone()
+                };
+                if held.validate().is_ok() {
+                    push(held);
+                }
             }
         }
         // A raw row's forms: bf16 online softmax b512x16 ran ahead so at
@@ -245,6 +250,39 @@ mod tests {
             "norm_layernorm_res_bf16_bf16_b512x16_o2_x_r",
         ] {
             assert!(names.iter().any(|n| n == raw), "{raw}: {names:?}");
+        }
+    }
+
+    #[test]
+    fn a_held_picks_layouts_of_fewer_packs_are_timed() {
+        // bf16 RMS norm's pick at 1x4096 holds 8 packs: the layouts of 4 and 2
+        // packs are timed too, holding every pack, and the pick's 8 held where
+        // a layout has that many.
+        let base = NormSpec::with((NormOp::RmsNorm, None, false), DType::BF16, DType::BF16, 1);
+        let held: NormSpec = "norm_rmsnorm_bf16_bf16_b128x8_x_h8".parse().unwrap();
+        let names: Vec<String> = candidates(&base, &held, 4096)
+            .iter()
+            .map(NormSpec::name)
+            .collect();
+        for want in [
+            "norm_rmsnorm_bf16_bf16_b256x4_x",
+            "norm_rmsnorm_bf16_bf16_b256x4_x_h4",
+            "norm_rmsnorm_bf16_bf16_b512x2_x_h2",
+            "norm_rmsnorm_bf16_bf16_b128x8_x_v_h8",
+        ] {
+            assert!(names.iter().any(|n| n == want), "{want}: {names:?}");
+        }
+        // A partial hold is kept where it fits.
+        let partial: NormSpec = "norm_rmsnorm_bf16_bf16_b256x8_n_x_h4".parse().unwrap();
+        let names: Vec<String> = candidates(&base, &partial, 8192)
+            .iter()
+            .map(NormSpec::name)
+            .collect();
+        for want in [
+            "norm_rmsnorm_bf16_bf16_b512x4_x_h4",
+            "norm_rmsnorm_bf16_bf16_b256x8_x_h8",
+        ] {
+            assert!(names.iter().any(|n| n == want), "{want}: {names:?}");
         }
     }
 

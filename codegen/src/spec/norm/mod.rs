@@ -1521,11 +1521,14 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
     for (lanes, packs) in [(128, 4), (128, 8)] {
         push(NormLayout::Block, lanes, packs, false, false);
     }
+    // 512 threads of 2 packs: the shortest chain a thread a row of 4096
+    // (one row a block at the LLM shapes' few tokens).
     for (lanes, packs) in [
         (256, 2),
         (256, 4),
         (256, 8),
         (256, 16),
+        (512, 2),
         (512, 4),
         (512, 8),
         (512, 16),
