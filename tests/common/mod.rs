@@ -248,17 +248,6 @@ pub fn assert_ptxas_no_stack_no_spills<S: redjit::KernelSpec>(
     specs: &[S],
     threads: impl Fn(&S) -> u32,
 ) {
-    assert_ptxas_no_stack_no_spills_but(specs, threads, &[]);
-}
-
-/// `assert_ptxas_no_stack_no_spills`, but for the kernels named in
-/// `measured_spills`, each of which must still spill (a kernel that no longer
-/// does leaves the list).
-pub fn assert_ptxas_no_stack_no_spills_but<S: redjit::KernelSpec>(
-    specs: &[S],
-    threads: impl Fn(&S) -> u32,
-    measured_spills: &[&str],
-) {
     let Some(_nvrtc) = nvrtc_or_skip() else {
         return;
     };
@@ -320,17 +309,6 @@ pub fn assert_ptxas_no_stack_no_spills_but<S: redjit::KernelSpec>(
     }
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(checked, specs.len());
-    for name in measured_spills {
-        assert!(
-            bad.iter().any(|b| b.starts_with(&format!("{name}: "))),
-            "{name} no longer spills (or is not compiled here): take it off the list"
-        );
-    }
-    bad.retain(|b| {
-        !measured_spills
-            .iter()
-            .any(|n| b.starts_with(&format!("{n}: ")))
-    });
     assert!(
         bad.is_empty(),
         "stack, spills or too many registers:\n{}",
