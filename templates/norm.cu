@@ -498,7 +498,9 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   // row, and its loads wait on no test of the row count.
   rj_u64 r = blockIdx.x;
   do {
-    run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>(r == blockIdx.x), threadIdx.x == 0);
+    // A general twin keeps its first barrier: the test of the first row cost
+    // RMS norm's b512x4_g a register it lacked (8 bytes spilled at its 40).
+    run_row(a, r, 0, (rj_u32)cols, (rj_u32)cols, threadIdx.x, rj_red_row_block<kThreads, {% if sum_pair %}true{% else %}false{% endif %}>({% if general %}false{% else %}r == blockIdx.x{% endif %}), threadIdx.x == 0);
     r += gridDim.x;
   } while (r < rows);
 {%- elif layout == "loop" %}
