@@ -14,8 +14,9 @@ const RAW_TIMED_PAST_COLS: u64 = 8192;
 
 /// The candidates at rows of `cols`: `current` (the table's pick) first, the
 /// ladder's, every layout variant of `base` that holds the row without idling,
-/// the exact form of each that the row fills, a block or warp kernel's form
-/// that holds its weight and bias through the launch (not an FP8 output's),
+/// the exact form of each that the row fills, a block or warp kernel's forms
+/// that hold its weight and bias through the launch, every pack and as many
+/// as `current` holds (not an FP8 output's),
 /// a 16-bit one's form that takes its packs in pairs, and, for rows longer
 /// than `RAW_TIMED_PAST_COLS`, a 16-bit block's forms that hold their rows raw
 /// (`NormSpec::can_hold_raw`).
