@@ -197,22 +197,54 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
     return;
   }
   const rj_u64 partials = rj_cvta_global(partials_ptr);
+  // A thread's kVec one-word states lie whole and 16-byte aligned in a
+  // split's row of partials where all its columns exist, the row's bytes are
+  // a multiple of 16 and the partials start 16-byte aligned (behind the
+  // counters): they cross as 16-byte words (wider states word by word: whole,
+  // their registers would cost the kernel occupancy).
+  const bool vec_states = sizeof(S) == 4 && c0 + kVec <= cols && (cols * sizeof(S)) % 16 == 0 && partials % 16 == 0;
   if (ty == 0) {
+    if (vec_states) {
+      rj_st_states<kVec>(partials + ((rj_u64)blockIdx.y * cols + c0) * sizeof(S), acc);
+    } else {
 #pragma unroll
-    for (int j = 0; j < kVec; ++j)
-      if (c0 + j < cols) rj_st_state(partials + ((rj_u64)blockIdx.y * cols + c0 + j) * sizeof(S), acc[j]);
+      for (int j = 0; j < kVec; ++j)
+        if (c0 + j < cols) rj_st_state(partials + ((rj_u64)blockIdx.y * cols + c0 + j) * sizeof(S), acc[j]);
+    }
   }
   const rj_u64 counter = rj_cvta_global(counters_ptr) + (rj_u64)blockIdx.x * 4;
   if (!rj_arrive_last(counter, gridDim.y, 0, acc[0], false)) return;
   // The last split of this tile: the phases take the splits round-robin, then
-  // phase 0 merges the phases in order.
+  // phase 0 merges the phases in order. Its loads are the kernel's serial
+  // tail: one-word states go kDepth splits at a time, in flight together.
+  const int kDepth = 4;
   S total[kVec];
 #pragma unroll
   for (int j = 0; j < kVec; ++j) total[j] = op.identity();
-  for (rj_u32 s = ty; s < gridDim.y; s += kPhases) {
+  if (vec_states) {
+    // kDepth splits' states in flight a thread, merged in split order.
+    rj_u32 s = ty;
+    for (; s + (kDepth - 1) * kPhases < gridDim.y; s += kDepth * kPhases) {
+      S v[kDepth][kVec];
 #pragma unroll
-    for (int j = 0; j < kVec; ++j)
-      if (c0 + j < cols) total[j] = op.merge(total[j], rj_ld_state<S>(partials + ((rj_u64)s * cols + c0 + j) * sizeof(S)));
+      for (int u = 0; u < kDepth; ++u) rj_ld_states<kVec>(partials + ((rj_u64)(s + u * kPhases) * cols + c0) * sizeof(S), v[u]);
+#pragma unroll
+      for (int u = 0; u < kDepth; ++u)
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) total[j] = op.merge(total[j], v[u][j]);
+    }
+    for (; s < gridDim.y; s += kPhases) {
+      S v[kVec];
+      rj_ld_states<kVec>(partials + ((rj_u64)s * cols + c0) * sizeof(S), v);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) total[j] = op.merge(total[j], v[j]);
+    }
+  } else {
+    for (rj_u32 s = ty; s < gridDim.y; s += kPhases) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j)
+        if (c0 + j < cols) total[j] = op.merge(total[j], rj_ld_state<S>(partials + ((rj_u64)s * cols + c0 + j) * sizeof(S)));
+    }
   }
   rj_merge_phases<kPhases, kVec>(op, total);
   if (ty == 0) {

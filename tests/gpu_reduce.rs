@@ -605,6 +605,17 @@ fn rows_and_cols_every_op_on_small_and_strided_shapes() {
             },
             0,
         ),
+        // Whole tiles, 16-byte rows of partials behind a 16-byte multiple of
+        // counters (4 or 8 tiles): the splits' states cross as 16-byte words,
+        // four splits a thread at a time and a remainder; strided.
+        (
+            Matrix {
+                rows: 5000,
+                cols: 1024,
+                ld: 1032,
+            },
+            0,
+        ),
         // Vector-aligned ld but a view off by one: element loads throughout.
         (
             Matrix {

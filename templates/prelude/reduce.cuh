@@ -457,6 +457,24 @@ template <class S> __device__ __forceinline__ S rj_ld_state(rj_u64 a) {
   for (int k = 0; k < (int)(sizeof(S) / 4); ++k) w[k] = rj_load_volatile::b32(a + 4 * k);
   return s;
 }
+// N adjacent states as 16-byte words (the address 16-byte aligned, N states
+// a multiple of 16 bytes): plain stores and volatile loads, as rj_st_state's
+// and rj_ld_state's.
+template <int N, class S> __device__ __forceinline__ void rj_st_states(rj_u64 a, const S (&s)[N]) {
+  static_assert((N * sizeof(S)) % 16 == 0, "whole 16-byte words");
+  const rj_u32* w = reinterpret_cast<const rj_u32*>(s);
+#pragma unroll
+  for (int q = 0; q < (int)(N * sizeof(S) / 16); ++q) rj_st_b128(a + 16 * q, rj_b128{w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]});
+}
+template <int N, class S> __device__ __forceinline__ void rj_ld_states(rj_u64 a, S (&s)[N]) {
+  static_assert((N * sizeof(S)) % 16 == 0, "whole 16-byte words");
+  rj_u32* w = reinterpret_cast<rj_u32*>(s);
+#pragma unroll
+  for (int q = 0; q < (int)(N * sizeof(S) / 16); ++q) {
+    const rj_b128 p = rj_load_volatile::b128(a + 16 * q);
+    w[4 * q] = p.x; w[4 * q + 1] = p.y; w[4 * q + 2] = p.z; w[4 * q + 3] = p.w;
+  }
+}
 // Threads with `writer` store their state at `slot`; the block then takes a
 // ticket from the counter at `counter` (one per group of `arrivals` blocks that
 // finish together). Returns true, in every thread, in the block that arrives
