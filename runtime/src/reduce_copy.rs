@@ -34,8 +34,8 @@ use crate::extent::Extent;
 use crate::launch_args::CheckedArgs;
 use crate::runtime::Runtime;
 
-/// Threads per block unless the caller asks otherwise (or the kernel's launch
-/// bound is lower).
+/// Threads per block unless the caller or the device's tuning table (its
+/// `[[reduce_copy]]` row) asks otherwise, or the kernel's launch bound is lower.
 pub const DEFAULT_THREADS: u32 = 512;
 /// The largest gridDim.x.
 const MAX_GRID: u32 = i32::MAX as u32;
@@ -48,8 +48,8 @@ const MAX_HUNKS: u64 = (1 << 31) - 32;
 #[non_exhaustive]
 pub struct LaunchOptions {
     /// Threads per block: a multiple of 32, at most the kernel's launch bound
-    /// (`ReduceCopySpec::max_threads`). `None`: `DEFAULT_THREADS` or the bound,
-    /// whichever is lower.
+    /// (`ReduceCopySpec::max_threads`). `None`: the tuning table's threads
+    /// (`DEFAULT_THREADS` without a row) or the bound, whichever is lower.
     pub threads: Option<u32>,
     /// Upper bound on the grid (`None`: one block per `threads / 32` hunks).
     pub max_blocks: Option<u32>,
@@ -98,6 +98,9 @@ pub struct ReduceCopyKernel<'rt> {
     /// `spec.max_launch_threads()`, computed once: it builds a twin spec, and
     /// every launch checks against it.
     max_threads: u32,
+    /// Threads a launch takes where the caller names none: the tuning
+    /// table's, within the bound.
+    default_threads: u32,
     /// Misaligned twins loaded so far, by placement (a program meets few).
     twins: Mutex<Vec<(Misalignment, CudaFunction)>>,
     /// `spec.params()`: what each launch pushes.
@@ -115,12 +118,17 @@ impl Runtime {
                 rule: "ask for the aligned kernel; its launcher compiles and picks the misaligned twin a launch needs".into(),
             }));
         }
+        let max_threads = spec.max_launch_threads();
+        let table = self.tuning().tuning.reduce_copy_rule();
         Ok(ReduceCopyKernel {
             rt: self,
             spec: spec.clone(),
             name: spec.name(),
             func: self.function(spec)?,
-            max_threads: spec.max_launch_threads(),
+            max_threads,
+            default_threads: table
+                .map_or(DEFAULT_THREADS, |r| r.threads)
+                .min(max_threads),
             twins: Mutex::default(),
             params: spec.params(),
         })
@@ -257,8 +265,7 @@ impl ReduceCopyKernel<'_> {
     }
 
     fn threads(&self, opts: LaunchOptions) -> u32 {
-        opts.threads
-            .unwrap_or(DEFAULT_THREADS.min(self.max_threads))
+        opts.threads.unwrap_or(self.default_threads)
     }
 
     /// Validates a call; returns the element count.

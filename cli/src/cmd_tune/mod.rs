@@ -337,6 +337,7 @@ impl Run {
             norm: Vec::new(),
             reduce: Vec::new(),
             all_reduce: Vec::new(),
+            reduce_copy: None,
         });
         set(&mut table);
         let d = &self.device;

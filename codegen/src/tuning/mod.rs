@@ -20,6 +20,7 @@
 
 mod all_reduce;
 mod candidates;
+mod reduce_copy;
 pub use candidates::{bound_candidates, candidates, closest_candidates};
 mod classes;
 mod device;
@@ -42,6 +43,7 @@ pub use classes::{ROW_CLASSES, cols_class, row_class};
 pub use device::{DeviceKey, Selection, device_slug};
 pub use parse::parse_table;
 pub use reduce::ReduceRule;
+pub use reduce_copy::ReduceCopyRule;
 pub use write::write_table;
 
 /// Which form of a layout's kernel a norm strategy takes.
@@ -279,6 +281,8 @@ pub struct TuningTable {
     pub reduce: Vec<ReduceRule>,
     /// The all-reduce's rows, one per world size.
     pub all_reduce: Vec<AllReduceRule>,
+    /// The reduce_copy row, if any.
+    pub reduce_copy: Option<ReduceCopyRule>,
 }
 
 /// A table with its bases resolved: the rows a lookup tries, in order.
@@ -289,6 +293,7 @@ pub struct Tuning {
     norm: Vec<NormRule>,
     reduce: Vec<ReduceRule>,
     all_reduce: Vec<AllReduceRule>,
+    reduce_copy: Option<ReduceCopyRule>,
 }
 
 impl Tuning {
@@ -300,6 +305,7 @@ impl Tuning {
             norm: Vec::new(),
             reduce: Vec::new(),
             all_reduce: Vec::new(),
+            reduce_copy: None,
         }
     }
 
@@ -309,6 +315,7 @@ impl Tuning {
         let mut norm = table.norm;
         let mut reduce = table.reduce;
         let mut all_reduce = table.all_reduce;
+        let mut reduce_copy = table.reduce_copy;
         let mut base = table.base;
         while let Some(b) = base {
             if chain.contains(&b) {
@@ -330,6 +337,7 @@ impl Tuning {
             norm.extend(t.norm);
             reduce.extend(t.reduce);
             all_reduce.extend(t.all_reduce);
+            reduce_copy = reduce_copy.or(t.reduce_copy);
             base = t.base;
         }
         Ok(Tuning {
@@ -338,6 +346,7 @@ impl Tuning {
             norm,
             reduce,
             all_reduce,
+            reduce_copy,
         })
     }
 
@@ -387,6 +396,11 @@ impl Tuning {
     /// The all-reduce row of `world` ranks, if the table or a base has one.
     pub fn all_reduce_rule(&self, world: u32) -> Option<&AllReduceRule> {
         self.all_reduce.iter().find(|r| r.world == world)
+    }
+
+    /// The reduce_copy row: the table's, else its nearest base's.
+    pub fn reduce_copy_rule(&self) -> Option<&ReduceCopyRule> {
+        self.reduce_copy.as_ref()
     }
 
     /// Every reduce row, in lookup order.

@@ -8,7 +8,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{
-    AllReduceRule, Form, NormRule, NormStrategy, ReduceRule, TableDevice, TuningTable, TypePair,
+    AllReduceRule, Form, NormRule, NormStrategy, ReduceCopyRule, ReduceRule, TableDevice,
+    TuningTable, TypePair,
 };
 use crate::SpecError;
 use crate::registry::{Arch, DType, NormLayout, NormOp, ReduceAxis, ReduceOp, SoftmaxAlgo};
@@ -27,6 +28,16 @@ struct RawTable {
     reduce: Vec<Spanned<RawReduceRule>>,
     #[serde(default)]
     all_reduce: Vec<Spanned<RawAllReduceRule>>,
+    #[serde(default)]
+    reduce_copy: Vec<Spanned<RawReduceCopyRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReduceCopyRule {
+    threads: u32,
+    reason: String,
+    result: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -155,6 +166,33 @@ pub fn parse_table(file: &str, text: &str) -> Result<TuningTable, SpecError> {
         }
         all_reduce.push(rule);
     }
+    let mut reduce_copy: Option<ReduceCopyRule> = None;
+    for r in raw.reduce_copy {
+        let line = line_of(text, r.span().start);
+        if let Some(first) = &reduce_copy {
+            return Err(err(
+                line,
+                format!(
+                    "a table has one reduce_copy row; its first is at line {}",
+                    first.line
+                ),
+            ));
+        }
+        let r = r.into_inner();
+        if r.reason.trim().is_empty() {
+            return Err(err(
+                line,
+                "reason is empty: say in a line why the row is there".into(),
+            ));
+        }
+        reduce_copy = Some(ReduceCopyRule {
+            threads: super::reduce_copy::check_threads(r.threads)
+                .map_err(|rule| err(line, rule))?,
+            reason: r.reason.trim().to_string(),
+            result: r.result,
+            line,
+        });
+    }
     Ok(TuningTable {
         name: file.into(),
         device,
@@ -162,6 +200,7 @@ pub fn parse_table(file: &str, text: &str) -> Result<TuningTable, SpecError> {
         norm,
         reduce,
         all_reduce,
+        reduce_copy,
     })
 }
 

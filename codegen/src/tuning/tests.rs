@@ -126,6 +126,47 @@ fn bad_tables_name_the_file_the_line_and_the_rule() {
 }
 
 #[test]
+fn a_reduce_copy_row_sets_the_launch_and_is_checked() {
+    let text = format!("{HEAD}\n[[reduce_copy]]\nthreads = 128\nreason = \"fastest\"\n");
+    let t = parse_table("t.toml", &text).unwrap();
+    assert_eq!(
+        t.reduce_copy.as_ref().map(|r| (r.threads, r.line)),
+        Some((128, 7))
+    );
+    let back = parse_table("t.toml", &write_table(&t, &[])).unwrap();
+    assert_eq!(
+        back.reduce_copy.map(|r| (r.threads, r.reason)),
+        Some((128, "fastest".to_string()))
+    );
+    // The shipped tables' rows, and a table without one takes its base's.
+    let threads = |t: &Tuning| t.reduce_copy_rule().map(|r| r.threads);
+    assert_eq!(threads(&Tuning::shipped("h200").unwrap()), Some(128));
+    assert_eq!(threads(&Tuning::shipped("h100-sxm").unwrap()), Some(512));
+    let t = parse_table("t.toml", &format!("base = \"h100-sxm\"\n{}", row(GOOD))).unwrap();
+    assert_eq!(threads(&Tuning::resolve(t).unwrap()), Some(512));
+    assert_eq!(threads(&Tuning::ladder()), None);
+    for bad in [0, 100, 2048] {
+        let (line, rule) = err_of(&text.replace("threads = 128", &format!("threads = {bad}")));
+        assert_eq!(line, 7, "{rule}");
+        assert!(
+            rule.contains(&format!("threads = {bad}"))
+                && rule.contains("a multiple of 32 threads from 32 to 1024"),
+            "{rule}"
+        );
+    }
+    let (line, rule) = err_of(&format!(
+        "{text}\n[[reduce_copy]]\nthreads = 256\nreason = \"again\"\n"
+    ));
+    assert_eq!(line, 11, "{rule}");
+    assert!(
+        rule.contains("one reduce_copy row") && rule.contains("line 7"),
+        "{rule}"
+    );
+    let (_, rule) = err_of(&text.replace("fastest", " "));
+    assert!(rule.contains("reason is empty"), "{rule}");
+}
+
+#[test]
 fn rows_of_a_row_range_take_only_calls_in_it() {
     let t = parse_table("t.toml", &row(&format!("{GOOD}\nrows = \"1..=64\""))).unwrap();
     let tuning = Tuning::resolve(t).unwrap();

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::ops::RangeInclusive;
 
 use super::all_reduce::fmt_bytes;
-use super::{AllReduceRule, NormRule, ReduceRule, TuningTable};
+use super::{AllReduceRule, NormRule, ReduceCopyRule, ReduceRule, TuningTable};
 use crate::registry::ReduceAxis;
 
 fn range(r: &RangeInclusive<u64>) -> String {
@@ -98,6 +98,14 @@ fn all_reduce_row(out: &mut String, r: &AllReduceRule) {
     }
 }
 
+fn reduce_copy_row(out: &mut String, r: &ReduceCopyRule) {
+    let _ = writeln!(out, "\n[[reduce_copy]]\nthreads = {}", r.threads);
+    let _ = writeln!(out, "reason = {}", quoted(&r.reason));
+    if let Some(res) = &r.result {
+        let _ = writeln!(out, "result = {}", quoted(res));
+    }
+}
+
 /// The table's text; `header` (comment lines without their `#`) goes first.
 pub fn write_table(t: &TuningTable, header: &[&str]) -> String {
     let mut out = String::new();
@@ -124,6 +132,9 @@ pub fn write_table(t: &TuningTable, header: &[&str]) -> String {
     }
     for r in &t.all_reduce {
         all_reduce_row(&mut out, r);
+    }
+    if let Some(r) = &t.reduce_copy {
+        reduce_copy_row(&mut out, r);
     }
     out
 }
