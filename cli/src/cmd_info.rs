@@ -114,6 +114,16 @@ fn print_gpu() {
             println!("  tuning:  {} ({})", t.tuning.chain().join(" -> "), t.why);
             let algos = redjit_runtime::all_reduce::choice::AlgoTable::for_tuning(&t.tuning);
             println!("  all-reduce choice: {}", algos.source);
+            match t.tuning.reduce_copy_rule() {
+                Some(r) => println!(
+                    "  reduce_copy: blocks of {} threads (the tuning table's row)",
+                    r.threads
+                ),
+                None => println!(
+                    "  reduce_copy: blocks of {} threads (no table row)",
+                    redjit_runtime::DEFAULT_THREADS
+                ),
+            }
             println!(
                 "  autotune: {:?} ({} norm classes kept; REDJIT_AUTOTUNE=1|always)",
                 rt.autotune_mode(),
