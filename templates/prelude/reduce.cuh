@@ -462,18 +462,15 @@ template <class S> __device__ __forceinline__ S rj_ld_state(rj_u64 a) {
 // and rj_ld_state's.
 template <int N, class S> __device__ __forceinline__ void rj_st_states(rj_u64 a, const S (&s)[N]) {
   static_assert((N * sizeof(S)) % 16 == 0, "whole 16-byte words");
-  const rj_u32* w = reinterpret_cast<const rj_u32*>(s);
+  const auto& w = *reinterpret_cast<const rj_u32(*)[N * sizeof(S) / 16][4]>(s);
 #pragma unroll
-  for (int q = 0; q < (int)(N * sizeof(S) / 16); ++q) rj_st_b128(a + 16 * q, rj_b128{w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]});
+  for (int q = 0; q < (int)(N * sizeof(S) / 16); ++q) rj_st_words(a + 16 * q, w[q]);
 }
 template <int N, class S> __device__ __forceinline__ void rj_ld_states(rj_u64 a, S (&s)[N]) {
   static_assert((N * sizeof(S)) % 16 == 0, "whole 16-byte words");
-  rj_u32* w = reinterpret_cast<rj_u32*>(s);
+  auto& w = *reinterpret_cast<rj_u32(*)[N * sizeof(S) / 16][4]>(s);
 #pragma unroll
-  for (int q = 0; q < (int)(N * sizeof(S) / 16); ++q) {
-    const rj_b128 p = rj_load_volatile::b128(a + 16 * q);
-    w[4 * q] = p.x; w[4 * q + 1] = p.y; w[4 * q + 2] = p.z; w[4 * q + 3] = p.w;
-  }
+  for (int q = 0; q < (int)(N * sizeof(S) / 16); ++q) rj_ld_words<rj_load_volatile>(a + 16 * q, w[q]);
 }
 // Threads with `writer` store their state at `slot`; the block then takes a
 // ticket from the counter at `counter` (one per group of `arrivals` blocks that
