@@ -8,7 +8,8 @@
 //! stay in the L2 on both sides). A call's time includes its host work
 //! (candle's op dispatch, the output's allocation), as a model sees it.
 //!
-//! `cargo run --release --example bench -- [--quick] [--out FILE]`: one JSON
+//! `cargo run --release --example bench -- [--quick] [--ops rms_norm,...]
+//! [--tokens 1,16,...] [--out FILE]`: one JSON
 //! object a line (FILE, else stdout), and a table on stderr.
 
 use std::io::Write;
@@ -216,16 +217,29 @@ fn main() -> Result<()> {
     if args.iter().any(|a| a == "--host") {
         return host_costs(&dev);
     }
-    let tokens: &[usize] = if quick {
-        &[1, 4096]
-    } else {
-        &[1, 16, 128, 512, 4096]
+    // `--ops a,b` and `--tokens 1,16`: a subset, for A/B runs of one change.
+    let list = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map(|v| v.split(',').map(str::to_string).collect::<Vec<_>>())
+    };
+    let only_ops = list("--ops");
+    let tokens: Vec<usize> = match list("--tokens") {
+        Some(t) => t
+            .iter()
+            .map(|v| v.parse().map_err(candle_core::Error::wrap))
+            .collect::<Result<_>>()?,
+        None if quick => vec![1, 4096],
+        None => vec![1, 16, 128, 512, 4096],
     };
     let mut shapes: Vec<(usize, usize)> = tokens
         .iter()
         .flat_map(|&t| [4096, 8192].map(|h| (t, h)))
         .collect();
-    shapes.extend([(3, 100_003), (4097, 257)]);
+    if list("--tokens").is_none() {
+        shapes.extend([(3, 100_003), (4097, 257)]);
+    }
     eprintln!(
         "{:<22} {:>5} {:>14} {:>10} {:>10} {:>7}",
         "op", "dtype", "shape", "redjit µs", "candle µs", "ratio"
@@ -250,6 +264,9 @@ fn main() -> Result<()> {
             let b = Tensor::randn(0f32, 0.5, cols, &dev)?.to_dtype(dtype)?;
             for op in ops() {
                 if matches!(op, Op::ReduceCopy(_)) && dtype != DType::BF16 {
+                    continue;
+                }
+                if only_ops.as_ref().is_some_and(|o| !o.contains(&op.name())) {
                     continue;
                 }
                 // Warm-up (compiles redjit's kernel once, loads candle's) and an
