@@ -620,17 +620,17 @@ template <class T> __device__ __forceinline__ void rj_unpack16(const rj_u32 (&w)
 
 // Merges each of kVec states over the kPhases warps of a block (warp w holds
 // phase w; lanes are columns) in phase order; warp 0 ends with the results.
-// As many states as fit kMergeBytes cross shared memory a round: one barrier
-// pair for all of them where they fit, not one a state (this merge ends every
-// block of a column kernel and again its tiles' last blocks: the kernel's
-// tail). One-byte columns (kVec 16) keep a state a round: more at once spill.
-// A barrier opens each round, so a previous round's (or call's) readers are
-// done before the tile is written again.
+// Up to 32 bytes of a thread's states cross shared memory a round (8 KB for
+// 256 threads, which shared memory holds at full occupancy): one barrier pair
+// for all of them where they fit, not one a state (this merge ends every block
+// of a column kernel and again its tiles' last blocks: the kernel's tail).
+// One-byte columns (kVec 16) keep a state a round: more at once spill. A
+// barrier opens each round, so a previous round's (or call's) readers are done
+// before the tile is written again.
 template <int kPhases, int kVec, class Op>
 __device__ __forceinline__ void rj_merge_phases(const Op& op, typename Op::S (&acc)[kVec]) {
   typedef typename Op::S S;
-  constexpr int kMergeBytes = 8192;
-  constexpr int kFit = kMergeBytes / (kPhases * 32 * (int)sizeof(S));
+  constexpr int kFit = 32 / (int)sizeof(S);
   constexpr int kRound = (kVec > 8 || kFit < 1) ? 1 : (kFit < kVec ? kFit : kVec);
   __shared__ S tile[kPhases][kRound][32];
   const rj_u32 tx = threadIdx.x % 32, ty = threadIdx.x / 32;
