@@ -225,7 +225,8 @@ fn main() -> Result<()> {
             .map(|v| v.split(',').map(str::to_string).collect::<Vec<_>>())
     };
     let only_ops = list("--ops");
-    let tokens: Vec<usize> = match list("--tokens") {
+    let only_tokens = list("--tokens");
+    let tokens: Vec<usize> = match &only_tokens {
         Some(t) => t
             .iter()
             .map(|v| v.parse().map_err(candle_core::Error::wrap))
@@ -237,7 +238,7 @@ fn main() -> Result<()> {
         .iter()
         .flat_map(|&t| [4096, 8192].map(|h| (t, h)))
         .collect();
-    if list("--tokens").is_none() {
+    if only_tokens.is_none() {
         shapes.extend([(3, 100_003), (4097, 257)]);
     }
     eprintln!(
