@@ -1513,7 +1513,7 @@ pub fn variants(base: &NormSpec) -> Vec<NormSpec> {
     }
     // Several rows a warp with more bytes a lane in flight (narrow rows).
     for lanes in [4, 8, 16] {
-        for packs in [2, 4] {
+        for packs in [2, 4, 8] {
             push(NormLayout::Warp, lanes, packs, false, false);
         }
     }
