@@ -116,8 +116,12 @@ fn print_gpu() {
             println!("  all-reduce choice: {}", algos.source);
             match t.tuning.reduce_copy_rule() {
                 Some(r) => println!(
-                    "  reduce_copy: blocks of {} threads (the tuning table's row)",
-                    r.threads
+                    "  reduce_copy: blocks of {} threads{} (the tuning table's row)",
+                    r.threads,
+                    r.write_heavy_blocks_per_sm
+                        .map_or(String::new(), |b| format!(
+                            ", {b} an SM where a kernel writes at least the bytes it reads"
+                        ))
                 ),
                 None => println!(
                     "  reduce_copy: blocks of {} threads (no table row)",

@@ -32,7 +32,7 @@ use crate::elem::{KernelInput, KernelOutput};
 use crate::error::{DriverContext, Error, Result};
 use crate::extent::Extent;
 use crate::launch_args::CheckedArgs;
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, blocks_per_sm};
 
 /// Threads per block unless the caller or the device's tuning table (its
 /// `[[reduce_copy]]` row) asks otherwise, or the kernel's launch bound is lower.
@@ -101,6 +101,10 @@ pub struct ReduceCopyKernel<'rt> {
     /// Threads a launch takes where the caller names none: the tuning
     /// table's, within the bound.
     default_threads: u32,
+    /// Dynamic shared memory such a launch asks for, unused by the kernel: it
+    /// holds an SM to the table's `write_heavy_blocks_per_sm` blocks of a
+    /// kernel that writes at least the bytes it reads; else 0.
+    holding_smem: u32,
     /// Misaligned twins loaded so far, by placement (a program meets few).
     twins: Mutex<Vec<(Misalignment, CudaFunction)>>,
     /// `spec.params()`: what each launch pushes.
@@ -120,15 +124,25 @@ impl Runtime {
         }
         let max_threads = spec.max_launch_threads();
         let table = self.tuning().tuning.reduce_copy_rule();
+        let func = self.function(spec)?;
+        let default_threads = table
+            .map_or(DEFAULT_THREADS, |r| r.threads)
+            .min(max_threads);
+        let holding_smem = match table
+            .and_then(|r| r.write_heavy_blocks_per_sm)
+            .filter(|_| spec.writes_at_least_reads())
+        {
+            Some(blocks) => holding_smem(&func, default_threads, blocks, &spec.name())?,
+            None => 0,
+        };
         Ok(ReduceCopyKernel {
             rt: self,
             spec: spec.clone(),
             name: spec.name(),
-            func: self.function(spec)?,
+            func,
             max_threads,
-            default_threads: table
-                .map_or(DEFAULT_THREADS, |r| r.threads)
-                .min(max_threads),
+            default_threads,
+            holding_smem,
             twins: Mutex::default(),
             params: spec.params(),
         })
@@ -144,6 +158,21 @@ impl ReduceCopyKernel<'_> {
     /// The kernel's name (its CUDA symbol).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Blocks an SM holds at once of a launch at the table's threads, where
+    /// the table holds them down (`ReduceCopyRule::write_heavy_blocks_per_sm`).
+    pub fn held_blocks_per_sm(&self) -> Result<Option<u32>> {
+        if self.holding_smem == 0 {
+            return Ok(None);
+        }
+        blocks_per_sm(
+            &self.func,
+            self.default_threads,
+            self.holding_smem as usize,
+            &self.name,
+        )
+        .map(Some)
     }
 
     /// `dsts[d][i] = op(srcs[0][i], srcs[1][i], ...)` for every i, on `stream`,
@@ -428,9 +457,38 @@ impl ReduceCopyKernel<'_> {
         LaunchConfig {
             grid_dim: (wanted.min(cap) as u32, 1, 1),
             block_dim: (threads, 1, 1),
-            shared_mem_bytes: 0,
+            // A caller's own block size keeps every block an SM holds.
+            shared_mem_bytes: if opts.threads.is_none() {
+                self.holding_smem
+            } else {
+                0
+            },
         }
     }
+}
+
+/// The least dynamic shared memory (a multiple of 128 bytes, at most the 48 KiB
+/// a launch takes without asking) at which an SM holds at most `blocks` blocks
+/// of `threads` of `func`, as the driver's occupancy query counts them: fewer
+/// blocks in flight kept the write-heavy kernels' stream steadier
+/// (`benchmarks/h200/layouts-reduce-copy.json`).
+fn holding_smem(func: &CudaFunction, threads: u32, blocks: u32, kernel: &str) -> Result<u32> {
+    const STEP: u32 = 128;
+    const MAX: u32 = 48 * 1024;
+    if blocks_per_sm(func, threads, 0, kernel)? <= blocks {
+        return Ok(0);
+    }
+    // Blocks an SM only fall as the shared memory a block asks for grows.
+    let (mut lo, mut hi) = (0u32, MAX / STEP);
+    while lo + 1 < hi {
+        let mid = (lo + hi) / 2;
+        if blocks_per_sm(func, threads, (mid * STEP) as usize, kernel)? <= blocks {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(hi * STEP)
 }
 
 /// Element i of a destination is written by the thread that reads element i of

@@ -252,6 +252,16 @@ impl ReduceCopySpec {
         out
     }
 
+    /// Whether the kernel writes at least as many bytes an element as it reads
+    /// (`T_A`, `A_A`, `T_T`, `TT_A`): a table may hold fewer of its blocks on an
+    /// SM at once (`ReduceCopyRule::write_heavy_blocks_per_sm`).
+    pub fn writes_at_least_reads(&self) -> bool {
+        let bytes = |role: Role| self.dtype_of(role).info().bytes;
+        let read: u32 = self.srcs.iter().map(|s| bytes(s.role)).sum();
+        let written: u32 = self.dsts.iter().map(|&r| bytes(r)).sum();
+        written >= read
+    }
+
     /// The roles of every buffer, sources then destinations.
     pub fn roles(&self) -> impl Iterator<Item = Role> + '_ {
         self.srcs
@@ -602,6 +612,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn write_heavy_kernels_write_at_least_the_bytes_they_read() {
+        let heavy: Vec<String> = ReduceCopySpec::matrix(4, DType::BF16)
+            .into_iter()
+            .filter(ReduceCopySpec::writes_at_least_reads)
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(
+            heavy,
+            [
+                "reduce_copy_u4_f32_bf16_TT_A_sum_rn",
+                "reduce_copy_u4_f32_bf16_A_A_sum_rn",
+                "reduce_copy_u4_f32_bf16_T_A_sum_rn",
+                "reduce_copy_u4_f32_bf16_T_T_sum_rn",
+            ]
+        );
     }
 
     #[test]

@@ -36,6 +36,7 @@ struct RawTable {
 #[serde(deny_unknown_fields)]
 struct RawReduceCopyRule {
     threads: u32,
+    write_heavy_blocks_per_sm: Option<u32>,
     reason: String,
     result: Option<String>,
 }
@@ -187,6 +188,11 @@ pub fn parse_table(file: &str, text: &str) -> Result<TuningTable, SpecError> {
         }
         reduce_copy = Some(ReduceCopyRule {
             threads: super::reduce_copy::check_threads(r.threads)
+                .map_err(|rule| err(line, rule))?,
+            write_heavy_blocks_per_sm: r
+                .write_heavy_blocks_per_sm
+                .map(super::reduce_copy::check_capped_blocks)
+                .transpose()
                 .map_err(|rule| err(line, rule))?,
             reason: r.reason.trim().to_string(),
             result: r.result,

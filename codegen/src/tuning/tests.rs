@@ -164,6 +164,32 @@ fn a_reduce_copy_row_sets_the_launch_and_is_checked() {
     );
     let (_, rule) = err_of(&text.replace("fastest", " "));
     assert!(rule.contains("reason is empty"), "{rule}");
+    // Blocks an SM for the write-heavy kernels: read, written back, checked.
+    let held = text.replace(
+        "threads = 128",
+        "threads = 128\nwrite_heavy_blocks_per_sm = 9",
+    );
+    let t = parse_table("t.toml", &held).unwrap();
+    let blocks = |t: &TuningTable| {
+        t.reduce_copy
+            .as_ref()
+            .and_then(|r| r.write_heavy_blocks_per_sm)
+    };
+    assert_eq!(blocks(&t), Some(9));
+    assert_eq!(
+        blocks(&parse_table("t.toml", &write_table(&t, &[])).unwrap()),
+        Some(9)
+    );
+    assert_eq!(blocks(&parse_table("t.toml", &text).unwrap()), None);
+    for bad in [0, 4, 33] {
+        let (line, rule) = err_of(&held.replace("= 9", &format!("= {bad}")));
+        assert_eq!(line, 7, "{rule}");
+        assert!(
+            rule.contains(&format!("write_heavy_blocks_per_sm = {bad}"))
+                && rule.contains("from 5 to 32"),
+            "{rule}"
+        );
+    }
 }
 
 #[test]

@@ -100,6 +100,9 @@ fn all_reduce_row(out: &mut String, r: &AllReduceRule) {
 
 fn reduce_copy_row(out: &mut String, r: &ReduceCopyRule) {
     let _ = writeln!(out, "\n[[reduce_copy]]\nthreads = {}", r.threads);
+    if let Some(b) = r.write_heavy_blocks_per_sm {
+        let _ = writeln!(out, "write_heavy_blocks_per_sm = {b}");
+    }
     let _ = writeln!(out, "reason = {}", quoted(&r.reason));
     if let Some(res) = &r.result {
         let _ = writeln!(out, "result = {}", quoted(res));
