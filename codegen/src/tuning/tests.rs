@@ -145,13 +145,18 @@ fn a_reduce_copy_row_sets_the_launch_and_is_checked() {
     let t = parse_table("t.toml", &format!("base = \"h100-sxm\"\n{}", row(GOOD))).unwrap();
     assert_eq!(threads(&Tuning::resolve(t).unwrap()), Some(512));
     assert_eq!(threads(&Tuning::ladder()), None);
-    for bad in [0, 100, 2048] {
-        let (line, rule) = err_of(&text.replace("threads = 128", &format!("threads = {bad}")));
+    // A bad value is refused at the row's line, naming itself and the rule.
+    let refused = |table: &str, value: &str, rule_part: &str| {
+        let (line, rule) = err_of(table);
         assert_eq!(line, 7, "{rule}");
-        assert!(
-            rule.contains(&format!("threads = {bad}"))
-                && rule.contains("a multiple of 32 threads from 32 to 1024"),
-            "{rule}"
+        assert!(rule.contains(value) && rule.contains(rule_part), "{rule}");
+    };
+    for bad in [0, 100, 2048] {
+        let value = format!("threads = {bad}");
+        refused(
+            &text.replace("threads = 128", &value),
+            &value,
+            "a multiple of 32 threads from 32 to 1024",
         );
     }
     let (line, rule) = err_of(&format!(
@@ -182,12 +187,10 @@ fn a_reduce_copy_row_sets_the_launch_and_is_checked() {
     );
     assert_eq!(blocks(&parse_table("t.toml", &text).unwrap()), None);
     for bad in [0, 4, 33] {
-        let (line, rule) = err_of(&held.replace("= 9", &format!("= {bad}")));
-        assert_eq!(line, 7, "{rule}");
-        assert!(
-            rule.contains(&format!("write_heavy_blocks_per_sm = {bad}"))
-                && rule.contains("from 5 to 32"),
-            "{rule}"
+        refused(
+            &held.replace("= 9", &format!("= {bad}")),
+            &format!("write_heavy_blocks_per_sm = {bad}"),
+            "from 5 to 32",
         );
     }
 }
