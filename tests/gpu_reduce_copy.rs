@@ -404,46 +404,52 @@ fn each_buffer_misaligned_a_million_elements() {
     check_misaligned("misaligned_million", &[1_034_837]);
 }
 
-/// A table's `write_heavy_blocks_per_sm` holds the kernels that write at
-/// least what they read to that many blocks an SM (no other kernel), and a
-/// held launch with a capped grid still writes the CPU twin's bits.
+/// A table's `write_heavy_blocks_per_sm` holds the kernels of the unrolls it
+/// names that write at least what they read to that many blocks an SM (no
+/// other kernel), and a held launch with a capped grid still writes the CPU
+/// twin's bits.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_table_holds_write_heavy_kernels_to_its_blocks_an_sm() {
     let Some(rt) = common::gpu_or_skip() else {
         return;
     };
-    let cap = rt
-        .tuning()
-        .tuning
-        .reduce_copy_rule()
-        .and_then(|r| r.write_heavy_blocks_per_sm);
-    eprintln!("{}: write_heavy_blocks_per_sm {cap:?}", rt.tuning().why);
+    let rule = rt.tuning().tuning.reduce_copy_rule().cloned();
+    eprintln!(
+        "{}: write_heavy_blocks_per_sm {:?}",
+        rt.tuning().why,
+        rule.as_ref().map(|r| &r.write_heavy_blocks_per_sm)
+    );
     let mut rng = common::Rng::fresh("held_blocks");
     let n = 1_034_837;
     let inputs = Inputs::new(&mut rng, rt.stream(), n);
-    for spec in ReduceCopySpec::matrix(4, DType::BF16) {
-        let held = rt.reduce_copy(&spec).unwrap().held_blocks_per_sm().unwrap();
-        match cap.filter(|_| spec.writes_at_least_reads()) {
-            Some(c) => assert!(
-                held.is_some_and(|b| (1..=c).contains(&b)),
-                "{}: {held:?} blocks an SM, the table's {c}",
-                spec.name()
-            ),
-            None => assert_eq!(held, None, "{}", spec.name()),
-        }
-        for max_blocks in [None, Some(7)] {
-            let (so, dof) = aligned(&spec);
-            run_and_check(
-                &rt,
-                &spec,
-                &inputs,
-                n,
-                &so,
-                &dof,
-                call_for(&spec, 0, 0),
-                LaunchOptions::default().max_blocks(max_blocks),
-            );
+    for &unroll in redjit::codegen::spec::reduce_copy::UNROLLS {
+        for spec in ReduceCopySpec::matrix(unroll, DType::BF16) {
+            let held = rt.reduce_copy(&spec).unwrap().held_blocks_per_sm().unwrap();
+            match rule.as_ref().and_then(|r| r.held_blocks(&spec)) {
+                Some(c) => assert!(
+                    held.is_some_and(|b| (1..=c).contains(&b)),
+                    "{}: {held:?} blocks an SM, the table's {c}",
+                    spec.name()
+                ),
+                None => assert_eq!(held, None, "{}", spec.name()),
+            }
+            if held.is_none() {
+                continue;
+            }
+            for max_blocks in [None, Some(7)] {
+                let (so, dof) = aligned(&spec);
+                run_and_check(
+                    &rt,
+                    &spec,
+                    &inputs,
+                    n,
+                    &so,
+                    &dof,
+                    call_for(&spec, 0, 0),
+                    LaunchOptions::default().max_blocks(max_blocks),
+                );
+            }
         }
     }
 }

@@ -119,9 +119,14 @@ fn print_gpu() {
                     "  reduce_copy: blocks of {} threads{} (the tuning table's row)",
                     r.threads,
                     r.write_heavy_blocks_per_sm
-                        .map_or(String::new(), |b| format!(
-                            ", {b} an SM where a kernel writes at least the bytes it reads"
-                        ))
+                        .iter()
+                        .map(|(u, b)| format!(", {b} an SM at unroll {u}"))
+                        .collect::<String>()
+                        + if r.write_heavy_blocks_per_sm.is_empty() {
+                            ""
+                        } else {
+                            " where a kernel writes at least the bytes it reads"
+                        }
                 ),
                 None => println!(
                     "  reduce_copy: blocks of {} threads (no table row)",

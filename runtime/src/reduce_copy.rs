@@ -101,10 +101,11 @@ pub struct ReduceCopyKernel<'rt> {
     /// Threads a launch takes where the caller names none: the tuning
     /// table's, within the bound.
     default_threads: u32,
-    /// Dynamic shared memory such a launch asks for, unused by the kernel: it
-    /// holds an SM to the table's `write_heavy_blocks_per_sm` blocks of a
-    /// kernel that writes at least the bytes it reads; else 0.
-    holding_smem: u32,
+    /// Where the table holds such a launch to a number of blocks an SM
+    /// (`ReduceCopyRule::held_blocks`: a kernel of an unroll it names that
+    /// writes at least the bytes it reads), the dynamic shared memory, unused
+    /// by the kernel, that holds off the rest (0 where no more fit).
+    held_smem: Option<u32>,
     /// Misaligned twins loaded so far, by placement (a program meets few).
     twins: Mutex<Vec<(Misalignment, CudaFunction)>>,
     /// `spec.params()`: what each launch pushes.
@@ -128,12 +129,9 @@ impl Runtime {
         let default_threads = table
             .map_or(DEFAULT_THREADS, |r| r.threads)
             .min(max_threads);
-        let holding_smem = match table
-            .and_then(|r| r.write_heavy_blocks_per_sm)
-            .filter(|_| spec.writes_at_least_reads())
-        {
-            Some(blocks) => holding_smem(&func, default_threads, blocks, &spec.name())?,
-            None => 0,
+        let held_smem = match table.and_then(|r| r.held_blocks(spec)) {
+            Some(blocks) => Some(holding_smem(&func, default_threads, blocks, &spec.name())?),
+            None => None,
         };
         Ok(ReduceCopyKernel {
             rt: self,
@@ -142,7 +140,7 @@ impl Runtime {
             func,
             max_threads,
             default_threads,
-            holding_smem,
+            held_smem,
             twins: Mutex::default(),
             params: spec.params(),
         })
@@ -161,18 +159,13 @@ impl ReduceCopyKernel<'_> {
     }
 
     /// Blocks an SM holds at once of a launch at the table's threads, where
-    /// the table holds them down (`ReduceCopyRule::write_heavy_blocks_per_sm`).
+    /// the table holds them down (`ReduceCopyRule::held_blocks`): at most the
+    /// table's, fewer where no more fit anyway.
     pub fn held_blocks_per_sm(&self) -> Result<Option<u32>> {
-        if self.holding_smem == 0 {
+        let Some(smem) = self.held_smem else {
             return Ok(None);
-        }
-        blocks_per_sm(
-            &self.func,
-            self.default_threads,
-            self.holding_smem as usize,
-            &self.name,
-        )
-        .map(Some)
+        };
+        blocks_per_sm(&self.func, self.default_threads, smem as usize, &self.name).map(Some)
     }
 
     /// `dsts[d][i] = op(srcs[0][i], srcs[1][i], ...)` for every i, on `stream`,
@@ -458,10 +451,9 @@ impl ReduceCopyKernel<'_> {
             grid_dim: (wanted.min(cap) as u32, 1, 1),
             block_dim: (threads, 1, 1),
             // A caller's own block size keeps every block an SM holds.
-            shared_mem_bytes: if opts.threads.is_none() {
-                self.holding_smem
-            } else {
-                0
+            shared_mem_bytes: match self.held_smem {
+                Some(smem) if opts.threads.is_none() => smem,
+                _ => 0,
             },
         }
     }

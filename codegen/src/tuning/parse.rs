@@ -36,7 +36,8 @@ struct RawTable {
 #[serde(deny_unknown_fields)]
 struct RawReduceCopyRule {
     threads: u32,
-    write_heavy_blocks_per_sm: Option<u32>,
+    #[serde(default)]
+    write_heavy_blocks_per_sm: std::collections::BTreeMap<String, u32>,
     reason: String,
     result: Option<String>,
 }
@@ -189,11 +190,10 @@ pub fn parse_table(file: &str, text: &str) -> Result<TuningTable, SpecError> {
         reduce_copy = Some(ReduceCopyRule {
             threads: super::reduce_copy::check_threads(r.threads)
                 .map_err(|rule| err(line, rule))?,
-            write_heavy_blocks_per_sm: r
-                .write_heavy_blocks_per_sm
-                .map(super::reduce_copy::check_capped_blocks)
-                .transpose()
-                .map_err(|rule| err(line, rule))?,
+            write_heavy_blocks_per_sm: super::reduce_copy::check_held_blocks(
+                &r.write_heavy_blocks_per_sm,
+            )
+            .map_err(|rule| err(line, rule))?,
             reason: r.reason.trim().to_string(),
             result: r.result,
             line,

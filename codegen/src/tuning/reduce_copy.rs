@@ -4,6 +4,10 @@
 //! code (the kernel's source is the spec's), only the launch: one hunk a warp,
 //! in blocks of `threads`.
 
+use std::collections::BTreeMap;
+
+use crate::spec::reduce_copy::{ReduceCopySpec, UNROLLS};
+
 /// A table's reduce_copy row (at most one a table; a base table's applies
 /// where this one has none).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,18 +15,32 @@ pub struct ReduceCopyRule {
     /// Threads per block: a multiple of 32 from 32 to 1024 (a kernel whose
     /// launch bound is lower takes its bound).
     pub threads: u32,
-    /// At most this many of those blocks an SM at once, for a kernel that
-    /// writes at least as many bytes an element as it reads
-    /// (`ReduceCopySpec::writes_at_least_reads`); `None`: as many as fit.
-    /// The launcher holds the rest off with shared memory the kernel does not
-    /// use.
-    pub write_heavy_blocks_per_sm: Option<u32>,
+    /// (unroll, blocks): at most `blocks` of those blocks an SM at once for a
+    /// kernel of that unroll that writes at least as many bytes an element as
+    /// it reads (`ReduceCopySpec::writes_at_least_reads`); an unroll not
+    /// named, as many as fit. The launcher holds the rest off with shared
+    /// memory the kernel does not use. In the table:
+    /// `write_heavy_blocks_per_sm = { u4 = 9, u8 = 9 }`.
+    pub write_heavy_blocks_per_sm: Vec<(u32, u32)>,
     /// Why, in a line.
     pub reason: String,
     /// Where the measurement that decided it is committed.
     pub result: Option<String>,
     /// The line of the table it came from.
     pub line: usize,
+}
+
+impl ReduceCopyRule {
+    /// Blocks an SM the row holds a launch of `spec` to, if it holds it.
+    pub fn held_blocks(&self, spec: &ReduceCopySpec) -> Option<u32> {
+        if !spec.writes_at_least_reads() {
+            return None;
+        }
+        self.write_heavy_blocks_per_sm
+            .iter()
+            .find(|&&(unroll, _)| unroll == spec.unroll)
+            .map(|&(_, blocks)| blocks)
+    }
 }
 
 /// Fewest blocks an SM `write_heavy_blocks_per_sm` may name: below 5 the
@@ -32,15 +50,29 @@ pub const MIN_CAPPED_BLOCKS: u32 = 5;
 /// Most blocks an SM holds (sm_80 and sm_90).
 pub const MAX_BLOCKS_PER_SM: u32 = 32;
 
-/// `write_heavy_blocks_per_sm` as a row may name it, else the rule it breaks.
-pub(super) fn check_capped_blocks(blocks: u32) -> Result<u32, String> {
-    if (MIN_CAPPED_BLOCKS..=MAX_BLOCKS_PER_SM).contains(&blocks) {
-        Ok(blocks)
-    } else {
-        Err(format!(
-            "write_heavy_blocks_per_sm = {blocks}: blocks an SM from {MIN_CAPPED_BLOCKS} to {MAX_BLOCKS_PER_SM}"
-        ))
+/// `write_heavy_blocks_per_sm` as a row may name it (`u<unroll>` keys, in
+/// unroll order), else the rule it breaks.
+pub(super) fn check_held_blocks(held: &BTreeMap<String, u32>) -> Result<Vec<(u32, u32)>, String> {
+    let mut out = Vec::new();
+    for (key, &blocks) in held {
+        let unroll = key
+            .strip_prefix('u')
+            .and_then(|u| u.parse::<u32>().ok())
+            .filter(|u| UNROLLS.contains(u))
+            .ok_or_else(|| {
+                format!(
+                    "write_heavy_blocks_per_sm: key {key:?}: keys are u<unroll>, the unroll one of {UNROLLS:?}"
+                )
+            })?;
+        if !(MIN_CAPPED_BLOCKS..=MAX_BLOCKS_PER_SM).contains(&blocks) {
+            return Err(format!(
+                "write_heavy_blocks_per_sm: {key} = {blocks}: blocks an SM from {MIN_CAPPED_BLOCKS} to {MAX_BLOCKS_PER_SM}"
+            ));
+        }
+        out.push((unroll, blocks));
     }
+    out.sort_unstable();
+    Ok(out)
 }
 
 /// `threads` as a row may name it, else the rule it breaks.

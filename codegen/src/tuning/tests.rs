@@ -169,28 +169,45 @@ fn a_reduce_copy_row_sets_the_launch_and_is_checked() {
     );
     let (_, rule) = err_of(&text.replace("fastest", " "));
     assert!(rule.contains("reason is empty"), "{rule}");
-    // Blocks an SM for the write-heavy kernels: read, written back, checked.
+    // Blocks an SM for the write-heavy kernels of an unroll: read, written
+    // back, checked; only those kernels are held.
     let held = text.replace(
         "threads = 128",
-        "threads = 128\nwrite_heavy_blocks_per_sm = 9",
+        "threads = 128\nwrite_heavy_blocks_per_sm = { u8 = 6, u4 = 9 }",
     );
     let t = parse_table("t.toml", &held).unwrap();
     let blocks = |t: &TuningTable| {
         t.reduce_copy
             .as_ref()
-            .and_then(|r| r.write_heavy_blocks_per_sm)
+            .unwrap()
+            .write_heavy_blocks_per_sm
+            .clone()
     };
-    assert_eq!(blocks(&t), Some(9));
+    assert_eq!(blocks(&t), [(4, 9), (8, 6)]);
     assert_eq!(
         blocks(&parse_table("t.toml", &write_table(&t, &[])).unwrap()),
-        Some(9)
+        [(4, 9), (8, 6)]
     );
-    assert_eq!(blocks(&parse_table("t.toml", &text).unwrap()), None);
-    for bad in [0, 4, 33] {
+    assert_eq!(blocks(&parse_table("t.toml", &text).unwrap()), []);
+    let rule = t.reduce_copy.as_ref().unwrap();
+    let held_at = |name: &str| rule.held_blocks(&name.parse().unwrap());
+    assert_eq!(held_at("reduce_copy_u4_f32_bf16_T_A_sum_rn"), Some(9));
+    assert_eq!(held_at("reduce_copy_u8_f32_f16_T_T_sum_rn"), Some(6));
+    assert_eq!(held_at("reduce_copy_u2_f32_bf16_T_A_sum_rn"), None);
+    assert_eq!(held_at("reduce_copy_u4_f32_bf16_TA_T_sum_rn"), None);
+    for (bad, says) in [
+        ("u4 = 4", "u4 = 4: blocks an SM from 5 to 32"),
+        ("u4 = 33", "u4 = 33: blocks an SM from 5 to 32"),
+        (
+            "u3 = 9",
+            "key \"u3\": keys are u<unroll>, the unroll one of [1, 2, 4, 8]",
+        ),
+        ("four = 9", "key \"four\""),
+    ] {
         refused(
-            &held.replace("= 9", &format!("= {bad}")),
-            &format!("write_heavy_blocks_per_sm = {bad}"),
-            "from 5 to 32",
+            &held.replace("u4 = 9", bad),
+            "write_heavy_blocks_per_sm",
+            says,
         );
     }
 }

@@ -100,8 +100,13 @@ fn all_reduce_row(out: &mut String, r: &AllReduceRule) {
 
 fn reduce_copy_row(out: &mut String, r: &ReduceCopyRule) {
     let _ = writeln!(out, "\n[[reduce_copy]]\nthreads = {}", r.threads);
-    if let Some(b) = r.write_heavy_blocks_per_sm {
-        let _ = writeln!(out, "write_heavy_blocks_per_sm = {b}");
+    if !r.write_heavy_blocks_per_sm.is_empty() {
+        let held: Vec<String> = r
+            .write_heavy_blocks_per_sm
+            .iter()
+            .map(|(unroll, blocks)| format!("u{unroll} = {blocks}"))
+            .collect();
+        let _ = writeln!(out, "write_heavy_blocks_per_sm = {{ {} }}", held.join(", "));
     }
     let _ = writeln!(out, "reason = {}", quoted(&r.reason));
     if let Some(res) = &r.result {
