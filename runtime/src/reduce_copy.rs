@@ -461,9 +461,9 @@ impl ReduceCopyKernel<'_> {
 
 /// The least dynamic shared memory (a multiple of 128 bytes, at most the 48 KiB
 /// a launch takes without asking) at which an SM holds at most `blocks` blocks
-/// of `threads` of `func`, as the driver's occupancy query counts them: fewer
-/// blocks in flight kept the write-heavy kernels' stream steadier
-/// (`benchmarks/h200/layouts-reduce-copy.json`).
+/// of `threads` of `func`, as the driver's occupancy query counts them: so held,
+/// the write-heavy kernels of unroll 4 and 8 ran faster on the H200, those of
+/// unroll 1 and 2 slower (`benchmarks/h200/layouts-reduce-copy.json`).
 fn holding_smem(func: &CudaFunction, threads: u32, blocks: u32, kernel: &str) -> Result<u32> {
     const STEP: u32 = 128;
     const MAX: u32 = 48 * 1024;

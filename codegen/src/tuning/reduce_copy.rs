@@ -46,7 +46,7 @@ impl ReduceCopyRule {
 /// Fewest blocks an SM `write_heavy_blocks_per_sm` may name: below 5 the
 /// shared memory that holds the others off passes the 48 KiB a launch takes
 /// without asking.
-pub const MIN_CAPPED_BLOCKS: u32 = 5;
+pub const MIN_HELD_BLOCKS: u32 = 5;
 /// Most blocks an SM holds (sm_80 and sm_90).
 pub const MAX_BLOCKS_PER_SM: u32 = 32;
 
@@ -64,9 +64,9 @@ pub(super) fn check_held_blocks(held: &BTreeMap<String, u32>) -> Result<Vec<(u32
                     "write_heavy_blocks_per_sm: key {key:?}: keys are u<unroll>, the unroll one of {UNROLLS:?}"
                 )
             })?;
-        if !(MIN_CAPPED_BLOCKS..=MAX_BLOCKS_PER_SM).contains(&blocks) {
+        if !(MIN_HELD_BLOCKS..=MAX_BLOCKS_PER_SM).contains(&blocks) {
             return Err(format!(
-                "write_heavy_blocks_per_sm: {key} = {blocks}: blocks an SM from {MIN_CAPPED_BLOCKS} to {MAX_BLOCKS_PER_SM}"
+                "write_heavy_blocks_per_sm: {key} = {blocks}: blocks an SM from {MIN_HELD_BLOCKS} to {MAX_BLOCKS_PER_SM}"
             ));
         }
         out.push((unroll, blocks));
