@@ -115,19 +115,22 @@ fn print_gpu() {
             let algos = redjit_runtime::all_reduce::choice::AlgoTable::for_tuning(&t.tuning);
             println!("  all-reduce choice: {}", algos.source);
             match t.tuning.reduce_copy_rule() {
-                Some(r) => println!(
-                    "  reduce_copy: blocks of {} threads{} (the tuning table's row)",
-                    r.threads,
-                    r.write_heavy_blocks_per_sm
+                Some(r) => {
+                    let held: String = r
+                        .write_heavy_blocks_per_sm
                         .iter()
                         .map(|(u, b)| format!(", {b} an SM at unroll {u}"))
-                        .collect::<String>()
-                        + if r.write_heavy_blocks_per_sm.is_empty() {
-                            ""
-                        } else {
-                            " where a kernel writes at least the bytes it reads"
-                        }
-                ),
+                        .collect();
+                    let whom = if held.is_empty() {
+                        ""
+                    } else {
+                        " where a kernel writes at least the bytes it reads"
+                    };
+                    println!(
+                        "  reduce_copy: blocks of {} threads{held}{whom} (the tuning table's row)",
+                        r.threads
+                    )
+                }
                 None => println!(
                     "  reduce_copy: blocks of {} threads (no table row)",
                     redjit_runtime::DEFAULT_THREADS
