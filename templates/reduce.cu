@@ -3,11 +3,11 @@
 // {{ srcs }} {{ input }} input(s), accumulated with {{ functor }}; the result is {{ result }}.
 {%- if axis == "all" and cluster %}
 // Small sizes (sm_90+): one cluster of {{ cluster }} blocks. Each thread feeds a fixed,
-// strided share of the array (packs of 4, {{ unroll }} in flight), each block reduces, and
+// strided share of the array (packs of {{ pack }}, {{ unroll }} in flight), each block reduces, and
 // block 0 merges the {{ cluster }} block states in rank order through distributed shared
 // memory: no workspace, no atomics, no last-block finish.
 {%- elif axis == "all" %}
-// Each thread feeds a fixed, strided share of the array (packs of 4, {{ unroll }} in flight),
+// Each thread feeds a fixed, strided share of the array (packs of {{ pack }}, {{ unroll }} in flight),
 // the block reduces, and with more than one block each writes a partial; the last
 // block to arrive reduces the partials in block order and writes the result. One
 // launch, no float atomics: the same grid gives the same bits every run.
@@ -38,6 +38,7 @@ typedef rj_dtype_{{ input }} T;
 const int kThreads = {{ threads }};
 const int kSrcs = {{ srcs }};
 const int kUnroll = {{ unroll }};
+const int kPack = {{ pack }};
 {%- if axis == "cols" %}
 const int kVec = {{ col_vec }};
 const int kColUnroll = {{ col_unroll }};
@@ -70,14 +71,14 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   (void)counters_ptr;
   (void)partials_ptr;
   const rj_u64 lanes = (rj_u64)gridDim.x * kThreads;
-  S acc = rj_feed_range<Op, T, kSrcs, kUnroll>(op, op.identity(), src0, src1, 0, n, (rj_u64)blockIdx.x * kThreads + threadIdx.x, lanes);
+  S acc = rj_feed_range<Op, T, kSrcs, kUnroll, kPack>(op, op.identity(), src0, src1, 0, n, (rj_u64)blockIdx.x * kThreads + threadIdx.x, lanes);
   acc = rj_block_reduce<kThreads>(op, acc);
   acc = rj_cluster_reduce<{{ cluster }}>(op, acc);
   // The grid is the one cluster: block 0 is rank 0.
   if (blockIdx.x == 0 && threadIdx.x == 0) rj_st_result(out, 0, op.finalize(acc, n));
 {%- elif axis == "all" %}
   const rj_u64 lanes = (rj_u64)gridDim.x * kThreads;
-  S acc = rj_feed_range<Op, T, kSrcs, kUnroll>(op, op.identity(), src0, src1, 0, n, (rj_u64)blockIdx.x * kThreads + threadIdx.x, lanes);
+  S acc = rj_feed_range<Op, T, kSrcs, kUnroll, kPack>(op, op.identity(), src0, src1, 0, n, (rj_u64)blockIdx.x * kThreads + threadIdx.x, lanes);
   acc = rj_block_reduce<kThreads>(op, acc);
   if (gridDim.x == 1) {
     if (threadIdx.x == 0) rj_st_result(out, 0, op.finalize(acc, n));
@@ -94,7 +95,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   const rj_u64 lane = threadIdx.x % 32;
   const rj_u64 warps = (rj_u64)gridDim.x * (kThreads / 32);
   for (rj_u64 r = ((rj_u64)blockIdx.x * kThreads + threadIdx.x) / 32; r < rows; r += warps) {
-    S acc = rj_feed_range<Op, T, kSrcs, kUnroll>(op, op.identity(), src0, src1, r * ld, cols, lane, 32);
+    S acc = rj_feed_range<Op, T, kSrcs, kUnroll, kPack>(op, op.identity(), src0, src1, r * ld, cols, lane, 32);
     acc = rj_warp_reduce(op, acc);
     if (lane == 0) rj_st_result(out, r, op.finalize(acc, cols));
   }
@@ -102,7 +103,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   const rj_u64 c0 = (rj_u64)blockIdx.y * cols_per_split;
   const rj_u64 count = cols - c0 < cols_per_split ? cols - c0 : cols_per_split;
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
-    S acc = rj_feed_range<Op, T, kSrcs, kUnroll>(op, op.identity(), src0, src1, r * ld + c0, count, threadIdx.x, kThreads, c0);
+    S acc = rj_feed_range<Op, T, kSrcs, kUnroll, kPack>(op, op.identity(), src0, src1, r * ld + c0, count, threadIdx.x, kThreads, c0);
     acc = rj_block_reduce<kThreads>(op, acc);
     const rj_u64 partials = rj_cvta_global(partials_ptr) + r * gridDim.y * sizeof(S);
     const rj_u64 counter = rj_cvta_global(counters_ptr) + r * 4;
@@ -115,7 +116,7 @@ extern "C" __global__ void {% if cluster %}__cluster_dims__({{ cluster }}, 1, 1)
   (void)partials_ptr;
   (void)cols_per_split;
   for (rj_u64 r = blockIdx.x; r < rows; r += gridDim.x) {
-    S acc = rj_feed_range<Op, T, kSrcs, kUnroll>(op, op.identity(), src0, src1, r * ld, cols, threadIdx.x, kThreads);
+    S acc = rj_feed_range<Op, T, kSrcs, kUnroll, kPack>(op, op.identity(), src0, src1, r * ld, cols, threadIdx.x, kThreads);
     acc = rj_block_reduce<kThreads>(op, acc);
     if (threadIdx.x == 0) rj_st_result(out, r, op.finalize(acc, cols));
   }

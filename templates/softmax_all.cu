@@ -2,7 +2,7 @@
 {%- if stage == "stats" %}
 // softmax_all (issue 11), stats stage: the (max, sum e^(s x - max)) state of a whole
 // {{ input }} array of n elements, s the scale. Each thread feeds a fixed, strided share
-// (packs of 4, {{ unroll }} in flight), the block reduces, and with more than one block
+// (packs of {{ pack }}, {{ unroll }} in flight), the block reduces, and with more than one block
 // each writes a partial; the last block to arrive merges the partials in block order
 // and stores the state (two f32: max, sum) to stats. No float atomics: the same grid
 // gives the same bits every run.
@@ -12,6 +12,7 @@ typedef Op::S S;
 typedef rj_dtype_{{ input }} T;
 const int kThreads = {{ threads }};
 const int kUnroll = {{ unroll }};
+const int kPack = {{ pack }};
 }  // namespace {{ name }}_impl
 
 extern "C" __global__ void __launch_bounds__({{ threads }}) {{ name }}(
@@ -22,7 +23,7 @@ extern "C" __global__ void __launch_bounds__({{ threads }}) {{ name }}(
   op.scale = scale;
   const rj_u64 x = rj_cvta_global(x_ptr), stats = rj_cvta_global(stats_ptr);
   const rj_u64 lanes = (rj_u64)gridDim.x * kThreads;
-  S acc = rj_feed_range<Op, T, 1, kUnroll>(op, op.identity(), x, 0, 0, n, (rj_u64)blockIdx.x * kThreads + threadIdx.x, lanes);
+  S acc = rj_feed_range<Op, T, 1, kUnroll, kPack>(op, op.identity(), x, 0, 0, n, (rj_u64)blockIdx.x * kThreads + threadIdx.x, lanes);
   acc = rj_block_reduce<kThreads>(op, acc);
   if (gridDim.x == 1) {
     if (threadIdx.x == 0) rj_st_state(stats, acc);

@@ -49,7 +49,8 @@ fn sum_f32_source_and_ptx() {
         "reduce_all_sum_f32_f32",
         &[
             "typedef rj_red_sum<rj_acc_f32> Op;",
-            "rj_feed_range<Op, T, kSrcs, kUnroll>",
+            "rj_feed_range<Op, T, kSrcs, kUnroll, kPack>",
+            "const int kPack = 4;",
         ],
     );
     let Some(nvrtc) = common::nvrtc_or_skip() else {
@@ -77,6 +78,7 @@ fn argmax_bf16_source_and_ptx() {
         &[
             "typedef rj_red_argmax<rj_acc_f32> Op;",
             "typedef rj_dtype_bf16 T;",
+            "const int kPack = 8;",
         ],
     );
     let Some(nvrtc) = common::nvrtc_or_skip() else {
@@ -86,9 +88,10 @@ fn argmax_bf16_source_and_ptx() {
         &spec,
         &nvrtc.version_string(),
         &[
-            // bf16 packs are 8 bytes: 8 in flight, then a masked group of 4.
-            ("ld.global.nc.v2.u32", 12),
-            ("ld.global.nc.v4.u32", 0),
+            // bf16 packs are 16 bytes of 8: 4 in flight, then a masked group
+            // of 2 (16 elements).
+            ("ld.global.nc.v4.u32", 6),
+            ("ld.global.nc.v2.u32", 0),
             // (value, 64-bit index) is three words per butterfly step.
             ("shfl.sync.bfly.b32", 3 * 2 * (5 + 3)),
         ],

@@ -128,6 +128,11 @@ pub struct DTypeInfo {
     pub needs: &'static [&'static str],
     /// May be the input of a `reduce` kernel.
     pub reduce_input: bool,
+    /// Elements of one load of a `reduce` kernel's full-array and row walks:
+    /// 16 bytes of f32 and of the 16-bit types (ahead of 8-byte loads of 4 by
+    /// up to 2 %: `benchmarks/h200/tune-reduce.jsonl`), 4 bytes of the 1-byte
+    /// types.
+    pub reduce_pack: u32,
     /// The accumulation policy when this dtype may be a `reduce` kernel's
     /// accumulator: in `prelude/reduce.cuh` for the float ones (the 16-bit ones
     /// are lossy: every add is rounded to the type), in `prelude/reduce_int.cuh`
@@ -147,27 +152,27 @@ registry_enum! {
     /// An element type.
     DType: DTypeInfo, what = "dtype" {
         /// IEEE single precision: the accumulator.
-        F32 => DTypeInfo { slug: "f32", bytes: 4, c_type: "float", accum: true, transport: false, min_arch: Arch(50), prelude: "prelude/dtype_f32.cuh", needs: &[], reduce_input: true, reduce_accum: Some("rj_acc_f32"), store: true, integer: false },
+        F32 => DTypeInfo { slug: "f32", bytes: 4, c_type: "float", accum: true, transport: false, min_arch: Arch(50), prelude: "prelude/dtype_f32.cuh", needs: &[], reduce_input: true, reduce_pack: 4, reduce_accum: Some("rj_acc_f32"), store: true, integer: false },
         /// bfloat16 (8 exponent bits, 7 mantissa bits): a transport type.
         // cvt.rn.bf16x2.f32 is sm_80+.
-        BF16 => DTypeInfo { slug: "bf16", bytes: 2, c_type: "rj_bf16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_bf16.cuh", needs: &[], reduce_input: true, reduce_accum: Some("rj_acc_bf16"), store: true, integer: false },
+        BF16 => DTypeInfo { slug: "bf16", bytes: 2, c_type: "rj_bf16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_bf16.cuh", needs: &[], reduce_input: true, reduce_pack: 8, reduce_accum: Some("rj_acc_bf16"), store: true, integer: false },
         /// IEEE half precision: a transport type.
         // cvt.rn.f16x2.f32 is sm_80+.
-        F16 => DTypeInfo { slug: "f16", bytes: 2, c_type: "rj_f16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_f16.cuh", needs: &[], reduce_input: true, reduce_accum: Some("rj_acc_f16"), store: true, integer: false },
+        F16 => DTypeInfo { slug: "f16", bytes: 2, c_type: "rj_f16", accum: false, transport: true, min_arch: Arch::SM80, prelude: "prelude/dtype_f16.cuh", needs: &[], reduce_input: true, reduce_pack: 8, reduce_accum: Some("rj_acc_f16"), store: true, integer: false },
         /// OCP FP8 E4M3 (bias 7, no infinities, NaN = S.1111.111, largest 448):
         /// a `reduce` input, widened exactly through f16.
         // cvt.rn.f16x2.e4m3x2 is sm_89+ (Ada, Hopper).
-        E4M3 => DTypeInfo { slug: "e4m3", bytes: 1, c_type: "rj_u8", accum: false, transport: false, min_arch: Arch::SM89, prelude: "prelude/dtype_e4m3.cuh", needs: &["prelude/packs8.cuh"], reduce_input: true, reduce_accum: None, store: false, integer: false },
+        E4M3 => DTypeInfo { slug: "e4m3", bytes: 1, c_type: "rj_u8", accum: false, transport: false, min_arch: Arch::SM89, prelude: "prelude/dtype_e4m3.cuh", needs: &["prelude/packs8.cuh"], reduce_input: true, reduce_pack: 4, reduce_accum: None, store: false, integer: false },
         /// OCP FP8 E5M2 (bias 15, IEEE-like with infinities and NaNs, largest
         /// 57344): a `reduce` input, widened exactly through f16.
         // cvt.rn.f16x2.e5m2x2 is sm_89+.
-        E5M2 => DTypeInfo { slug: "e5m2", bytes: 1, c_type: "rj_u8", accum: false, transport: false, min_arch: Arch::SM89, prelude: "prelude/dtype_e5m2.cuh", needs: &["prelude/packs8.cuh"], reduce_input: true, reduce_accum: None, store: false, integer: false },
+        E5M2 => DTypeInfo { slug: "e5m2", bytes: 1, c_type: "rj_u8", accum: false, transport: false, min_arch: Arch::SM89, prelude: "prelude/dtype_e5m2.cuh", needs: &["prelude/packs8.cuh"], reduce_input: true, reduce_pack: 4, reduce_accum: None, store: false, integer: false },
         /// Signed 8-bit integers: a `reduce` input, summed exactly in integers.
-        I8 => DTypeInfo { slug: "i8", bytes: 1, c_type: "signed char", accum: false, transport: false, min_arch: Arch(50), prelude: "prelude/dtype_i8.cuh", needs: &["prelude/packs8.cuh"], reduce_input: true, reduce_accum: None, store: false, integer: true },
+        I8 => DTypeInfo { slug: "i8", bytes: 1, c_type: "signed char", accum: false, transport: false, min_arch: Arch(50), prelude: "prelude/dtype_i8.cuh", needs: &["prelude/packs8.cuh"], reduce_input: true, reduce_pack: 4, reduce_accum: None, store: false, integer: true },
         /// Signed 64-bit integers: the exact accumulator of integer inputs (32-bit
         /// sums within a thread's group of elements, 64-bit across groups,
         /// threads and blocks) and the type of their integer results.
-        I64 => DTypeInfo { slug: "i64", bytes: 8, c_type: "rj_i64", accum: false, transport: false, min_arch: Arch(50), prelude: "prelude/reduce_int.cuh", needs: &[], reduce_input: false, reduce_accum: Some("rj_acc_i64"), store: false, integer: true },
+        I64 => DTypeInfo { slug: "i64", bytes: 8, c_type: "rj_i64", accum: false, transport: false, min_arch: Arch(50), prelude: "prelude/reduce_int.cuh", needs: &[], reduce_input: false, reduce_pack: 4, reduce_accum: Some("rj_acc_i64"), store: false, integer: true },
     }
 }
 

@@ -524,72 +524,95 @@ __device__ __forceinline__ typename Op::S rj_feed_one(const Op& op, typename Op:
     return op.feed(acc, op.value(x), index);
   }
 }
+// kPack elements (a multiple of 4) read with one vector load and widened to f32.
+template <class T, int kPack>
+__device__ __forceinline__ void rj_ld_pack(rj_u64 a, rj_u64 i, float (&v)[kPack]) {
+  if constexpr (kPack == 4) {
+    rj_ld4<T, rj_load_nc>(a, i, v);
+  } else {
+    rj_u32 w[kPack / 4 * T::kWords];
+    rj_ld_words<rj_load_nc>(a + i * T::kBytes, w);
+#pragma unroll
+    for (int g = 0; g < kPack / 4; ++g) {
+      rj_u32 part[T::kWords];
+      float q[4];
+#pragma unroll
+      for (int k = 0; k < T::kWords; ++k) part[k] = w[g * T::kWords + k];
+      T::unpack4(part, q);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[g * 4 + e] = q[e];
+    }
+  }
+}
 // Feeds elements first .. first + count of the source(s) to acc, as thread `lane`
 // of `lanes`; element first + k enters as index base + k (base: where the range
-// starts in what the result indexes, a split row's first column). A pack is 4 elements (16 bytes
-// of f32, 8 of a 16-bit type, read with one vector load): the elements before
-// src0's first pack boundary go one per lane, then whole packs (kUnroll per lane
-// in flight, lane-strided so each unroll step of a warp is one coalesced access),
-// then the tail one per lane. A second source that sits off src0's pack phase
-// sends the whole range down the element path. Which thread feeds which element
-// depends only on (first, count, lanes, the addresses), so the order is fixed.
-template <class Op, class T, int kSrcs, int kUnroll>
+// starts in what the result indexes, a split row's first column). A pack is kPack
+// elements read with one vector load (4 of f32 or 8 of a 16-bit type: 16 bytes;
+// ReduceSpec::pack): the elements before src0's first pack boundary go one per
+// lane, then whole packs (kUnroll per lane in flight, lane-strided so each unroll
+// step of a warp is one coalesced access), then the tail one per lane. A second
+// source that sits off src0's pack phase sends the whole range down the element
+// path. Which thread feeds which element depends only on (first, count, lanes, the
+// addresses), so the order is fixed.
+template <class Op, class T, int kSrcs, int kUnroll, int kPack>
 __device__ __forceinline__ typename Op::S rj_feed_range(const Op& op, typename Op::S acc, rj_u64 src0, rj_u64 src1,
                                                         rj_u64 first, rj_u64 count, rj_u64 lane, rj_u64 lanes,
                                                         rj_u64 base = 0) {
-  const rj_u64 kPackBytes = 4 * T::kBytes;
+  const rj_u64 kPackBytes = kPack * T::kBytes;
   rj_u64 head = ((kPackBytes - (src0 + first * T::kBytes) % kPackBytes) % kPackBytes) / T::kBytes;
   if (kSrcs == 2 && (src1 + (first + head) * T::kBytes) % kPackBytes != 0) head = count;
   if (head > count) head = count;
   for (rj_u64 k = lane; k < head; k += lanes) acc = rj_feed_one<Op, T, kSrcs>(op, acc, src0, src1, first + k, base + k);
-  const rj_u64 packs = (count - head) / 4;
+  const rj_u64 packs = (count - head) / kPack;
   const rj_u64 start = first + head;
   rj_u64 p = lane;
   for (; p + (kUnroll - 1) * lanes < packs; p += kUnroll * lanes) {
-    float x[kUnroll][4], y[kSrcs == 2 ? kUnroll : 1][4];
+    float x[kUnroll][kPack], y[kSrcs == 2 ? kUnroll : 1][kPack];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) rj_ld4<T, rj_load_nc>(src0, start + (p + u * lanes) * 4, x[u]);
+    for (int u = 0; u < kUnroll; ++u) rj_ld_pack<T, kPack>(src0, start + (p + u * lanes) * kPack, x[u]);
     if constexpr (kSrcs == 2) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) rj_ld4<T, rj_load_nc>(src1, start + (p + u * lanes) * 4, y[u]);
+      for (int u = 0; u < kUnroll; ++u) rj_ld_pack<T, kPack>(src1, start + (p + u * lanes) * kPack, y[u]);
     }
     // The packs in flight go in as one group: element k of the group is
-    // element e of pack u, index base + head + (p + u * lanes) * 4 + e.
-    float v[kUnroll * 4];
+    // element e of pack u, index base + head + (p + u * lanes) * kPack + e.
+    float v[kUnroll * kPack];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
+      for (int e = 0; e < kPack; ++e) {
         if constexpr (kSrcs == 2) {
-          v[u * 4 + e] = op.value(x[u][e], y[u][e]);
+          v[u * kPack + e] = op.value(x[u][e], y[u][e]);
         } else {
-          v[u * 4 + e] = op.value(x[u][e]);
+          v[u * kPack + e] = op.value(x[u][e]);
         }
       }
     }
-    acc = op.feed_n(acc, v, [&](int k) { return base + head + (p + (rj_u64)(k / 4) * lanes) * 4 + (rj_u64)(k % 4); });
+    acc = op.feed_n(acc, v, [&](int k) { return base + head + (p + (rj_u64)(k / kPack) * lanes) * kPack + (rj_u64)(k % kPack); });
   }
-  // The last packs, fewer than kUnroll a lane: up to 4 (two sources: 2 of each)
-  // loaded together, in flight at once as in the loop above, then fed element
-  // by element in index order (a group update here gains nothing, and ptxas
-  // spilled the warp-per-row Welford twins around it; so did more packs in
-  // flight, and 4 of each of two byte-sized sources).
-  const int kRest = kUnroll < 4 / kSrcs ? kUnroll : 4 / kSrcs;
+  // The last packs, fewer than kUnroll a lane: up to 16 elements (two sources: 8
+  // of each) loaded together, in flight at once as in the loop above, then fed
+  // element by element in index order (a group update here gains nothing, and
+  // ptxas spilled the warp-per-row Welford twins around it; so did more packs in
+  // flight, 4 of each of two byte-sized sources, and 32 elements of the 16-bit
+  // split-row argmax).
+  const int kRestMost = 16 / kPack / kSrcs > 0 ? 16 / kPack / kSrcs : 1;
+  const int kRest = kUnroll < kRestMost ? kUnroll : kRestMost;
   for (; p < packs; p += kRest * lanes) {
-    float x[kRest][4], y[kSrcs == 2 ? kRest : 1][4];
+    float x[kRest][kPack], y[kSrcs == 2 ? kRest : 1][kPack];
 #pragma unroll
     for (int u = 0; u < kRest; ++u) {
       if (p + u * lanes < packs) {
-        rj_ld4<T, rj_load_nc>(src0, start + (p + u * lanes) * 4, x[u]);
-        if constexpr (kSrcs == 2) rj_ld4<T, rj_load_nc>(src1, start + (p + u * lanes) * 4, y[u]);
+        rj_ld_pack<T, kPack>(src0, start + (p + u * lanes) * kPack, x[u]);
+        if constexpr (kSrcs == 2) rj_ld_pack<T, kPack>(src1, start + (p + u * lanes) * kPack, y[u]);
       }
     }
 #pragma unroll
     for (int u = 0; u < kRest; ++u) {
       if (p + u * lanes < packs) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const rj_u64 index = base + head + (p + u * lanes) * 4 + e;
+        for (int e = 0; e < kPack; ++e) {
+          const rj_u64 index = base + head + (p + u * lanes) * kPack + e;
           if constexpr (kSrcs == 2) {
             acc = op.feed(acc, op.value(x[u][e], y[u][e]), index);
           } else {
@@ -599,7 +622,7 @@ __device__ __forceinline__ typename Op::S rj_feed_range(const Op& op, typename O
       }
     }
   }
-  for (rj_u64 k = head + packs * 4 + lane; k < count; k += lanes) acc = rj_feed_one<Op, T, kSrcs>(op, acc, src0, src1, first + k, base + k);
+  for (rj_u64 k = head + packs * kPack + lane; k < count; k += lanes) acc = rj_feed_one<Op, T, kSrcs>(op, acc, src0, src1, first + k, base + k);
   return acc;
 }
 

@@ -57,10 +57,10 @@ pub const CLUSTER: u32 = 8;
 /// this many elements: two rounds of 16 elements per thread of the cluster.
 /// Past it, more blocks read faster than the last-block finish costs.
 pub const CLUSTER_MAX_N: u64 = 2 * 16 * CLUSTER as u64 * THREADS as u64;
-/// The cluster twin's packs of 4 in flight per thread: all of a thread's share
+/// Elements each thread of the cluster twin has in flight: all of its share
 /// of `CLUSTER_MAX_N` in one round of loads, whatever the dtype (a small
 /// reduction waits on each round's memory latency in turn).
-pub const CLUSTER_UNROLL: u32 = (CLUSTER_MAX_N / (4 * CLUSTER as u64 * THREADS as u64)) as u32;
+pub const CLUSTER_ELEMENTS: u32 = (CLUSTER_MAX_N / (CLUSTER as u64 * THREADS as u64)) as u32;
 /// gridDim.y's limit: the column kernel's splits.
 pub const MAX_SPLITS: u64 = 65_535;
 /// gridDim.x's limit.
@@ -108,8 +108,9 @@ pub struct ReduceSpec {
 pub struct ReduceStrategy {
     /// Threads per block (the launch bound): a power of two, 64 to 1024.
     pub threads: u32,
-    /// Loads each thread keeps in flight: packs of 4 elements (full array,
-    /// rows) or 16-byte rows of its columns (columns), 1 to `MAX_UNROLL`.
+    /// Loads each thread keeps in flight: packs (full array, rows; the input
+    /// type's `reduce_pack` elements) or 16-byte rows of its columns
+    /// (columns), 1 to `MAX_UNROLL`.
     pub unroll: u32,
 }
 
@@ -360,9 +361,19 @@ impl ReduceSpec {
             threads: THREADS,
             unroll: match self.axis {
                 ReduceAxis::Cols => COL_UNROLL,
-                _ => 64 / (4 * self.input.info().bytes),
+                _ => self.unroll_of_64_bytes(),
             },
         }
+    }
+
+    /// Elements of one pack load of the full-array and row walks.
+    pub fn pack(&self) -> u32 {
+        self.input.info().reduce_pack
+    }
+
+    /// Packs that make 64 bytes in flight per thread.
+    fn unroll_of_64_bytes(&self) -> u32 {
+        64 / (self.pack() * self.input.info().bytes)
     }
 
     /// Threads per block of this kernel.
@@ -376,13 +387,13 @@ impl ReduceSpec {
     }
 
     /// Pack loads each thread keeps in flight (the strategy's, else 64
-    /// bytes' worth); the cluster twin `CLUSTER_UNROLL` packs.
+    /// bytes' worth); the cluster twin `CLUSTER_ELEMENTS` elements' packs.
     pub fn unroll(&self) -> u32 {
         if self.cluster {
-            return CLUSTER_UNROLL;
+            return CLUSTER_ELEMENTS / self.pack();
         }
         if self.warp_per_row || self.axis == ReduceAxis::Cols {
-            return 64 / (4 * self.input.info().bytes);
+            return self.unroll_of_64_bytes();
         }
         self.strategy
             .unwrap_or_else(|| self.default_strategy())
@@ -457,7 +468,7 @@ impl ReduceSpec {
             (ReduceAxis::All, Shape::All { n }) => {
                 // One round of full packs per thread at least, one wave of
                 // resident blocks at most: each block then loops.
-                let per_round = threads * 4 * u64::from(self.unroll());
+                let per_round = threads * self.elements_per_round_of_a_thread();
                 let blocks = n
                     .div_ceil(per_round)
                     .clamp(1, resident.min(u64::from(MAX_ALL_BLOCKS)));
@@ -568,14 +579,20 @@ impl ReduceSpec {
     /// in flight and a whole number of packs (every split keeps the row's
     /// pack phase): a block a row left three rows of 100003 to three SMs.
     fn cols_per_split(&self, rows: u64, cols: u64, resident: u64) -> u64 {
-        let per_round = u64::from(self.threads()) * 4 * u64::from(self.unroll());
+        let per_round = u64::from(self.threads()) * self.elements_per_round_of_a_thread();
         let wanted = (resident / rows.max(1))
             .min(cols / per_round)
             .min(MAX_SPLITS);
         if wanted < 2 {
             return cols;
         }
-        cols.div_ceil(wanted).next_multiple_of(4)
+        cols.div_ceil(wanted)
+            .next_multiple_of(u64::from(self.pack()))
+    }
+
+    /// Elements a thread has in flight in one round of its loads.
+    pub fn elements_per_round_of_a_thread(&self) -> u64 {
+        u64::from(self.pack()) * u64::from(self.unroll())
     }
 
     fn context(&self) -> ReduceContext {
@@ -598,6 +615,7 @@ impl ReduceSpec {
             },
             threads: self.threads(),
             unroll: self.unroll(),
+            pack: self.pack(),
             warp_per_row: self.warp_per_row,
             split_rows: self.split_rows,
             phases: self.threads() / 32,
@@ -620,6 +638,8 @@ struct ReduceContext {
     result: &'static str,
     threads: u32,
     unroll: u32,
+    /// Elements of a pack load (`ReduceSpec::pack`).
+    pack: u32,
     warp_per_row: bool,
     split_rows: bool,
     phases: u32,
@@ -957,7 +977,7 @@ mod tests {
         // The default strategy is the unnamed kernel's layout.
         let default = spec.with_strategy(Some(spec.default_strategy()));
         assert_eq!(
-            default.render().unwrap().code.replace("_t256u8", ""),
+            default.render().unwrap().code.replace("_t256u4", ""),
             spec.render().unwrap().code
         );
         // Columns: the strategy's loads are rows in flight, and its threads the phases.
@@ -1157,12 +1177,14 @@ mod tests {
         assert_eq!(big.grid, (1056, 1));
         let other = spec.plan(Shape::All { n: 1 << 28 }, 78, 6);
         assert_eq!(other.grid, (468, 1));
-        // bf16 packs are 8 bytes: 8 in flight, the same 16 elements per round.
+        // bf16 packs are 16 bytes of 8 elements: 4 in flight, 64 bytes a
+        // thread as f32's, 32 elements per round.
         let bf16 = ReduceSpec {
             input: DType::BF16,
             ..spec
         };
-        assert_eq!(bf16.unroll(), 8);
+        assert_eq!((bf16.pack(), bf16.unroll()), (8, 4));
+        assert_eq!(bf16.elements_per_round_of_a_thread(), 32);
         assert_eq!(bf16.plan(Shape::All { n: 4097 }, 132, 8).grid, (1, 1));
         // sm_90: past one block's round and up to CLUSTER_MAX_N, one cluster.
         for n in [4097, 1 << 16, CLUSTER_MAX_N] {
@@ -1242,7 +1264,7 @@ mod tests {
                 ..ReduceSpec::default()
             };
             let twin = spec.for_split_rows();
-            let per_round = u64::from(twin.threads()) * 4 * u64::from(twin.unroll());
+            let per_round = u64::from(twin.threads()) * twin.elements_per_round_of_a_thread();
             for (rows, cols) in [(3, 100_003), (1, 1 << 20), (5, 77_777), (1, 2 * per_round)] {
                 let p = spec.plan(matrix(rows, cols), 132, 8);
                 let splits = u64::from(p.grid.1);

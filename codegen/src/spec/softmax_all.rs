@@ -165,13 +165,13 @@ impl SoftmaxAllSpec {
 
     /// Stats stage on `grid` blocks for n elements: the longest chain of
     /// rounded adds an element's exponential goes through to the state (a
-    /// thread's group sums, one group of `4 x unroll`, the last packs (fewer
+    /// thread's group sums, one group of `pack x unroll`, the last packs (fewer
     /// than a group), the unaligned head and the tail element by element, the
     /// block tree, the last block's merge of the partials). With f32's unit roundoff it bounds the sum's error
     /// (`reference_norm` derives the tolerances from it).
     pub fn stats_chain(&self, n: u64, grid: u32) -> u64 {
         let lanes = u64::from(grid.max(1)) * u64::from(THREADS);
-        let group = 4 * u64::from(self.reduce_twin().unroll());
+        let group = self.reduce_twin().elements_per_round_of_a_thread();
         let block_levels = 5 + u64::from(THREADS / 32).ilog2() as u64;
         let last = if grid > 1 {
             u64::from(grid).div_ceil(u64::from(THREADS)) + block_levels
@@ -188,7 +188,7 @@ impl SoftmaxAllSpec {
     /// level.
     pub fn stats_rescales(&self, n: u64, grid: u32) -> u64 {
         let lanes = u64::from(grid.max(1)) * u64::from(THREADS);
-        let group = 4 * u64::from(self.reduce_twin().unroll());
+        let group = self.reduce_twin().elements_per_round_of_a_thread();
         let block_levels = 5 + u64::from(THREADS / 32).ilog2() as u64;
         let last = if grid > 1 {
             u64::from(grid).div_ceil(u64::from(THREADS)) + block_levels
@@ -221,6 +221,7 @@ impl SoftmaxAllSpec {
             output: self.output.slug(),
             threads: THREADS,
             unroll: self.reduce_twin().unroll(),
+            pack: self.reduce_twin().pack(),
             vec: self.vec(),
             vec_unroll: UNROLL,
         }
@@ -236,8 +237,10 @@ struct SoftmaxAllContext {
     input: &'static str,
     output: &'static str,
     threads: u32,
-    /// Stats stage: packs of 4 in flight per thread (the reduce twin's).
+    /// Stats stage: packs in flight per thread (the reduce twin's).
     unroll: u32,
+    /// Elements of a pack load of the stats stage (the reduce twin's).
+    pack: u32,
     /// Normalise stage: elements per vector.
     vec: u32,
     /// Normalise stage: vectors in flight per thread.
