@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 use redjit_codegen::params::Param;
 use redjit_codegen::spec::reduce_copy::Misalignment;
+use redjit_codegen::tuning::HOLDING_SMEM_MAX;
 use redjit_codegen::{DType, KernelSpec, Op, ReduceCopySpec, Rounding};
 
 use crate::elem::{KernelInput, KernelOutput};
@@ -459,19 +460,18 @@ impl ReduceCopyKernel<'_> {
     }
 }
 
-/// The least dynamic shared memory (a multiple of 128 bytes, at most the 48 KiB
-/// a launch takes without asking) at which an SM holds at most `blocks` blocks
+/// The least dynamic shared memory (a multiple of 128 bytes, at most
+/// `HOLDING_SMEM_MAX`) at which an SM holds at most `blocks` blocks
 /// of `threads` of `func`, as the driver's occupancy query counts them: so held,
 /// the write-heavy kernels of unroll 4 and 8 ran faster on the H200, those of
 /// unroll 1 and 2 slower (`benchmarks/h200/layouts-reduce-copy.json`).
 fn holding_smem(func: &CudaFunction, threads: u32, blocks: u32, kernel: &str) -> Result<u32> {
     const STEP: u32 = 128;
-    const MAX: u32 = 48 * 1024;
     if blocks_per_sm(func, threads, 0, kernel)? <= blocks {
         return Ok(0);
     }
     // Blocks an SM only fall as the shared memory a block asks for grows.
-    let (mut lo, mut hi) = (0u32, MAX / STEP);
+    let (mut lo, mut hi) = (0u32, HOLDING_SMEM_MAX / STEP);
     while lo + 1 < hi {
         let mid = (lo + hi) / 2;
         if blocks_per_sm(func, threads, (mid * STEP) as usize, kernel)? <= blocks {

@@ -524,24 +524,30 @@ __device__ __forceinline__ typename Op::S rj_feed_one(const Op& op, typename Op:
     return op.feed(acc, op.value(x), index);
   }
 }
-// kPack elements (a multiple of 4) read with one vector load and widened to f32.
+// 16 / T::kBytes elements of one 16-byte load (rj_ld_words), widened to f32.
+template <class T> __device__ __forceinline__ void rj_unpack16(const rj_u32 (&w)[4], float (&v)[16 / T::kBytes]) {
+#pragma unroll
+  for (int g = 0; g < 4 / T::kWords; ++g) {
+    rj_u32 part[T::kWords];
+    float q[4];
+#pragma unroll
+    for (int k = 0; k < T::kWords; ++k) part[k] = w[g * T::kWords + k];
+    T::unpack4(part, q);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[g * 4 + e] = q[e];
+  }
+}
+// A pack of kPack elements read with one vector load and widened to f32: 4 (of
+// any type), or one 16-byte load of a 16-bit type's 8.
 template <class T, int kPack>
 __device__ __forceinline__ void rj_ld_pack(rj_u64 a, rj_u64 i, float (&v)[kPack]) {
   if constexpr (kPack == 4) {
     rj_ld4<T, rj_load_nc>(a, i, v);
   } else {
-    rj_u32 w[kPack / 4 * T::kWords];
+    static_assert(kPack * T::kBytes == 16, "a pack of more than 4 elements is one 16-byte load");
+    rj_u32 w[4];
     rj_ld_words<rj_load_nc>(a + i * T::kBytes, w);
-#pragma unroll
-    for (int g = 0; g < kPack / 4; ++g) {
-      rj_u32 part[T::kWords];
-      float q[4];
-#pragma unroll
-      for (int k = 0; k < T::kWords; ++k) part[k] = w[g * T::kWords + k];
-      T::unpack4(part, q);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) v[g * 4 + e] = q[e];
-    }
+    rj_unpack16<T>(w, v);
   }
 }
 // Feeds elements first .. first + count of the source(s) to acc, as thread `lane`
@@ -627,19 +633,6 @@ __device__ __forceinline__ typename Op::S rj_feed_range(const Op& op, typename O
 }
 
 // ---- 16-byte vectors of adjacent elements (column kernels) ---------------------
-// 16 / T::kBytes elements of one 16-byte load (rj_ld_words), widened to f32.
-template <class T> __device__ __forceinline__ void rj_unpack16(const rj_u32 (&w)[4], float (&v)[16 / T::kBytes]) {
-#pragma unroll
-  for (int g = 0; g < 4 / T::kWords; ++g) {
-    rj_u32 part[T::kWords];
-    float q[4];
-#pragma unroll
-    for (int k = 0; k < T::kWords; ++k) part[k] = w[g * T::kWords + k];
-    T::unpack4(part, q);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) v[g * 4 + e] = q[e];
-  }
-}
 
 // Merges each of kVec states over the kPhases warps of a block (warp w holds
 // phase w; lanes are columns) in phase order; warp 0 ends with the results.

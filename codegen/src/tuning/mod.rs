@@ -43,7 +43,7 @@ pub use classes::{ROW_CLASSES, cols_class, row_class};
 pub use device::{DeviceKey, Selection, device_slug};
 pub use parse::parse_table;
 pub use reduce::ReduceRule;
-pub use reduce_copy::ReduceCopyRule;
+pub use reduce_copy::{HOLDING_SMEM_MAX, ReduceCopyRule};
 pub use write::write_table;
 
 /// Which form of a layout's kernel a norm strategy takes.

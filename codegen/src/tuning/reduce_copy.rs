@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::spec::norm::SM_SHARED_BYTES;
 use crate::spec::reduce_copy::{ReduceCopySpec, UNROLLS};
 
 /// A table's reduce_copy row (at most one a table; a base table's applies
@@ -43,10 +44,13 @@ impl ReduceCopyRule {
     }
 }
 
-/// Fewest blocks an SM `write_heavy_blocks_per_sm` may name: below 5 the
-/// shared memory that holds the others off passes the 48 KiB a launch takes
-/// without asking.
-pub const MIN_HELD_BLOCKS: u32 = 5;
+/// Dynamic shared memory a launch takes without asking for more (CUDA's
+/// default limit): the most the launcher asks for to hold blocks off an SM.
+pub const HOLDING_SMEM_MAX: u32 = 48 * 1024;
+/// Fewest blocks an SM `write_heavy_blocks_per_sm` may name: fewer would each
+/// need more than `HOLDING_SMEM_MAX` to hold the others off an SM's shared
+/// memory (5 on sm_90).
+pub const MIN_HELD_BLOCKS: u32 = (SM_SHARED_BYTES as u32).div_ceil(HOLDING_SMEM_MAX);
 /// Most blocks an SM holds (sm_80 and sm_90).
 pub const MAX_BLOCKS_PER_SM: u32 = 32;
 
