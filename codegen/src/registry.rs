@@ -129,8 +129,8 @@ pub struct DTypeInfo {
     /// May be the input of a `reduce` kernel.
     pub reduce_input: bool,
     /// Elements of one load of a `reduce` kernel's full-array and row walks:
-    /// 16 bytes of f32 and of the 16-bit types (ahead of 8-byte loads of 4 by
-    /// up to 2 %: `benchmarks/h200/tune-reduce.jsonl`), 4 bytes of the 1-byte
+    /// 16 bytes of f32 and of the 16-bit types (the 16-bit ones ran ahead of
+    /// 8-byte loads of 4 on the H200: commit f1cf50c), 4 bytes of the 1-byte
     /// types.
     pub reduce_pack: u32,
     /// The accumulation policy when this dtype may be a `reduce` kernel's
